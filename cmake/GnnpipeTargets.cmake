@@ -1,0 +1,20 @@
+# gnnpipe_target_defaults(<target>): C++20, warnings and the sanitizer for OUR targets only
+# (no global flags, so third-party code is compiled as its packagers intended).
+function(gnnpipe_target_defaults target)
+  target_compile_features(${target} PUBLIC cxx_std_20)
+  set_target_properties(${target} PROPERTIES CXX_EXTENSIONS OFF POSITION_INDEPENDENT_CODE ON)
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align
+                              -Woverloaded-virtual -Wimplicit-fallthrough>
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${GNNPIPE_WERROR}>>:-Werror>
+    $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 -Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr>
+    $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${GNNPIPE_WERROR}>>:-Werror=all-warnings>)
+  if(GNNPIPE_SANITIZE)
+    if(NOT GNNPIPE_SANITIZE MATCHES "^(address|undefined|thread)$")
+      message(FATAL_ERROR "GNNPIPE_SANITIZE must be address, undefined or thread, not '${GNNPIPE_SANITIZE}'")
+    endif()
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${GNNPIPE_SANITIZE} -fno-omit-frame-pointer>)
+    target_link_options(${target} PUBLIC -fsanitize=${GNNPIPE_SANITIZE})
+  endif()
+endfunction()

@@ -1,0 +1,11 @@
+#pragma once
+// The `gnnpipe` command line as a function, so tests drive it in-process. Output and errors go
+// to the given streams; the return value is the process exit code (DESIGN §5: 0 success,
+// 1 internal error, 2 usage or config error, 3 data error, 4 device error). Never exits.
+#include <iosfwd>
+
+namespace gnnpipe::experiments {
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+}  // namespace gnnpipe::experiments

@@ -1,0 +1,131 @@
+#include "gnnpipe/experiments/cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gnnpipe/core/build_info.hpp"
+#include "gnnpipe/core/device.hpp"
+#include "gnnpipe/core/error.hpp"
+#include "gnnpipe/core/log.hpp"
+#include "gnnpipe/core/units.hpp"
+#include "gnnpipe/experiments/doctor.hpp"
+
+namespace gnnpipe::experiments {
+namespace {
+
+using core::ExitCode;
+
+std::string version_text() {
+  const auto& info = core::build_info();
+  std::string text = fmt::format("gnnpipe {}\nbuild: {}, {}\ncuda: {}", info.version, info.build_type, info.compiler,
+                                 info.cuda ? "on (archs " + info.cuda_archs + ")" : std::string("off"));
+  const auto gpus = core::list_gpus();
+  if (gpus.empty()) {
+    text += "\ngpus: none detected";
+  }
+  for (const auto& gpu : gpus) {
+    text += fmt::format("\ngpu cuda:{}: {}, {}, sm_{}{}", gpu.index, gpu.name, core::format_bytes(gpu.total_memory_bytes),
+                        gpu.compute_capability_major, gpu.compute_capability_minor);
+  }
+  return text;
+}
+
+// Options shared by the subcommands that take an experiment (DESIGN §5).
+struct ExperimentArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  std::string out_dir;
+  std::string data_dir;
+};
+
+void add_experiment_args(CLI::App& cmd, ExperimentArgs& args) {
+  cmd.add_option("config", args.config, "experiment YAML file")->required();
+  cmd.add_option("--set", args.sets, "override a key, value parsed as YAML: --set sampler.fanouts=[10,10]");
+  cmd.add_option("--out", args.out_dir, "run directory (default runs/<name>-<timestamp>)");
+  cmd.add_option("--data-dir", args.data_dir, "base for relative dataset paths (default $GNNPIPE_DATA_DIR, else cwd)");
+}
+
+// The reply of a subcommand whose implementation has not landed yet: exit code 2 and one line
+// that says what is missing, rather than a stub that pretends to work.
+int not_yet(std::ostream& err, const std::string& what, const std::string& lands_with) {
+  fmt::print(err, "gnnpipe: '{}' is not available in this build yet: it lands with {}\n", what, lands_with);
+  return static_cast<int>(ExitCode::kUsage);
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{"gnnpipe: pipelined, sampling-based GNN training on graphs too large for full-batch GPU training",
+               "gnnpipe"};
+  app.set_version_flag("--version", version_text, "print version, build type, CUDA support and detected GPUs");
+  app.require_subcommand(1);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
+
+  ExperimentArgs run_args;
+  auto* run = app.add_subcommand("run", "train and evaluate an experiment, writing a run directory");
+  add_experiment_args(*run, run_args);
+
+  ExperimentArgs bench_args;
+  auto* bench = app.add_subcommand("bench", "run the sequential baseline and the pipeline side by side (bench.json)");
+  add_experiment_args(*bench, bench_args);
+
+  ExperimentArgs infer_args;
+  auto* infer = app.add_subcommand("infer", "memory-limited full-neighbor inference with a trained checkpoint");
+  add_experiment_args(*infer, infer_args);
+
+  auto* data = app.add_subcommand("data", "inspect, convert and synthesize datasets");
+  data->require_subcommand(1);
+  std::string data_path;
+  data->add_subcommand("info", "counts, degrees, features, labels and splits of a dataset")
+      ->add_option("path", data_path, "dataset directory or file")
+      ->required();
+  auto* convert = data->add_subcommand("convert", "convert a dataset to the native format");
+  std::string convert_from, convert_out;
+  convert->add_option("--from", convert_from, "native, npz, saint, ogb, planetoid-npy or edgelist")->required();
+  convert->add_option("src", data_path, "source dataset")->required();
+  convert->add_option("--out", convert_out, "output directory")->required();
+  auto* synth = data->add_subcommand("synth", "generate a synthetic graph with community structure");
+  synth->add_option("--out", convert_out, "output directory")->required();
+
+  DoctorOptions doctor_options;
+  std::vector<std::string> doctor_devices;
+  std::string doctor_bytes = "64MiB";
+  auto* doctor = app.add_subcommand("doctor", "check devices, streams, pinned memory and copy bandwidth on this machine");
+  doctor->add_option("--device", doctor_devices, "device(s) to check (default: cpu and every GPU)");
+  doctor->add_option("--bytes", doctor_bytes, "size of each bandwidth test")->capture_default_str();
+  doctor->add_option("--repeats", doctor_options.repeats, "bandwidth = best of this many copies")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e, out, err);
+    return code == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
+  }
+
+  try {
+    core::set_log_level(log_level);
+    if (*run) return not_yet(err, "gnnpipe run", "issue #4 (models and full-batch training on the CPU backend)");
+    if (*bench) return not_yet(err, "gnnpipe bench", "issue #6 (the pipelined runtime)");
+    if (*infer) return not_yet(err, "gnnpipe infer", "issue #6 (the pipelined runtime and layer-wise inference)");
+    if (*data) return not_yet(err, "gnnpipe data", "issue #3 (graphs and datasets)");
+    if (*doctor) {
+      for (const auto& text : doctor_devices) doctor_options.devices.push_back(core::Device::parse(text));
+      doctor_options.copy_bytes = core::parse_bytes(doctor_bytes);
+      const DoctorReport report = run_doctor(doctor_options, out);
+      return static_cast<int>(report.ok ? ExitCode::kOk : ExitCode::kDevice);
+    }
+  } catch (const std::exception& e) {
+    fmt::print(err, "gnnpipe: {}\n", core::user_message(e));
+    core::logger().debug("{}", e.what());
+    return static_cast<int>(core::exit_code_for(e));
+  }
+  return static_cast<int>(ExitCode::kInternal);
+}
+
+}  // namespace gnnpipe::experiments

@@ -1,0 +1,148 @@
+#include "gnnpipe/experiments/doctor.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <ostream>
+#include <string>
+
+#include "gnnpipe/core/buffer.hpp"
+#include "gnnpipe/core/build_info.hpp"
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/core/stream.hpp"
+#include "gnnpipe/core/timer.hpp"
+#include "gnnpipe/core/units.hpp"
+
+namespace gnnpipe::experiments {
+namespace {
+
+using core::Buffer;
+using core::Device;
+using core::Event;
+using core::MemoryKind;
+using core::Stream;
+
+class Checker {
+ public:
+  Checker(std::ostream& out, DoctorReport& report) : out_(out), report_(report) {}
+
+  // Runs one named check; a thrown exception or a false result marks it failed.
+  void check(const std::string& name, const std::function<std::string()>& body) {
+    try {
+      const std::string detail = body();
+      ++report_.checks_passed;
+      fmt::print(out_, "  ok    {}{}\n", name, detail.empty() ? "" : ": " + detail);
+    } catch (const std::exception& e) {
+      ++report_.checks_failed;
+      report_.ok = false;
+      fmt::print(out_, "  FAIL  {}: {}\n", name, e.what());
+    }
+  }
+
+ private:
+  std::ostream& out_;
+  DoctorReport& report_;
+};
+
+// Fills a host buffer with a position-dependent pattern so a shifted or partial copy is caught.
+void write_pattern(std::span<uint32_t> data, uint32_t salt) {
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint32_t>(i * 2654435761u) ^ salt;
+}
+
+void expect_pattern(std::span<const uint32_t> data, uint32_t salt) {
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    GNNPIPE_CHECK(data[i] == (static_cast<uint32_t>(i * 2654435761u) ^ salt),
+                  "element {} of {} is {:#x} after the round trip", i, data.size(), data[i]);
+  }
+}
+
+// Best-of-N bandwidth of host->device copies from `src`, in GB/s (1e9 bytes per second).
+double h2d_gbps(Buffer<uint32_t>& dst, const Buffer<uint32_t>& src, const Stream& stream, int repeats) {
+  double best = 0.0;
+  for (int r = 0; r < repeats; ++r) {
+    core::Stopwatch watch;
+    copy_async(dst, src, stream);
+    stream.synchronize();
+    best = std::max(best, static_cast<double>(src.bytes()) / watch.seconds() / 1e9);
+  }
+  return best;
+}
+
+void check_device(Checker& checker, Device device, const DoctorOptions& options, std::ostream& out) {
+  fmt::print(out, "device {}\n", device.str());
+  const std::size_t count = options.copy_bytes / sizeof(uint32_t);
+  checker.check("available", [&] {
+    device.require_available();
+    return std::string();
+  });
+  checker.check("two streams ordered by an event, fill and copy round trip", [&] {
+    Stream copy_stream(device);
+    Stream compute_stream(device);
+    Event copied(device);
+    auto host = Buffer<uint32_t>::pinned(count);
+    auto back = Buffer<uint32_t>::pinned(count);
+    auto dev = Buffer<uint32_t>::on(device, count);
+    write_pattern(host.span(), 0x5eed);
+    std::fill(back.span().begin(), back.span().end(), 0u);
+    copy_async(dev, host, copy_stream);
+    copied.record(copy_stream);
+    compute_stream.wait(copied);
+    copy_async(back, dev, compute_stream);
+    compute_stream.synchronize();
+    expect_pattern(back.span(), 0x5eed);
+    fill_async(dev, 0xABCD1234u, compute_stream);
+    copy_async(back, dev, compute_stream);
+    compute_stream.synchronize();
+    GNNPIPE_CHECK(std::all_of(back.span().begin(), back.span().end(), [](uint32_t v) { return v == 0xABCD1234u; }),
+                  "fill did not reach every element");
+    return fmt::format("{} verified, pinned staging {}", core::format_bytes(host.bytes()),
+                       host.page_locked() ? "page-locked" : "plain host memory (no GPU)");
+  });
+  checker.check("copy bandwidth", [&] {
+    Stream stream(device);
+    auto dev = Buffer<uint32_t>::on(device, count);
+    auto pinned = Buffer<uint32_t>::pinned(count);
+    auto pageable = Buffer<uint32_t>::host(count);
+    write_pattern(pinned.span(), 1);
+    write_pattern(pageable.span(), 2);
+    const double from_pinned = h2d_gbps(dev, pinned, stream, options.repeats);
+    const double from_pageable = h2d_gbps(dev, pageable, stream, options.repeats);
+    return fmt::format("{} from pinned {:.1f} GB/s, from pageable {:.1f} GB/s", core::format_bytes(pinned.bytes()),
+                       from_pinned, from_pageable);
+  });
+}
+
+}  // namespace
+
+DoctorReport run_doctor(const DoctorOptions& options, std::ostream& out) {
+  GNNPIPE_CHECK_CONFIG(options.copy_bytes >= sizeof(uint32_t), "--bytes must be at least 4, got {}", options.copy_bytes);
+  GNNPIPE_CHECK_CONFIG(options.repeats > 0, "--repeats must be positive, got {}", options.repeats);
+  DoctorReport report;
+  Checker checker(out, report);
+  const auto& info = core::build_info();
+  fmt::print(out, "gnnpipe {} ({}), CUDA backend {}\n", info.version, info.build_type, info.cuda ? "compiled" : "not compiled");
+
+  fmt::print(out, "rng\n");
+  checker.check("Philox-4x32-10 known-answer vector", [] {
+    const auto got = core::philox4x32_10({0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, {0xa4093822u, 0x299f31d0u});
+    GNNPIPE_CHECK((got == core::PhiloxCounter{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}),
+                  "got {:08x} {:08x} {:08x} {:08x}", got[0], got[1], got[2], got[3]);
+    return std::string();
+  });
+
+  std::vector<Device> devices = options.devices;
+  if (devices.empty()) {
+    devices.push_back(Device::cpu());
+    for (const auto& gpu : core::list_gpus()) devices.push_back(Device::cuda(gpu.index));
+    if (devices.size() == 1) fmt::print(out, "no GPU visible: checking the CPU backend only\n");
+  }
+  for (const Device& device : devices) check_device(checker, device, options, out);
+  fmt::print(out, "{} checks passed, {} failed\n", report.checks_passed, report.checks_failed);
+  return report;
+}
+
+}  // namespace gnnpipe::experiments

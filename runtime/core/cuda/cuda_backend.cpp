@@ -1,0 +1,133 @@
+// The CUDA implementation of backend.hpp: thin, checked wrappers over the CUDA runtime API.
+#include <cuda_runtime.h>
+
+#include "backend.hpp"
+#include "cuda_check.hpp"
+#include "fill.hpp"
+#include "gnnpipe/core/log.hpp"
+
+namespace gnnpipe::core::backend {
+namespace {
+
+cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
+
+// Counts devices once: cudaGetDeviceCount fails on a machine without a driver or GPU, which is
+// "no device", not an error. The failure is cleared so later calls do not see it.
+int count_devices() noexcept {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+}  // namespace
+
+bool compiled() { return true; }
+
+int device_count() noexcept {
+  static const int count = count_devices();
+  return count;
+}
+
+std::vector<GpuInfo> gpus() {
+  std::vector<GpuInfo> result;
+  for (int i = 0; i < device_count(); ++i) {
+    cudaDeviceProp prop{};
+    GNNPIPE_CUDA_CHECK(cudaGetDeviceProperties(&prop, i));
+    result.push_back(GpuInfo{i, prop.name, prop.totalGlobalMem, prop.major, prop.minor});
+  }
+  return result;
+}
+
+void* device_malloc(int device, std::size_t bytes) {
+  void* ptr = nullptr;
+  GNNPIPE_CUDA_CHECK(cudaSetDevice(device));
+  GNNPIPE_CUDA_CHECK(cudaMalloc(&ptr, bytes));
+  return ptr;
+}
+
+void device_free(int device, void* ptr) noexcept {
+  // Frees may run during unwinding: report, never throw.
+  if (cudaSetDevice(device) != cudaSuccess || cudaFree(ptr) != cudaSuccess) {
+    logger().error("cudaFree failed on cuda:{}: {}", device, cudaGetErrorString(cudaGetLastError()));
+  }
+}
+
+void* pinned_malloc(std::size_t bytes) {
+  void* ptr = nullptr;
+  GNNPIPE_CUDA_CHECK(cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable));
+  return ptr;
+}
+
+void pinned_free(void* ptr) noexcept {
+  if (cudaFreeHost(ptr) != cudaSuccess) {
+    logger().error("cudaFreeHost failed: {}", cudaGetErrorString(cudaGetLastError()));
+  }
+}
+
+void* stream_create(int device) {
+  cudaStream_t stream = nullptr;
+  GNNPIPE_CUDA_CHECK(cudaSetDevice(device));
+  // Non-blocking: never serialises with the legacy default stream, which we never use.
+  GNNPIPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  return stream;
+}
+
+void stream_destroy(int device, void* stream) noexcept {
+  if (cudaSetDevice(device) != cudaSuccess || cudaStreamDestroy(as_stream(stream)) != cudaSuccess) {
+    logger().error("cudaStreamDestroy failed on cuda:{}: {}", device, cudaGetErrorString(cudaGetLastError()));
+  }
+}
+
+void stream_synchronize(void* stream) { GNNPIPE_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream))); }
+
+void* event_create(int device, bool timing) {
+  cudaEvent_t event = nullptr;
+  GNNPIPE_CUDA_CHECK(cudaSetDevice(device));
+  GNNPIPE_CUDA_CHECK(cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming));
+  return event;
+}
+
+void event_destroy(int device, void* event) noexcept {
+  if (cudaSetDevice(device) != cudaSuccess || cudaEventDestroy(as_event(event)) != cudaSuccess) {
+    logger().error("cudaEventDestroy failed on cuda:{}: {}", device, cudaGetErrorString(cudaGetLastError()));
+  }
+}
+
+void event_record(void* event, void* stream) { GNNPIPE_CUDA_CHECK(cudaEventRecord(as_event(event), as_stream(stream))); }
+
+void stream_wait_event(void* stream, void* event) {
+  GNNPIPE_CUDA_CHECK(cudaStreamWaitEvent(as_stream(stream), as_event(event), 0));
+}
+
+bool event_query(void* event) {
+  const cudaError_t status = cudaEventQuery(as_event(event));
+  if (status == cudaErrorNotReady) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  GNNPIPE_CUDA_CHECK(status);
+  return true;
+}
+
+void event_synchronize(void* event) { GNNPIPE_CUDA_CHECK(cudaEventSynchronize(as_event(event))); }
+
+float event_elapsed_ms(void* start, void* end) {
+  float ms = 0.0f;
+  GNNPIPE_CUDA_CHECK(cudaEventElapsedTime(&ms, as_event(start), as_event(end)));
+  return ms;
+}
+
+void memcpy_async(void* dst, const void* src, std::size_t bytes, void* stream) {
+  GNNPIPE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, as_stream(stream)));
+}
+
+void fill_async(void* dst, std::size_t count, std::size_t element_size, unsigned long long pattern, void* stream) {
+  cuda::launch_fill(dst, count, element_size, pattern, as_stream(stream));
+}
+
+}  // namespace gnnpipe::core::backend

@@ -1,0 +1,50 @@
+#pragma once
+// Raw, untyped allocation of the three kinds of memory a batch lives in. Buffer<T> is the typed
+// owner most code should use; these functions are for owners that manage bytes (staging pools,
+// caching allocators).
+#include <cstddef>
+
+#include "gnnpipe/core/device.hpp"
+
+namespace gnnpipe::core {
+
+enum class MemoryKind {
+  kHost,    // pageable host memory, 64-byte aligned
+  kPinned,  // page-locked host memory (fast, asynchronous H2D); plain host memory without a GPU
+  kDevice,  // memory of `device`: device memory on cuda:N, host memory on the CPU backend
+};
+
+const char* to_string(MemoryKind kind);
+
+// One raw allocation and how to free it.
+struct Allocation {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  MemoryKind kind = MemoryKind::kHost;
+  Device device = Device::cpu();
+  // True when the bytes live in host memory (kHost, kPinned, or kDevice on the CPU backend).
+  bool host_accessible = true;
+  // True when the bytes are page-locked (kPinned with a GPU present).
+  bool page_locked = false;
+};
+
+// Allocates `bytes` (0 gives an empty allocation with ptr == nullptr). `device` matters for
+// kDevice only. Throws Error on host exhaustion, CudaError on a device failure.
+Allocation allocate_bytes(MemoryKind kind, Device device, std::size_t bytes);
+// Frees what allocate_bytes returned; safe on an empty allocation. Never throws.
+void free_bytes(const Allocation& allocation) noexcept;
+
+class Stream;
+
+// Copies `bytes` from `src` to `dst` in the order of `stream` (cudaMemcpyAsync with the direction
+// inferred by unified addressing; a plain memcpy on the CPU backend). The caller keeps both
+// ranges alive until the stream reaches this point. Pageable host memory makes a CUDA copy
+// effectively synchronous: stage through kPinned.
+void copy_bytes_async(void* dst, const void* src, std::size_t bytes, const Stream& stream);
+
+// Fills `count` elements of `element_size` bytes (1, 2, 4 or 8) at `dst` with the bit pattern
+// `pattern` (its low element_size bytes), in the order of `stream`.
+void fill_bytes_async(void* dst, std::size_t count, std::size_t element_size, unsigned long long pattern,
+                      const Stream& stream);
+
+}  // namespace gnnpipe::core

@@ -1,0 +1,38 @@
+#pragma once
+// Internal to gnnpipe::core: the device operations behind Device, Stream, Event and the raw
+// allocators. Exactly one implementation is linked: cuda/cuda_backend.cpp on CUDA builds,
+// src/no_cuda_backend.cpp otherwise. Handles are opaque pointers (cudaStream_t, cudaEvent_t).
+// Every function except device_count and the *_free/_destroy ones throws CudaError on failure.
+#include <cstddef>
+#include <vector>
+
+#include "gnnpipe/core/device.hpp"
+
+namespace gnnpipe::core::backend {
+
+bool compiled();
+int device_count() noexcept;
+std::vector<GpuInfo> gpus();
+
+void* device_malloc(int device, std::size_t bytes);
+void device_free(int device, void* ptr) noexcept;
+void* pinned_malloc(std::size_t bytes);
+void pinned_free(void* ptr) noexcept;
+
+void* stream_create(int device);
+void stream_destroy(int device, void* stream) noexcept;
+void stream_synchronize(void* stream);
+
+void* event_create(int device, bool timing);
+void event_destroy(int device, void* event) noexcept;
+void event_record(void* event, void* stream);
+void stream_wait_event(void* stream, void* event);
+bool event_query(void* event);
+void event_synchronize(void* event);
+float event_elapsed_ms(void* start, void* end);
+
+void memcpy_async(void* dst, const void* src, std::size_t bytes, void* stream);
+// Fills `count` elements of `element_size` bytes with `pattern` (a kernel in cuda/fill.cu).
+void fill_async(void* dst, std::size_t count, std::size_t element_size, unsigned long long pattern, void* stream);
+
+}  // namespace gnnpipe::core::backend

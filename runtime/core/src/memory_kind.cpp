@@ -1,0 +1,89 @@
+#include "gnnpipe/core/memory_kind.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "backend.hpp"
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/stream.hpp"
+
+namespace gnnpipe::core {
+namespace {
+
+constexpr std::size_t kHostAlignment = 64;  // a cache line; also enough for any SIMD load
+
+void* host_malloc(std::size_t bytes) {
+  const std::size_t rounded = (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+  void* ptr = std::aligned_alloc(kHostAlignment, rounded);
+  GNNPIPE_CHECK(ptr != nullptr, "out of host memory allocating {} bytes", bytes);
+  return ptr;
+}
+
+}  // namespace
+
+const char* to_string(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kHost: return "host";
+    case MemoryKind::kPinned: return "pinned host";
+    case MemoryKind::kDevice: return "device";
+  }
+  return "unknown";
+}
+
+Allocation allocate_bytes(MemoryKind kind, Device device, std::size_t bytes) {
+  Allocation a;
+  a.kind = kind;
+  a.bytes = bytes;
+  a.device = kind == MemoryKind::kDevice ? device : Device::cpu();
+  a.host_accessible = !(kind == MemoryKind::kDevice && device.is_cuda());
+  if (kind == MemoryKind::kDevice) device.require_available();
+  // Pinned memory needs a driver; without a GPU it degrades to plain host memory, which is all
+  // the CPU backend needs (its copies are memcpy).
+  a.page_locked = kind == MemoryKind::kPinned && cuda_available();
+  if (bytes == 0) return a;
+  if (!a.host_accessible) {
+    a.ptr = backend::device_malloc(device.index(), bytes);
+  } else if (a.page_locked) {
+    a.ptr = backend::pinned_malloc(bytes);
+  } else {
+    a.ptr = host_malloc(bytes);
+  }
+  return a;
+}
+
+void free_bytes(const Allocation& a) noexcept {
+  if (a.ptr == nullptr) return;
+  if (!a.host_accessible) {
+    backend::device_free(a.device.index(), a.ptr);
+  } else if (a.page_locked) {
+    backend::pinned_free(a.ptr);
+  } else {
+    std::free(a.ptr);
+  }
+}
+
+void copy_bytes_async(void* dst, const void* src, std::size_t bytes, const Stream& stream) {
+  if (bytes == 0) return;
+  GNNPIPE_CHECK(dst != nullptr && src != nullptr, "copy of {} bytes with a null pointer", bytes);
+  if (stream.native_handle() == nullptr) {
+    std::memmove(dst, src, bytes);  // CPU backend: inline, and overlap-safe
+    return;
+  }
+  backend::memcpy_async(dst, src, bytes, stream.native_handle());
+}
+
+void fill_bytes_async(void* dst, std::size_t count, std::size_t element_size, unsigned long long pattern,
+                      const Stream& stream) {
+  GNNPIPE_CHECK(element_size == 1 || element_size == 2 || element_size == 4 || element_size == 8,
+                "fill supports elements of 1, 2, 4 or 8 bytes, not {}", element_size);
+  if (count == 0) return;
+  GNNPIPE_CHECK(dst != nullptr, "fill of {} elements into a null pointer", count);
+  if (stream.native_handle() != nullptr) {
+    backend::fill_async(dst, count, element_size, pattern, stream.native_handle());
+    return;
+  }
+  auto* out = static_cast<unsigned char*>(dst);
+  for (std::size_t i = 0; i < count; ++i) std::memcpy(out + i * element_size, &pattern, element_size);
+}
+
+}  // namespace gnnpipe::core

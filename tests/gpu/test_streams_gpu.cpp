@@ -1,0 +1,102 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <numeric>
+
+#include "gnnpipe/core/buffer.hpp"
+#include "gnnpipe/core/stream.hpp"
+
+#if defined(GNNPIPE_TEST_WITH_CUDA)
+#include "delay.hpp"
+
+using namespace gnnpipe::core;
+
+namespace {
+const Device kGpu = Device::cuda(0);
+constexpr uint64_t kDelayNs = 200'000'000;  // 0.2 s: far longer than any copy here
+}  // namespace
+
+TEST_CASE("pinned and device buffers: kinds, round trip and fill", "[gpu][buffer]") {
+  Stream stream(kGpu);
+  auto host = Buffer<int32_t>::pinned(1 << 20);
+  CHECK(host.page_locked());
+  auto dev = Buffer<int32_t>::on(kGpu, host.size());
+  CHECK_FALSE(dev.host_accessible());
+  CHECK_THROWS_AS(dev.span(), Error);
+  std::iota(host.span().begin(), host.span().end(), 0);
+  copy_async(dev, host, stream);
+  auto back = Buffer<int32_t>::pinned(host.size());
+  fill_async(back, int32_t{-7}, Stream(Device::cpu()));
+  copy_async(back, dev, stream);
+  stream.synchronize();
+  CHECK(std::equal(back.span().begin(), back.span().end(), host.span().begin()));
+  fill_async(dev, int32_t{42}, stream);
+  copy_async(back, 10, dev, 0, 5, stream);
+  stream.synchronize();
+  CHECK(back.span()[9] == 9);
+  CHECK(back.span()[10] == 42);
+  CHECK(back.span()[14] == 42);
+  CHECK(back.span()[15] == 15);
+}
+
+TEST_CASE("a copy on one stream is seen by another only after an event wait", "[gpu][stream]") {
+  Stream producer(kGpu);
+  Stream consumer(kGpu);
+  Event ready(kGpu);
+  auto flag = Buffer<uint32_t>::on(kGpu, 1);
+  auto seen = Buffer<uint32_t>::pinned(1);
+  fill_async(flag, 0u, producer);
+  producer.synchronize();
+
+  SECTION("without a wait the consumer reads the old value") {
+    gnnpipe::test::launch_delay_then_write(flag.data(), 1u, kDelayNs, static_cast<cudaStream_t>(producer.native_handle()));
+    copy_async(seen, flag, consumer);
+    consumer.synchronize();
+    CHECK(seen.span()[0] == 0u);
+    producer.synchronize();
+  }
+  SECTION("after waiting on the producer's event the consumer reads the new value") {
+    gnnpipe::test::launch_delay_then_write(flag.data(), 2u, kDelayNs, static_cast<cudaStream_t>(producer.native_handle()));
+    ready.record(producer);
+    CHECK_FALSE(ready.query());
+    consumer.wait(ready);
+    copy_async(seen, flag, consumer);
+    consumer.synchronize();
+    CHECK(seen.span()[0] == 2u);
+    CHECK(ready.query());
+  }
+}
+
+TEST_CASE("an async H2D copy from pinned memory is ordered by its stream and timed by events", "[gpu][stream]") {
+  Stream copy_stream(kGpu);
+  Event start(kGpu, {.enable_timing = true});
+  Event end(kGpu, {.enable_timing = true});
+  auto host = Buffer<float>::pinned(16 << 20);
+  std::fill(host.span().begin(), host.span().end(), 1.5f);
+  auto dev = Buffer<float>::on(kGpu, host.size());
+  start.record(copy_stream);
+  copy_async(dev, host, copy_stream);
+  end.record(copy_stream);
+  end.synchronize();
+  CHECK(end.query());
+  const float ms = Event::elapsed_ms(start, end);
+  CHECK(ms > 0.0f);
+  Event untimed(kGpu);
+  untimed.record(copy_stream);
+  untimed.synchronize();
+  CHECK_THROWS_AS(Event::elapsed_ms(start, untimed), Error);
+  auto back = Buffer<float>::pinned(host.size());
+  copy_async(back, dev, copy_stream);
+  copy_stream.synchronize();
+  CHECK(std::all_of(back.span().begin(), back.span().end(), [](float v) { return v == 1.5f; }));
+}
+
+TEST_CASE("a CPU stream refuses device memory, and cross-device waits are refused", "[gpu][stream]") {
+  Stream cpu(Device::cpu());
+  auto dev = Buffer<float>::on(kGpu, 4);
+  auto host = Buffer<float>::host(4);
+  CHECK_THROWS_AS(copy_async(host, dev, cpu), Error);
+  Event gpu_event(kGpu);
+  CHECK_THROWS_AS(cpu.wait(gpu_event), Error);
+}
+#endif

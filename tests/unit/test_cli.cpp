@@ -1,0 +1,74 @@
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gnnpipe/experiments/cli.hpp"
+
+namespace {
+
+struct CliResult {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+CliResult cli(std::vector<const char*> args) {
+  args.insert(args.begin(), "gnnpipe");
+  std::ostringstream out, err;
+  const int code = gnnpipe::experiments::run_cli(static_cast<int>(args.size()), args.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+}  // namespace
+
+TEST_CASE("the version flag names the version, build type, CUDA support and GPUs", "[cli]") {
+  const auto r = cli({"--version"});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("gnnpipe 0.1.0") != std::string::npos);
+  CHECK(r.out.find("build: ") != std::string::npos);
+  CHECK(r.out.find("cuda: ") != std::string::npos);
+  CHECK((r.out.find("gpus: none detected") != std::string::npos || r.out.find("gpu cuda:0") != std::string::npos));
+}
+
+TEST_CASE("--help lists the subcommands and exits 0", "[cli]") {
+  const auto r = cli({"--help"});
+  CHECK(r.code == 0);
+  for (const char* sub : {"run", "bench", "infer", "data", "doctor"}) CHECK(r.out.find(sub) != std::string::npos);
+}
+
+TEST_CASE("usage errors exit 2", "[cli]") {
+  CHECK(cli({}).code == 2);                          // no subcommand
+  CHECK(cli({"frobnicate"}).code == 2);              // unknown subcommand
+  CHECK(cli({"run"}).code == 2);                     // missing CONFIG
+  CHECK(cli({"data"}).code == 2);                    // missing data subcommand
+  CHECK(cli({"doctor", "--device", "tpu"}).code == 2);
+  const auto bad_size = cli({"doctor", "--bytes", "lots"});
+  CHECK(bad_size.code == 2);
+  CHECK(bad_size.err == "gnnpipe: 'lots' is not a byte size (examples: 16GiB, 512MB, 1e9)\n");
+}
+
+TEST_CASE("subcommands whose issues have not landed exit 2 and say so in one line", "[cli]") {
+  const auto r = cli({"run", "configs/quickstart.yaml"});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("lands with issue #4") != std::string::npos);
+  CHECK(r.err.find('\n') == r.err.size() - 1);
+  CHECK(cli({"bench", "x.yaml"}).code == 2);
+  CHECK(cli({"infer", "x.yaml"}).code == 2);
+  CHECK(cli({"data", "info", "somewhere"}).code == 2);
+}
+
+TEST_CASE("doctor checks the CPU backend and passes", "[cli][doctor]") {
+  const auto r = cli({"doctor", "--device", "cpu", "--bytes", "1MiB", "--repeats", "1"});
+  CHECK(r.code == 0);
+  CHECK(r.out.find("device cpu") != std::string::npos);
+  CHECK(r.out.find("FAIL") == std::string::npos);
+  CHECK(r.out.find("4 checks passed, 0 failed") != std::string::npos);
+}
+
+TEST_CASE("doctor on a GPU that is not there reports failures and exits 4", "[cli][doctor]") {
+  const auto r = cli({"doctor", "--device", "cuda:64", "--bytes", "4KiB", "--repeats", "1"});
+  CHECK(r.code == 4);
+  CHECK(r.out.find("FAIL  available") != std::string::npos);
+}

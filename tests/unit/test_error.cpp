@@ -1,0 +1,56 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "gnnpipe/core/check.hpp"
+
+using namespace gnnpipe::core;
+
+TEST_CASE("GNNPIPE_CHECK carries file, line, expression and a formatted message", "[core][error]") {
+  const int line = __LINE__ + 2;
+  try {
+    GNNPIPE_CHECK(1 + 1 == 3, "arithmetic is off by {}", 1);
+    FAIL("no throw");
+  } catch (const Error& e) {
+    CHECK(e.message() == "arithmetic is off by 1");
+    CHECK(std::string(e.expression()) == "1 + 1 == 3");
+    CHECK(e.line() == line);
+    CHECK(std::string(e.what()) ==
+          "arithmetic is off by 1 (test_error.cpp:" + std::to_string(line) + ", check failed: 1 + 1 == 3)");
+  }
+}
+
+TEST_CASE("a passing check does nothing and evaluates its condition once", "[core][error]") {
+  int evaluations = 0;
+  GNNPIPE_CHECK(++evaluations == 1, "unreachable");
+  CHECK(evaluations == 1);
+}
+
+TEST_CASE("each error type maps to its exit code", "[core][error]") {
+  auto code_of = [](auto&& thrower) {
+    try {
+      thrower();
+    } catch (const std::exception& e) {
+      return static_cast<int>(exit_code_for(e));
+    }
+    return -1;
+  };
+  CHECK(code_of([] { GNNPIPE_CHECK_CONFIG(false, "bad key"); }) == 2);
+  CHECK(code_of([] { GNNPIPE_CHECK_DATA(false, "bad file"); }) == 3);
+  CHECK(code_of([] { GNNPIPE_THROW(CudaError, "driver"); }) == 4);
+  CHECK(code_of([] { GNNPIPE_THROW(OutOfBudget, "too big"); }) == 4);
+  CHECK(code_of([] { GNNPIPE_CHECK(false, "bug"); }) == 1);
+  CHECK(code_of([] { throw std::runtime_error("foreign"); }) == 1);
+}
+
+TEST_CASE("GNNPIPE_THROW has no expression and user_message drops the location", "[core][error]") {
+  try {
+    GNNPIPE_THROW(DataError, "{}: truncated after {} bytes", "x.npy", 10);
+  } catch (const DataError& e) {
+    CHECK(std::string(e.expression()).empty());
+    CHECK(user_message(e) == "x.npy: truncated after 10 bytes");
+    CHECK(std::string(e.what()).find("test_error.cpp:") != std::string::npos);
+    CHECK(std::string(e.what()).find("check failed") == std::string::npos);
+  }
+  CHECK(user_message(std::runtime_error("plain")) == "plain");
+}
