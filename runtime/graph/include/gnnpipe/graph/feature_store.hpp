@@ -1,0 +1,67 @@
+#pragma once
+// FeatureStore: the N x F node-feature matrix, row-major, stored as float32 or (to halve the bytes
+// a batch gathers and copies) as fp16 or bf16. Storage may be memory-mapped. gather() slices rows
+// into a caller-provided buffer (later a pinned staging slot) in parallel, converting to float32.
+// Thread-safe for concurrent reads.
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "gnnpipe/graph/csr_graph.hpp"
+#include "gnnpipe/graph/host_array.hpp"
+
+namespace gnnpipe::graph {
+
+enum class FeatureDType { kFloat32, kFloat16, kBFloat16 };
+const char* to_string(FeatureDType dtype);
+// Parses "float32", "float16"/"fp16", "bfloat16"/"bf16"; throws ConfigError naming `key` otherwise.
+FeatureDType parse_feature_dtype(const std::string& text, const std::string& key);
+
+// IEEE half and bfloat16 <-> float, round-to-nearest-even (NaN stays NaN).
+uint16_t float_to_half(float value);
+float half_to_float(uint16_t bits);
+uint16_t float_to_bfloat16(float value);
+float bfloat16_to_float(uint16_t bits);
+
+class FeatureStore {
+ public:
+  FeatureStore() = default;
+  // float32 storage of rows x cols values. Throws DataError (naming `what`) when sizes disagree.
+  FeatureStore(HostArray<float> values, int64_t rows, int64_t cols, std::string_view what = "features");
+  // fp16 or bf16 storage (`dtype` says which) of rows x cols 16-bit values.
+  FeatureStore(HostArray<uint16_t> values, FeatureDType dtype, int64_t rows, int64_t cols,
+               std::string_view what = "features");
+
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  FeatureDType dtype() const { return dtype_; }
+  bool empty() const { return rows_ == 0; }
+  std::size_t bytes_per_row() const;
+
+  // float32 storage only (throws Error otherwise): the whole matrix / one row.
+  std::span<const float> float_values() const;
+  std::span<const float> row(NodeId v) const { return float_values().subspan(static_cast<std::size_t>(v) * cols_, cols_); }
+
+  // Writes rows ids[0..k) as float32 into out[0 .. k*cols) in parallel. Ids must be in range
+  // (checked: Error naming the first bad one); out.size() must be k * cols.
+  void gather(std::span<const NodeId> ids, std::span<float> out) const;
+
+  // A copy converted to `dtype` (float32 <-> fp16/bf16).
+  FeatureStore converted(FeatureDType dtype) const;
+
+  // The position (row, col) of the first NaN or infinite value, or rows() when there is none.
+  struct Position {
+    int64_t row = 0;
+    int64_t col = 0;
+  };
+  Position first_non_finite() const;
+
+ private:
+  int64_t rows_ = 0;
+  int64_t cols_ = 0;
+  FeatureDType dtype_ = FeatureDType::kFloat32;
+  HostArray<float> f32_;
+  HostArray<uint16_t> f16_;  // fp16 or bf16 bits
+};
+
+}  // namespace gnnpipe::graph
