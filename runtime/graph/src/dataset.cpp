@@ -1,0 +1,84 @@
+#include "gnnpipe/graph/dataset.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_reduce.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "gnnpipe/core/check.hpp"
+
+namespace gnnpipe::graph {
+namespace {
+
+using Range = tbb::blocked_range<std::size_t>;
+
+// The smallest i in [0, n) with bad(i), or n (deterministic, parallel).
+template <class Pred>
+std::size_t first_bad(std::size_t n, Pred bad) {
+  return tbb::parallel_reduce(
+      Range(0, n, 1 << 14), n,
+      [&](const Range& r, std::size_t found) {
+        for (std::size_t i = r.begin(); i < r.end() && i < found; ++i) {
+          if (bad(i)) return i;
+        }
+        return found;
+      },
+      [](std::size_t a, std::size_t b) { return std::min(a, b); });
+}
+
+void validate_labels(const Dataset& d, const std::string& source) {
+  const auto n = static_cast<std::size_t>(d.num_nodes());
+  const Labels& labels = d.labels;
+  GNNPIPE_CHECK_DATA(labels.num_classes > 0, "{}: the number of classes is {}, expected > 0", source, labels.num_classes);
+  if (labels.is_multi_label()) {
+    const auto c = static_cast<std::size_t>(labels.num_classes);
+    GNNPIPE_CHECK_DATA(labels.multi.size() == n * c, "{}: {} multi-label values for {} nodes x {} classes", source,
+                       labels.multi.size(), n, c);
+    const std::size_t bad = first_bad(labels.multi.size(), [&](std::size_t i) { return labels.multi[i] > 1; });
+    GNNPIPE_CHECK_DATA(bad == labels.multi.size(), "{}: multi-label value {} of node {} class {} is not 0 or 1",
+                       source, bad < labels.multi.size() ? labels.multi[bad] : 0, bad / c, bad % c);
+    return;
+  }
+  GNNPIPE_CHECK_DATA(labels.single.size() == n, "{}: {} labels for {} nodes", source, labels.single.size(), n);
+  const std::size_t bad = first_bad(n, [&](std::size_t v) {
+    return labels.single[v] < -1 || labels.single[v] >= labels.num_classes;
+  });
+  GNNPIPE_CHECK_DATA(bad == n, "{}: label {} of node {} is outside [-1, {}) (num_classes is {})", source,
+                     bad < n ? labels.single[bad] : 0, bad, labels.num_classes, labels.num_classes);
+}
+
+void validate_split(const HostArray<NodeId>& split, const char* name, const Dataset& d, const std::string& source) {
+  const NodeId n = d.num_nodes();
+  const std::size_t bad = first_bad(split.size(), [&](std::size_t i) { return split[i] < 0 || split[i] >= n; });
+  GNNPIPE_CHECK_DATA(bad == split.size(), "{}: {} split member {} at position {} is outside [0, {})", source, name,
+                     bad < split.size() ? split[bad] : 0, bad, n);
+  std::vector<NodeId> sorted(split.begin(), split.end());
+  std::sort(sorted.begin(), sorted.end());
+  const auto dup = std::adjacent_find(sorted.begin(), sorted.end());
+  GNNPIPE_CHECK_DATA(dup == sorted.end(), "{}: node {} appears more than once in the {} split", source,
+                     dup != sorted.end() ? *dup : 0, name);
+}
+
+}  // namespace
+
+void Dataset::validate(const std::string& source) const {
+  const auto n = static_cast<int64_t>(num_nodes());
+  GNNPIPE_CHECK_DATA(features.rows() == n, "{}: {} feature rows for {} nodes", source, features.rows(), n);
+  validate_labels(*this, source);
+  validate_split(splits.train, "train", *this, source);
+  validate_split(splits.val, "val", *this, source);
+  validate_split(splits.test, "test", *this, source);
+  // Every train node needs a label (val/test may hold unlabeled slots, e.g. CiteSeer's isolated ones).
+  if (!labels.is_multi_label()) {
+    const std::size_t bad = first_bad(splits.train.size(), [&](std::size_t i) {
+      return labels.single[static_cast<std::size_t>(splits.train[i])] < 0;
+    });
+    GNNPIPE_CHECK_DATA(bad == splits.train.size(), "{}: train node {} has no label (-1)", source,
+                       bad < splits.train.size() ? splits.train[bad] : 0);
+  }
+  const FeatureStore::Position p = features.first_non_finite();
+  GNNPIPE_CHECK_DATA(p.row == features.rows(), "{}: feature [{}, {}] is NaN or infinite", source, p.row, p.col);
+}
+
+}  // namespace gnnpipe::graph

@@ -1,0 +1,182 @@
+#include "gnnpipe/graph/feature_store.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/parallel_reduce.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "gnnpipe/core/check.hpp"
+
+namespace gnnpipe::graph {
+namespace {
+
+using Range = tbb::blocked_range<std::size_t>;
+
+// Rows per task of a gather: enough bytes per task (>= ~64 KiB) to amortise scheduling.
+std::size_t gather_grain(int64_t cols) {
+  const auto row_bytes = static_cast<std::size_t>(std::max<int64_t>(cols, 1)) * sizeof(float);
+  return std::max<std::size_t>(1, (64u << 10) / row_bytes);
+}
+
+}  // namespace
+
+const char* to_string(FeatureDType dtype) {
+  switch (dtype) {
+    case FeatureDType::kFloat32: return "float32";
+    case FeatureDType::kFloat16: return "float16";
+    case FeatureDType::kBFloat16: return "bfloat16";
+  }
+  return "unknown";
+}
+
+FeatureDType parse_feature_dtype(const std::string& text, const std::string& key) {
+  if (text == "float32" || text == "fp32") return FeatureDType::kFloat32;
+  if (text == "float16" || text == "fp16") return FeatureDType::kFloat16;
+  if (text == "bfloat16" || text == "bf16") return FeatureDType::kBFloat16;
+  GNNPIPE_THROW(ConfigError, "{}: '{}' is not one of float32, float16, bfloat16", key, text);
+}
+
+uint16_t float_to_half(float value) {
+  const auto bits = std::bit_cast<uint32_t>(value);
+  const auto sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t abs = bits & 0x7FFFFFFFu;
+  if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);   // NaN
+  if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds to >= 65520: inf
+  if (abs < 0x38800000u) {                                                // below the smallest normal half
+    if (abs < 0x33000000u) return sign;                                   // < half of the smallest subnormal
+    // Subnormal: shift the 24-bit significand into place, rounding to nearest even.
+    const uint32_t exponent = abs >> 23;
+    const uint32_t mantissa = (abs & 0x7FFFFFu) | 0x800000u;
+    const uint32_t shift = 126 - exponent;  // 14 + (112 - exponent) + ... for exponents 102..112
+    const uint32_t half = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1);
+    const uint32_t midpoint = 1u << (shift - 1);
+    const uint32_t rounded = half + ((rest > midpoint || (rest == midpoint && (half & 1u))) ? 1u : 0u);
+    return static_cast<uint16_t>(sign | rounded);
+  }
+  // Normal: rebias the exponent (127 -> 15) and round the 23-bit mantissa to 10 bits.
+  const uint32_t rebased = abs - (112u << 23);
+  const uint32_t rounded = rebased + 0xFFFu + ((rebased >> 13) & 1u);
+  return static_cast<uint16_t>(sign | (rounded >> 13));
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1Fu;
+  const uint32_t mantissa = h & 0x3FFu;
+  if (exponent == 0) {
+    // Zero or subnormal: value = mantissa * 2^-24, exact in float.
+    const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+    return sign != 0 ? -magnitude : magnitude;
+  }
+  if (exponent == 31) return std::bit_cast<float>(sign | 0x7F800000u | (mantissa << 13));
+  return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+}
+
+uint16_t float_to_bfloat16(float value) {
+  const auto bits = std::bit_cast<uint32_t>(value);
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // quiet NaN
+  return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+float bfloat16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+FeatureStore::FeatureStore(HostArray<float> values, int64_t rows, int64_t cols, std::string_view what)
+    : rows_(rows), cols_(cols), dtype_(FeatureDType::kFloat32), f32_(std::move(values)) {
+  GNNPIPE_CHECK_DATA(rows >= 0 && cols >= 0, "{}: negative shape {} x {}", what, rows, cols);
+  GNNPIPE_CHECK_DATA(f32_.size() == static_cast<std::size_t>(rows * cols), "{}: {} values for a {} x {} matrix", what,
+                     f32_.size(), rows, cols);
+}
+
+FeatureStore::FeatureStore(HostArray<uint16_t> values, FeatureDType dtype, int64_t rows, int64_t cols,
+                           std::string_view what)
+    : rows_(rows), cols_(cols), dtype_(dtype), f16_(std::move(values)) {
+  GNNPIPE_CHECK(dtype != FeatureDType::kFloat32, "16-bit feature storage needs dtype float16 or bfloat16");
+  GNNPIPE_CHECK_DATA(rows >= 0 && cols >= 0, "{}: negative shape {} x {}", what, rows, cols);
+  GNNPIPE_CHECK_DATA(f16_.size() == static_cast<std::size_t>(rows * cols), "{}: {} values for a {} x {} matrix", what,
+                     f16_.size(), rows, cols);
+}
+
+std::size_t FeatureStore::bytes_per_row() const {
+  return static_cast<std::size_t>(cols_) * (dtype_ == FeatureDType::kFloat32 ? sizeof(float) : sizeof(uint16_t));
+}
+
+std::span<const float> FeatureStore::float_values() const {
+  GNNPIPE_CHECK(dtype_ == FeatureDType::kFloat32, "features are stored as {}, not float32: use gather()",
+                to_string(dtype_));
+  return f32_.span();
+}
+
+void FeatureStore::gather(std::span<const NodeId> ids, std::span<float> out) const {
+  const auto cols = static_cast<std::size_t>(cols_);
+  GNNPIPE_CHECK(out.size() == ids.size() * cols, "gather of {} rows x {} columns into {} floats", ids.size(), cols,
+                out.size());
+  tbb::parallel_for(Range(0, ids.size(), gather_grain(cols_)), [&](const Range& r) {
+    for (std::size_t i = r.begin(); i < r.end(); ++i) {
+      const NodeId v = ids[i];
+      GNNPIPE_CHECK(v >= 0 && v < rows_, "gather: id {} at position {} is outside [0, {})", v, i, rows_);
+      float* dst = out.data() + i * cols;
+      const std::size_t base = static_cast<std::size_t>(v) * cols;
+      switch (dtype_) {
+        case FeatureDType::kFloat32: std::memcpy(dst, f32_.data() + base, cols * sizeof(float)); break;
+        case FeatureDType::kFloat16:
+          for (std::size_t c = 0; c < cols; ++c) dst[c] = half_to_float(f16_[base + c]);
+          break;
+        case FeatureDType::kBFloat16:
+          for (std::size_t c = 0; c < cols; ++c) dst[c] = bfloat16_to_float(f16_[base + c]);
+          break;
+      }
+    }
+  });
+}
+
+FeatureStore FeatureStore::converted(FeatureDType dtype) const {
+  const auto count = static_cast<std::size_t>(rows_ * cols_);
+  if (dtype == dtype_) return *this;
+  if (dtype == FeatureDType::kFloat32) {
+    HostArray<float> values(count);
+    std::vector<NodeId> all(static_cast<std::size_t>(rows_));
+    for (std::size_t v = 0; v < all.size(); ++v) all[v] = static_cast<NodeId>(v);
+    gather(all, values.span());
+    return FeatureStore(std::move(values), rows_, cols_);
+  }
+  // To 16 bits: from float32 directly, from the other 16-bit format through float32.
+  const FeatureStore source = dtype_ == FeatureDType::kFloat32 ? *this : converted(FeatureDType::kFloat32);
+  HostArray<uint16_t> bits(count);
+  const float* in = source.f32_.data();
+  tbb::parallel_for(Range(0, count, 1 << 16), [&](const Range& r) {
+    for (std::size_t i = r.begin(); i < r.end(); ++i) {
+      bits[i] = dtype == FeatureDType::kFloat16 ? float_to_half(in[i]) : float_to_bfloat16(in[i]);
+    }
+  });
+  return FeatureStore(std::move(bits), dtype, rows_, cols_);
+}
+
+FeatureStore::Position FeatureStore::first_non_finite() const {
+  const auto count = static_cast<std::size_t>(rows_ * cols_);
+  auto finite_at = [&](std::size_t i) {
+    switch (dtype_) {
+      case FeatureDType::kFloat32: return std::isfinite(f32_[i]);
+      case FeatureDType::kFloat16: return (f16_[i] & 0x7C00u) != 0x7C00u;
+      case FeatureDType::kBFloat16: return (f16_[i] & 0x7F80u) != 0x7F80u;
+    }
+    return true;
+  };
+  const std::size_t first = tbb::parallel_reduce(
+      Range(0, count, 1 << 16), count,
+      [&](const Range& r, std::size_t found) {
+        for (std::size_t i = r.begin(); i < r.end() && i < found; ++i) {
+          if (!finite_at(i)) return i;
+        }
+        return found;
+      },
+      [](std::size_t a, std::size_t b) { return std::min(a, b); });
+  if (first == count || cols_ == 0) return {rows_, 0};
+  return {static_cast<int64_t>(first) / cols_, static_cast<int64_t>(first) % cols_};
+}
+
+}  // namespace gnnpipe::graph
