@@ -30,6 +30,12 @@ std::size_t first_bad(std::size_t n, Pred bad) {
 void validate_labels(const Dataset& d, const std::string& source) {
   const auto n = static_cast<std::size_t>(d.num_nodes());
   const Labels& labels = d.labels;
+  if (labels.empty()) {
+    GNNPIPE_CHECK_DATA(labels.num_classes == 0, "{}: {} classes but no labels", source, labels.num_classes);
+    GNNPIPE_CHECK_DATA(d.splits.train.empty() && d.splits.val.empty() && d.splits.test.empty(),
+                       "{}: train/val/test splits but no labels", source);
+    return;
+  }
   GNNPIPE_CHECK_DATA(labels.num_classes > 0, "{}: the number of classes is {}, expected > 0", source, labels.num_classes);
   if (labels.is_multi_label()) {
     const auto c = static_cast<std::size_t>(labels.num_classes);
@@ -64,13 +70,14 @@ void validate_split(const HostArray<NodeId>& split, const char* name, const Data
 
 void Dataset::validate(const std::string& source) const {
   const auto n = static_cast<int64_t>(num_nodes());
-  GNNPIPE_CHECK_DATA(features.rows() == n, "{}: {} feature rows for {} nodes", source, features.rows(), n);
+  GNNPIPE_CHECK_DATA(features.empty() || features.rows() == n, "{}: {} feature rows for {} nodes", source,
+                     features.rows(), n);
   validate_labels(*this, source);
   validate_split(splits.train, "train", *this, source);
   validate_split(splits.val, "val", *this, source);
   validate_split(splits.test, "test", *this, source);
   // Every train node needs a label (val/test may hold unlabeled slots, e.g. CiteSeer's isolated ones).
-  if (!labels.is_multi_label()) {
+  if (!labels.empty() && !labels.is_multi_label()) {
     const std::size_t bad = first_bad(splits.train.size(), [&](std::size_t i) {
       return labels.single[static_cast<std::size_t>(splits.train[i])] < 0;
     });

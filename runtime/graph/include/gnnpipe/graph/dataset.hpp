@@ -17,9 +17,10 @@ struct Labels {
   HostArray<int32_t> single;
   // Multi-label: num_nodes x num_classes values of 0 or 1, row-major (empty for single-label).
   HostArray<uint8_t> multi;
-  int32_t num_classes = 0;
+  int32_t num_classes = 0;  // 0: the dataset has no labels (e.g. a bare edge list)
 
   bool is_multi_label() const { return !multi.empty(); }
+  bool empty() const { return single.empty() && multi.empty(); }
 };
 
 struct Splits {
@@ -39,7 +40,8 @@ struct Dataset {
 
   NodeId num_nodes() const { return graph.num_nodes(); }
 
-  // Checks that the parts agree: feature rows and label count equal num_nodes, labels lie in
+  // Checks that the parts agree: feature rows (when there are features) and label count equal
+  // num_nodes; a dataset without labels has num_classes 0 and no splits; labels lie in
   // [-1, num_classes) (multi-label: 0 or 1), split members are in range, unique within a split
   // and labeled, and features are finite. Throws DataError naming `source` and the problem.
   void validate(const std::string& source) const;
