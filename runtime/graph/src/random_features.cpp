@@ -1,0 +1,35 @@
+#include "gnnpipe/graph/random_features.hpp"
+
+#include <fmt/format.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/rng.hpp"
+
+namespace gnnpipe::graph {
+
+FeatureStore random_features(int64_t rows, int64_t cols, uint64_t seed) {
+  GNNPIPE_CHECK_CONFIG(rows >= 0 && cols > 0, "random features need rows >= 0 and width > 0, got {} x {}", rows, cols);
+  HostArray<float> values(static_cast<std::size_t>(rows * cols));
+  const core::RngKey base = core::rng_key(seed, {0x66656174ull /* "feat" */});
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, rows, 256), [&](const tbb::blocked_range<int64_t>& r) {
+    for (int64_t v = r.begin(); v < r.end(); ++v) {
+      core::Rng rng(base.with(static_cast<uint64_t>(v)));
+      float* out = values.data() + v * cols;
+      for (int64_t c = 0; c < cols; ++c) out[c] = static_cast<float>(rng.normal());
+    }
+  });
+  return FeatureStore(std::move(values), rows, cols);
+}
+
+void add_random_features(Dataset& dataset, int64_t cols, uint64_t seed) {
+  GNNPIPE_CHECK_DATA(dataset.features.empty(),
+                     "{}: dataset.random_features is set but the dataset has {}-dim features; remove the key",
+                     dataset.name, dataset.features.cols());
+  dataset.features = random_features(dataset.num_nodes(), cols, seed);
+  dataset.synthesized.push_back(
+      fmt::format("features: random standard normal, {} dims, seed {} (the dataset has none)", cols, seed));
+}
+
+}  // namespace gnnpipe::graph
