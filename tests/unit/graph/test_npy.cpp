@@ -125,7 +125,8 @@ TEST_CASE("write_npy writes numpy's own header for 0-d, 1-d, 2-d and empty array
 TEST_CASE("read_npy accepts hand-written version 1.0, 2.0 and 3.0 headers", "[graph][npy]") {
   const std::string data = raw_bytes(std::vector<float>{1.5f, -2.0f, 0.25f, 8.0f});
   // Version 1.0 as older numpy wrote it: 16-byte padding, double quotes are legal Python too.
-  const NpyArray v1 = parse(npy_image(1, R"({"descr": "<f4", "fortran_order": False, "shape": (2, 2)})", data, 16));
+  const std::string v1_image = npy_image(1, R"({"descr": "<f4", "fortran_order": False, "shape": (2, 2)})", data, 16);
+  const NpyArray v1 = parse(v1_image);  // a view of v1_image
   CHECK(v1.dtype == DType::kFloat32);
   CHECK(v1.shape == std::vector<int64_t>{2, 2});
   CHECK(std::memcmp(v1.data, data.data(), data.size()) == 0);
@@ -201,8 +202,10 @@ TEST_CASE("to_host_array is zero-copy for the exact dtype and copies only when m
   CHECK(std::vector<int64_t>(copy.begin(), copy.end()) == values);
 
   const std::vector<uint8_t> flags = {1, 0, 1};
-  const auto bools = to_host_array<uint8_t>(
-      parse(npy_image(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", raw_bytes(flags))), "b");
+  const std::string bool_image = npy_image(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", raw_bytes(flags));
+  const NpyArray bool_array = parse(bool_image);
+  const auto bools = to_host_array<uint8_t>(bool_array, "b");  // bool is read as uint8 without a copy
+  CHECK(static_cast<const void*>(bools.data()) == bool_array.data);
   CHECK(std::vector<uint8_t>(bools.begin(), bools.end()) == flags);
 }
 

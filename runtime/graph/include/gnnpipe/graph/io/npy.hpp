@@ -72,7 +72,9 @@ NpyArray read_npy(const std::filesystem::path& path);
 
 // Parses the .npy image of `size` bytes at `bytes`, kept alive by `owner`; the result views it.
 // `name_for_errors` starts every error message (a path, or "archive.npz[entry.npy]").
-// If the caller will write through a HostArray made from the result, the buffer must be writable.
+// `owner` may be null only when the caller keeps the buffer alive longer than the result and
+// every HostArray view made from it. If the caller will write through such a view, the buffer
+// must be writable.
 NpyArray parse_npy(std::string_view name_for_errors, std::shared_ptr<const void> owner, const void* bytes,
                    std::size_t size);
 
