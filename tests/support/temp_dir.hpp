@@ -1,25 +1,21 @@
 #pragma once
-// A fresh temporary directory for one test, removed with everything in it on destruction.
-#include <zlib.h>
-
-#include <chrono>
+// TempDir: a fresh directory under the system temp folder, removed with its contents on
+// destruction; plus small file helpers for tests that write malformed inputs byte by byte.
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
-
-#include "gnnpipe/core/rng.hpp"
 
 namespace gnnpipe::test {
 
 class TempDir {
  public:
   TempDir() {
-    static uint64_t counter = 0;
-    const auto stamp = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    path_ = std::filesystem::temp_directory_path() /
-            ("gnnpipe-test-" + std::to_string(core::splitmix64(stamp ^ ++counter) & 0xFFFFFFFFFFull));
-    std::filesystem::create_directories(path_);
+    std::string pattern = (std::filesystem::temp_directory_path() / "gnnpipe_test_XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + pattern);
+    path_ = pattern;
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
@@ -34,11 +30,29 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+inline void write_file(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace gnnpipe::test
+
+#include <zlib.h>
+
+namespace gnnpipe::test {
+
 // Writes `text` to `path` (creating parent folders), gzip-compressed when `gzip` is set.
 inline void write_text(const std::filesystem::path& path, const std::string& text, bool gzip = false) {
   std::filesystem::create_directories(path.parent_path());
   if (!gzip) {
-    std::ofstream(path, std::ios::binary) << text;
+    write_file(path, text);
     return;
   }
   gzFile f = gzopen(path.c_str(), "wb");
