@@ -13,6 +13,7 @@
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/log.hpp"
 #include "gnnpipe/core/units.hpp"
+#include "gnnpipe/experiments/data_commands.hpp"
 #include "gnnpipe/experiments/doctor.hpp"
 
 namespace gnnpipe::experiments {
@@ -81,17 +82,30 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   auto* data = app.add_subcommand("data", "inspect, convert and synthesize datasets");
   data->require_subcommand(1);
-  std::string data_path;
-  data->add_subcommand("info", "counts, degrees, features, labels and splits of a dataset")
-      ->add_option("path", data_path, "dataset directory or file")
+  DataInfoArgs info_args;
+  auto* info = data->add_subcommand("info", "counts, degrees, features, labels, splits and warnings of a dataset");
+  info->add_option("path", info_args.path, "dataset directory or file (a dataset root is searched one level down)")
       ->required();
-  auto* convert = data->add_subcommand("convert", "convert a dataset to the native format");
-  std::string convert_from, convert_out;
-  convert->add_option("--from", convert_from, "native, npz, saint, ogb, planetoid-npy or edgelist")->required();
-  convert->add_option("src", data_path, "source dataset")->required();
-  convert->add_option("--out", convert_out, "output directory")->required();
-  auto* synth = data->add_subcommand("synth", "generate a synthetic graph with community structure");
-  synth->add_option("--out", convert_out, "output directory")->required();
+  info->add_option("--format", info_args.format, "auto, native, saint, npz, ogb, planetoid-npy or edgelist")
+      ->capture_default_str();
+  DataConvertArgs convert_args;
+  auto* convert = data->add_subcommand("convert", "convert a dataset to the native format (meta.yaml + .npy)");
+  convert->add_option("--from", convert_args.from, "auto, native, saint, npz, ogb, planetoid-npy or edgelist")
+      ->capture_default_str();
+  convert->add_option("src", convert_args.src, "source dataset")->required();
+  convert->add_option("--out", convert_args.out, "output directory")->required();
+  convert->add_option("--feature-dtype", convert_args.feature_dtype, "float32, float16 or bfloat16")->capture_default_str();
+  convert->add_option("--random-features", convert_args.random_features,
+                      "add seeded random features of this width (for datasets without features)");
+  convert->add_option("--seed", convert_args.seed, "seed of --random-features")->capture_default_str();
+  DataSynthArgs synth_args;
+  auto* synth = data->add_subcommand("synth", "generate a synthetic graph with community structure (native format)");
+  synth->add_option("--out", synth_args.out, "output directory")->required();
+  synth->add_option("--nodes", synth_args.nodes, "number of nodes")->capture_default_str();
+  synth->add_option("--avg-degree", synth_args.avg_degree, "average undirected degree")->capture_default_str();
+  synth->add_option("--features", synth_args.features, "feature width")->capture_default_str();
+  synth->add_option("--classes", synth_args.classes, "number of classes (= communities)")->capture_default_str();
+  synth->add_option("--seed", synth_args.seed, "seed")->capture_default_str();
 
   DoctorOptions doctor_options;
   std::vector<std::string> doctor_devices;
@@ -113,7 +127,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (*run) return not_yet(err, "gnnpipe run", "issue #4 (models and full-batch training on the CPU backend)");
     if (*bench) return not_yet(err, "gnnpipe bench", "issue #6 (the pipelined runtime)");
     if (*infer) return not_yet(err, "gnnpipe infer", "issue #6 (the pipelined runtime and layer-wise inference)");
-    if (*data) return not_yet(err, "gnnpipe data", "issue #3 (graphs and datasets)");
+    if (*info) return data_info(info_args, out);
+    if (*convert) return data_convert(convert_args, out);
+    if (*synth) return data_synth(synth_args, out);
     if (*doctor) {
       for (const auto& text : doctor_devices) doctor_options.devices.push_back(core::Device::parse(text));
       doctor_options.copy_bytes = core::parse_bytes(doctor_bytes);

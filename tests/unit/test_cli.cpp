@@ -56,7 +56,9 @@ TEST_CASE("subcommands whose issues have not landed exit 2 and say so in one lin
   CHECK(r.err.find('\n') == r.err.size() - 1);
   CHECK(cli({"bench", "x.yaml"}).code == 2);
   CHECK(cli({"infer", "x.yaml"}).code == 2);
-  CHECK(cli({"data", "info", "somewhere"}).code == 2);
+  const auto missing = cli({"data", "info", "/nonexistent/dataset"});
+  CHECK(missing.code == 3);
+  CHECK(missing.err == "gnnpipe: /nonexistent/dataset: no such file or directory\n");
 }
 
 TEST_CASE("doctor checks the CPU backend and passes", "[cli][doctor]") {

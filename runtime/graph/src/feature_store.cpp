@@ -111,6 +111,11 @@ std::span<const float> FeatureStore::float_values() const {
   return f32_.span();
 }
 
+std::span<const uint16_t> FeatureStore::raw_16bit() const {
+  GNNPIPE_CHECK(dtype_ != FeatureDType::kFloat32, "features are stored as float32, not 16-bit");
+  return f16_.span();
+}
+
 void FeatureStore::gather(std::span<const NodeId> ids, std::span<float> out) const {
   const auto cols = static_cast<std::size_t>(cols_);
   GNNPIPE_CHECK(out.size() == ids.size() * cols, "gather of {} rows x {} columns into {} floats", ids.size(), cols,

@@ -147,7 +147,8 @@ int64_t shape_count(std::string_view what, std::span<const int64_t> shape) {
 
 int64_t NpyArray::count() const { return shape_count("npy array", shape); }
 
-NpyArray parse_npy(std::string_view name, std::shared_ptr<const void> owner, const void* bytes, std::size_t size) {
+NpyArray parse_npy(std::string_view name, std::shared_ptr<const void> owner, const void* bytes, std::size_t size,
+                   const NpyReadOptions& options) {
   const auto* p = static_cast<const unsigned char*>(bytes);
   GNNPIPE_CHECK_DATA(size >= 8 && std::memcmp(p, kMagic.data(), kMagic.size()) == 0,
                      "{}: not a .npy file (bad magic; {} bytes)", name, size);
@@ -163,9 +164,11 @@ NpyArray parse_npy(std::string_view name, std::shared_ptr<const void> owner, con
 
   const detail::NpyHeader header = detail::parse_npy_header(
       name, std::string_view(reinterpret_cast<const char*>(p + preamble), header_length));
-  GNNPIPE_CHECK_DATA(!header.fortran_order, "{}: Fortran-order arrays are not supported (write C order)", name);
+  GNNPIPE_CHECK_DATA(!header.fortran_order || options.allow_fortran_order || header.shape.size() <= 1,
+                     "{}: Fortran-order arrays are not supported (write C order)", name);
 
   NpyArray array;
+  array.fortran_order = header.fortran_order && header.shape.size() > 1;
   array.dtype = parse_descr(name, header.descr);
   array.shape = header.shape;
   const auto count = static_cast<uint64_t>(shape_count(name, array.shape));
@@ -181,11 +184,11 @@ NpyArray parse_npy(std::string_view name, std::shared_ptr<const void> owner, con
   return array;
 }
 
-NpyArray read_npy(const std::filesystem::path& path) {
+NpyArray read_npy(const std::filesystem::path& path, const NpyReadOptions& options) {
   auto file = std::make_shared<core::MappedFile>(core::MappedFile::open(path));
   const void* bytes = file->data();
   const std::size_t size = file->size();
-  return parse_npy(path.string(), std::move(file), bytes, size);
+  return parse_npy(path.string(), std::move(file), bytes, size, options);
 }
 
 void write_npy(const std::filesystem::path& path, DType dtype, std::span<const int64_t> shape, const void* data) {

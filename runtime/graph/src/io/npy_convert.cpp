@@ -137,6 +137,7 @@ HostArray<T> to_host_array(const NpyArray& array, std::string_view what) {
 
 template HostArray<int8_t> to_host_array<int8_t>(const NpyArray&, std::string_view);
 template HostArray<uint8_t> to_host_array<uint8_t>(const NpyArray&, std::string_view);
+template HostArray<uint16_t> to_host_array<uint16_t>(const NpyArray&, std::string_view);
 template HostArray<int32_t> to_host_array<int32_t>(const NpyArray&, std::string_view);
 template HostArray<int64_t> to_host_array<int64_t>(const NpyArray&, std::string_view);
 template HostArray<float> to_host_array<float>(const NpyArray&, std::string_view);

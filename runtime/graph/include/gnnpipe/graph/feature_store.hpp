@@ -42,6 +42,9 @@ class FeatureStore {
   std::span<const float> float_values() const;
   std::span<const float> row(NodeId v) const { return float_values().subspan(static_cast<std::size_t>(v) * cols_, cols_); }
 
+  // fp16/bf16 storage only (throws Error otherwise): the raw 16-bit values, row-major.
+  std::span<const uint16_t> raw_16bit() const;
+
   // Writes rows ids[0..k) as float32 into out[0 .. k*cols) in parallel. Ids must be in range
   // (checked: Error naming the first bad one); out.size() must be k * cols.
   void gather(std::span<const NodeId> ids, std::span<float> out) const;

@@ -59,6 +59,9 @@ struct NpyArray {
   std::shared_ptr<const void> owner;
   const void* data = nullptr;
   std::size_t bytes = 0;  // count() * dtype_size(dtype)
+  // True only when read with NpyReadOptions::allow_fortran_order and the file is column-major:
+  // `data` then holds the elements in Fortran (column-major) order.
+  bool fortran_order = false;
 
   // Number of elements: the product of `shape` (1 for a 0-d array).
   int64_t count() const;
@@ -68,7 +71,13 @@ struct NpyArray {
 // file, bad magic, an unsupported version, a malformed or truncated header, data shorter than
 // shape * itemsize, Fortran order, big-endian or unsupported dtypes, negative or overflowing shapes.
 // Bytes after the data are ignored (as numpy does).
-NpyArray read_npy(const std::filesystem::path& path);
+struct NpyReadOptions {
+  // Fortran-order arrays are rejected unless the caller knows how to read them (a [2, E] edge
+  // index in Fortran order is a C-order [E, 2] array of pairs).
+  bool allow_fortran_order = false;
+};
+
+NpyArray read_npy(const std::filesystem::path& path, const NpyReadOptions& options = {});
 
 // Parses the .npy image of `size` bytes at `bytes`, kept alive by `owner`; the result views it.
 // `name_for_errors` starts every error message (a path, or "archive.npz[entry.npy]").
@@ -76,7 +85,7 @@ NpyArray read_npy(const std::filesystem::path& path);
 // every HostArray view made from it. If the caller will write through such a view, the buffer
 // must be writable.
 NpyArray parse_npy(std::string_view name_for_errors, std::shared_ptr<const void> owner, const void* bytes,
-                   std::size_t size);
+                   std::size_t size, const NpyReadOptions& options = {});
 
 // The elements of `array` as T, flattened in C order. Zero-copy (a view sharing array.owner)
 // when the stored dtype is T itself (or bool for uint8_t) and the data is aligned for T;

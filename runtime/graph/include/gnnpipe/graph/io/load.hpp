@@ -1,0 +1,32 @@
+#pragma once
+// One entry point for every dataset format (DESIGN §5 `dataset.format`), with detection.
+#include <filesystem>
+#include <string>
+
+#include "gnnpipe/graph/dataset.hpp"
+
+namespace gnnpipe::graph::io {
+
+enum class DatasetFormat { kAuto, kNative, kSaint, kNpz, kOgb, kPlanetoidNpy, kEdgelist };
+
+const char* to_string(DatasetFormat format);
+// Parses auto | native | saint | npz | ogb | planetoid-npy | edgelist; ConfigError naming `key`.
+DatasetFormat parse_dataset_format(const std::string& text, const std::string& key);
+
+// Where a dataset's files are and in which format.
+struct DatasetSource {
+  DatasetFormat format = DatasetFormat::kAuto;
+  std::filesystem::path path;       // the directory or file the reader takes
+  std::filesystem::path split_dir;  // gnn-benchmark npz only: a splits/ folder beside it, if any
+};
+
+// Detects the format of `path`. A folder in a known layout is taken as it is; a dataset root such
+// as ../shared/datasets/cora, holding the same data in several layouts, resolves to the first of:
+// native, converted/ (Planetoid npy, when it has edges), a GraphSAINT folder, an OGB folder with
+// edges, a gnn-benchmark .npz (with splits/ beside it). DataError when nothing matches.
+DatasetSource detect_dataset(const std::filesystem::path& path);
+
+// Loads and validates the dataset at `path` in `format` (kAuto: detect_dataset).
+Dataset load_dataset(const std::filesystem::path& path, DatasetFormat format = DatasetFormat::kAuto);
+
+}  // namespace gnnpipe::graph::io
