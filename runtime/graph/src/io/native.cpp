@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstring>
 #include <fstream>
 #include <vector>
 
@@ -25,6 +26,23 @@ HostArray<T> read_array(const fs::path& path, std::size_t expected, std::string_
   GNNPIPE_CHECK_DATA(static_cast<std::size_t>(array.count()) == expected, "{}: {} values, expected {} ({})", path.string(),
                      array.count(), expected, what);
   return to_host_array<T>(array, path.string());
+}
+
+// 16-bit features (float16 or bfloat16 bits stored as uint16) as raw bits, zero-copy when aligned.
+HostArray<uint16_t> read_16bit(const fs::path& path, std::size_t expected, FeatureDType dtype) {
+  const NpyArray array = read_npy(path);
+  const DType want = dtype == FeatureDType::kFloat16 ? DType::kFloat16 : DType::kUInt16;
+  GNNPIPE_CHECK_DATA(array.dtype == want, "{}: dtype {} does not match feature_dtype {} (expected {})", path.string(),
+                     dtype_name(array.dtype), to_string(dtype), dtype_name(want));
+  GNNPIPE_CHECK_DATA(static_cast<std::size_t>(array.count()) == expected, "{}: {} values, expected {}", path.string(),
+                     array.count(), expected);
+  auto* bits = static_cast<uint16_t*>(const_cast<void*>(array.data));
+  if (reinterpret_cast<std::uintptr_t>(bits) % alignof(uint16_t) == 0) {
+    return HostArray<uint16_t>::view(array.owner, bits, expected);
+  }
+  std::vector<uint16_t> copy(expected);
+  std::memcpy(copy.data(), array.data, expected * sizeof(uint16_t));
+  return HostArray<uint16_t>(std::move(copy));
 }
 
 template <class T>
@@ -126,7 +144,7 @@ Dataset read_native(const fs::path& dir) {
     if (dtype == FeatureDType::kFloat32) {
       d.features = FeatureStore(read_array<float>(path, count, "num_nodes x feature_dim"), n, f, path.string());
     } else {
-      d.features = FeatureStore(read_array<uint16_t>(path, count, "num_nodes x feature_dim"), dtype, n, f, path.string());
+      d.features = FeatureStore(read_16bit(path, count, dtype), dtype, n, f, path.string());
     }
   }
   if (c > 0) {

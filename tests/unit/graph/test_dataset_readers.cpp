@@ -1,0 +1,277 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "datasets.hpp"
+#include "gnnpipe/core/error.hpp"
+#include "gnnpipe/graph/io/load.hpp"
+#include "gnnpipe/graph/io/native.hpp"
+#include "gnnpipe/graph/io/npy.hpp"
+#include "gnnpipe/graph/io/npz.hpp"
+#include "gnnpipe/graph/io/saint.hpp"
+#include "gnnpipe/graph/random_features.hpp"
+#include "temp_dir.hpp"
+#include "zip_writer.hpp"
+
+using namespace gnnpipe::graph;
+using gnnpipe::core::DataError;
+using gnnpipe::test::TempDir;
+using gnnpipe::test::write_text;
+
+namespace {
+
+std::vector<NodeId> row(const CsrGraph& g, NodeId v) {
+  const auto r = g.in_neighbors(v);
+  return {r.begin(), r.end()};
+}
+
+template <class T>
+std::string npy_of(const TempDir& dir, const std::vector<T>& values, std::vector<int64_t> shape = {}) {
+  const auto path = dir / "scratch.npy";
+  io::write_npy(path, std::span<const T>(values), std::move(shape));
+  return gnnpipe::test::read_file(path);
+}
+
+// A tiny dataset: 4 nodes, edges 0->1, 2->1, 3->2, features 4 x 2, labels, split.
+Dataset tiny() {
+  Dataset d;
+  d.name = "tiny";
+  d.graph = CsrGraph::from_coo(4, std::vector<NodeId>{0, 2, 3}, std::vector<NodeId>{1, 1, 2});
+  d.features = FeatureStore(HostArray<float>(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}), 4, 2);
+  d.labels.single = HostArray<int32_t>(std::vector<int32_t>{0, 1, 1, -1});
+  d.labels.num_classes = 2;
+  d.splits.train = HostArray<NodeId>(std::vector<NodeId>{0, 1});
+  d.splits.val = HostArray<NodeId>(std::vector<NodeId>{2});
+  d.splits.test = HostArray<NodeId>(std::vector<NodeId>{3});
+  d.synthesized.push_back("nothing, really");
+  return d;
+}
+
+void expect_same(const Dataset& a, const Dataset& b) {
+  CHECK(a.name == b.name);
+  CHECK(a.graph.structure_hash() == b.graph.structure_hash());
+  REQUIRE(a.features.rows() == b.features.rows());
+  REQUIRE(a.features.cols() == b.features.cols());
+  CHECK(a.features.dtype() == b.features.dtype());
+  std::vector<NodeId> all(static_cast<std::size_t>(a.features.rows()));
+  std::iota(all.begin(), all.end(), 0);
+  std::vector<float> fa(all.size() * static_cast<std::size_t>(a.features.cols()));
+  std::vector<float> fb(fa.size());
+  a.features.gather(all, fa);
+  b.features.gather(all, fb);
+  CHECK(fa == fb);
+  CHECK(std::equal(a.labels.single.begin(), a.labels.single.end(), b.labels.single.begin(), b.labels.single.end()));
+  CHECK(std::equal(a.labels.multi.begin(), a.labels.multi.end(), b.labels.multi.begin(), b.labels.multi.end()));
+  CHECK(a.labels.num_classes == b.labels.num_classes);
+  CHECK(std::equal(a.splits.test.begin(), a.splits.test.end(), b.splits.test.begin(), b.splits.test.end()));
+  CHECK(a.synthesized == b.synthesized);
+}
+
+}  // namespace
+
+TEST_CASE("native format round-trips float32, fp16, bf16 and multi-label datasets", "[graph][native]") {
+  TempDir dir;
+  const Dataset d = tiny();
+  io::write_native(d, dir / "a");
+  expect_same(d, io::read_native(dir / "a"));
+  CHECK(io::detect_dataset(dir / "a").format == io::DatasetFormat::kNative);
+
+  for (FeatureDType dtype : {FeatureDType::kFloat16, FeatureDType::kBFloat16}) {
+    Dataset h = tiny();
+    h.features = h.features.converted(dtype);
+    io::write_native(h, dir / "h");
+    expect_same(h, io::read_native(dir / "h"));
+  }
+  Dataset m = tiny();
+  m.labels.single = {};
+  m.labels.multi = HostArray<uint8_t>(std::vector<uint8_t>{1, 0, 0, 1, 1, 1, 0, 0});
+  io::write_native(m, dir / "m");
+  expect_same(m, io::read_native(dir / "m"));
+
+  // numpy reads the arrays as they are: a plain .npy with the documented dtype and shape.
+  const io::NpyArray features = io::read_npy(dir / "a" / "features.npy");
+  CHECK(features.dtype == io::DType::kFloat32);
+  CHECK(features.shape == std::vector<int64_t>{4, 2});
+  CHECK(io::read_npy(dir / "a" / "graph_indices.npy").dtype == io::DType::kInt32);
+}
+
+TEST_CASE("native datasets with broken files are DataErrors naming the file", "[graph][native]") {
+  TempDir dir;
+  const auto root = dir / "d";
+  auto fresh = [&] { io::write_native(tiny(), root); };
+
+  fresh();
+  std::filesystem::remove(root / "meta.yaml");
+  CHECK_THROWS_WITH(io::read_native(root), Catch::Contains("meta.yaml: missing"));
+
+  fresh();
+  write_text(root / "meta.yaml", "format: gnnpipe-native\nversion: 99\n");
+  CHECK_THROWS_WITH(io::read_native(root), Catch::Contains("version 99 is not supported"));
+
+  fresh();
+  write_text(root / "meta.yaml", "format: [unclosed\n");
+  CHECK_THROWS_WITH(io::read_native(root), Catch::Contains("not valid YAML"));
+
+  fresh();  // truncated array
+  const std::string bytes = gnnpipe::test::read_file(root / "graph_indices.npy");
+  gnnpipe::test::write_file(root / "graph_indices.npy", bytes.substr(0, bytes.size() - 4));
+  CHECK_THROWS_WITH(io::read_native(root), Catch::Contains("graph_indices.npy: truncated data"));
+
+  fresh();  // out-of-range neighbor id
+  io::write_npy(root / "graph_indices.npy", std::span<const int32_t>(std::vector<int32_t>{0, 9, 3}));
+  CHECK_THROWS_WITH(io::read_native(root), Catch::Contains("index 9 at position 1 is outside [0, 4)"));
+
+  fresh();  // offsets that decrease
+  io::write_npy(root / "graph_offsets.npy", std::span<const int64_t>(std::vector<int64_t>{0, 2, 1, 3, 3}));
+  CHECK_THROWS_WITH(io::read_native(root), Catch::Contains("offsets decrease at row 1"));
+
+  fresh();  // size mismatch between meta.yaml and an array
+  io::write_npy(root / "labels.npy", std::span<const int32_t>(std::vector<int32_t>{0, 1, 1}));
+  CHECK_THROWS_WITH(io::read_native(root), Catch::Contains("labels.npy: 3 values, expected 4"));
+
+  fresh();  // label >= num_classes
+  io::write_npy(root / "labels.npy", std::span<const int32_t>(std::vector<int32_t>{0, 1, 2, -1}));
+  CHECK_THROWS_WITH(io::read_native(root), Catch::Contains("label 2 of node 2 is outside [-1, 2)"));
+
+  fresh();  // NaN feature
+  io::write_npy(root / "features.npy", std::span<const float>(std::vector<float>{0, 1, 2, NAN, 4, 5, 6, 7}), {4, 2});
+  CHECK_THROWS_WITH(io::read_native(root), Catch::Contains("feature [1, 1] is NaN or infinite"));
+
+  fresh();  // duplicate split member
+  io::write_npy(root / "train.npy", std::span<const int32_t>(std::vector<int32_t>{1, 1}));
+  CHECK_THROWS_WITH(io::read_native(root), Catch::Contains("node 1 appears more than once in the train split"));
+
+  fresh();  // out-of-range split member
+  io::write_npy(root / "val.npy", std::span<const int32_t>(std::vector<int32_t>{4}));
+  CHECK_THROWS_WITH(io::read_native(root), Catch::Contains("val split member 4 at position 0 is outside [0, 4)"));
+
+  fresh();  // features of the wrong dtype
+  io::write_npy(root / "features.npy", std::span<const double>(std::vector<double>(8, 0.5)), {4, 2});
+  CHECK(io::read_native(root).features.row(0)[0] == 0.5f);  // float64 converts exactly
+}
+
+TEST_CASE("GraphSAINT layout: transposed into rows = destinations, single and multi-label", "[graph][saint]") {
+  TempDir dir;
+  const auto root = dir / "toy" / "saint";
+  std::filesystem::create_directories(root);
+  // Row i of the scipy matrix lists targets of i: 0 -> 1, 0 -> 2, 2 -> 1.
+  const std::string zip = gnnpipe::test::make_zip({
+      gnnpipe::test::deflated("indptr.npy", npy_of(dir, std::vector<int32_t>{0, 2, 2, 3})),
+      gnnpipe::test::deflated("indices.npy", npy_of(dir, std::vector<int32_t>{1, 2, 1})),
+      gnnpipe::test::deflated("data.npy", npy_of(dir, std::vector<uint8_t>{1, 1, 1})),
+      gnnpipe::test::deflated("shape.npy", npy_of(dir, std::vector<int64_t>{3, 3})),
+  });
+  gnnpipe::test::write_file(root / "adj_full.npz", zip);
+  write_text(root / "class_map.json", R"({"0": 1, "1": 0, "2": 1})");
+  write_text(root / "role.json", R"({"tr": [0], "va": [1], "te": [2]})");
+  const Dataset d = io::read_saint(root);
+  CHECK(d.name == "toy");
+  CHECK(row(d.graph, 1) == std::vector<NodeId>{0, 2});
+  CHECK(row(d.graph, 2) == std::vector<NodeId>{0});
+  CHECK(row(d.graph, 0).empty());
+  CHECK(d.labels.num_classes == 2);
+  CHECK(d.splits.test[0] == 2);
+  CHECK(d.features.empty());
+
+  write_text(root / "class_map.json", R"({"0": [1, 0], "1": [0, 1], "2": [1, 1]})");
+  const Dataset m = io::read_saint(root);
+  CHECK(m.labels.is_multi_label());
+  CHECK(std::vector<uint8_t>(m.labels.multi.begin(), m.labels.multi.end()) == std::vector<uint8_t>{1, 0, 0, 1, 1, 1});
+
+  SECTION("bad maps and roles") {
+    write_text(root / "class_map.json", R"({"0": 1, "7": 0, "2": 1})");
+    CHECK_THROWS_WITH(io::read_saint(root), Catch::Contains("key '7' is not a node id in [0, 3)"));
+    write_text(root / "class_map.json", R"({"0": 1, "1": 0, "2": 1)");
+    CHECK_THROWS_WITH(io::read_saint(root), Catch::Contains("class_map.json: not valid JSON"));
+    write_text(root / "class_map.json", R"({"0": 1, "1": 0, "2": 1})");
+    write_text(root / "role.json", R"({"tr": [0], "va": [5], "te": [2]})");
+    CHECK_THROWS_WITH(io::read_saint(root), Catch::Contains("\"va\" member 5 is not a node id in [0, 3)"));
+    write_text(root / "role.json", R"({"tr": [0], "te": [2]})");
+    CHECK_THROWS_WITH(io::read_saint(root), Catch::Contains("missing the \"va\" list"));
+  }
+}
+
+TEST_CASE("real datasets load with the counts of shared/datasets/README.md", "[graph][dataset]") {
+  GNNPIPE_REQUIRE_DATASET(root, "");
+  struct Expect {
+    const char* path;
+    io::DatasetFormat format;
+    int64_t nodes, edges, features;
+    int32_t classes;
+    int64_t train, val, test;
+  };
+  const std::vector<Expect> expected{
+      {"cora", io::DatasetFormat::kPlanetoidNpy, 2708, 10556, 1433, 7, 140, 500, 1000},
+      {"citeseer", io::DatasetFormat::kPlanetoidNpy, 3327, 9104, 3703, 6, 120, 500, 1000},
+      {"pubmed", io::DatasetFormat::kPlanetoidNpy, 19717, 88648, 500, 3, 60, 500, 1000},
+      {"ogbn-arxiv", io::DatasetFormat::kSaint, 169343, 1166243, 0, 40, 90941, 29799, 48603},
+      {"flickr-graphsaint", io::DatasetFormat::kSaint, 89250, 899756, 0, 7, 44625, 22312, 22313},
+      {"amazon-computers", io::DatasetFormat::kNpz, 13752, 491722, 767, 10, 8251, 2750, 2751},
+      {"amazon-photo", io::DatasetFormat::kNpz, 7650, 238162, 745, 8, 4590, 1530, 1530},
+      {"coauthor-cs", io::DatasetFormat::kNpz, 18333, 163788, 6805, 15, 10999, 3667, 3667},
+  };
+  for (const Expect& e : expected) {
+    INFO(e.path);
+    if (!std::filesystem::exists(root / e.path)) {
+      WARN("SKIP: " << e.path << " not found");
+      continue;
+    }
+    CHECK(io::detect_dataset(root / e.path).format == e.format);
+    const Dataset d = io::load_dataset(root / e.path);
+    CHECK(d.num_nodes() == e.nodes);
+    CHECK(d.graph.num_edges() == e.edges);
+    CHECK(d.features.cols() == e.features);
+    CHECK(d.labels.num_classes == e.classes);
+    CHECK(static_cast<int64_t>(d.splits.train.size()) == e.train);
+    CHECK(static_cast<int64_t>(d.splits.val.size()) == e.val);
+    CHECK(static_cast<int64_t>(d.splits.test.size()) == e.test);
+  }
+}
+
+TEST_CASE("Planetoid Cora: Fortran-order edges read as pairs, binary features, public split", "[graph][dataset]") {
+  GNNPIPE_REQUIRE_DATASET(dir, "cora/converted");
+  const Dataset d = io::load_dataset(dir, io::DatasetFormat::kPlanetoidNpy);
+  CHECK(d.graph.is_symmetric());  // reading the pairs as C order would break this
+  CHECK(d.graph.count_self_loops() == 0);
+  double total = 0;
+  for (float x : d.features.float_values()) {
+    REQUIRE((x == 0.0f || x == 1.0f));
+    total += x;
+  }
+  CHECK(total == 49216);  // feature_nnz of meta.json
+  CHECK(d.splits.train[0] == 0);
+  CHECK(d.splits.train[139] == 139);  // PyG's public split: the first 140 nodes
+}
+
+TEST_CASE("GraphSAINT ogbn-arxiv converts to native and loads back identically", "[graph][dataset][native]") {
+  GNNPIPE_REQUIRE_DATASET(dir, "ogbn-arxiv/netbenchmark");
+  Dataset d = io::load_dataset(dir);
+  // Edge 0 of the scipy matrix (row i lists j for i -> j) appears transposed: i in row j.
+  const io::NpzArchive adj = io::NpzArchive::open(dir / "adj_full.npz");
+  const auto indptr = io::to_host_array<int64_t>(adj.read("indptr"), "indptr");
+  const auto indices = io::to_host_array<int32_t>(adj.read("indices"), "indices");
+  const NodeId i = static_cast<NodeId>(std::upper_bound(indptr.begin(), indptr.end(), 0) - indptr.begin() - 1);
+  const auto in_row = row(d.graph, indices[0]);
+  CHECK(std::find(in_row.begin(), in_row.end(), i) != in_row.end());
+
+  add_random_features(d, 16, 3);
+  TempDir out;
+  io::write_native(d, out / "arxiv");
+  expect_same(d, io::load_dataset(out / "arxiv"));
+}
+
+TEST_CASE("format detection: names, and folders with no dataset", "[graph][io]") {
+  CHECK(io::parse_dataset_format("planetoid-npy", "dataset.format") == io::DatasetFormat::kPlanetoidNpy);
+  CHECK_THROWS_WITH(io::parse_dataset_format("csv", "dataset.format"),
+                    Catch::Contains("dataset.format: 'csv' is not one of auto, native"));
+  TempDir dir;
+  std::filesystem::create_directories(dir / "empty" / "sub");
+  CHECK_THROWS_WITH(io::detect_dataset(dir / "empty"), Catch::Contains("no dataset found"));
+  CHECK_THROWS_AS(io::load_dataset(dir / "missing"), DataError);
+  write_text(dir / "edges.txt", "0 1\n");
+  CHECK(io::detect_dataset(dir / "edges.txt").format == io::DatasetFormat::kEdgelist);
+  CHECK(io::load_dataset(dir / "edges.txt").graph.num_edges() == 1);
+}
