@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job, end to end on this machine: set up, Release build, then run gnnpipe.
-# Until training lands (issue #4) the run is a smoke run of what exists: the build's identity and
-# `gnnpipe doctor`, which exercises devices, streams, events, pinned and device buffers and copy
-# bandwidth on the CPU backend and on every visible GPU.
+# Until training lands (issue #4) the run is a smoke run of what exists: the build's identity,
+# `gnnpipe doctor` (devices, streams, events, pinned and device buffers, copy bandwidth on the CPU
+# backend and every visible GPU), and the dataset tools on a synthetic graph and on real data
+# from ../shared/datasets when it is there.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${BUILD_DIR:-$root/build-release}
@@ -17,6 +18,22 @@ echo "== gnnpipe --version"
 echo
 echo "== gnnpipe doctor"
 "$gnnpipe" doctor
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 echo
-echo "demo: built gnnpipe (Release) in $build_dir and checked this machine with 'gnnpipe doctor'."
+echo "== gnnpipe data synth (50,000 nodes with community structure) and data info"
+"$gnnpipe" data synth --out "$work/synthetic" --nodes 50000 --avg-degree 15 --features 64 --classes 8 --seed 0
+"$gnnpipe" data info "$work/synthetic"
+data_dir=${GNNPIPE_DATA_DIR:-$root/../shared/datasets}
+if [ -d "$data_dir/ogbn-arxiv" ]; then
+  echo
+  echo "== gnnpipe data convert ogbn-arxiv (GraphSAINT layout) to the native format, with 128 random features"
+  "$gnnpipe" data convert "$data_dir/ogbn-arxiv" --out "$work/arxiv" --random-features 128
+  "$gnnpipe" data info "$work/arxiv"
+else
+  echo "demo: $data_dir not found: skipping the real-dataset part"
+fi
+echo
+echo "demo: built gnnpipe (Release) in $build_dir, checked this machine with 'gnnpipe doctor', generated,"
+echo "demo: inspected and converted datasets."
 echo "demo: 'gnnpipe run configs/quickstart.yaml' becomes the demo once training lands (issue #4)."

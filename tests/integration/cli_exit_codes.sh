@@ -20,6 +20,27 @@ expect 2 "no subcommand" --
 expect 2 "unknown option" -- --frobnicate
 expect 2 "run before training lands" -- run configs/quickstart.yaml
 expect 0 "doctor on the CPU" -- doctor --device cpu --bytes 1MiB --repeats 1
+
+# Datasets: synthesize, inspect, convert, and the failure paths (exit 3 for data errors).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+expect 0 "data synth" -- data synth --out "$tmp/syn" --nodes 2000 --avg-degree 8 --features 16 --classes 4 --seed 1
+expect 0 "data info on a native dataset" -- data info "$tmp/syn"
+expect 0 "data convert native to fp16" -- data convert "$tmp/syn" --out "$tmp/syn16" --feature-dtype float16
+grep -q '^feature_dtype: float16' "$tmp/syn16/meta.yaml" || { echo "FAIL: converted meta.yaml lacks float16"; fails=$((fails + 1)); }
+printf '0 1\n1 2\n' > "$tmp/edges.txt"
+expect 0 "data convert an edge list with random features" -- data convert --from edgelist "$tmp/edges.txt" --out "$tmp/el" --random-features 8
+expect 3 "data info on a missing path" -- data info "$tmp/nothing"
+printf '0 x\n' > "$tmp/bad.txt"
+expect 3 "data info on a malformed edge list" -- data info --format edgelist "$tmp/bad.txt"
+expect 2 "data info with an unknown format" -- data info --format csv "$tmp/syn"
+expect 2 "data synth with a bad option" -- data synth --out "$tmp/x" --nodes 0
+rm -f "$tmp/syn/graph_indices.npy"
+expect 3 "data info on a native dataset missing an array" -- data info "$tmp/syn"
+[ ! -e "$tmp/x" ] || { echo "FAIL: a failed synth left $tmp/x behind"; fails=$((fails + 1)); }
+# One line on stderr for a data error.
+lines=$("$bin" data info "$tmp/nothing" 2>&1 >/dev/null | wc -l)
+[ "$lines" -eq 1 ] || { echo "FAIL: a data error printed $lines lines"; fails=$((fails + 1)); }
 "$bin" --version | head -1 | grep -q '^gnnpipe [0-9]' || { echo "FAIL: --version first line"; fails=$((fails + 1)); }
 rm -f /tmp/gnnpipe_cli_out.$$
 [ "$fails" -eq 0 ]
