@@ -84,8 +84,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   data->require_subcommand(1);
   DataInfoArgs info_args;
   auto* info = data->add_subcommand("info", "counts, degrees, features, labels, splits and warnings of a dataset");
-  info->add_option("path", info_args.path, "dataset directory or file (a dataset root is searched one level down)")
-      ->required();
+  info->add_option("path", info_args.path, "dataset directory or file (a dataset root is searched one level down)");
+  info->add_option("--config", info_args.config, "an experiment YAML: inspect its dataset section instead of PATH");
+  info->add_option("--data-dir", info_args.data_dir, "base of relative dataset paths in --config");
   info->add_option("--format", info_args.format, "auto, native, saint, npz, ogb, planetoid-npy or edgelist")
       ->capture_default_str();
   DataConvertArgs convert_args;

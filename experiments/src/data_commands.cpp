@@ -7,6 +7,8 @@
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/timer.hpp"
+#include "gnnpipe/experiments/config/dataset_section.hpp"
+#include "gnnpipe/graph/dataset_options.hpp"
 #include "gnnpipe/graph/io/load.hpp"
 #include "gnnpipe/graph/io/native.hpp"
 #include "gnnpipe/graph/random_features.hpp"
@@ -16,6 +18,17 @@
 namespace gnnpipe::experiments {
 
 int data_info(const DataInfoArgs& args, std::ostream& out) {
+  GNNPIPE_CHECK_CONFIG(args.path.empty() != args.config.empty(), "data info takes a dataset PATH or --config FILE");
+  if (!args.config.empty()) {
+    const graph::DatasetOptions options = config::read_dataset_options(args.config);
+    core::Stopwatch watch;
+    const graph::Dataset dataset = graph::load_dataset(options, graph::resolve_data_dir(args.data_dir));
+    const double load_s = watch.seconds();
+    fmt::print(out, "source:     dataset section of {}\n", args.config);
+    fmt::print(out, "{}", graph::format_summary(graph::summarize(dataset)));
+    fmt::print(out, "loaded in:  {:.3f} s\n", load_s);
+    return 0;
+  }
   const auto format = graph::io::parse_dataset_format(args.format, "--format");
   core::Stopwatch watch;
   const graph::io::DatasetSource source =

@@ -10,6 +10,8 @@ namespace gnnpipe::experiments {
 struct DataInfoArgs {
   std::string path;
   std::string format = "auto";
+  std::string config;    // instead of path: the dataset section of this experiment
+  std::string data_dir;  // base of relative dataset paths in `config`
 };
 
 struct DataConvertArgs {

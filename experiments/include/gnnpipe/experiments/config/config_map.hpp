@@ -1,0 +1,75 @@
+#pragma once
+// Strict reading of YAML mappings for experiment configs (DESIGN §5). A ConfigMap is one mapping
+// with its key path ("dataset.synthetic"); typed reads name that path in every ConfigError, and
+// finish() rejects keys nobody read, suggesting the closest known key for a typo.
+// Not thread-safe (reads record the keys they consumed).
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gnnpipe/core/check.hpp"
+
+namespace gnnpipe::experiments::config {
+
+// Parses a YAML file; ConfigError "<file>: <line>:<column>: <problem>" when it cannot.
+YAML::Node load_yaml_file(const std::filesystem::path& path);
+
+// The known key closest to `key` by edit distance (at most 3 edits), or "" when none is close.
+std::string closest_key(const std::string& key, const std::vector<std::string>& known);
+
+class ConfigMap {
+ public:
+  // `node` must be a mapping or null (an absent section reads as empty).
+  ConfigMap(YAML::Node node, std::string path);
+
+  const std::string& path() const { return path_; }
+  std::string key_path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+  bool has(const std::string& key) const;
+
+  // The value at `key` as T, or `fallback` when absent. ConfigError naming the key when the
+  // value is not a T.
+  template <class T>
+  T get(const std::string& key, T fallback) {
+    std::optional<T> value = get_optional<T>(key);
+    return value ? *value : fallback;
+  }
+  template <class T>
+  std::optional<T> get_optional(const std::string& key) {
+    known_.insert(key);
+    const YAML::Node value = node_[key];
+    if (!value || value.IsNull()) return std::nullopt;
+    GNNPIPE_CHECK_CONFIG(value.IsScalar(), "{}: expected a {} value, got a {}", key_path(key), type_name<T>(),
+                         value.IsMap() ? "mapping" : "list");
+    try {
+      return value.as<T>();
+    } catch (const YAML::Exception&) {
+      GNNPIPE_THROW(ConfigError, "{}: '{}' is not a valid {}", key_path(key), value.Scalar(), type_name<T>());
+    }
+  }
+  // The mapping at `key` (empty when absent); ConfigError when it is not a mapping.
+  ConfigMap child(const std::string& key);
+
+  // Marks `keys` as known without reading them (sections another command validates).
+  void allow(const std::vector<std::string>& keys);
+  // Throws ConfigError for the first key that was neither read nor allowed.
+  void finish() const;
+
+ private:
+  template <class T>
+  static const char* type_name() {
+    if constexpr (std::is_same_v<T, bool>) return "boolean";
+    else if constexpr (std::is_integral_v<T>) return "integer";
+    else if constexpr (std::is_floating_point_v<T>) return "number";
+    else return "string";
+  }
+
+  YAML::Node node_;
+  std::string path_;
+  std::set<std::string> known_;
+};
+
+}  // namespace gnnpipe::experiments::config

@@ -1,0 +1,33 @@
+#pragma once
+// The `dataset:` section of an experiment (DESIGN §5), as plain options with in-class defaults;
+// experiments/ fills it from YAML. Exactly one of `path` and `synthetic` is set.
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "gnnpipe/graph/dataset.hpp"
+#include "gnnpipe/graph/feature_store.hpp"
+#include "gnnpipe/graph/io/load.hpp"
+#include "gnnpipe/graph/synthetic.hpp"
+
+namespace gnnpipe::graph {
+
+struct DatasetOptions {
+  std::string path;                                    // relative paths resolve against the data dir
+  io::DatasetFormat format = io::DatasetFormat::kAuto;
+  int64_t random_features = 0;                         // > 0: seeded random features (datasets without any)
+  uint64_t random_features_seed = 0;
+  FeatureDType feature_dtype = FeatureDType::kFloat32;  // storage of the features in memory
+  std::optional<SyntheticOptions> synthetic;           // instead of path
+};
+
+// The data dir for relative dataset paths: `flag` (--data-dir) if not empty, else
+// $GNNPIPE_DATA_DIR if set, else the current directory.
+std::filesystem::path resolve_data_dir(const std::string& flag);
+
+// Loads (or generates) the dataset, adds random features if asked, converts the feature storage,
+// and validates. ConfigError for inconsistent options, DataError for bad data.
+Dataset load_dataset(const DatasetOptions& options, const std::filesystem::path& data_dir);
+
+}  // namespace gnnpipe::graph
