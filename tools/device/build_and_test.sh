@@ -22,7 +22,7 @@ log=${OUT:-/tmp}/build_and_test.log
   cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGNNPIPE_CUDA=ON \
     -DGNNPIPE_CUDA_ARCHS="$archs" -DCMAKE_PREFIX_PATH="$prefix/usr" "$@"
   cmake --build "$build_dir" -j "$(nproc)"
-} 2>&1 | tee "$log.build" | tail -5
+} 2>&1 | tee "$log.build" | grep -E "CMake Error|error:|FAILED|Build files" -A6 | head -60
 (cd "$build_dir" && ctest --output-on-failure -j 8) 2>&1 | tee "$log"
 echo "== gnnpipe_gpu_tests"
 "$build_dir/tests/gnnpipe_gpu_tests" 2>&1 | tee -a "$log"

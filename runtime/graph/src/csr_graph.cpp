@@ -11,27 +11,15 @@
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/rng.hpp"
+#include "parallel_find.hpp"
 
 namespace gnnpipe::graph {
 namespace {
 
+using detail::first_index_where;
 using Range = tbb::blocked_range<std::size_t>;
 constexpr std::size_t kEdgeGrain = 1 << 16;
 constexpr std::size_t kRowGrain = 1 << 10;
-
-// The smallest i in [0, n) with bad(i), or n: deterministic error reports from a parallel scan.
-template <class Pred>
-std::size_t first_index_where(std::size_t n, Pred bad) {
-  return tbb::parallel_reduce(
-      Range(0, n, kEdgeGrain), n,
-      [&](const Range& r, std::size_t found) {
-        for (std::size_t i = r.begin(); i < r.end() && i < found; ++i) {
-          if (bad(i)) return i;
-        }
-        return found;
-      },
-      [](std::size_t a, std::size_t b) { return std::min(a, b); });
-}
 
 // Exclusive prefix sum of counts[0..n) into offsets[0..n]; offsets[0] = 0.
 HostArray<EdgeOffset> offsets_from_counts(std::span<const EdgeOffset> counts) {

@@ -1,31 +1,13 @@
 #include "gnnpipe/graph/dataset.hpp"
 
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_reduce.h>
-
 #include <algorithm>
 #include <vector>
 
 #include "gnnpipe/core/check.hpp"
+#include "parallel_find.hpp"
 
 namespace gnnpipe::graph {
 namespace {
-
-using Range = tbb::blocked_range<std::size_t>;
-
-// The smallest i in [0, n) with bad(i), or n (deterministic, parallel).
-template <class Pred>
-std::size_t first_bad(std::size_t n, Pred bad) {
-  return tbb::parallel_reduce(
-      Range(0, n, 1 << 14), n,
-      [&](const Range& r, std::size_t found) {
-        for (std::size_t i = r.begin(); i < r.end() && i < found; ++i) {
-          if (bad(i)) return i;
-        }
-        return found;
-      },
-      [](std::size_t a, std::size_t b) { return std::min(a, b); });
-}
 
 void validate_labels(const Dataset& d, const std::string& source) {
   const auto n = static_cast<std::size_t>(d.num_nodes());
@@ -41,13 +23,13 @@ void validate_labels(const Dataset& d, const std::string& source) {
     const auto c = static_cast<std::size_t>(labels.num_classes);
     GNNPIPE_CHECK_DATA(labels.multi.size() == n * c, "{}: {} multi-label values for {} nodes x {} classes", source,
                        labels.multi.size(), n, c);
-    const std::size_t bad = first_bad(labels.multi.size(), [&](std::size_t i) { return labels.multi[i] > 1; });
+    const std::size_t bad = detail::first_index_where(labels.multi.size(), [&](std::size_t i) { return labels.multi[i] > 1; });
     GNNPIPE_CHECK_DATA(bad == labels.multi.size(), "{}: multi-label value {} of node {} class {} is not 0 or 1",
                        source, bad < labels.multi.size() ? labels.multi[bad] : 0, bad / c, bad % c);
     return;
   }
   GNNPIPE_CHECK_DATA(labels.single.size() == n, "{}: {} labels for {} nodes", source, labels.single.size(), n);
-  const std::size_t bad = first_bad(n, [&](std::size_t v) {
+  const std::size_t bad = detail::first_index_where(n, [&](std::size_t v) {
     return labels.single[v] < -1 || labels.single[v] >= labels.num_classes;
   });
   GNNPIPE_CHECK_DATA(bad == n, "{}: label {} of node {} is outside [-1, {}) (num_classes is {})", source,
@@ -56,7 +38,7 @@ void validate_labels(const Dataset& d, const std::string& source) {
 
 void validate_split(const HostArray<NodeId>& split, const char* name, const Dataset& d, const std::string& source) {
   const NodeId n = d.num_nodes();
-  const std::size_t bad = first_bad(split.size(), [&](std::size_t i) { return split[i] < 0 || split[i] >= n; });
+  const std::size_t bad = detail::first_index_where(split.size(), [&](std::size_t i) { return split[i] < 0 || split[i] >= n; });
   GNNPIPE_CHECK_DATA(bad == split.size(), "{}: {} split member {} at position {} is outside [0, {})", source, name,
                      bad < split.size() ? split[bad] : 0, bad, n);
   std::vector<NodeId> sorted(split.begin(), split.end());
@@ -78,7 +60,7 @@ void Dataset::validate(const std::string& source) const {
   validate_split(splits.test, "test", *this, source);
   // Every train node needs a label (val/test may hold unlabeled slots, e.g. CiteSeer's isolated ones).
   if (!labels.empty() && !labels.is_multi_label()) {
-    const std::size_t bad = first_bad(splits.train.size(), [&](std::size_t i) {
+    const std::size_t bad = detail::first_index_where(splits.train.size(), [&](std::size_t i) {
       return labels.single[static_cast<std::size_t>(splits.train[i])] < 0;
     });
     GNNPIPE_CHECK_DATA(bad == splits.train.size(), "{}: train node {} has no label (-1)", source,

@@ -2,7 +2,6 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
-#include <tbb/parallel_reduce.h>
 
 #include <algorithm>
 #include <bit>
@@ -10,6 +9,7 @@
 #include <cstring>
 
 #include "gnnpipe/core/check.hpp"
+#include "parallel_find.hpp"
 
 namespace gnnpipe::graph {
 namespace {
@@ -171,15 +171,7 @@ FeatureStore::Position FeatureStore::first_non_finite() const {
     }
     return true;
   };
-  const std::size_t first = tbb::parallel_reduce(
-      Range(0, count, 1 << 16), count,
-      [&](const Range& r, std::size_t found) {
-        for (std::size_t i = r.begin(); i < r.end() && i < found; ++i) {
-          if (!finite_at(i)) return i;
-        }
-        return found;
-      },
-      [](std::size_t a, std::size_t b) { return std::min(a, b); });
+  const std::size_t first = detail::first_index_where(count, [&](std::size_t i) { return !finite_at(i); }, 1 << 16);
   if (first == count || cols_ == 0) return {rows_, 0};
   return {static_cast<int64_t>(first) / cols_, static_cast<int64_t>(first) % cols_};
 }

@@ -7,16 +7,13 @@
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/graph/csr_graph.hpp"
+#include "graph_helpers.hpp"
 
 using namespace gnnpipe::graph;
+using gnnpipe::test::row;
 using gnnpipe::core::DataError;
 
 namespace {
-
-std::vector<NodeId> row(const CsrGraph& g, NodeId v) {
-  const auto r = g.in_neighbors(v);
-  return {r.begin(), r.end()};
-}
 
 // A random multigraph with self-loops and duplicates.
 struct Coo {

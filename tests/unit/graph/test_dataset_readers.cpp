@@ -13,20 +13,17 @@
 #include "gnnpipe/graph/io/npz.hpp"
 #include "gnnpipe/graph/io/saint.hpp"
 #include "gnnpipe/graph/random_features.hpp"
+#include "graph_helpers.hpp"
 #include "temp_dir.hpp"
 #include "zip_writer.hpp"
 
 using namespace gnnpipe::graph;
+using gnnpipe::test::row;
 using gnnpipe::core::DataError;
 using gnnpipe::test::TempDir;
 using gnnpipe::test::write_text;
 
 namespace {
-
-std::vector<NodeId> row(const CsrGraph& g, NodeId v) {
-  const auto r = g.in_neighbors(v);
-  return {r.begin(), r.end()};
-}
 
 template <class T>
 std::string npy_of(const TempDir& dir, const std::vector<T>& values, std::vector<int64_t> shape = {}) {

@@ -8,25 +8,16 @@
 #include "datasets.hpp"
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/graph/io/npy.hpp"
+#include "graph_helpers.hpp"
 #include "temp_dir.hpp"
 
 using namespace gnnpipe::graph::io;
 using gnnpipe::core::DataError;
 using gnnpipe::test::TempDir;
 using Catch::Contains;
+using gnnpipe::test::data_error_of;
 
 namespace {
-
-// The message of the DataError thrown by `f`, or a marker that fails every Contains().
-template <class F>
-std::string data_error_of(F&& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.message();
-  }
-  return "<no DataError thrown>";
-}
 
 // A .npy image with a hand-written header dict: version major.0, `dict` padded to `pad_to`
 // bytes of preamble + dict (0 = no padding), then `data`.

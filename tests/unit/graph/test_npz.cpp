@@ -8,6 +8,7 @@
 #include "datasets.hpp"
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/graph/io/npz.hpp"
+#include "graph_helpers.hpp"
 #include "temp_dir.hpp"
 #include "zip_writer.hpp"
 
@@ -20,18 +21,9 @@ using gnnpipe::test::TempDir;
 using gnnpipe::test::ZipLayout;
 using gnnpipe::test::ZipMember;
 using Catch::Contains;
+using gnnpipe::test::data_error_of;
 
 namespace {
-
-template <class F>
-std::string data_error_of(F&& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.message();
-  }
-  return "<no DataError thrown>";
-}
 
 // The bytes of a .npy file holding `values` (1-d), as write_npy writes it.
 template <class T>

@@ -7,19 +7,14 @@
 #include "gnnpipe/graph/io/edgelist.hpp"
 #include "gnnpipe/graph/io/ogb.hpp"
 #include "gnnpipe/graph/io/text_lines.hpp"
+#include "graph_helpers.hpp"
 #include "temp_dir.hpp"
 
 using namespace gnnpipe::graph;
+using gnnpipe::test::row;
 using gnnpipe::core::DataError;
 using gnnpipe::test::TempDir;
 using gnnpipe::test::write_text;
-
-namespace {
-std::vector<NodeId> row(const CsrGraph& g, NodeId v) {
-  const auto r = g.in_neighbors(v);
-  return {r.begin(), r.end()};
-}
-}  // namespace
 
 TEST_CASE("for_each_line reads plain and gzip text, with CRLF and a last line without newline", "[graph][io]") {
   TempDir dir;
