@@ -23,8 +23,15 @@ log=${OUT:-/tmp}/build_and_test.log
     -DGNNPIPE_CUDA_ARCHS="$archs" -DCMAKE_PREFIX_PATH="$prefix/usr" "$@"
   cmake --build "$build_dir" -j "$(nproc)"
 } 2>&1 | tee "$log.build" | grep -E "CMake Error|error:|FAILED|Build files" -A6 | head -60
+# Every step runs even when an earlier one fails; the summary says which failed.
+set +e
 (cd "$build_dir" && ctest --output-on-failure -j 8) 2>&1 | tee "$log"
-echo "== gnnpipe_gpu_tests"
+ctest_rc=${PIPESTATUS[0]}
+echo "== gnnpipe_gpu_tests" | tee -a "$log"
 "$build_dir/tests/gnnpipe_gpu_tests" 2>&1 | tee -a "$log"
-echo "== gnnpipe doctor"
+gpu_rc=${PIPESTATUS[0]}
+echo "== gnnpipe doctor" | tee -a "$log"
 "$build_dir/experiments/gnnpipe" doctor 2>&1 | tee -a "$log"
+doctor_rc=${PIPESTATUS[0]}
+echo "== summary: ctest exit $ctest_rc, gnnpipe_gpu_tests exit $gpu_rc (77 = no GPU), doctor exit $doctor_rc" | tee -a "$log"
+[ "$ctest_rc" -eq 0 ] && [ "$gpu_rc" -eq 0 ] && [ "$doctor_rc" -eq 0 ]

@@ -1,10 +1,13 @@
 #include "gnnpipe/graph/summary.hpp"
 
 #include <fmt/format.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_reduce.h>
 #include <tbb/parallel_sort.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace gnnpipe::graph {
@@ -21,6 +24,56 @@ DegreeStats stats_of(std::vector<EdgeOffset> degrees) {
   s.median = degrees[degrees.size() / 2];
   s.p99 = degrees[std::min(degrees.size() - 1, static_cast<std::size_t>(0.99 * static_cast<double>(degrees.size())))];
   return s;
+}
+
+// Feature statistics in one pass over blocks of rows gathered as float32 (any storage dtype).
+void summarize_features(const FeatureStore& f, DatasetSummary& s) {
+  struct Acc {
+    double min = std::numeric_limits<double>::infinity(), max = -std::numeric_limits<double>::infinity(), sum = 0;
+    int64_t finite = 0, nonzero = 0, non_finite = 0;
+  };
+  constexpr int64_t kRows = 1024;
+  const auto cols = static_cast<std::size_t>(f.cols());
+  const Acc total = tbb::parallel_reduce(
+      tbb::blocked_range<int64_t>(0, (f.rows() + kRows - 1) / kRows), Acc{},
+      [&](const tbb::blocked_range<int64_t>& blocks, Acc acc) {
+        std::vector<NodeId> ids;
+        std::vector<float> values;
+        for (int64_t b = blocks.begin(); b < blocks.end(); ++b) {
+          ids.clear();
+          for (int64_t v = b * kRows; v < std::min(f.rows(), (b + 1) * kRows); ++v) ids.push_back(static_cast<NodeId>(v));
+          values.resize(ids.size() * cols);
+          f.gather(ids, values);
+          for (float x : values) {
+            if (!std::isfinite(x)) {
+              ++acc.non_finite;
+              continue;
+            }
+            acc.min = std::min(acc.min, static_cast<double>(x));
+            acc.max = std::max(acc.max, static_cast<double>(x));
+            acc.sum += x;
+            ++acc.finite;
+            acc.nonzero += x != 0.0f ? 1 : 0;
+          }
+        }
+        return acc;
+      },
+      [](Acc a, const Acc& b) {
+        a.min = std::min(a.min, b.min);
+        a.max = std::max(a.max, b.max);
+        a.sum += b.sum;
+        a.finite += b.finite;
+        a.nonzero += b.nonzero;
+        a.non_finite += b.non_finite;
+        return a;
+      });
+  s.non_finite_features = total.non_finite;
+  if (total.finite > 0) {
+    s.feature_min = total.min;
+    s.feature_max = total.max;
+    s.feature_mean = total.sum / static_cast<double>(total.finite);
+    s.feature_nonzero_fraction = static_cast<double>(total.nonzero) / static_cast<double>(total.finite);
+  }
 }
 
 std::string format_degrees(const DegreeStats& s) {
@@ -46,15 +99,7 @@ DatasetSummary summarize(const Dataset& d) {
 
   s.feature_dim = d.features.cols();
   s.feature_dtype = d.features.empty() ? "none" : to_string(d.features.dtype());
-  if (!d.features.empty()) {
-    // Count non-finite values row by row through gather (works for every storage dtype).
-    std::vector<float> row(static_cast<std::size_t>(d.features.cols()));
-    for (int64_t v = d.features.first_non_finite().row; v < d.features.rows(); ++v) {
-      const NodeId id = static_cast<NodeId>(v);
-      d.features.gather(std::span<const NodeId>(&id, 1), row);
-      for (float x : row) s.non_finite_features += std::isfinite(x) ? 0 : 1;
-    }
-  }
+  if (!d.features.empty()) summarize_features(d.features, s);
 
   s.classes = d.labels.num_classes;
   s.multi_label = d.labels.is_multi_label();
@@ -95,7 +140,11 @@ std::string format_summary(const DatasetSummary& s) {
   text += fmt::format("edges:      {} stored ({})\n", s.edges, s.symmetric ? "symmetric" : "directed");
   text += fmt::format("in-degree:  {}\n", format_degrees(s.in_degree));
   text += fmt::format("out-degree: {}\n", format_degrees(s.out_degree));
-  text += s.feature_dim > 0 ? fmt::format("features:   {} ({})\n", s.feature_dim, s.feature_dtype) : "features:   none\n";
+  text += s.feature_dim > 0
+              ? fmt::format("features:   {} ({}), values in [{:.4g}, {:.4g}], mean {:.4g}, {:.2f}% non-zero\n",
+                            s.feature_dim, s.feature_dtype, s.feature_min, s.feature_max, s.feature_mean,
+                            100.0 * s.feature_nonzero_fraction)
+              : "features:   none\n";
   text += fmt::format("classes:    {}{}\n", s.classes, s.multi_label ? " (multi-label)" : "");
   if (!s.class_counts.empty()) {
     text += "per class:  ";

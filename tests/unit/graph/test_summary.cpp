@@ -63,6 +63,9 @@ TEST_CASE("summarize counts degrees, classes, splits and warns about oddities", 
   CHECK(s.self_loops == 1);
   CHECK_FALSE(s.symmetric);
   CHECK(s.non_finite_features == 1);
+  CHECK(s.feature_min == 0.0);
+  CHECK(s.feature_max == 0.0);
+  CHECK(s.feature_nonzero_fraction == 0.0);
   CHECK(s.class_counts == std::vector<int64_t>{2, 0, 1});
   CHECK(s.unlabeled == 1);
   CHECK(s.train == 1);
@@ -72,4 +75,21 @@ TEST_CASE("summarize counts degrees, classes, splits and warns about oddities", 
     CHECK(text.find(w) != std::string::npos);
   }
   CHECK(text.find("nodes:      4\n") != std::string::npos);
+  CHECK(text.find("features:   2 (float32), values in [0, 0], mean 0, 0.00% non-zero") != std::string::npos);
+}
+
+TEST_CASE("feature statistics cover every storage dtype", "[graph][summary]") {
+  Dataset d;
+  d.name = "f";
+  d.graph = CsrGraph::from_coo(2, std::vector<NodeId>{0}, std::vector<NodeId>{1});
+  d.features = FeatureStore(HostArray<float>(std::vector<float>{-2, 0, 0, 6}), 2, 2);
+  for (FeatureDType dtype : {FeatureDType::kFloat32, FeatureDType::kFloat16, FeatureDType::kBFloat16}) {
+    Dataset copy = d;
+    copy.features = d.features.converted(dtype);
+    const DatasetSummary s = summarize(copy);
+    CHECK(s.feature_min == -2.0);
+    CHECK(s.feature_max == 6.0);
+    CHECK(s.feature_mean == 1.0);
+    CHECK(s.feature_nonzero_fraction == 0.5);
+  }
 }

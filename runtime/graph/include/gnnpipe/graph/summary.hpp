@@ -29,6 +29,8 @@ struct DatasetSummary {
   int64_t feature_dim = 0;
   std::string feature_dtype;
   int64_t non_finite_features = 0;
+  // Over the finite feature values: range, mean, and the fraction that are non-zero.
+  double feature_min = 0, feature_max = 0, feature_mean = 0, feature_nonzero_fraction = 0;
   int32_t classes = 0;
   bool multi_label = false;
   std::vector<int64_t> class_counts;  // single-label: nodes per class; multi-label: positives per class
