@@ -20,6 +20,10 @@ TEST_CASE("the dataset section reads path, format, random features and dtype", "
   CHECK(o.random_features == 128);
   CHECK(o.feature_dtype == gnnpipe::graph::FeatureDType::kBFloat16);
   CHECK_FALSE(o.synthetic.has_value());
+  CHECK_FALSE(o.normalize_rows);
+  CHECK(parse("{path: cora, normalize_features: row}").normalize_rows);
+  CHECK_THROWS_WITH(parse("{path: cora, normalize_features: l2}"),
+                    Catch::Contains("dataset.normalize_features: 'l2' is not one of none, row"));
 }
 
 TEST_CASE("the dataset section reads a synthetic graph with defaults for missing keys", "[config]") {

@@ -12,6 +12,10 @@ graph::DatasetOptions parse_dataset_section(ConfigMap section) {
   o.random_features_seed = section.get<uint64_t>("random_features_seed", 0);
   o.feature_dtype = graph::parse_feature_dtype(section.get<std::string>("feature_dtype", "float32"),
                                                section.key_path("feature_dtype"));
+  const std::string normalize = section.get<std::string>("normalize_features", "none");
+  GNNPIPE_CHECK_CONFIG(normalize == "none" || normalize == "row", "{}: '{}' is not one of none, row",
+                       section.key_path("normalize_features"), normalize);
+  o.normalize_rows = normalize == "row";
   section.allow({"synthetic"});
   section.finish();  // unknown keys first: a typo of `path` should say so, not "set exactly one"
   GNNPIPE_CHECK_CONFIG(o.path.empty() == section.has("synthetic"), "{}: set exactly one of path and synthetic",

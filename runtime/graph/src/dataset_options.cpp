@@ -27,6 +27,11 @@ Dataset load_dataset(const DatasetOptions& options, const std::filesystem::path&
     d = io::load_dataset(path, options.format);
   }
   if (options.random_features > 0) add_random_features(d, options.random_features, options.random_features_seed);
+  if (options.normalize_rows) {
+    GNNPIPE_CHECK_CONFIG(!d.features.empty(), "dataset.normalize_features: the dataset has no features");
+    d.features = normalize_feature_rows(d.features);
+    d.synthesized.push_back("features: each row divided by its sum (normalize_features: row)");
+  }
   if (!d.features.empty() && d.features.dtype() != options.feature_dtype) d.features = d.features.converted(options.feature_dtype);
   return d;
 }

@@ -176,4 +176,20 @@ FeatureStore::Position FeatureStore::first_non_finite() const {
   return {static_cast<int64_t>(first) / cols_, static_cast<int64_t>(first) % cols_};
 }
 
+FeatureStore normalize_feature_rows(const FeatureStore& features) {
+  const FeatureStore f = features.converted(FeatureDType::kFloat32);
+  const auto cols = static_cast<std::size_t>(f.cols());
+  HostArray<float> values = HostArray<float>(std::vector<float>(f.float_values().begin(), f.float_values().end()));
+  tbb::parallel_for(Range(0, static_cast<std::size_t>(f.rows()), 256), [&](const Range& r) {
+    for (std::size_t v = r.begin(); v < r.end(); ++v) {
+      float* row = values.data() + v * cols;
+      double sum = 0;
+      for (std::size_t c = 0; c < cols; ++c) sum += row[c];
+      if (sum == 0) continue;
+      for (std::size_t c = 0; c < cols; ++c) row[c] = static_cast<float>(row[c] / sum);
+    }
+  });
+  return FeatureStore(std::move(values), f.rows(), f.cols());
+}
+
 }  // namespace gnnpipe::graph

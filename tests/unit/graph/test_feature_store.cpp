@@ -122,3 +122,11 @@ TEST_CASE("Dataset::validate names the source and the problem", "[graph][dataset
   }
   CHECK_THROWS_WITH(FeatureStore(HostArray<float>(5), 2, 3, "feats.npy"), Catch::Contains("feats.npy: 5 values for a 2 x 3"));
 }
+
+TEST_CASE("normalize_feature_rows divides each row by its sum and leaves zero rows alone", "[graph][features]") {
+  const FeatureStore f(HostArray<float>(std::vector<float>{1, 3, 0, 0, 2, 2}), 3, 2);
+  const FeatureStore n = normalize_feature_rows(f.converted(FeatureDType::kBFloat16));
+  CHECK(n.dtype() == FeatureDType::kFloat32);
+  CHECK(std::vector<float>(n.float_values().begin(), n.float_values().end()) ==
+        std::vector<float>{0.25f, 0.75f, 0.0f, 0.0f, 0.5f, 0.5f});
+}

@@ -6,6 +6,7 @@
 //     random_features: 128            # only for a dataset without features
 //     random_features_seed: 0
 //     feature_dtype: float32          # float32 | float16 | bfloat16 (storage in memory)
+//     normalize_features: none        # none | row (divide each feature row by its sum)
 //     synthetic: {nodes: 100000, avg_degree: 20, features: 64, classes: 16, seed: 0,
 //                 homophily: 0.8, power_law_exponent: 2.5, feature_noise: 1.0,
 //                 train_fraction: 0.6, val_fraction: 0.2}   # instead of path

@@ -19,6 +19,7 @@ struct DatasetOptions {
   int64_t random_features = 0;                         // > 0: seeded random features (datasets without any)
   uint64_t random_features_seed = 0;
   FeatureDType feature_dtype = FeatureDType::kFloat32;  // storage of the features in memory
+  bool normalize_rows = false;  // `normalize_features: row`: divide each feature row by its sum (GCN paper)
   std::optional<SyntheticOptions> synthetic;           // instead of path
 };
 

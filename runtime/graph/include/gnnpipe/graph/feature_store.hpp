@@ -67,4 +67,8 @@ class FeatureStore {
   HostArray<uint16_t> f16_;  // fp16 or bf16 bits
 };
 
+// A float32 copy with every row divided by its sum (rows summing to 0 stay 0), as the GCN paper's
+// preprocessing does (PyG's NormalizeFeatures).
+FeatureStore normalize_feature_rows(const FeatureStore& features);
+
 }  // namespace gnnpipe::graph
