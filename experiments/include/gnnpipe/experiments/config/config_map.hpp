@@ -50,6 +50,27 @@ class ConfigMap {
       GNNPIPE_THROW(ConfigError, "{}: '{}' is not a valid {}", key_path(key), value.Scalar(), type_name<T>());
     }
   }
+  // The list at `key` as a vector of T, or nullopt when absent. ConfigError naming the key when
+  // the value is not a list, or "key[i]" for an element that is not a T.
+  template <class T>
+  std::optional<std::vector<T>> get_list_optional(const std::string& key) {
+    known_.insert(key);
+    const YAML::Node value = node_[key];
+    if (!value || value.IsNull()) return std::nullopt;
+    GNNPIPE_CHECK_CONFIG(value.IsSequence(), "{}: expected a list of {} values, got a {}", key_path(key),
+                         type_name<T>(), value.IsMap() ? "mapping" : "single value");
+    std::vector<T> items;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      const YAML::Node item = value[i];
+      GNNPIPE_CHECK_CONFIG(item.IsScalar(), "{}[{}]: expected a {} value", key_path(key), i, type_name<T>());
+      try {
+        items.push_back(item.as<T>());
+      } catch (const YAML::Exception&) {
+        GNNPIPE_THROW(ConfigError, "{}[{}]: '{}' is not a valid {}", key_path(key), i, item.Scalar(), type_name<T>());
+      }
+    }
+    return items;
+  }
   // The mapping at `key` (empty when absent); ConfigError when it is not a mapping.
   ConfigMap child(const std::string& key);
 

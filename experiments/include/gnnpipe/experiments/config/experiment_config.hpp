@@ -1,0 +1,67 @@
+#pragma once
+// The whole experiment (DESIGN §5): every section parsed strictly into the options structs that
+// the modules own, after `--set key.path=value` overrides. Each ConfigError names the full key
+// path ("model.hidden: must be >= 1, got 0") and, for a typo, the closest known key.
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "gnnpipe/core/device.hpp"
+#include "gnnpipe/graph/dataset_options.hpp"
+#include "gnnpipe/memory/memory_options.hpp"
+#include "gnnpipe/models/model_options.hpp"
+#include "gnnpipe/models/optimizer_options.hpp"
+#include "gnnpipe/pipeline/pipeline_options.hpp"
+#include "gnnpipe/samplers/sampler_options.hpp"
+
+namespace gnnpipe::experiments::config {
+
+// The `run:` section.
+struct RunOptions {
+  core::Device device = core::Device::cpu();
+  int epochs = 10;     // >= 1
+  uint64_t seed = 0;   // the only source of randomness of a run (with epoch and batch ids)
+  int patience = 0;    // stop after this many epochs without a better validation accuracy; 0 = off
+};
+
+struct ExperimentConfig {
+  std::string name;  // required; names the run directory, so a safe file-name component
+  graph::DatasetOptions dataset;
+  models::ModelOptions model;
+  samplers::SamplerOptions sampler;
+  models::OptimizerOptions optimizer;
+  pipeline::PipelineOptions pipeline;
+  memory::MemoryOptions memory;
+  RunOptions run;
+  // The configuration as run: the file after overrides, every default filled in (= to_yaml of the
+  // fields above). Written to the run directory as config.yaml; parsing it gives the same config.
+  YAML::Node resolved;
+};
+
+// Reads the experiment file, applies `sets` in order (see apply_set), and parses it (see
+// parse_experiment). ConfigError "<file>: <problem>" for a bad file or value; a bad --set
+// assignment is a ConfigError naming the assignment.
+ExperimentConfig load_experiment(const std::filesystem::path& file, const std::vector<std::string>& sets);
+
+// Applies `sets` to a copy of `root` (which is not modified) and parses every section strictly:
+// unknown keys, types and value ranges, `name` required, `dataset` required, and the cross-section
+// rule that a neighbor sampler has at most one fanout per model layer. Fills `resolved`.
+ExperimentConfig parse_experiment(const YAML::Node& root, const std::vector<std::string>& sets = {});
+
+// Applies one "key.path=value" assignment to `root` in place. The value is parsed as YAML
+// ("sampler.fanouts=[10,10]", "memory.limit=8GiB"; an empty value resets the key to its default).
+// Missing sections are created. ConfigError when there is no '=', the value is not YAML, or the key
+// path is not in the schema (naming the first unknown component and the closest known key).
+void apply_set(YAML::Node& root, const std::string& assignment);
+
+// The config as YAML with every default filled in: the keys of the sections' types only (e.g. no
+// `heads` for a sage model, no `momentum` for adam), so that parse_experiment(to_yaml(c)) == c.
+YAML::Node to_yaml(const ExperimentConfig& config);
+
+// `node` as YAML text (block style, lists of numbers in flow style), ending in a newline.
+std::string yaml_text(const YAML::Node& node);
+
+}  // namespace gnnpipe::experiments::config

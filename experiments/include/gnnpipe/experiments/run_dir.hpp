@@ -1,0 +1,73 @@
+#pragma once
+// The run directory of one experiment (DESIGN §5):
+//   config.yaml   the resolved config, written on construction
+//   log.txt       every log line while the RunDirectory lives (core::add_log_file)
+//   metrics.csv   one row per epoch: epoch,loss,train_acc,val_acc,test_acc,epoch_time_s[,extra...]
+//   summary.json  written only by an explicit write_summary() call, atomically (temp file + rename),
+//                 so a run that fails before its end leaves no summary.json that claims success.
+// Not thread-safe: one thread (the runner) owns it.
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gnnpipe/experiments/config/experiment_config.hpp"
+
+namespace gnnpipe::experiments {
+
+struct RunDirectoryOptions {
+  // --out: this exact directory; created if missing, ConfigError if it exists and is not empty.
+  // Empty: a fresh `<runs_root>/<name>-<YYYYmmdd-HHMMSS>` (with "-2", "-3", ... if that is taken).
+  std::filesystem::path out;
+  std::filesystem::path runs_root = "runs";
+  // metrics.csv columns after the fixed ones; names of [A-Za-z0-9_] only, no repeats.
+  std::vector<std::string> extra_metrics;
+  bool mirror_log = true;  // false: no log.txt (tests that must not touch the shared logger)
+};
+
+// One metrics.csv row. `extra` has one value per RunDirectoryOptions::extra_metrics, in order.
+struct EpochMetrics {
+  int epoch = 0;
+  double loss = 0;
+  double train_acc = 0;
+  double val_acc = 0;
+  double test_acc = 0;
+  double epoch_time_s = 0;
+  std::vector<double> extra;
+};
+
+class RunDirectory {
+ public:
+  // The fixed metrics.csv columns, in order.
+  static const std::vector<std::string>& metric_columns();
+
+  // Creates the directory, writes config.yaml (config.resolved, or to_yaml(config) when that is
+  // empty) and the metrics.csv header, and starts mirroring the log into log.txt.
+  // ConfigError for an --out that exists and is not empty or for bad extra metric names; Error
+  // when a file cannot be written.
+  RunDirectory(const config::ExperimentConfig& config, RunDirectoryOptions options);
+  // Stops the log mirroring (core::remove_log_files: every file sink, as only one run lives at a time).
+  ~RunDirectory();
+  RunDirectory(const RunDirectory&) = delete;
+  RunDirectory& operator=(const RunDirectory&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+
+  // Appends and flushes one row (numbers in their shortest exact form) and flushes the log.
+  // Error when row.extra does not match the extra columns or the write fails.
+  void append_metrics(const EpochMetrics& row);
+
+  // Writes summary.json (2-space indented) via summary.json.tmp and a rename, replacing any
+  // earlier summary. Error when it cannot be written.
+  void write_summary(const nlohmann::json& summary);
+
+ private:
+  std::filesystem::path path_;
+  std::size_t extra_count_ = 0;
+  std::ofstream metrics_;
+  bool mirror_log_ = false;
+};
+
+}  // namespace gnnpipe::experiments

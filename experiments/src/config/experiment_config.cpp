@@ -1,0 +1,222 @@
+#include "gnnpipe/experiments/config/experiment_config.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "gnnpipe/experiments/config/dataset_section.hpp"
+#include "gnnpipe/experiments/config/sections.hpp"
+
+namespace gnnpipe::experiments::config {
+namespace {
+
+const std::vector<std::string> kSections{"name",     "dataset", "model", "sampler", "optimizer",
+                                         "pipeline", "memory",  "run"};
+
+// Numbers as their shortest exact text ("0.003", not 0.0030000000000000001), read back exactly.
+std::string number(double value) { return fmt::format("{}", value); }
+
+// A byte count in the largest binary unit that divides it exactly ("16GiB", "1536MiB", "1000").
+std::string bytes_text(uint64_t bytes) {
+  const std::array<const char*, 4> units{"TiB", "GiB", "MiB", "KiB"};
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    const uint64_t unit = uint64_t{1} << (10 * (units.size() - i));
+    if (bytes != 0 && bytes % unit == 0) return fmt::format("{}{}", bytes / unit, units[i]);
+  }
+  return std::to_string(bytes);
+}
+
+YAML::Node flow_list(const std::vector<int>& values) {
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const int v : values) list.push_back(v);
+  list.SetStyle(YAML::EmitterStyle::Flow);
+  return list;
+}
+
+// The whole config as YAML. `every_key` also emits the keys of every type (attention, both
+// optimizers, both dataset sources): that tree is the schema --set paths are checked against.
+YAML::Node emit(const ExperimentConfig& c, bool every_key) {
+  YAML::Node root(YAML::NodeType::Map);
+  root["name"] = c.name;
+
+  YAML::Node dataset(YAML::NodeType::Map);
+  if (!c.dataset.path.empty() || every_key) dataset["path"] = c.dataset.path;
+  dataset["format"] = graph::io::to_string(c.dataset.format);
+  dataset["random_features"] = c.dataset.random_features;
+  dataset["random_features_seed"] = c.dataset.random_features_seed;
+  dataset["feature_dtype"] = graph::to_string(c.dataset.feature_dtype);
+  if (c.dataset.synthetic || every_key) {
+    const graph::SyntheticOptions s = c.dataset.synthetic.value_or(graph::SyntheticOptions{});
+    YAML::Node synthetic(YAML::NodeType::Map);
+    synthetic["nodes"] = s.nodes;
+    synthetic["avg_degree"] = number(s.avg_degree);
+    synthetic["features"] = s.features;
+    synthetic["classes"] = s.classes;
+    synthetic["seed"] = s.seed;
+    synthetic["homophily"] = number(s.homophily);
+    synthetic["power_law_exponent"] = number(s.power_law_exponent);
+    synthetic["feature_noise"] = number(s.feature_noise);
+    synthetic["train_fraction"] = number(s.train_fraction);
+    synthetic["val_fraction"] = number(s.val_fraction);
+    dataset["synthetic"] = synthetic;
+  }
+  root["dataset"] = dataset;
+
+  YAML::Node model(YAML::NodeType::Map);
+  model["type"] = std::string(to_string(c.model.type));
+  model["layers"] = c.model.layers;
+  model["hidden"] = c.model.hidden;
+  model["dropout"] = number(c.model.dropout);
+  model["activation"] = std::string(to_string(c.model.activation));
+  if (models::has_attention(c.model.type) || every_key) {
+    model["heads"] = c.model.heads;
+    model["concat_heads"] = c.model.concat_heads;
+    model["attention_dropout"] = number(c.model.attention_dropout);
+  }
+  root["model"] = model;
+
+  YAML::Node sampler(YAML::NodeType::Map);
+  sampler["type"] = std::string(to_string(c.sampler.type));
+  sampler["fanouts"] = flow_list(c.sampler.fanouts);
+  sampler["batch_size"] = c.sampler.batch_size;
+  sampler["replace"] = c.sampler.replace;
+  root["sampler"] = sampler;
+
+  YAML::Node optimizer(YAML::NodeType::Map);
+  optimizer["type"] = std::string(to_string(c.optimizer.type));
+  optimizer["lr"] = number(c.optimizer.lr);
+  optimizer["weight_decay"] = number(c.optimizer.weight_decay);
+  optimizer["weight_decay_first_layer_only"] = c.optimizer.weight_decay_first_layer_only;
+  if (c.optimizer.type == models::OptimizerType::kSgd || every_key) optimizer["momentum"] = number(c.optimizer.momentum);
+  if (c.optimizer.type == models::OptimizerType::kAdam || every_key) {
+    optimizer["beta1"] = number(c.optimizer.beta1);
+    optimizer["beta2"] = number(c.optimizer.beta2);
+    optimizer["eps"] = number(c.optimizer.eps);
+  }
+  root["optimizer"] = optimizer;
+
+  YAML::Node pipeline(YAML::NodeType::Map);
+  pipeline["mode"] = std::string(to_string(c.pipeline.mode));
+  pipeline["sampler_threads"] = c.pipeline.sampler_threads;
+  pipeline["staging_slots"] = c.pipeline.staging_slots;
+  pipeline["eval_every"] = c.pipeline.eval_every;
+  root["pipeline"] = pipeline;
+
+  YAML::Node memory(YAML::NodeType::Map);
+  memory["limit"] = bytes_text(c.memory.limit_bytes);
+  root["memory"] = memory;
+
+  YAML::Node run(YAML::NodeType::Map);
+  run["device"] = c.run.device.str();
+  run["epochs"] = c.run.epochs;
+  run["seed"] = c.run.seed;
+  run["patience"] = c.run.patience;
+  root["run"] = run;
+  return root;
+}
+
+const YAML::Node& schema() {
+  static const YAML::Node tree = emit(ExperimentConfig{}, /*every_key=*/true);
+  return tree;
+}
+
+}  // namespace
+
+void apply_set(YAML::Node& root, const std::string& assignment) {
+  const std::size_t eq = assignment.find('=');
+  GNNPIPE_CHECK_CONFIG(eq != std::string::npos && eq > 0, "--set '{}': expected key.path=value", assignment);
+  const std::string key = assignment.substr(0, eq);
+  std::vector<std::string> parts;
+  for (std::size_t start = 0;;) {
+    const std::size_t dot = key.find('.', start);
+    parts.push_back(key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    GNNPIPE_CHECK_CONFIG(!parts.back().empty(), "--set '{}': empty component in key path '{}'", assignment, key);
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+
+  // Check the path against the schema, one component at a time.
+  YAML::Node known = YAML::Clone(schema());
+  std::string prefix;
+  for (const auto& part : parts) {
+    GNNPIPE_CHECK_CONFIG(known.IsMap(), "--set '{}': {} is a value, not a section", assignment, prefix);
+    const std::string path = prefix.empty() ? part : prefix + "." + part;
+    if (!known[part]) {
+      std::vector<std::string> keys;
+      for (const auto& entry : known) keys.push_back(entry.first.as<std::string>());
+      const std::string suggestion = closest_key(part, keys);
+      GNNPIPE_THROW(ConfigError, "--set '{}': unknown key {}{}", assignment, path,
+                    suggestion.empty() ? std::string()
+                                       : fmt::format(" (did you mean '{}'?)",
+                                                     prefix.empty() ? suggestion : prefix + "." + suggestion));
+    }
+    known.reset(known[part]);
+    prefix = path;
+  }
+
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    GNNPIPE_THROW(ConfigError, "--set '{}': the value is not valid YAML: {}", assignment, e.msg);
+  }
+
+  // Walk down, creating (or replacing non-mapping) sections; reset() rebinds, `=` would overwrite.
+  if (!root.IsMap()) root = YAML::Node(YAML::NodeType::Map);
+  YAML::Node node = root;
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (!node[parts[i]].IsMap()) node[parts[i]] = YAML::Node(YAML::NodeType::Map);
+    node.reset(node[parts[i]]);
+  }
+  node[parts.back()] = value;
+}
+
+ExperimentConfig parse_experiment(const YAML::Node& root_in, const std::vector<std::string>& sets) {
+  YAML::Node root = YAML::Clone(root_in);
+  for (const auto& assignment : sets) apply_set(root, assignment);
+
+  ConfigMap top(root, "");
+  top.allow(kSections);
+  top.finish();  // a misspelt section first: "modle" should not read as "model missing"
+  ExperimentConfig c;
+  const auto name = top.get_optional<std::string>("name");
+  GNNPIPE_CHECK_CONFIG(name.has_value(), "name: missing (every experiment needs a name; it names the run directory)");
+  check_experiment_name(*name);
+  c.name = *name;
+  GNNPIPE_CHECK_CONFIG(top.has("dataset"), "dataset: missing (every experiment needs a dataset section)");
+  c.dataset = parse_dataset_section(top.child("dataset"));
+  c.model = parse_model_section(top.child("model"));
+  c.sampler = parse_sampler_section(top.child("sampler"));
+  c.optimizer = parse_optimizer_section(top.child("optimizer"));
+  c.pipeline = parse_pipeline_section(top.child("pipeline"));
+  c.memory = parse_memory_section(top.child("memory"));
+  c.run = parse_run_section(top.child("run"));
+
+  // A neighbor sampler samples one layer per fanout, so it cannot have more fanouts than layers.
+  if (c.sampler.type == samplers::SamplerType::kNeighbor) {
+    GNNPIPE_CHECK_CONFIG(c.sampler.fanouts.size() <= static_cast<std::size_t>(c.model.layers),
+                         "sampler.fanouts: has {} entries but model.layers is {} (at most one fanout per layer)",
+                         c.sampler.fanouts.size(), c.model.layers);
+  }
+  c.resolved = to_yaml(c);
+  return c;
+}
+
+ExperimentConfig load_experiment(const std::filesystem::path& file, const std::vector<std::string>& sets) {
+  const YAML::Node root = load_yaml_file(file);
+  try {
+    return parse_experiment(root, sets);
+  } catch (const core::ConfigError& e) {
+    GNNPIPE_THROW(ConfigError, "{}: {}", file.string(), e.message());
+  }
+}
+
+YAML::Node to_yaml(const ExperimentConfig& config) { return emit(config, /*every_key=*/false); }
+
+std::string yaml_text(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << node;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace gnnpipe::experiments::config

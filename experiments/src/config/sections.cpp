@@ -1,0 +1,188 @@
+#include "gnnpipe/experiments/config/sections.hpp"
+
+#include <array>
+
+#include "gnnpipe/core/units.hpp"
+
+namespace gnnpipe::experiments::config {
+namespace {
+
+constexpr std::array kModelTypes{models::ModelType::kGcn, models::ModelType::kSage, models::ModelType::kGat,
+                                 models::ModelType::kGgnn, models::ModelType::kGaan};
+constexpr std::array kActivations{models::Activation::kRelu, models::Activation::kElu,
+                                  models::Activation::kLeakyRelu};
+constexpr std::array kOptimizerTypes{models::OptimizerType::kAdam, models::OptimizerType::kSgd};
+constexpr std::array kSamplerTypes{samplers::SamplerType::kNeighbor, samplers::SamplerType::kSaintNode,
+                                   samplers::SamplerType::kSaintEdge, samplers::SamplerType::kSaintRw,
+                                   samplers::SamplerType::kCluster, samplers::SamplerType::kFull};
+constexpr std::array kPipelineModes{pipeline::PipelineMode::kPipelined, pipeline::PipelineMode::kSequential};
+
+// The value of `values` whose to_string is `text`; ConfigError listing the names otherwise.
+template <class Enum, std::size_t N>
+Enum parse_choice(const std::string& text, const std::string& key, const std::array<Enum, N>& values) {
+  std::string names;
+  for (const Enum value : values) {
+    if (to_string(value) == text) return value;
+    names += (names.empty() ? "" : ", ") + std::string(to_string(value));
+  }
+  GNNPIPE_THROW(ConfigError, "{}: '{}' is not one of {}", key, text, names);
+}
+
+template <class T>
+void check_at_least(const ConfigMap& section, const std::string& key, T value, T min) {
+  GNNPIPE_CHECK_CONFIG(value >= min, "{}: must be >= {}, got {}", section.key_path(key), min, value);
+}
+void check_positive(const ConfigMap& section, const std::string& key, double value) {
+  GNNPIPE_CHECK_CONFIG(value > 0, "{}: must be > 0, got {}", section.key_path(key), value);
+}
+void check_fraction(const ConfigMap& section, const std::string& key, double value) {
+  GNNPIPE_CHECK_CONFIG(value >= 0 && value < 1, "{}: must be in [0, 1), got {}", section.key_path(key), value);
+}
+// Keys that only some `type`s read: an error naming the types that do, rather than "unknown key".
+void reject_keys(const ConfigMap& section, const std::vector<std::string>& keys, const char* only_for) {
+  for (const auto& key : keys) {
+    GNNPIPE_CHECK_CONFIG(!section.has(key), "{}: only for {}", section.key_path(key), only_for);
+  }
+}
+
+}  // namespace
+
+models::ModelType parse_model_type(const std::string& text, const std::string& key) {
+  return parse_choice(text, key, kModelTypes);
+}
+models::Activation parse_activation(const std::string& text, const std::string& key) {
+  return parse_choice(text, key, kActivations);
+}
+models::OptimizerType parse_optimizer_type(const std::string& text, const std::string& key) {
+  return parse_choice(text, key, kOptimizerTypes);
+}
+samplers::SamplerType parse_sampler_type(const std::string& text, const std::string& key) {
+  return parse_choice(text, key, kSamplerTypes);
+}
+pipeline::PipelineMode parse_pipeline_mode(const std::string& text, const std::string& key) {
+  return parse_choice(text, key, kPipelineModes);
+}
+
+models::ModelOptions parse_model_section(ConfigMap s) {
+  models::ModelOptions o;
+  o.type = parse_model_type(s.get("type", std::string(to_string(o.type))), s.key_path("type"));
+  o.layers = s.get("layers", o.layers);
+  check_at_least(s, "layers", o.layers, 1);
+  o.hidden = s.get("hidden", o.hidden);
+  check_at_least(s, "hidden", o.hidden, 1);
+  o.dropout = s.get("dropout", o.dropout);
+  check_fraction(s, "dropout", o.dropout);
+  o.activation = parse_activation(s.get("activation", std::string(to_string(o.activation))), s.key_path("activation"));
+  if (models::has_attention(o.type)) {
+    o.heads = s.get("heads", o.heads);
+    check_at_least(s, "heads", o.heads, 1);
+    o.concat_heads = s.get("concat_heads", o.concat_heads);
+    o.attention_dropout = s.get("attention_dropout", o.attention_dropout);
+    check_fraction(s, "attention_dropout", o.attention_dropout);
+  } else {
+    reject_keys(s, {"heads", "concat_heads", "attention_dropout"}, "type gat or gaan");
+  }
+  s.finish();
+  return o;
+}
+
+models::OptimizerOptions parse_optimizer_section(ConfigMap s) {
+  models::OptimizerOptions o;
+  o.type = parse_optimizer_type(s.get("type", std::string(to_string(o.type))), s.key_path("type"));
+  o.lr = s.get("lr", o.lr);
+  check_positive(s, "lr", o.lr);
+  o.weight_decay = s.get("weight_decay", o.weight_decay);
+  check_at_least(s, "weight_decay", o.weight_decay, 0.0);
+  o.weight_decay_first_layer_only = s.get("weight_decay_first_layer_only", o.weight_decay_first_layer_only);
+  if (o.type == models::OptimizerType::kSgd) {
+    o.momentum = s.get("momentum", o.momentum);
+    check_fraction(s, "momentum", o.momentum);
+    reject_keys(s, {"beta1", "beta2", "eps"}, "type adam");
+  } else {
+    o.beta1 = s.get("beta1", o.beta1);
+    check_fraction(s, "beta1", o.beta1);
+    o.beta2 = s.get("beta2", o.beta2);
+    check_fraction(s, "beta2", o.beta2);
+    o.eps = s.get("eps", o.eps);
+    check_positive(s, "eps", o.eps);
+    reject_keys(s, {"momentum"}, "type sgd");
+  }
+  s.finish();
+  return o;
+}
+
+samplers::SamplerOptions parse_sampler_section(ConfigMap s) {
+  samplers::SamplerOptions o;
+  o.type = parse_sampler_type(s.get("type", std::string(to_string(o.type))), s.key_path("type"));
+  if (auto fanouts = s.get_list_optional<int>("fanouts")) o.fanouts = std::move(*fanouts);
+  GNNPIPE_CHECK_CONFIG(!o.fanouts.empty(), "{}: must not be empty (one fanout per layer)", s.key_path("fanouts"));
+  for (std::size_t i = 0; i < o.fanouts.size(); ++i) {
+    GNNPIPE_CHECK_CONFIG(o.fanouts[i] > 0 || o.fanouts[i] == -1, "{}[{}]: must be > 0 or -1 (every neighbor), got {}",
+                         s.key_path("fanouts"), i, o.fanouts[i]);
+  }
+  o.batch_size = s.get("batch_size", o.batch_size);
+  check_at_least(s, "batch_size", o.batch_size, 1);
+  o.replace = s.get("replace", o.replace);
+  s.finish();
+  return o;
+}
+
+pipeline::PipelineOptions parse_pipeline_section(ConfigMap s) {
+  pipeline::PipelineOptions o;
+  o.mode = parse_pipeline_mode(s.get("mode", std::string(to_string(o.mode))), s.key_path("mode"));
+  o.sampler_threads = s.get("sampler_threads", o.sampler_threads);
+  check_at_least(s, "sampler_threads", o.sampler_threads, 1);
+  o.staging_slots = s.get("staging_slots", o.staging_slots);
+  check_at_least(s, "staging_slots", o.staging_slots, 1);
+  o.eval_every = s.get("eval_every", o.eval_every);
+  check_at_least(s, "eval_every", o.eval_every, 1);
+  s.finish();
+  return o;
+}
+
+memory::MemoryOptions parse_memory_section(ConfigMap s) {
+  memory::MemoryOptions o;
+  if (auto limit = s.get_optional<std::string>("limit")) {
+    try {
+      o.limit_bytes = core::parse_bytes(*limit);
+    } catch (const core::ConfigError& e) {
+      GNNPIPE_THROW(ConfigError, "{}: {}", s.key_path("limit"), e.message());
+    }
+    GNNPIPE_CHECK_CONFIG(o.limit_bytes > 0, "{}: must be > 0", s.key_path("limit"));
+  }
+  s.finish();
+  return o;
+}
+
+RunOptions parse_run_section(ConfigMap s) {
+  RunOptions o;
+  if (auto device = s.get_optional<std::string>("device")) {
+    try {
+      o.device = core::Device::parse(*device);
+    } catch (const core::ConfigError& e) {
+      GNNPIPE_THROW(ConfigError, "{}: {}", s.key_path("device"), e.message());
+    }
+  }
+  o.epochs = s.get("epochs", o.epochs);
+  check_at_least(s, "epochs", o.epochs, 1);
+  o.seed = s.get("seed", o.seed);
+  o.patience = s.get("patience", o.patience);
+  check_at_least(s, "patience", o.patience, 0);
+  s.finish();
+  return o;
+}
+
+void check_experiment_name(const std::string& name) {
+  bool safe = !name.empty() && name.size() <= 100 && name.front() != '.' && name.front() != '-';
+  for (const char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '-' || c == '.';
+    safe = safe && ok;
+  }
+  GNNPIPE_CHECK_CONFIG(safe,
+                       "name: '{}' is not a safe file name (1-100 letters, digits, '_', '-', '.'; not starting "
+                       "with '.' or '-')",
+                       name);
+}
+
+}  // namespace gnnpipe::experiments::config

@@ -1,0 +1,124 @@
+#include "gnnpipe/experiments/run_dir.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/log.hpp"
+#include "gnnpipe/experiments/config/sections.hpp"
+
+namespace gnnpipe::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string timestamp_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y%m%d-%H%M%S", &local);
+  return text;
+}
+
+// Claims a fresh directory under `root`: create_directory answers false when it already exists,
+// so two runs started in the same second get different directories.
+fs::path create_fresh(const fs::path& root, const std::string& stem) {
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  GNNPIPE_CHECK(!ec, "cannot create the runs directory '{}': {}", root.string(), ec.message());
+  for (int attempt = 1;; ++attempt) {
+    const fs::path candidate = root / (attempt == 1 ? stem : fmt::format("{}-{}", stem, attempt));
+    if (fs::create_directory(candidate, ec)) return candidate;
+    GNNPIPE_CHECK(!ec, "cannot create the run directory '{}': {}", candidate.string(), ec.message());
+  }
+}
+
+fs::path create_out(const fs::path& out) {
+  std::error_code ec;
+  if (fs::exists(out, ec)) {
+    GNNPIPE_CHECK_CONFIG(fs::is_directory(out), "--out {}: exists and is not a directory", out.string());
+    GNNPIPE_CHECK_CONFIG(fs::is_empty(out), "--out {}: exists and is not empty (choose a new directory)",
+                         out.string());
+    return out;
+  }
+  fs::create_directories(out, ec);
+  GNNPIPE_CHECK(!ec, "cannot create the run directory '{}': {}", out.string(), ec.message());
+  return out;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << text;
+  file.close();
+  GNNPIPE_CHECK(file.good(), "cannot write '{}'", path.string());
+}
+
+void check_metric_name(const std::string& name) {
+  bool ok = !name.empty();
+  for (const char c : name) {
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_');
+  }
+  GNNPIPE_CHECK_CONFIG(ok, "metrics column '{}': use letters, digits and '_' only", name);
+}
+
+}  // namespace
+
+const std::vector<std::string>& RunDirectory::metric_columns() {
+  static const std::vector<std::string> columns{"epoch", "loss", "train_acc", "val_acc", "test_acc", "epoch_time_s"};
+  return columns;
+}
+
+RunDirectory::RunDirectory(const config::ExperimentConfig& config, RunDirectoryOptions options)
+    : extra_count_(options.extra_metrics.size()) {
+  std::vector<std::string> header = metric_columns();
+  for (const auto& name : options.extra_metrics) {
+    check_metric_name(name);
+    GNNPIPE_CHECK_CONFIG(std::find(header.begin(), header.end(), name) == header.end(),
+                         "metrics column '{}' appears twice", name);
+    header.push_back(name);
+  }
+  config::check_experiment_name(config.name);
+  path_ = options.out.empty() ? create_fresh(options.runs_root, config.name + "-" + timestamp_now())
+                              : create_out(options.out);
+
+  write_text(path_ / "config.yaml", config::yaml_text(config.resolved.IsMap() ? config.resolved
+                                                                               : config::to_yaml(config)));
+  metrics_.open(path_ / "metrics.csv", std::ios::binary | std::ios::trunc);
+  metrics_ << fmt::format("{}\n", fmt::join(header, ","));
+  metrics_.flush();
+  GNNPIPE_CHECK(metrics_.good(), "cannot write '{}'", (path_ / "metrics.csv").string());
+  if (options.mirror_log) {
+    core::add_log_file((path_ / "log.txt").string());
+    mirror_log_ = true;
+  }
+}
+
+RunDirectory::~RunDirectory() {
+  if (mirror_log_) core::remove_log_files();
+}
+
+void RunDirectory::append_metrics(const EpochMetrics& row) {
+  GNNPIPE_CHECK(row.extra.size() == extra_count_, "metrics row has {} extra values, the header {}", row.extra.size(),
+                extra_count_);
+  std::string line = fmt::format("{},{},{},{},{},{}", row.epoch, row.loss, row.train_acc, row.val_acc, row.test_acc,
+                                 row.epoch_time_s);
+  for (const double value : row.extra) line += fmt::format(",{}", value);
+  metrics_ << line << '\n';
+  metrics_.flush();
+  GNNPIPE_CHECK(metrics_.good(), "cannot write '{}'", (path_ / "metrics.csv").string());
+  if (mirror_log_) core::logger().flush();
+}
+
+void RunDirectory::write_summary(const nlohmann::json& summary) {
+  const fs::path temp = path_ / "summary.json.tmp";
+  write_text(temp, summary.dump(2) + "\n");
+  std::error_code ec;
+  fs::rename(temp, path_ / "summary.json", ec);
+  GNNPIPE_CHECK(!ec, "cannot write '{}': {}", (path_ / "summary.json").string(), ec.message());
+}
+
+}  // namespace gnnpipe::experiments

@@ -1,0 +1,46 @@
+#pragma once
+// The `model:` section of an experiment (DESIGN §5) as plain options with in-class defaults;
+// experiments/ fills it from YAML. Names (to_string) are the YAML spellings.
+#include <string_view>
+
+namespace gnnpipe::models {
+
+enum class ModelType { kGcn, kSage, kGat, kGgnn, kGaan };
+enum class Activation { kRelu, kElu, kLeakyRelu };
+
+struct ModelOptions {
+  ModelType type = ModelType::kSage;
+  int layers = 2;                        // message-passing layers, >= 1
+  int hidden = 256;                      // hidden width, >= 1
+  double dropout = 0.5;                  // on layer inputs, in [0, 1)
+  Activation activation = Activation::kRelu;
+  // Attention models only (gat, gaan):
+  int heads = 8;                         // >= 1
+  bool concat_heads = true;              // hidden layers concatenate heads (width hidden * heads) or average
+  double attention_dropout = 0.0;        // on attention coefficients, in [0, 1)
+};
+
+// True for the models that read heads, concat_heads and attention_dropout.
+constexpr bool has_attention(ModelType type) { return type == ModelType::kGat || type == ModelType::kGaan; }
+
+constexpr std::string_view to_string(ModelType type) {
+  switch (type) {
+    case ModelType::kGcn: return "gcn";
+    case ModelType::kSage: return "sage";
+    case ModelType::kGat: return "gat";
+    case ModelType::kGgnn: return "ggnn";
+    case ModelType::kGaan: return "gaan";
+  }
+  return "?";
+}
+
+constexpr std::string_view to_string(Activation activation) {
+  switch (activation) {
+    case Activation::kRelu: return "relu";
+    case Activation::kElu: return "elu";
+    case Activation::kLeakyRelu: return "leaky_relu";
+  }
+  return "?";
+}
+
+}  // namespace gnnpipe::models

@@ -1,0 +1,237 @@
+#include <catch2/catch.hpp>
+
+#include "gnnpipe/core/error.hpp"
+#include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "temp_dir.hpp"
+
+using namespace gnnpipe::experiments::config;
+using gnnpipe::core::ConfigError;
+namespace models = gnnpipe::models;
+namespace samplers = gnnpipe::samplers;
+
+namespace {
+
+// DESIGN §5's canonical experiment, verbatim.
+const char* const kCanonical = R"(
+name: arxiv_sage
+dataset:
+  path: ogbn-arxiv/netbenchmark
+  format: auto
+  random_features: 128
+model:      {type: sage, layers: 3, hidden: 256, dropout: 0.5}
+sampler:    {type: neighbor, fanouts: [15, 10, 5], batch_size: 1024}
+optimizer:  {type: adam, lr: 0.003, weight_decay: 0.0}
+pipeline:   {mode: pipelined, sampler_threads: 8, staging_slots: 4, eval_every: 1}
+memory:     {limit: 16GiB}
+run:        {device: cpu, epochs: 10, seed: 0}
+)";
+
+const char* const kMinimal = "{name: tiny, dataset: {synthetic: {nodes: 100}}}";
+
+ExperimentConfig parse(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  return parse_experiment(YAML::Load(yaml), sets);
+}
+// `extra` merged into the minimal experiment, e.g. "model: {hidden: 0}".
+ExperimentConfig with(const std::string& extra) {
+  return parse(std::string("name: tiny\ndataset: {synthetic: {nodes: 100}}\n") + extra);
+}
+
+}  // namespace
+
+TEST_CASE("the canonical DESIGN §5 experiment parses to its values", "[config]") {
+  const ExperimentConfig c = parse(kCanonical);
+  CHECK(c.name == "arxiv_sage");
+  CHECK(c.dataset.path == "ogbn-arxiv/netbenchmark");
+  CHECK(c.dataset.random_features == 128);
+  CHECK(c.model.type == models::ModelType::kSage);
+  CHECK(c.model.layers == 3);
+  CHECK(c.model.hidden == 256);
+  CHECK(c.model.dropout == 0.5);
+  CHECK(c.sampler.type == samplers::SamplerType::kNeighbor);
+  CHECK(c.sampler.fanouts == std::vector<int>{15, 10, 5});
+  CHECK(c.sampler.batch_size == 1024);
+  CHECK(c.optimizer.type == models::OptimizerType::kAdam);
+  CHECK(c.optimizer.lr == 0.003);
+  CHECK(c.optimizer.weight_decay == 0.0);
+  CHECK(c.pipeline.mode == gnnpipe::pipeline::PipelineMode::kPipelined);
+  CHECK(c.pipeline.sampler_threads == 8);
+  CHECK(c.pipeline.staging_slots == 4);
+  CHECK(c.pipeline.eval_every == 1);
+  CHECK(c.memory.limit_bytes == (uint64_t{16} << 30));
+  CHECK(c.run.device == gnnpipe::core::Device::cpu());
+  CHECK(c.run.epochs == 10);
+  CHECK(c.run.seed == 0);
+}
+
+TEST_CASE("missing sections take the modules' defaults", "[config]") {
+  const ExperimentConfig c = parse(kMinimal);
+  const ExperimentConfig defaults;
+  CHECK(c.model.type == defaults.model.type);
+  CHECK(c.model.layers == 2);
+  CHECK(c.model.hidden == 256);
+  CHECK(c.model.activation == models::Activation::kRelu);
+  CHECK(c.sampler.fanouts == defaults.sampler.fanouts);
+  CHECK(c.sampler.replace == false);
+  CHECK(c.optimizer.lr == 0.003);
+  CHECK(c.optimizer.beta2 == 0.999);
+  CHECK(c.pipeline.sampler_threads == 8);
+  CHECK(c.memory.limit_bytes == defaults.memory.limit_bytes);
+  CHECK(c.run.epochs == 10);
+  CHECK(c.run.patience == 0);
+}
+
+TEST_CASE("the type-specific keys: attention models and optimizers", "[config]") {
+  const auto gat = with("model: {type: gat, heads: 4, concat_heads: false, attention_dropout: 0.1, activation: elu}");
+  CHECK(gat.model.type == models::ModelType::kGat);
+  CHECK(gat.model.heads == 4);
+  CHECK_FALSE(gat.model.concat_heads);
+  CHECK(gat.model.attention_dropout == 0.1);
+  CHECK(gat.model.activation == models::Activation::kElu);
+  const auto sgd = with("optimizer: {type: sgd, lr: 0.1, momentum: 0.5, weight_decay_first_layer_only: true}");
+  CHECK(sgd.optimizer.type == models::OptimizerType::kSgd);
+  CHECK(sgd.optimizer.momentum == 0.5);
+  CHECK(sgd.optimizer.weight_decay_first_layer_only);
+  CHECK_THROWS_WITH(with("model: {type: sage, heads: 4}"), Catch::Contains("model.heads: only for type gat or gaan"));
+  CHECK_THROWS_WITH(with("optimizer: {type: adam, momentum: 0.9}"), Catch::Contains("optimizer.momentum: only for type sgd"));
+  CHECK_THROWS_WITH(with("optimizer: {type: sgd, beta1: 0.9}"), Catch::Contains("optimizer.beta1: only for type adam"));
+}
+
+TEST_CASE("every range check names the key and the value", "[config]") {
+  using Catch::Contains;
+  CHECK_THROWS_WITH(with("model: {layers: 0}"), Contains("model.layers: must be >= 1, got 0"));
+  CHECK_THROWS_WITH(with("model: {hidden: 0}"), Contains("model.hidden: must be >= 1, got 0"));
+  CHECK_THROWS_WITH(with("model: {dropout: 1.0}"), Contains("model.dropout: must be in [0, 1), got 1"));
+  CHECK_THROWS_WITH(with("model: {dropout: -0.1}"), Contains("model.dropout: must be in [0, 1), got -0.1"));
+  CHECK_THROWS_WITH(with("model: {type: gat, heads: 0}"), Contains("model.heads: must be >= 1, got 0"));
+  CHECK_THROWS_WITH(with("model: {type: gaan, attention_dropout: 1}"), Contains("model.attention_dropout: must be in [0, 1)"));
+  CHECK_THROWS_WITH(with("model: {type: gin}"), Contains("model.type: 'gin' is not one of gcn, sage, gat, ggnn, gaan"));
+  CHECK_THROWS_WITH(with("model: {activation: tanh}"), Contains("model.activation: 'tanh' is not one of relu, elu, leaky_relu"));
+  CHECK_THROWS_WITH(with("optimizer: {lr: 0}"), Contains("optimizer.lr: must be > 0, got 0"));
+  CHECK_THROWS_WITH(with("optimizer: {weight_decay: -1}"), Contains("optimizer.weight_decay: must be >= 0, got -1"));
+  CHECK_THROWS_WITH(with("optimizer: {eps: 0}"), Contains("optimizer.eps: must be > 0, got 0"));
+  CHECK_THROWS_WITH(with("optimizer: {beta2: 1}"), Contains("optimizer.beta2: must be in [0, 1), got 1"));
+  CHECK_THROWS_WITH(with("optimizer: {type: sgd, momentum: 1}"), Contains("optimizer.momentum: must be in [0, 1), got 1"));
+  CHECK_THROWS_WITH(with("optimizer: {type: lamb}"), Contains("optimizer.type: 'lamb' is not one of adam, sgd"));
+  CHECK_THROWS_WITH(with("sampler: {fanouts: []}"), Contains("sampler.fanouts: must not be empty"));
+  CHECK_THROWS_WITH(with("sampler: {fanouts: [10, 0]}"), Contains("sampler.fanouts[1]: must be > 0 or -1 (every neighbor), got 0"));
+  CHECK_THROWS_WITH(with("sampler: {fanouts: [-2]}"), Contains("sampler.fanouts[0]: must be > 0 or -1"));
+  CHECK_THROWS_WITH(with("sampler: {fanouts: [10, x]}"), Contains("sampler.fanouts[1]: 'x' is not a valid integer"));
+  CHECK_THROWS_WITH(with("sampler: {fanouts: 10}"), Contains("sampler.fanouts: expected a list of integer values"));
+  CHECK_THROWS_WITH(with("sampler: {batch_size: 0}"), Contains("sampler.batch_size: must be >= 1, got 0"));
+  CHECK_THROWS_WITH(with("sampler: {type: graphsaint}"), Contains("sampler.type: 'graphsaint' is not one of neighbor, saint_node, saint_edge, saint_rw, cluster, full"));
+  CHECK_THROWS_WITH(with("pipeline: {sampler_threads: 0}"), Contains("pipeline.sampler_threads: must be >= 1, got 0"));
+  CHECK_THROWS_WITH(with("pipeline: {staging_slots: 0}"), Contains("pipeline.staging_slots: must be >= 1, got 0"));
+  CHECK_THROWS_WITH(with("pipeline: {eval_every: 0}"), Contains("pipeline.eval_every: must be >= 1, got 0"));
+  CHECK_THROWS_WITH(with("pipeline: {mode: parallel}"), Contains("pipeline.mode: 'parallel' is not one of pipelined, sequential"));
+  CHECK_THROWS_WITH(with("memory: {limit: 16 GB of RAM}"), Contains("memory.limit: "));
+  CHECK_THROWS_WITH(with("memory: {limit: 0}"), Contains("memory.limit: must be > 0"));
+  CHECK_THROWS_WITH(with("run: {epochs: 0}"), Contains("run.epochs: must be >= 1, got 0"));
+  CHECK_THROWS_WITH(with("run: {patience: -1}"), Contains("run.patience: must be >= 0, got -1"));
+  CHECK_THROWS_WITH(with("run: {device: tpu}"), Contains("run.device: "));
+  CHECK_THROWS_WITH(with("run: {seed: -1}"), Contains("run.seed: '-1' is not a valid integer"));
+  CHECK_THROWS_WITH(with("run: {epochs: 2.5}"), Contains("run.epochs: '2.5' is not a valid integer"));
+  CHECK(with("run: {device: 'cuda:1'}").run.device == gnnpipe::core::Device::cuda(1));
+  CHECK(with("memory: {limit: 512MB}").memory.limit_bytes == 512000000);
+  CHECK(with("sampler: {fanouts: [-1, 5]}").sampler.fanouts == std::vector<int>{-1, 5});
+}
+
+TEST_CASE("name is required and must be a safe file name; dataset is required", "[config]") {
+  CHECK_THROWS_WITH(parse("{dataset: {path: cora}}"), Catch::Contains("name: missing"));
+  CHECK_THROWS_WITH(parse("{name: ../up, dataset: {path: cora}}"), Catch::Contains("name: '../up' is not a safe file name"));
+  CHECK_THROWS_WITH(parse("{name: 'a b', dataset: {path: cora}}"), Catch::Contains("is not a safe file name"));
+  CHECK_THROWS_WITH(parse("{name: .hidden, dataset: {path: cora}}"), Catch::Contains("is not a safe file name"));
+  CHECK(parse("{name: arxiv-sage_v2.1, dataset: {path: cora}}").name == "arxiv-sage_v2.1");
+  CHECK_THROWS_WITH(parse("{name: x}"), Catch::Contains("dataset: missing"));
+  CHECK_THROWS_WITH(parse("{name: x, dataset: {path: cora, format: csv}}"), Catch::Contains("dataset.format: 'csv' is not one of"));
+}
+
+TEST_CASE("typos get the closest key at every level", "[config]") {
+  using Catch::Contains;
+  CHECK_THROWS_WITH(with("modle: {layers: 2}"), Contains("modle: unknown key (did you mean 'model'?)"));
+  CHECK_THROWS_WITH(with("model: {hiden: 2}"), Contains("model.hiden: unknown key (did you mean 'hidden'?)"));
+  CHECK_THROWS_WITH(with("sampler: {fanout: [2]}"), Contains("sampler.fanout: unknown key (did you mean 'fanouts'?)"));
+  CHECK_THROWS_WITH(with("optimizer: {learning_rate: 0.1, lrr: 1}"), Contains("unknown key"));
+  CHECK_THROWS_WITH(with("optimizer: {lrr: 1}"), Contains("optimizer.lrr: unknown key (did you mean 'lr'?)"));
+  CHECK_THROWS_WITH(with("pipeline: {eval_evry: 2}"), Contains("pipeline.eval_evry: unknown key (did you mean 'eval_every'?)"));
+  CHECK_THROWS_WITH(with("memory: {limt: 1GiB}"), Contains("memory.limt: unknown key (did you mean 'limit'?)"));
+  CHECK_THROWS_WITH(with("run: {epoch: 3}"), Contains("run.epoch: unknown key (did you mean 'epochs'?)"));
+  CHECK_THROWS_WITH(parse("{name: x, dataset: {synthetic: {node: 5}}}"),
+                    Contains("dataset.synthetic.node: unknown key (did you mean 'nodes'?)"));
+  CHECK_THROWS_WITH(with("model: [1, 2]"), Contains("model: expected a mapping"));
+}
+
+TEST_CASE("set overrides (--set) replace scalars, lists, nested keys and byte sizes", "[config]") {
+  const auto c = parse(kCanonical, {"model.hidden=64", "sampler.fanouts=[10,10]", "memory.limit=8GiB",
+                                    "run.device=cuda:0", "dataset.path=", "dataset.synthetic.nodes=500",
+                                    "optimizer={type: sgd, lr: 0.5}", "name=renamed"});
+  CHECK(c.model.hidden == 64);
+  CHECK(c.sampler.fanouts == std::vector<int>{10, 10});
+  CHECK(c.memory.limit_bytes == (uint64_t{8} << 30));
+  CHECK(c.run.device == gnnpipe::core::Device::cuda(0));
+  CHECK(c.dataset.path.empty());
+  REQUIRE(c.dataset.synthetic.has_value());
+  CHECK(c.dataset.synthetic->nodes == 500);
+  CHECK(c.optimizer.type == models::OptimizerType::kSgd);
+  CHECK(c.optimizer.lr == 0.5);
+  CHECK(c.name == "renamed");
+  // Sections the file lacks are created; later sets win.
+  const auto d = parse(kMinimal, {"pipeline.mode=sequential", "run.epochs=3", "run.epochs=4"});
+  CHECK(d.pipeline.mode == gnnpipe::pipeline::PipelineMode::kSequential);
+  CHECK(d.run.epochs == 4);
+  // The input node is not modified.
+  const YAML::Node root = YAML::Load(kMinimal);
+  (void)parse_experiment(root, {"run.epochs=3"});
+  CHECK_FALSE(root["run"]);
+}
+
+TEST_CASE("bad --set assignments are ConfigErrors naming them", "[config]") {
+  using Catch::Contains;
+  CHECK_THROWS_WITH(parse(kMinimal, {"model.hidden"}), Contains("--set 'model.hidden': expected key.path=value"));
+  CHECK_THROWS_WITH(parse(kMinimal, {"=3"}), Contains("expected key.path=value"));
+  CHECK_THROWS_WITH(parse(kMinimal, {"model..hidden=3"}), Contains("empty component"));
+  CHECK_THROWS_WITH(parse(kMinimal, {"model.hiden=3"}), Contains("--set 'model.hiden=3': unknown key model.hiden (did you mean 'model.hidden'?)"));
+  CHECK_THROWS_WITH(parse(kMinimal, {"modle.hidden=3"}), Contains("unknown key modle (did you mean 'model'?)"));
+  CHECK_THROWS_WITH(parse(kMinimal, {"dataset.synthetic.nodez=3"}),
+                    Contains("unknown key dataset.synthetic.nodez (did you mean 'dataset.synthetic.nodes'?)"));
+  CHECK_THROWS_WITH(parse(kMinimal, {"model.hidden.x=3"}), Contains("model.hidden is a value, not a section"));
+  CHECK_THROWS_WITH(parse(kMinimal, {"sampler.fanouts=[1, 2"}), Contains("the value is not valid YAML"));
+  CHECK_THROWS_WITH(parse(kMinimal, {"model.hidden=0"}), Contains("model.hidden: must be >= 1, got 0"));
+}
+
+TEST_CASE("a neighbor sampler has at most one fanout per model layer", "[config]") {
+  CHECK_THROWS_WITH(with("model: {layers: 2}\nsampler: {fanouts: [10, 10, 10]}"),
+                    Catch::Contains("sampler.fanouts: has 3 entries but model.layers is 2"));
+  CHECK_THROWS_WITH(parse(kCanonical, {"model.layers=2"}), Catch::Contains("model.layers is 2"));
+  CHECK(with("model: {layers: 3}\nsampler: {fanouts: [10, 10]}").sampler.fanouts.size() == 2);
+  CHECK(with("model: {layers: 1}\nsampler: {type: full, fanouts: [10, 10]}").sampler.type == samplers::SamplerType::kFull);
+}
+
+TEST_CASE("the resolved config has every default and parses back to the same config", "[config]") {
+  const auto c = parse(kCanonical, {"optimizer.type=sgd", "model.type=gat", "memory.limit=1536MiB"});
+  CHECK(c.resolved["model"]["heads"].as<int>() == 8);
+  CHECK(c.resolved["optimizer"]["momentum"].as<double>() == 0.9);
+  CHECK_FALSE(c.resolved["optimizer"]["beta1"]);
+  CHECK(c.resolved["memory"]["limit"].as<std::string>() == "1536MiB");
+  CHECK(c.resolved["run"]["patience"].as<int>() == 0);
+  const std::string text = yaml_text(c.resolved);
+  CHECK_THAT(text, Catch::Contains("fanouts: [15, 10, 5]"));
+  CHECK_THAT(text, Catch::Contains("lr: 0.003\n"));
+  const auto again = parse(text);
+  CHECK(yaml_text(again.resolved) == text);
+  CHECK(again.model.heads == c.model.heads);
+  CHECK(again.memory.limit_bytes == c.memory.limit_bytes);
+  const auto synthetic = parse(kMinimal);
+  CHECK(yaml_text(parse(yaml_text(synthetic.resolved)).resolved) == yaml_text(synthetic.resolved));
+}
+
+TEST_CASE("experiment files: load, prefix errors with the file, and the shipped configs parse", "[config]") {
+  gnnpipe::test::TempDir dir;
+  const auto file = dir / "exp.yaml";
+  gnnpipe::test::write_text(file, kCanonical);
+  CHECK(load_experiment(file, {"run.epochs=2"}).run.epochs == 2);
+  CHECK_THROWS_WITH(load_experiment(file, {"model.hidden=0"}), Catch::Contains("exp.yaml: model.hidden: must be >= 1"));
+  CHECK_THROWS_AS(load_experiment(dir / "none.yaml", {}), ConfigError);
+  const auto quickstart = load_experiment(std::filesystem::path(GNNPIPE_SOURCE_DIR) / "configs/quickstart.yaml", {});
+  CHECK(quickstart.name == "quickstart");
+  CHECK(quickstart.sampler.fanouts == std::vector<int>{10, 5});
+}

@@ -1,0 +1,99 @@
+#include <catch2/catch.hpp>
+
+#include "gnnpipe/core/error.hpp"
+#include "gnnpipe/core/log.hpp"
+#include "gnnpipe/experiments/run_dir.hpp"
+#include "temp_dir.hpp"
+
+using gnnpipe::core::ConfigError;
+using gnnpipe::experiments::EpochMetrics;
+using gnnpipe::experiments::RunDirectory;
+using gnnpipe::experiments::RunDirectoryOptions;
+using gnnpipe::test::read_file;
+namespace fs = std::filesystem;
+
+namespace {
+gnnpipe::experiments::config::ExperimentConfig tiny_config() {
+  return gnnpipe::experiments::config::parse_experiment(YAML::Load("{name: tiny, dataset: {synthetic: {nodes: 100}}}"));
+}
+}  // namespace
+
+TEST_CASE("a run directory holds config.yaml, metrics.csv and log.txt, and no summary until asked", "[run_dir]") {
+  gnnpipe::test::TempDir dir;
+  const auto config = tiny_config();
+  fs::path path;
+  {
+    RunDirectoryOptions options;
+    options.runs_root = dir / "runs";
+    options.extra_metrics = {"batches_split"};
+    RunDirectory run(config, options);
+    path = run.path();
+    CHECK(path.parent_path() == dir / "runs");
+    const std::string stem = path.filename().string();
+    CHECK(stem.rfind("tiny-", 0) == 0);
+    CHECK(stem.size() == std::string("tiny-YYYYmmdd-HHMMSS").size());
+    CHECK(read_file(path / "config.yaml") == gnnpipe::experiments::config::yaml_text(config.resolved));
+
+    gnnpipe::core::logger().info("epoch 1 of the run under test");
+    run.append_metrics({1, 0.5, 0.25, 0.75, 0.125, 1.5, {0}});
+    run.append_metrics({2, 0.1, 0.3, 0.8, 0.7, 2, {3}});
+    CHECK(read_file(path / "metrics.csv") ==
+          "epoch,loss,train_acc,val_acc,test_acc,epoch_time_s,batches_split\n"
+          "1,0.5,0.25,0.75,0.125,1.5,0\n"
+          "2,0.1,0.3,0.8,0.7,2,3\n");
+    CHECK_THROWS_AS(run.append_metrics({3, 0, 0, 0, 0, 0, {}}), gnnpipe::core::Error);
+    // A run that ends without write_summary (a failure) leaves no summary.json.
+    CHECK_FALSE(fs::exists(path / "summary.json"));
+  }
+  CHECK_FALSE(fs::exists(path / "summary.json"));
+  CHECK_THAT(read_file(path / "log.txt"), Catch::Contains("epoch 1 of the run under test"));
+  gnnpipe::core::logger().info("after the run directory closed");
+  CHECK_THAT(read_file(path / "log.txt"), !Catch::Contains("after the run directory closed"));
+}
+
+TEST_CASE("write_summary writes summary.json atomically and replaces an earlier one", "[run_dir]") {
+  gnnpipe::test::TempDir dir;
+  RunDirectoryOptions options;
+  options.out = dir / "out" / "nested";
+  options.mirror_log = false;
+  RunDirectory run(tiny_config(), options);
+  CHECK(run.path() == dir / "out" / "nested");
+  CHECK_FALSE(fs::exists(run.path() / "log.txt"));
+  run.write_summary({{"test_accuracy", 0.5}, {"epochs", 3}});
+  CHECK(nlohmann::json::parse(read_file(run.path() / "summary.json"))["epochs"] == 3);
+  run.write_summary({{"test_accuracy", 0.75}});
+  const auto summary = nlohmann::json::parse(read_file(run.path() / "summary.json"));
+  CHECK(summary["test_accuracy"] == 0.75);
+  CHECK_FALSE(summary.contains("epochs"));
+  CHECK_FALSE(fs::exists(run.path() / "summary.json.tmp"));
+  CHECK(read_file(run.path() / "metrics.csv") == "epoch,loss,train_acc,val_acc,test_acc,epoch_time_s\n");
+}
+
+TEST_CASE("--out: an existing empty directory is used, a non-empty one or a file is refused", "[run_dir]") {
+  gnnpipe::test::TempDir dir;
+  RunDirectoryOptions options;
+  options.mirror_log = false;
+  options.out = dir / "empty";
+  fs::create_directories(options.out);
+  { RunDirectory run(tiny_config(), options); }
+  CHECK(fs::exists(dir / "empty" / "config.yaml"));
+  CHECK_THROWS_WITH(RunDirectory(tiny_config(), options), Catch::Contains("exists and is not empty"));
+  CHECK_THROWS_AS(RunDirectory(tiny_config(), options), ConfigError);
+  options.out = dir / "file";
+  gnnpipe::test::write_file(options.out, "x");
+  CHECK_THROWS_WITH(RunDirectory(tiny_config(), options), Catch::Contains("is not a directory"));
+}
+
+TEST_CASE("two runs of one name get distinct directories; bad metric names are refused", "[run_dir]") {
+  gnnpipe::test::TempDir dir;
+  RunDirectoryOptions options;
+  options.mirror_log = false;
+  options.runs_root = dir.path();
+  RunDirectory first(tiny_config(), options);
+  RunDirectory second(tiny_config(), options);
+  CHECK(first.path() != second.path());
+  options.extra_metrics = {"loss"};
+  CHECK_THROWS_WITH(RunDirectory(tiny_config(), options), Catch::Contains("metrics column 'loss' appears twice"));
+  options.extra_metrics = {"a,b"};
+  CHECK_THROWS_WITH(RunDirectory(tiny_config(), options), Catch::Contains("letters, digits and '_' only"));
+}
