@@ -1,0 +1,40 @@
+#pragma once
+// Sparse-dense products over a Block (DESIGN §2): the forward aggregation runs over the CSR of
+// destinations, the backward over the transpose, so every output row is written by one task in a
+// fixed order: no atomics, and results are bitwise identical for any thread count.
+// All outputs are overwritten (not accumulated into). T is float or double; block weights (float)
+// are converted to T.
+#include "gnnpipe/graph/block.hpp"
+#include "gnnpipe/models/matrix.hpp"
+
+namespace gnnpipe::models::cpu {
+
+// y[v] = sum over edges e = (u -> v) of w_e * x[u] (w_e = 1 when the block is unweighted).
+// x: num_src x F, y: num_dst x F. Mean or GCN aggregation is a weighted block (graph side).
+template <class T>
+void spmm(const graph::Block& block, ConstView<T> x, MatrixView<T> y);
+
+// The gradient of spmm with respect to x: dx[u] = sum over edges e = (u -> v) of w_e * dy[v],
+// walked through the transpose (t_offsets, t_indices, t_edges). dy: num_dst x F, dx: num_src x F.
+template <class T>
+void spmm_backward(const graph::Block& block, ConstView<T> dy, MatrixView<T> dx);
+
+// Per-head edge-weighted aggregation (GAT): with H = alpha.cols and C = x.cols / H,
+// y[v, h*C + c] = sum over edges e = (u -> v) of alpha[e, h] * x[u, h*C + c].
+// alpha: E x H, x: num_src x (H*C), y: num_dst x (H*C). The block's own weights are ignored.
+template <class T>
+void spmm_edge_weighted(const graph::Block& block, ConstView<T> alpha, ConstView<T> x, MatrixView<T> y);
+
+// Its gradient with respect to x (through the transpose):
+// dx[u, h*C + c] = sum over edges e = (u -> v) of alpha[e, h] * dy[v, h*C + c].
+template <class T>
+void spmm_edge_weighted_backward_x(const graph::Block& block, ConstView<T> alpha, ConstView<T> dy,
+                                   MatrixView<T> dx);
+
+// Its gradient with respect to alpha: dalpha[e, h] = <dy[v, h*C .. h*C+C), x[u, h*C .. h*C+C)> for
+// e = (u -> v), summed over c in increasing order.
+template <class T>
+void spmm_edge_weighted_backward_alpha(const graph::Block& block, ConstView<T> x, ConstView<T> dy,
+                                       MatrixView<T> dalpha);
+
+}  // namespace gnnpipe::models::cpu

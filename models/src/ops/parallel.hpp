@@ -1,0 +1,43 @@
+#pragma once
+// Private helpers of the CPU ops: row-parallel loops and the shape checks they share.
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+
+#include <cstdint>
+#include <span>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/graph/block.hpp"
+#include "gnnpipe/models/matrix.hpp"
+
+namespace gnnpipe::models::cpu::detail {
+
+// Calls body(begin, end) over [0, n) in chunks of about `grain` rows, in parallel. Each index is
+// visited exactly once; callers write only outputs owned by their indices, so results do not
+// depend on how the range is split.
+template <class F>
+void parallel_rows(int64_t n, int64_t grain, F&& body) {
+  if (n <= grain) {
+    if (n > 0) body(int64_t{0}, n);
+    return;
+  }
+  oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(0, n, grain),
+                            [&](const oneapi::tbb::blocked_range<int64_t>& r) { body(r.begin(), r.end()); });
+}
+
+// A grain of about 16K element-operations per task: rows of `work_per_row` operations.
+inline int64_t grain_for(int64_t work_per_row) {
+  const int64_t w = work_per_row > 0 ? work_per_row : 1;
+  return w >= 16384 ? 1 : 16384 / w;
+}
+
+// Throws unless every entry of `rows` is in [0, n) and no entry repeats.
+void check_row_list(std::span<const int32_t> rows, int64_t n, const char* what);
+
+// Weight of forward edge e as T (1 for an unweighted block).
+template <class T>
+inline T edge_weight(const graph::Block& block, int64_t e) {
+  return block.weighted() ? static_cast<T>(block.weights[static_cast<std::size_t>(e)]) : T{1};
+}
+
+}  // namespace gnnpipe::models::cpu::detail

@@ -1,0 +1,140 @@
+#include "gnnpipe/models/ops/spmm.hpp"
+
+#include <algorithm>
+
+#include "ops/parallel.hpp"
+
+namespace gnnpipe::models::cpu {
+template <class T>
+void spmm(const graph::Block& block, ConstView<T> x, MatrixView<T> y) {
+  check_shape(x, block.num_src, x.cols, "spmm: x (num_src x F)");
+  check_shape(y, block.num_dst, x.cols, "spmm: y (num_dst x F)");
+  const int64_t f = x.cols;
+  const int64_t avg = block.num_dst > 0 ? block.num_edges() / block.num_dst + 1 : 1;
+  detail::parallel_rows(block.num_dst, detail::grain_for(avg * f), [&](int64_t begin, int64_t end) {
+    for (int64_t v = begin; v < end; ++v) {
+      const std::span<T> out = y.row(v);
+      std::fill(out.begin(), out.end(), T{0});
+      for (int64_t e = block.offsets[v]; e < block.offsets[v + 1]; ++e) {
+        const T w = detail::edge_weight<T>(block, e);
+        const T* in = x.row(block.indices[e]).data();
+        for (int64_t c = 0; c < f; ++c) out[c] += w * in[c];
+      }
+    }
+  });
+}
+
+template <class T>
+void spmm_backward(const graph::Block& block, ConstView<T> dy, MatrixView<T> dx) {
+  check_shape(dy, block.num_dst, dy.cols, "spmm_backward: dy (num_dst x F)");
+  check_shape(dx, block.num_src, dy.cols, "spmm_backward: dx (num_src x F)");
+  const int64_t f = dy.cols;
+  const int64_t avg = block.num_src > 0 ? block.num_edges() / block.num_src + 1 : 1;
+  detail::parallel_rows(block.num_src, detail::grain_for(avg * f), [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      const std::span<T> out = dx.row(u);
+      std::fill(out.begin(), out.end(), T{0});
+      for (int64_t k = block.t_offsets[u]; k < block.t_offsets[u + 1]; ++k) {
+        const T w = detail::edge_weight<T>(block, block.t_edges[k]);
+        const T* in = dy.row(block.t_indices[k]).data();
+        for (int64_t c = 0; c < f; ++c) out[c] += w * in[c];
+      }
+    }
+  });
+}
+
+namespace {
+
+// Checks alpha (E x H) and a feature matrix of H * C columns; returns C.
+int64_t channels_per_head(const graph::Block& block, int64_t alpha_rows, int64_t heads, int64_t feature_cols,
+                          const char* what) {
+  GNNPIPE_CHECK(alpha_rows == block.num_edges() && heads > 0,
+                "{}: alpha has shape [{} x {}], expected [{} edges x heads > 0]", what, alpha_rows, heads,
+                block.num_edges());
+  GNNPIPE_CHECK(feature_cols % heads == 0, "{}: {} feature columns do not split into {} heads", what, feature_cols,
+                heads);
+  return feature_cols / heads;
+}
+
+}  // namespace
+
+template <class T>
+void spmm_edge_weighted(const graph::Block& block, ConstView<T> alpha, ConstView<T> x, MatrixView<T> y) {
+  const int64_t heads = alpha.cols;
+  const int64_t ch = channels_per_head(block, alpha.rows, heads, x.cols, "spmm_edge_weighted");
+  check_shape(x, block.num_src, x.cols, "spmm_edge_weighted: x (num_src x H*C)");
+  check_shape(y, block.num_dst, x.cols, "spmm_edge_weighted: y (num_dst x H*C)");
+  const int64_t avg = block.num_dst > 0 ? block.num_edges() / block.num_dst + 1 : 1;
+  detail::parallel_rows(block.num_dst, detail::grain_for(avg * x.cols), [&](int64_t begin, int64_t end) {
+    for (int64_t v = begin; v < end; ++v) {
+      const std::span<T> out = y.row(v);
+      std::fill(out.begin(), out.end(), T{0});
+      for (int64_t e = block.offsets[v]; e < block.offsets[v + 1]; ++e) {
+        const T* in = x.row(block.indices[e]).data();
+        const T* a = alpha.row(e).data();
+        for (int64_t h = 0; h < heads; ++h) {
+          for (int64_t c = h * ch; c < (h + 1) * ch; ++c) out[c] += a[h] * in[c];
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+void spmm_edge_weighted_backward_x(const graph::Block& block, ConstView<T> alpha, ConstView<T> dy,
+                                   MatrixView<T> dx) {
+  const int64_t heads = alpha.cols;
+  const int64_t ch = channels_per_head(block, alpha.rows, heads, dy.cols, "spmm_edge_weighted_backward_x");
+  check_shape(dy, block.num_dst, dy.cols, "spmm_edge_weighted_backward_x: dy (num_dst x H*C)");
+  check_shape(dx, block.num_src, dy.cols, "spmm_edge_weighted_backward_x: dx (num_src x H*C)");
+  const int64_t avg = block.num_src > 0 ? block.num_edges() / block.num_src + 1 : 1;
+  detail::parallel_rows(block.num_src, detail::grain_for(avg * dy.cols), [&](int64_t begin, int64_t end) {
+    for (int64_t u = begin; u < end; ++u) {
+      const std::span<T> out = dx.row(u);
+      std::fill(out.begin(), out.end(), T{0});
+      for (int64_t k = block.t_offsets[u]; k < block.t_offsets[u + 1]; ++k) {
+        const T* in = dy.row(block.t_indices[k]).data();
+        const T* a = alpha.row(block.t_edges[k]).data();
+        for (int64_t h = 0; h < heads; ++h) {
+          for (int64_t c = h * ch; c < (h + 1) * ch; ++c) out[c] += a[h] * in[c];
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+void spmm_edge_weighted_backward_alpha(const graph::Block& block, ConstView<T> x, ConstView<T> dy,
+                                       MatrixView<T> dalpha) {
+  const int64_t heads = dalpha.cols;
+  const int64_t ch = channels_per_head(block, dalpha.rows, heads, x.cols, "spmm_edge_weighted_backward_alpha");
+  check_shape(x, block.num_src, x.cols, "spmm_edge_weighted_backward_alpha: x (num_src x H*C)");
+  check_shape(dy, block.num_dst, x.cols, "spmm_edge_weighted_backward_alpha: dy (num_dst x H*C)");
+  const int64_t avg = block.num_dst > 0 ? block.num_edges() / block.num_dst + 1 : 1;
+  detail::parallel_rows(block.num_dst, detail::grain_for(avg * x.cols), [&](int64_t begin, int64_t end) {
+    for (int64_t v = begin; v < end; ++v) {
+      const T* g = dy.row(v).data();
+      for (int64_t e = block.offsets[v]; e < block.offsets[v + 1]; ++e) {
+        const T* in = x.row(block.indices[e]).data();
+        T* out = dalpha.row(e).data();
+        for (int64_t h = 0; h < heads; ++h) {
+          T sum = 0;
+          for (int64_t c = h * ch; c < (h + 1) * ch; ++c) sum += g[c] * in[c];
+          out[h] = sum;
+        }
+      }
+    }
+  });
+}
+
+#define GNNPIPE_INSTANTIATE(T)                                                                                    \
+  template void spmm<T>(const graph::Block&, ConstView<T>, MatrixView<T>);                                        \
+  template void spmm_backward<T>(const graph::Block&, ConstView<T>, MatrixView<T>);                               \
+  template void spmm_edge_weighted<T>(const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>);            \
+  template void spmm_edge_weighted_backward_x<T>(const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>); \
+  template void spmm_edge_weighted_backward_alpha<T>(const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>);
+GNNPIPE_INSTANTIATE(float)
+GNNPIPE_INSTANTIATE(double)
+#undef GNNPIPE_INSTANTIATE
+
+}  // namespace gnnpipe::models::cpu
