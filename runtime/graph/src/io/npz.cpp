@@ -134,7 +134,7 @@ NpyArray NpzArchive::read(std::string_view name, const NpzReadOptions& options) 
       GNNPIPE_CHECK_DATA(crc == entry.crc32, "{}: CRC-32 mismatch (zip records {:08x}, data has {:08x})", label,
                          entry.crc32, crc);
     }
-    return parse_npy(label, state_->file, data.data(), data.size());
+    return parse_npy(label, state_->file, data.data(), data.size(), {.allow_fortran_order = options.allow_fortran_order});
   }
 
   GNNPIPE_CHECK_DATA(entry.uncompressed_size <= std::numeric_limits<std::size_t>::max(),
@@ -147,7 +147,7 @@ NpyArray NpzArchive::read(std::string_view name, const NpzReadOptions& options) 
   const uint32_t crc = crc32_of(out);
   GNNPIPE_CHECK_DATA(crc == entry.crc32, "{}: CRC-32 mismatch (zip records {:08x}, data has {:08x})", label,
                      entry.crc32, crc);
-  return parse_npy(label, std::move(buffer), out.data(), out.size());
+  return parse_npy(label, std::move(buffer), out.data(), out.size(), {.allow_fortran_order = options.allow_fortran_order});
 }
 
 }  // namespace gnnpipe::graph::io

@@ -18,6 +18,8 @@ struct NpzReadOptions {
   // Stored entries are views, and reading them touches no data pages; checking their CRC-32
   // reads the whole entry, so it is opt-in. Deflated entries are always checked.
   bool verify_stored_crc = false;
+  // Passed on to parse_npy (see NpyReadOptions).
+  bool allow_fortran_order = false;
 };
 
 class NpzArchive {

@@ -1,0 +1,51 @@
+#pragma once
+// GnnModel<T>: a stack of graph layers with dropout before every layer and ReLU between layers
+// (PyG's GCN/SAGE examples). Block l feeds layer l; full-batch training passes the same block for
+// every layer. forward() keeps the activations for backward(); one forward, then at most one
+// backward. Dropout masks come from the Philox stream (seed, epoch, batch, layer), so a run is
+// reproducible for any thread count. Not thread-safe.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/models/layers/layer.hpp"
+#include "gnnpipe/models/model_options.hpp"
+#include "gnnpipe/models/param_store.hpp"
+
+namespace gnnpipe::models {
+
+template <class T>
+class GnnModel {
+ public:
+  // layers = options.layers: in_dim -> hidden -> ... -> out_dim. Throws ConfigError for model
+  // types this build cannot run yet.
+  GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_dim, uint64_t seed);
+
+  // The edge weighting every block must carry (all layers of one model agree).
+  graph::BlockNorm block_norm() const { return layers_.front()->block_norm(); }
+  std::size_t num_layers() const { return layers_.size(); }
+  ParamStore<T>& params() { return params_; }
+  const ParamStore<T>& params() const { return params_; }
+
+  // blocks[l] feeds layer l; x has blocks[0]->num_src rows. Returns the logits
+  // [blocks.back()->num_dst x out_dim], valid until the next forward. `training` enables dropout
+  // with masks keyed by `dropout_key` (extended with the layer index).
+  MatrixView<const T> forward(std::span<const graph::Block* const> blocks, MatrixView<const T> x, bool training,
+                              core::RngKey dropout_key);
+  // Accumulates parameter gradients for d(loss)/d(logits) of the last forward.
+  void backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits);
+
+ private:
+  ModelOptions options_;
+  ParamStore<T> params_;
+  std::vector<std::unique_ptr<Layer<T>>> layers_;
+  // Per layer l: the dropped-out input a_l, its mask, the layer output z_l (pre-activation).
+  std::vector<std::vector<T>> inputs_, outputs_;
+  std::vector<std::vector<uint8_t>> masks_;
+  std::vector<MatrixView<const T>> input_views_;
+  bool training_ = false;
+};
+
+}  // namespace gnnpipe::models

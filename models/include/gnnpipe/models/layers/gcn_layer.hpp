@@ -1,0 +1,31 @@
+#pragma once
+// GCN layer (Kipf & Welling): y = A_hat (x W) + b, with A_hat the block's GCN weights
+// (self-loops, deg^-1/2 on both ends: computed once on the graph side). The linear transform
+// runs first, so aggregation moves out_dim-wide rows (PyG's GCNConv order).
+#include <vector>
+
+#include "gnnpipe/models/layers/layer.hpp"
+#include "gnnpipe/models/param_store.hpp"
+
+namespace gnnpipe::models {
+
+template <class T>
+class GcnLayer final : public Layer<T> {
+ public:
+  // Registers layer<index>.weight [in x out] and layer<index>.bias [1 x out] in `params`.
+  GcnLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, int index);
+  int64_t in_dim() const override { return in_; }
+  int64_t out_dim() const override { return out_; }
+  graph::BlockNorm block_norm() const override { return graph::BlockNorm::kGcn; }
+  void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y) override;
+  void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) override;
+
+ private:
+  ParamStore<T>& params_;
+  int64_t in_, out_;
+  std::size_t weight_, bias_;
+  MatrixView<const T> x_{};  // input of the last forward (owned by the caller until backward)
+  std::vector<T> h_, dh_;    // x W [num_src x out] and its gradient
+};
+
+}  // namespace gnnpipe::models

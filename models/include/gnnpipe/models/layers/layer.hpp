@@ -1,0 +1,28 @@
+#pragma once
+// Layer<T>: one graph layer with an explicit backward (no general autograd). A layer registers its
+// parameters in a ParamStore at construction, keeps what its backward needs from the last
+// forward, and adds (never overwrites) its parameter gradients. GGNN and GaAN fit the same
+// interface: a layer sees the block, its input rows (num_src) and writes its output rows (num_dst).
+#include <cstdint>
+
+#include "gnnpipe/graph/block.hpp"
+#include "gnnpipe/models/matrix.hpp"
+
+namespace gnnpipe::models {
+
+template <class T>
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual int64_t in_dim() const = 0;
+  virtual int64_t out_dim() const = 0;
+  // The edge weighting this layer expects its blocks to carry.
+  virtual graph::BlockNorm block_norm() const = 0;
+  // x [block.num_src x in_dim] -> y [block.num_dst x out_dim].
+  virtual void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y) = 0;
+  // Gradient of the last forward: dy [num_dst x out_dim] -> dx [num_src x in_dim] (not computed
+  // when dx.data is null, e.g. for the first layer); parameter gradients are accumulated.
+  virtual void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) = 0;
+};
+
+}  // namespace gnnpipe::models

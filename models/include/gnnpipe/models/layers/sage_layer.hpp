@@ -1,0 +1,32 @@
+#pragma once
+// GraphSAGE layer, mean aggregator with root weight (PyG's SAGEConv):
+//   y[i] = mean_{j -> i} x[j] W_l + b_l + x[i] W_r
+// The mean is the block's 1/in-degree weights (BlockNorm::kMean); destinations are the first
+// num_dst sources, which gives x[i] for the root term.
+#include <vector>
+
+#include "gnnpipe/models/layers/layer.hpp"
+#include "gnnpipe/models/param_store.hpp"
+
+namespace gnnpipe::models {
+
+template <class T>
+class SageLayer final : public Layer<T> {
+ public:
+  // Registers layer<index>.weight_l [in x out], layer<index>.bias [1 x out], layer<index>.weight_r.
+  SageLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, int index);
+  int64_t in_dim() const override { return in_; }
+  int64_t out_dim() const override { return out_; }
+  graph::BlockNorm block_norm() const override { return graph::BlockNorm::kMean; }
+  void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y) override;
+  void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) override;
+
+ private:
+  ParamStore<T>& params_;
+  int64_t in_, out_;
+  std::size_t weight_l_, bias_, weight_r_;
+  MatrixView<const T> x_{};
+  std::vector<T> agg_, dagg_;  // mean of neighbors [num_dst x in] and its gradient
+};
+
+}  // namespace gnnpipe::models
