@@ -15,6 +15,9 @@
 #include "gnnpipe/core/units.hpp"
 #include "gnnpipe/experiments/data_commands.hpp"
 #include "gnnpipe/experiments/doctor.hpp"
+#include "gnnpipe/experiments/full_batch_trainer.hpp"
+#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/graph/dataset_options.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
@@ -125,7 +128,19 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   try {
     core::set_log_level(log_level);
-    if (*run) return not_yet(err, "gnnpipe run", "issue #4 (models and full-batch training on the CPU backend)");
+    if (*run) {
+      const config::ExperimentConfig experiment = config::load_experiment(run_args.config, run_args.sets);
+      check_full_batch_supported(experiment);
+      RunDirectoryOptions dir_options;
+      dir_options.out = run_args.out_dir;
+      RunDirectory run_dir(experiment, dir_options);
+      core::logger().info("run directory {}", run_dir.path().string());
+      const nlohmann::json summary = train_full_batch(experiment, graph::resolve_data_dir(run_args.data_dir), run_dir);
+      fmt::print(out, "{}: test accuracy {:.4f} at epoch {} (val {:.4f}); summary in {}\n", experiment.name,
+                 summary["test_accuracy"].get<double>(), summary["best_epoch"].get<int>(),
+                 summary["val_accuracy"].get<double>(), (run_dir.path() / "summary.json").string());
+      return 0;
+    }
     if (*bench) return not_yet(err, "gnnpipe bench", "issue #6 (the pipelined runtime)");
     if (*infer) return not_yet(err, "gnnpipe infer", "issue #6 (the pipelined runtime and layer-wise inference)");
     if (*info) return data_info(info_args, out);

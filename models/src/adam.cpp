@@ -9,16 +9,10 @@ namespace gnnpipe::models {
 
 template <class T>
 Adam<T>::Adam(const ParamStore<T>& params, const OptimizerOptions& options)
-    : o_(options), m_(params.values().size(), T{0}), v_(params.values().size(), T{0}), decay_(params.values().size(), T{0}) {
-  GNNPIPE_CHECK_CONFIG(options.lr > 0, "optimizer.lr: must be > 0, got {}", options.lr);
-  for (std::size_t i = 0; i < params.count(); ++i) {
-    const auto& p = params.param(i);
-    const bool decays = !o_.weight_decay_first_layer_only || p.layer == 0;
-    std::fill(decay_.begin() + static_cast<std::ptrdiff_t>(p.offset),
-              decay_.begin() + static_cast<std::ptrdiff_t>(p.offset + p.size()),
-              decays ? static_cast<T>(o_.weight_decay) : T{0});
-  }
-}
+    : o_(options),
+      m_(params.values().size(), T{0}),
+      v_(params.values().size(), T{0}),
+      decay_(weight_decay_per_element(params, options)) {}
 
 template <class T>
 void Adam<T>::step(ParamStore<T>& params) {

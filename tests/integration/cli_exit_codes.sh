@@ -18,7 +18,7 @@ expect 0 "version" -- --version
 expect 0 "help" -- --help
 expect 2 "no subcommand" --
 expect 2 "unknown option" -- --frobnicate
-expect 2 "run before training lands" -- run configs/quickstart.yaml
+expect 2 "run with a config file that does not exist" -- run /nonexistent/config.yaml
 expect 0 "doctor on the CPU" -- doctor --device cpu --bytes 1MiB --repeats 1
 
 # Datasets: synthesize, inspect, convert, and the failure paths (exit 3 for data errors).

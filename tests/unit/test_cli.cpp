@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gnnpipe/experiments/cli.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -32,7 +33,7 @@ TEST_CASE("the version flag names the version, build type, CUDA support and GPUs
   CHECK((r.out.find("gpus: none detected") != std::string::npos || r.out.find("gpu cuda:0") != std::string::npos));
 }
 
-TEST_CASE("--help lists the subcommands and exits 0", "[cli]") {
+TEST_CASE("the help flag lists the subcommands and exits 0", "[cli]") {
   const auto r = cli({"--help"});
   CHECK(r.code == 0);
   for (const char* sub : {"run", "bench", "infer", "data", "doctor"}) CHECK(r.out.find(sub) != std::string::npos);
@@ -49,10 +50,13 @@ TEST_CASE("usage errors exit 2", "[cli]") {
   CHECK(bad_size.err == "gnnpipe: 'lots' is not a byte size (examples: 16GiB, 512MB, 1e9)\n");
 }
 
-TEST_CASE("subcommands whose issues have not landed exit 2 and say so in one line", "[cli]") {
-  const auto r = cli({"run", "configs/quickstart.yaml"});
+TEST_CASE("what has not landed exits 2 and says so in one line", "[cli]") {
+  gnnpipe::test::TempDir dir;
+  const auto r = cli({"run", GNNPIPE_SOURCE_DIR "/configs/quickstart.yaml", "--set", "sampler.type=neighbor", "--out",
+                      (dir / "run").c_str()});
   CHECK(r.code == 2);
-  CHECK(r.err.find("lands with issue #4") != std::string::npos);
+  CHECK(r.err.find("needs the samplers (issue #5)") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "run"));  // refused before a run directory is made
   CHECK(r.err.find('\n') == r.err.size() - 1);
   CHECK(cli({"bench", "x.yaml"}).code == 2);
   CHECK(cli({"infer", "x.yaml"}).code == 2);

@@ -69,7 +69,7 @@ TEST_CASE("write_summary writes summary.json atomically and replaces an earlier 
   CHECK(read_file(run.path() / "metrics.csv") == "epoch,loss,train_acc,val_acc,test_acc,epoch_time_s\n");
 }
 
-TEST_CASE("--out: an existing empty directory is used, a non-empty one or a file is refused", "[run_dir]") {
+TEST_CASE("an --out directory: an existing empty directory is used, a non-empty one or a file is refused", "[run_dir]") {
   gnnpipe::test::TempDir dir;
   RunDirectoryOptions options;
   options.mirror_log = false;

@@ -15,8 +15,18 @@ void dropout_forward(core::RngKey key, std::type_identity_t<T> p, ConstView<T> x
   const T scale = T{1} / (T{1} - p);
   const bool identity = p == T{0};
   detail::parallel_rows(x.rows, detail::grain_for(4 * x.cols), [&](int64_t begin, int64_t end) {
+    // One Philox block gives the uniforms of four consecutive elements: the same values as
+    // key.uniform_at(i), computed once per block instead of once per element.
+    core::PhiloxCounter bits{};
+    uint64_t block_of_bits = ~uint64_t{0};
     for (int64_t i = begin * x.cols, last = end * x.cols; i < last; ++i) {
-      const bool keep = identity || static_cast<T>(key.uniform_at(static_cast<uint64_t>(i))) >= p;
+      const auto u = static_cast<uint64_t>(i);
+      if ((u >> 2) != block_of_bits) {
+        block_of_bits = u >> 2;
+        bits = key.block(block_of_bits);
+      }
+      const float uniform = static_cast<float>(bits[u & 3u] >> 8) * (1.0f / 16777216.0f);
+      const bool keep = identity || static_cast<T>(uniform) >= p;
       mask[static_cast<std::size_t>(i)] = keep ? 1 : 0;
       y.data[i] = identity ? x.data[i] : (keep ? x.data[i] * scale : T{0});
     }

@@ -5,17 +5,16 @@
 #include <cstdint>
 #include <vector>
 
-#include "gnnpipe/models/optimizer_options.hpp"
-#include "gnnpipe/models/param_store.hpp"
+#include "gnnpipe/models/optimizer.hpp"
 
 namespace gnnpipe::models {
 
 template <class T>
-class Adam {
+class Adam final : public Optimizer<T> {
  public:
   Adam(const ParamStore<T>& params, const OptimizerOptions& options);
   // One update from the gradients in `params`; gradients are left as they are.
-  void step(ParamStore<T>& params);
+  void step(ParamStore<T>& params) override;
   int64_t steps() const { return t_; }
 
  private:

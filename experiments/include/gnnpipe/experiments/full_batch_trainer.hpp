@@ -1,0 +1,26 @@
+#pragma once
+// Full-batch training (`sampler.type: full`) on the CPU backend: the whole graph is one Block per
+// layer; every epoch trains on the train split and, every `pipeline.eval_every` epochs (and at
+// the last), evaluates train/val/test accuracy without dropout. The best validation epoch is
+// selected (ties: the earliest), `run.patience` stops early. One line per epoch goes to the log;
+// a metrics.csv row per epoch and, only when training completed, summary.json go to the run
+// directory. Sampled training comes with the samplers (issue #5), CUDA with issue #7.
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "gnnpipe/experiments/run_dir.hpp"
+
+namespace gnnpipe::experiments {
+
+// Throws ConfigError when this build cannot train `config` (a sampler other than full, a device
+// other than cpu): called before a run directory is created, so a refused run leaves nothing.
+void check_full_batch_supported(const config::ExperimentConfig& config);
+
+// Trains `config` and returns the summary it wrote. ConfigError for options this build cannot
+// run (another sampler or device), DataError for a dataset that cannot be trained on.
+nlohmann::json train_full_batch(const config::ExperimentConfig& config, const std::filesystem::path& data_dir,
+                                RunDirectory& run_dir);
+
+}  // namespace gnnpipe::experiments

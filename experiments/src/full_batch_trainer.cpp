@@ -1,0 +1,178 @@
+#include "gnnpipe/experiments/full_batch_trainer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+#include <vector>
+
+#include "gnnpipe/core/build_info.hpp"
+#include "gnnpipe/core/log.hpp"
+#include "gnnpipe/core/timer.hpp"
+#include "gnnpipe/graph/block.hpp"
+#include "gnnpipe/graph/dataset_options.hpp"
+#include "gnnpipe/models/gnn_model.hpp"
+#include "gnnpipe/models/ops/loss.hpp"
+#include "gnnpipe/models/ops/metrics.hpp"
+#include "gnnpipe/models/optimizer.hpp"
+
+namespace gnnpipe::experiments {
+namespace {
+
+// Peak resident set size of this process in bytes (VmHWM), or 0 when unavailable.
+uint64_t peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      uint64_t kib = 0;
+      status >> kib;
+      return kib * 1024;
+    }
+    status.ignore(1 << 16, '\n');
+  }
+  return 0;
+}
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// Busy seconds of the stages of a training step.
+struct StageTimes {
+  double forward = 0, backward = 0, step = 0, eval = 0;
+};
+
+void check_trainable(const config::ExperimentConfig& c, const graph::Dataset& d) {
+  GNNPIPE_CHECK_DATA(!d.labels.empty(), "{}: the dataset has no labels to train on", d.name);
+  GNNPIPE_CHECK_CONFIG(!d.labels.is_multi_label(),
+                       "dataset: {} is multi-label; multi-label training (BCE) is not wired into the runner yet", d.name);
+  GNNPIPE_CHECK_DATA(!d.features.empty(), "{}: the dataset has no features (set dataset.random_features: F)", d.name);
+  GNNPIPE_CHECK_DATA(!d.splits.train.empty(), "{}: the train split is empty", d.name);
+  (void)c;
+}
+
+}  // namespace
+
+void check_full_batch_supported(const config::ExperimentConfig& c) {
+  GNNPIPE_CHECK_CONFIG(c.sampler.type == samplers::SamplerType::kFull,
+                       "sampler.type: '{}' needs the samplers (issue #5); this build trains full-batch (sampler.type: full)",
+                       samplers::to_string(c.sampler.type));
+  GNNPIPE_CHECK_CONFIG(c.run.device.is_cpu(), "run.device: training on {} comes with the CUDA backend (issue #7); use cpu",
+                       c.run.device.str());
+}
+
+nlohmann::json train_full_batch(const config::ExperimentConfig& c, const std::filesystem::path& data_dir,
+                                RunDirectory& run_dir) {
+  check_full_batch_supported(c);
+  auto& log = core::logger();
+  core::Stopwatch load_watch;
+  const graph::Dataset d = graph::load_dataset(c.dataset, data_dir);
+  check_trainable(c, d);
+  log.info("{}: {} nodes, {} edges, {} features, {} classes; train {}, val {}, test {} (loaded in {:.2f} s)", d.name,
+           d.num_nodes(), d.graph.num_edges(), d.features.cols(), d.labels.num_classes, d.splits.train.size(),
+           d.splits.val.size(), d.splits.test.size(), load_watch.seconds());
+  for (const auto& line : d.synthesized) log.info("synthetic: {}", line);
+
+  const int64_t n = d.num_nodes();
+  models::Matrix<float> x(n, d.features.cols());
+  std::vector<graph::NodeId> all(static_cast<std::size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  d.features.gather(all, x.flat());
+
+  models::GnnModel<float> model(c.model, d.features.cols(), d.labels.num_classes, c.run.seed);
+  const graph::Block block = graph::full_graph_block(d.graph, model.block_norm());
+  const std::vector<const graph::Block*> blocks(model.num_layers(), &block);
+  const auto optimizer = models::make_optimizer(model.params(), c.optimizer);
+  models::Matrix<float> dlogits(n, d.labels.num_classes);
+
+  const std::span<const int32_t> labels = d.labels.single.span();
+  const std::span<const int32_t> train = d.splits.train.span(), val = d.splits.val.span(), test = d.splits.test.span();
+  StageTimes stages;
+  std::vector<double> epoch_times;
+  int best_epoch = 0, epochs_run = 0, since_best = 0;
+  double best_val = -1, test_at_best = 0, train_at_best = 0;
+  for (int epoch = 1; epoch <= c.run.epochs; ++epoch) {
+    core::Stopwatch epoch_watch;
+    model.params().zero_grad();
+    core::Stopwatch stage;
+    const auto logits = model.forward(blocks, x.cview(), true, core::rng_key(c.run.seed, {static_cast<uint64_t>(epoch), 0}));
+    const double loss = models::cpu::log_softmax_nll<float>(logits, labels, train, dlogits.view());
+    stages.forward += stage.seconds();
+    stage.restart();
+    model.backward(blocks, dlogits.cview());
+    stages.backward += stage.seconds();
+    stage.restart();
+    optimizer->step(model.params());
+    stages.step += stage.seconds();
+    epoch_times.push_back(epoch_watch.seconds());
+    epochs_run = epoch;
+
+    EpochMetrics row{epoch, loss, NAN, NAN, NAN, epoch_times.back(), {}};
+    const bool evaluate = epoch % c.pipeline.eval_every == 0 || epoch == c.run.epochs;
+    if (evaluate) {
+      stage.restart();
+      const auto eval_logits = model.forward(blocks, x.cview(), false, core::RngKey{});
+      row.train_acc = models::cpu::accuracy<float>(eval_logits, labels, train);
+      row.val_acc = val.empty() ? NAN : models::cpu::accuracy<float>(eval_logits, labels, val);
+      row.test_acc = test.empty() ? NAN : models::cpu::accuracy<float>(eval_logits, labels, test);
+      stages.eval += stage.seconds();
+      const double score = val.empty() ? row.train_acc : row.val_acc;
+      if (score > best_val) {
+        best_val = score;
+        best_epoch = epoch;
+        test_at_best = row.test_acc;
+        train_at_best = row.train_acc;
+        since_best = 0;
+      } else {
+        since_best += c.pipeline.eval_every;
+      }
+      log.info("epoch {:>4} | loss {:.4f} | train {:.4f} | val {:.4f} | test {:.4f} | {:.3f} s", epoch, loss,
+               row.train_acc, row.val_acc, row.test_acc, row.epoch_time_s);
+    } else {
+      log.info("epoch {:>4} | loss {:.4f} | {:.3f} s", epoch, loss, row.epoch_time_s);
+    }
+    run_dir.append_metrics(row);
+    if (c.run.patience > 0 && since_best >= c.run.patience) {
+      log.info("early stop: no better validation accuracy for {} epochs", since_best);
+      break;
+    }
+  }
+
+  const auto& build = core::build_info();
+  nlohmann::json summary = {
+      {"name", c.name},
+      {"dataset", d.name},
+      {"synthesized", d.synthesized},
+      {"test_accuracy", test_at_best},
+      {"val_accuracy", best_val},
+      {"train_accuracy", train_at_best},
+      {"best_epoch", best_epoch},
+      {"epochs", epochs_run},
+      {"epoch_time_s", median(epoch_times)},
+      {"device", c.run.device.str()},
+      {"mode", "full-batch"},
+      {"params_checksum", fmt::format("{:016x}", model.params().checksum())},
+      {"num_parameters", model.params().values().size()},
+      {"stages", {{"forward", stages.forward}, {"backward", stages.backward}, {"step", stages.step}, {"eval", stages.eval}}},
+      {"memory",
+       {{"peak_host_bytes", peak_rss_bytes()},
+        {"budget_bytes", c.memory.limit_bytes},
+        {"batches_split", 0},
+        {"batches_cut", 0},
+        {"batches_retried", 0}}},
+      {"build", {{"version", build.version}, {"build_type", build.build_type}, {"cuda", build.cuda}}},
+  };
+  run_dir.write_summary(summary);
+  log.info("best epoch {}: val {:.4f}, test {:.4f}; median epoch {:.4f} s (forward {:.3f} s, backward {:.3f} s, "
+           "step {:.3f} s, eval {:.3f} s in total); {}",
+           best_epoch, best_val, test_at_best, median(epoch_times), stages.forward, stages.backward, stages.step,
+           stages.eval, run_dir.path().string());
+  return summary;
+}
+
+}  // namespace gnnpipe::experiments
