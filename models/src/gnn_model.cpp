@@ -22,7 +22,7 @@ GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_d
                       to_string(options.type));
     }
   }
-  params_.init_glorot(seed);
+  params_.initialize(seed);
   inputs_.resize(layers_.size());
   outputs_.resize(layers_.size());
   masks_.resize(layers_.size());

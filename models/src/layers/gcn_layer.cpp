@@ -15,7 +15,7 @@ GcnLayer<T>::GcnLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, in
       in_(in_dim),
       out_(out_dim),
       weight_(params.add(fmt::format("layer{}.weight", index), in_dim, out_dim, index)),
-      bias_(params.add(fmt::format("layer{}.bias", index), 1, out_dim, index)) {}
+      bias_(params.add(fmt::format("layer{}.bias", index), 1, out_dim, index, Init::kZeros)) {}
 
 template <class T>
 void GcnLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y) {

@@ -14,9 +14,9 @@ SageLayer<T>::SageLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, 
     : params_(params),
       in_(in_dim),
       out_(out_dim),
-      weight_l_(params.add(fmt::format("layer{}.weight_l", index), in_dim, out_dim, index)),
-      bias_(params.add(fmt::format("layer{}.bias", index), 1, out_dim, index)),
-      weight_r_(params.add(fmt::format("layer{}.weight_r", index), in_dim, out_dim, index)) {}
+      weight_l_(params.add(fmt::format("layer{}.weight_l", index), in_dim, out_dim, index, Init::kFanInUniform, in_dim)),
+      bias_(params.add(fmt::format("layer{}.bias", index), 1, out_dim, index, Init::kFanInUniform, in_dim)),
+      weight_r_(params.add(fmt::format("layer{}.weight_r", index), in_dim, out_dim, index, Init::kFanInUniform, in_dim)) {}
 
 template <class T>
 void SageLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y) {

@@ -12,6 +12,14 @@
 
 namespace gnnpipe::models {
 
+// How a parameter starts, matching what PyG uses for the same layer.
+enum class Init {
+  kGlorot,       // U(-b, b), b = sqrt(6 / (rows + cols)) (GCNConv, GATConv weights)
+  kFanInUniform, // U(-b, b), b = 1 / sqrt(fan_in), fan_in = rows of the layer's weight
+                 // (torch.nn.Linear / PyG Linear's default for weights and biases: SAGEConv)
+  kZeros,        // biases of GCNConv and GATConv
+};
+
 template <class T>
 class ParamStore {
  public:
@@ -21,12 +29,15 @@ class ParamStore {
     int64_t rows = 0;
     int64_t cols = 0;
     int layer = 0;
+    Init init = Init::kGlorot;
+    int64_t fan_in = 0;  // for kFanInUniform
     std::size_t size() const { return static_cast<std::size_t>(rows * cols); }
   };
 
   // Registers a rows x cols parameter (zero-initialised); returns its index. Registration must
   // finish before views are taken (adding reallocates).
-  std::size_t add(std::string name, int64_t rows, int64_t cols, int layer);
+  std::size_t add(std::string name, int64_t rows, int64_t cols, int layer, Init init = Init::kGlorot,
+                  int64_t fan_in = 0);
 
   std::size_t count() const { return params_.size(); }
   const Param& param(std::size_t i) const { return params_[i]; }
@@ -38,9 +49,9 @@ class ParamStore {
   std::span<const T> values() const { return values_; }
 
   void zero_grad();
-  // Glorot-uniform weights (2-D parameters named "*weight*" or "*att*"), zero biases; parameter i
-  // draws from the Philox stream (seed, 0x696e6974, i), so initialisation is reproducible.
-  void init_glorot(uint64_t seed);
+  // Initialises every parameter by its Init; parameter i draws from the Philox stream
+  // (seed, 0x696e6974, i), so initialisation is reproducible.
+  void initialize(uint64_t seed);
   // FNV-1a over the bytes of every value: equal checksums mean bitwise-equal parameters.
   uint64_t checksum() const;
 

@@ -12,7 +12,8 @@ namespace gnnpipe::models {
 template <class T>
 class GcnLayer final : public Layer<T> {
  public:
-  // Registers layer<index>.weight [in x out] and layer<index>.bias [1 x out] in `params`.
+  // Registers layer<index>.weight [in x out] (Glorot) and layer<index>.bias [1 x out] (zeros), as
+  // PyG's GCNConv initialises them.
   GcnLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, int index);
   int64_t in_dim() const override { return in_; }
   int64_t out_dim() const override { return out_; }

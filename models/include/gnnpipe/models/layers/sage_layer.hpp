@@ -13,7 +13,8 @@ namespace gnnpipe::models {
 template <class T>
 class SageLayer final : public Layer<T> {
  public:
-  // Registers layer<index>.weight_l [in x out], layer<index>.bias [1 x out], layer<index>.weight_r.
+  // Registers layer<index>.weight_l [in x out], layer<index>.bias [1 x out], layer<index>.weight_r,
+  // all initialised U(-1/sqrt(in), 1/sqrt(in)) as PyG's Linear does.
   SageLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, int index);
   int64_t in_dim() const override { return in_; }
   int64_t out_dim() const override { return out_; }
