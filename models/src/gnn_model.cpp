@@ -1,5 +1,6 @@
 #include "gnnpipe/models/gnn_model.hpp"
 
+#include "gnnpipe/models/layers/gat_layer.hpp"
 #include "gnnpipe/models/layers/gcn_layer.hpp"
 #include "gnnpipe/models/layers/sage_layer.hpp"
 #include "gnnpipe/models/ops/dropout.hpp"
@@ -11,14 +12,24 @@ template <class T>
 GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_dim, uint64_t seed)
     : options_(options) {
   GNNPIPE_CHECK_CONFIG(options.layers >= 1, "model.layers: must be >= 1, got {}", options.layers);
+  // GAT's hidden layers have `heads` heads of `hidden` channels (concatenated: heads * hidden wide);
+  // its last layer has one head of out_dim channels, as PyG's GAT example.
+  const int64_t gat_width = options.concat_heads ? int64_t{options.heads} * options.hidden : options.hidden;
   for (int l = 0; l < options.layers; ++l) {
-    const int64_t in = l == 0 ? in_dim : options.hidden;
-    const int64_t out = l + 1 == options.layers ? out_dim : options.hidden;
+    const bool last = l + 1 == options.layers;
+    const int64_t in = l == 0 ? in_dim : (options.type == ModelType::kGat ? gat_width : options.hidden);
+    const int64_t out = last ? out_dim : options.hidden;
     switch (options.type) {
       case ModelType::kGcn: layers_.push_back(std::make_unique<GcnLayer<T>>(params_, in, out, l)); break;
       case ModelType::kSage: layers_.push_back(std::make_unique<SageLayer<T>>(params_, in, out, l)); break;
+      case ModelType::kGat: {
+        GatShape shape{in, last ? 1 : int64_t{options.heads}, out, last ? false : options.concat_heads,
+                       options.attention_dropout, 0.2};
+        layers_.push_back(std::make_unique<GatLayer<T>>(params_, shape, l));
+        break;
+      }
       default:
-        GNNPIPE_THROW(ConfigError, "model.type: '{}' is not available yet (this build trains gcn and sage)",
+        GNNPIPE_THROW(ConfigError, "model.type: '{}' is not available yet (this build trains gcn, sage and gat)",
                       to_string(options.type));
     }
   }
@@ -27,6 +38,24 @@ GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_d
   outputs_.resize(layers_.size());
   masks_.resize(layers_.size());
   input_views_.resize(layers_.size());
+}
+
+template <class T>
+void GnnModel<T>::activate(MatrixView<T> z) const {
+  switch (options_.activation) {
+    case Activation::kRelu: cpu::relu<T>(z, z); break;
+    case Activation::kElu: cpu::elu<T>(z, z, T{1}); break;
+    case Activation::kLeakyRelu: cpu::leaky_relu<T>(z, z, static_cast<T>(kLeakySlope)); break;
+  }
+}
+
+template <class T>
+void GnnModel<T>::activate_backward(MatrixView<const T> y, MatrixView<T> dz) const {
+  switch (options_.activation) {
+    case Activation::kRelu: cpu::relu_backward<T>(y, dz, dz); break;
+    case Activation::kElu: cpu::elu_backward<T>(y, dz, dz, T{1}); break;
+    case Activation::kLeakyRelu: cpu::leaky_relu_backward<T>(y, dz, dz, static_cast<T>(kLeakySlope)); break;
+  }
 }
 
 template <class T>
@@ -49,8 +78,8 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
     }
     outputs_[l].resize(static_cast<std::size_t>(block.num_dst * layers_[l]->out_dim()));
     const MatrixView<T> z{outputs_[l].data(), block.num_dst, layers_[l]->out_dim()};
-    layers_[l]->forward(block, input_views_[l], z);
-    if (l + 1 < layers_.size()) cpu::relu<T>(z, z);  // in place: z now holds relu(z)
+    layers_[l]->forward(block, input_views_[l], z, LayerContext{training, dropout_key.with(l).with(1)});
+    if (l + 1 < layers_.size()) activate(z);  // in place: z now holds act(z)
     h = z;
   }
   return h;
@@ -66,8 +95,8 @@ void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixVi
     const int64_t out = layers_[l]->out_dim();
     const MatrixView<T> dz{grad.data(), block.num_dst, out};
     if (l + 1 < layers_.size()) {
-      // relu was applied in place: its output (> 0 where the input was) gates the gradient.
-      cpu::relu_backward<T>(MatrixView<const T>{outputs_[l].data(), block.num_dst, out}, dz, dz);
+      // The activation ran in place, so its backward works from the output.
+      activate_backward(MatrixView<const T>{outputs_[l].data(), block.num_dst, out}, dz);
     }
     if (l == 0) {
       layers_[l]->backward(block, dz, MatrixView<T>{nullptr, block.num_src, layers_[l]->in_dim()});

@@ -18,7 +18,7 @@ GcnLayer<T>::GcnLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, in
       bias_(params.add(fmt::format("layer{}.bias", index), 1, out_dim, index, Init::kZeros)) {}
 
 template <class T>
-void GcnLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y) {
+void GcnLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, const LayerContext&) {
   GNNPIPE_CHECK(x.rows == block.num_src && x.cols == in_ && y.rows == block.num_dst && y.cols == out_,
                 "GCN layer {}->{}: input {}x{}, output {}x{} for a block of {} sources, {} destinations", in_, out_,
                 x.rows, x.cols, y.rows, y.cols, block.num_src, block.num_dst);

@@ -19,7 +19,7 @@ SageLayer<T>::SageLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, 
       weight_r_(params.add(fmt::format("layer{}.weight_r", index), in_dim, out_dim, index, Init::kFanInUniform, in_dim)) {}
 
 template <class T>
-void SageLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y) {
+void SageLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, const LayerContext&) {
   GNNPIPE_CHECK(x.rows == block.num_src && x.cols == in_ && y.rows == block.num_dst && y.cols == out_,
                 "SAGE layer {}->{}: input {}x{}, output {}x{} for a block of {} sources, {} destinations", in_, out_,
                 x.rows, x.cols, y.rows, y.cols, block.num_src, block.num_dst);

@@ -93,11 +93,12 @@ Block Block::from_csr(NodeId num_dst, NodeId num_src, HostArray<EdgeOffset> offs
 
 Block full_graph_block(const CsrGraph& graph, BlockNorm norm) {
   const NodeId n = graph.num_nodes();
-  const CsrGraph g = norm == BlockNorm::kGcn ? graph.normalized({.self_loops = SelfLoops::kAdd}) : graph;
+  const bool self_loops = norm == BlockNorm::kGcn || norm == BlockNorm::kSelfLoops;
+  const CsrGraph g = self_loops ? graph.normalized({.self_loops = SelfLoops::kAdd}) : graph;
   HostArray<EdgeOffset> offsets(std::vector<EdgeOffset>(g.offsets().begin(), g.offsets().end()));
   HostArray<NodeId> indices(std::vector<NodeId>(g.indices().begin(), g.indices().end()));
   HostArray<float> weights;
-  if (norm != BlockNorm::kNone) {
+  if (norm == BlockNorm::kMean || norm == BlockNorm::kGcn) {
     weights = HostArray<float>(indices.size());
     const auto nn = static_cast<std::size_t>(n);
     // In-degree counts (with the self-loop for kGcn); PyG's gcn_norm uses the target's degree for both ends.

@@ -9,6 +9,7 @@
 #include "gnnpipe/graph/io/npy.hpp"
 #include "gnnpipe/graph/io/npz.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
+#include "gnnpipe/models/layers/gat_layer.hpp"
 #include "gnnpipe/models/layers/gcn_layer.hpp"
 #include "gnnpipe/models/layers/sage_layer.hpp"
 #include "model_helpers.hpp"
@@ -77,7 +78,7 @@ void check_layer_against_reference(const char* prefix, graph::BlockNorm norm,
   }
   std::vector<double> x = ref.get("x");
   std::vector<double> y(40 * 5);
-  layer.forward(block, MatrixView<const double>{x.data(), 40, 6}, MatrixView<double>{y.data(), 40, 5});
+  layer.forward(block, MatrixView<const double>{x.data(), 40, 6}, MatrixView<double>{y.data(), 40, 5}, {});
   expect_close(y, ref.get(std::string(prefix) + ".out"), "output");
   const std::vector<double> r = ref.get(std::string(prefix) + ".R");  // loss = sum(out * R)
   std::vector<double> dx(40 * 6);
@@ -106,21 +107,57 @@ TEST_CASE("SAGE layer matches PyG's SAGEConv (mean) outputs and gradients (refer
       "sage", graph::BlockNorm::kMean, {{"weight_l", "lin_l.weight"}, {"bias", "lin_l.bias"}, {"weight_r", "lin_r.weight"}});
 }
 
+TEST_CASE("GAT layer (2 heads x 5, concat) matches PyG's GATConv outputs and gradients (reference/layers.npz)",
+          "[models][layers]") {
+  GNNPIPE_REQUIRE_DATASET(dir, "../reference");
+  Reference ref{graph::io::NpzArchive::open(dir / "layers.npz")};
+  const graph::Block block = graph::full_graph_block(reference_graph(dir), graph::BlockNorm::kSelfLoops);
+  models::ParamStore<double> store;
+  models::GatLayer<double> layer(store, models::GatShape{6, 2, 5, true, 0.0, 0.2}, 0);
+  set_transposed(store.value(0), ref.get("gat.param.lin.weight"));
+  for (std::size_t i : {1u, 2u, 3u}) {
+    const std::vector<double> v = ref.get(i == 1 ? "gat.param.att_src" : i == 2 ? "gat.param.att_dst" : "gat.param.bias");
+    std::copy(v.begin(), v.end(), store.value(i).data);
+  }
+  std::vector<double> x = ref.get("x");
+  std::vector<double> y(40 * 10);
+  layer.forward(block, MatrixView<const double>{x.data(), 40, 6}, MatrixView<double>{y.data(), 40, 10}, {});
+  expect_close(y, ref.get("gat.out"), "output");
+  const std::vector<double> r = ref.get("gat.R");
+  std::vector<double> dx(40 * 6);
+  store.zero_grad();
+  layer.backward(block, MatrixView<const double>{r.data(), 40, 10}, MatrixView<double>{dx.data(), 40, 6});
+  expect_close(dx, ref.get("gat.grad_x"), "grad_x");
+  expect_transposed(store.grad(0), ref.get("gat.grad.lin.weight"), "weight");
+  const auto flat = [&](std::size_t i) {
+    return std::vector<double>(store.grad(i).data, store.grad(i).data + store.grad(i).size());
+  };
+  expect_close(flat(1), ref.get("gat.grad.att_src"), "att_src");
+  expect_close(flat(2), ref.get("gat.grad.att_dst"), "att_dst");
+  expect_close(flat(3), ref.get("gat.grad.bias"), "bias");
+}
+
 TEST_CASE("a whole model's parameter gradients pass a finite-difference check, dropout included", "[models][layers]") {
-  for (models::ModelType type : {models::ModelType::kGcn, models::ModelType::kSage})
+  for (models::ModelType type : {models::ModelType::kGcn, models::ModelType::kSage, models::ModelType::kGat})
   for (int layers : {1, 2, 3})
   for (double dropout : {0.0, 0.3}) {
     INFO(to_string(type) << " layers " << layers << " dropout " << dropout);
+    const auto norm = type == models::ModelType::kGcn    ? graph::BlockNorm::kGcn
+                      : type == models::ModelType::kSage ? graph::BlockNorm::kMean
+                                                         : graph::BlockNorm::kSelfLoops;
     core::Rng rng(7, {});
     const graph::Block block = graph::full_graph_block(
         graph::CsrGraph::from_coo(30, std::vector<graph::NodeId>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 29, 28, 27},
                                   std::vector<graph::NodeId>{1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 0, 5, 9}),
-        type == models::ModelType::kGcn ? graph::BlockNorm::kGcn : graph::BlockNorm::kMean);
+        norm);
     models::ModelOptions options;
     options.type = type;
     options.layers = layers;
     options.hidden = 4;
     options.dropout = dropout;
+    options.heads = 2;
+    options.attention_dropout = dropout;  // GAT: attention dropout too
+    options.activation = layers == 3 ? models::Activation::kElu : models::Activation::kRelu;
     models::GnnModel<double> model(options, 5, 3, 11);
     // Random biases too: with zero biases a row of zeros meets ReLU exactly at its kink, where
     // central differences are not a derivative.

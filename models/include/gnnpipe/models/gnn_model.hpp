@@ -38,6 +38,10 @@ class GnnModel {
   void backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits);
 
  private:
+  static constexpr double kLeakySlope = 0.01;  // torch's default negative slope
+  void activate(MatrixView<T> z) const;
+  void activate_backward(MatrixView<const T> y, MatrixView<T> dz) const;
+
   ModelOptions options_;
   ParamStore<T> params_;
   std::vector<std::unique_ptr<Layer<T>>> layers_;

@@ -18,7 +18,7 @@ class GcnLayer final : public Layer<T> {
   int64_t in_dim() const override { return in_; }
   int64_t out_dim() const override { return out_; }
   graph::BlockNorm block_norm() const override { return graph::BlockNorm::kGcn; }
-  void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y) override;
+  void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, const LayerContext& context) override;
   void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) override;
 
  private:

@@ -5,10 +5,18 @@
 // interface: a layer sees the block, its input rows (num_src) and writes its output rows (num_dst).
 #include <cstdint>
 
+#include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/models/matrix.hpp"
 
 namespace gnnpipe::models {
+
+// Per-call state of a forward: whether this is training (dropout inside the layer, e.g. GAT's
+// attention dropout) and the Philox key that layer-internal randomness must derive from.
+struct LayerContext {
+  bool training = false;
+  core::RngKey key{};
+};
 
 template <class T>
 class Layer {
@@ -19,7 +27,8 @@ class Layer {
   // The edge weighting this layer expects its blocks to carry.
   virtual graph::BlockNorm block_norm() const = 0;
   // x [block.num_src x in_dim] -> y [block.num_dst x out_dim].
-  virtual void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y) = 0;
+  virtual void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y,
+                       const LayerContext& context) = 0;
   // Gradient of the last forward: dy [num_dst x out_dim] -> dx [num_src x in_dim] (not computed
   // when dx.data is null, e.g. for the first layer); parameter gradients are accumulated.
   virtual void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) = 0;

@@ -39,6 +39,7 @@ enum class BlockNorm {
   kMean,     // 1 / in-degree of the destination (mean aggregation)
   kGcn,      // add a self-loop to every node, weight deg(src)^-1/2 * deg(dst)^-1/2 with degrees
              // counted on the self-looped graph (Kipf & Welling; PyG's gcn_norm)
+  kSelfLoops,  // add a self-loop to every node, unweighted (GAT: attention supplies the weights)
 };
 
 // The whole graph as one block (full-batch training): num_dst = num_src = num_nodes.

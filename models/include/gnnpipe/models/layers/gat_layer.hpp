@@ -1,0 +1,46 @@
+#pragma once
+// GAT layer (Velickovic et al.; PyG's GATConv), H heads of C channels:
+//   h = x W viewed as [N, H, C];  e(j -> i) = LeakyReLU_0.2(<h[j], att_src> + <h[i], att_dst>) per head;
+//   alpha = softmax of e over the in-edges of i (then attention dropout when training);
+//   out[i] = sum_j alpha(j -> i) h[j], heads concatenated ([N, H*C]) or averaged ([N, C]); + bias.
+// Blocks carry self-loops and no weights (BlockNorm::kSelfLoops).
+#include <vector>
+
+#include "gnnpipe/models/layers/layer.hpp"
+#include "gnnpipe/models/param_store.hpp"
+
+namespace gnnpipe::models {
+
+struct GatShape {
+  int64_t in_dim = 0;
+  int64_t heads = 1;
+  int64_t channels = 1;         // per head
+  bool concat = true;           // out_dim = heads * channels, else channels (mean over heads)
+  double attention_dropout = 0;
+  double negative_slope = 0.2;
+};
+
+template <class T>
+class GatLayer final : public Layer<T> {
+ public:
+  // Registers layer<index>.weight [in x H*C], .att_src and .att_dst [H x C] (Glorot), .bias (zeros).
+  GatLayer(ParamStore<T>& params, const GatShape& shape, int index);
+  int64_t in_dim() const override { return s_.in_dim; }
+  int64_t out_dim() const override { return s_.concat ? s_.heads * s_.channels : s_.channels; }
+  graph::BlockNorm block_norm() const override { return graph::BlockNorm::kSelfLoops; }
+  void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, const LayerContext& context) override;
+  void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) override;
+
+ private:
+  ParamStore<T>& params_;
+  GatShape s_;
+  std::size_t weight_, att_src_, att_dst_, bias_;
+  MatrixView<const T> x_{};
+  bool dropped_ = false;
+  // Saved by forward: h [N_src, H*C], edge scores after LeakyReLU [E, H], softmax alpha [E, H],
+  // alpha after dropout [E, H] and its mask, the aggregated heads [N_dst, H*C].
+  std::vector<T> h_, e_, alpha_, alpha_dropped_;
+  std::vector<uint8_t> mask_;
+};
+
+}  // namespace gnnpipe::models
