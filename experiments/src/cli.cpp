@@ -131,11 +131,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (*run) {
       const config::ExperimentConfig experiment = config::load_experiment(run_args.config, run_args.sets);
       check_full_batch_supported(experiment);
+      const graph::Dataset dataset = load_training_dataset(experiment, graph::resolve_data_dir(run_args.data_dir));
       RunDirectoryOptions dir_options;
       dir_options.out = run_args.out_dir;
       RunDirectory run_dir(experiment, dir_options);
       core::logger().info("run directory {}", run_dir.path().string());
-      const nlohmann::json summary = train_full_batch(experiment, graph::resolve_data_dir(run_args.data_dir), run_dir);
+      const nlohmann::json summary = train_full_batch(experiment, dataset, run_dir);
       fmt::print(out, "{}: test accuracy {:.4f} at epoch {} (val {:.4f}); summary in {}\n", experiment.name,
                  summary["test_accuracy"].get<double>(), summary["best_epoch"].get<int>(),
                  summary["val_accuracy"].get<double>(), (run_dir.path() / "summary.json").string());

@@ -47,13 +47,12 @@ struct StageTimes {
   double forward = 0, backward = 0, step = 0, eval = 0;
 };
 
-void check_trainable(const config::ExperimentConfig& c, const graph::Dataset& d) {
+void check_trainable(const graph::Dataset& d) {
   GNNPIPE_CHECK_DATA(!d.labels.empty(), "{}: the dataset has no labels to train on", d.name);
   GNNPIPE_CHECK_CONFIG(!d.labels.is_multi_label(),
                        "dataset: {} is multi-label; multi-label training (BCE) is not wired into the runner yet", d.name);
   GNNPIPE_CHECK_DATA(!d.features.empty(), "{}: the dataset has no features (set dataset.random_features: F)", d.name);
   GNNPIPE_CHECK_DATA(!d.splits.train.empty(), "{}: the train split is empty", d.name);
-  (void)c;
 }
 
 }  // namespace
@@ -66,16 +65,20 @@ void check_full_batch_supported(const config::ExperimentConfig& c) {
                        c.run.device.str());
 }
 
-nlohmann::json train_full_batch(const config::ExperimentConfig& c, const std::filesystem::path& data_dir,
-                                RunDirectory& run_dir) {
-  check_full_batch_supported(c);
-  auto& log = core::logger();
+graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const std::filesystem::path& data_dir) {
   core::Stopwatch load_watch;
-  const graph::Dataset d = graph::load_dataset(c.dataset, data_dir);
-  check_trainable(c, d);
-  log.info("{}: {} nodes, {} edges, {} features, {} classes; train {}, val {}, test {} (loaded in {:.2f} s)", d.name,
-           d.num_nodes(), d.graph.num_edges(), d.features.cols(), d.labels.num_classes, d.splits.train.size(),
-           d.splits.val.size(), d.splits.test.size(), load_watch.seconds());
+  graph::Dataset d = graph::load_dataset(c.dataset, data_dir);
+  check_trainable(d);
+  core::logger().info("{}: {} nodes, {} edges, {} features, {} classes; train {}, val {}, test {} (loaded in {:.2f} s)",
+                      d.name, d.num_nodes(), d.graph.num_edges(), d.features.cols(), d.labels.num_classes,
+                      d.splits.train.size(), d.splits.val.size(), d.splits.test.size(), load_watch.seconds());
+  return d;
+}
+
+nlohmann::json train_full_batch(const config::ExperimentConfig& c, const graph::Dataset& d, RunDirectory& run_dir) {
+  check_full_batch_supported(c);
+  check_trainable(d);
+  auto& log = core::logger();
   for (const auto& line : d.synthesized) log.info("synthetic: {}", line);
 
   const int64_t n = d.num_nodes();

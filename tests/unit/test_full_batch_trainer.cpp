@@ -28,11 +28,13 @@ run: {epochs: 30, seed: 3}
 nlohmann::json train(const std::string& yaml, const std::vector<std::string>& sets, const gnnpipe::test::TempDir& dir,
                      const std::string& sub) {
   const auto config = config::parse_experiment(YAML::Load(yaml), sets);
+  check_full_batch_supported(config);
+  const auto dataset = load_training_dataset(config, ".");
   RunDirectoryOptions options;
   options.out = dir / sub;
   options.mirror_log = false;
   RunDirectory run_dir(config, options);
-  return train_full_batch(config, ".", run_dir);
+  return train_full_batch(config, dataset, run_dir);
 }
 
 std::size_t lines_of(const std::filesystem::path& p) {
@@ -78,13 +80,13 @@ TEST_CASE("what this build cannot train is a ConfigError, and a failed run write
   gnnpipe::test::TempDir dir;
   CHECK_THROWS_WITH(train(kTiny, {"sampler.type=neighbor", "sampler.fanouts=[5, 5]"}, dir, "n"),
                     Catch::Contains("sampler.type: 'neighbor' needs the samplers"));
-  CHECK_FALSE(std::filesystem::exists(dir / "n" / "summary.json"));
+  CHECK_FALSE(std::filesystem::exists(dir / "n"));
   CHECK_THROWS_WITH(train(kTiny, {"run.device=cuda:0"}, dir, "d"), Catch::Contains("run.device: training on cuda:0"));
   CHECK_THROWS_WITH(train(kTiny, {"model.type=ggnn"}, dir, "g"), Catch::Contains("model.type: 'ggnn' is not available yet"));
   gnnpipe::test::write_text(dir / "edges.txt", "0 1\n1 2\n");
   CHECK_THROWS_WITH(train(kTiny, {"dataset.synthetic=", "dataset.path=" + (dir / "edges.txt").string()}, dir, "e"),
                     Catch::Contains("has no labels"));
-  CHECK_FALSE(std::filesystem::exists(dir / "e" / "summary.json"));
+  CHECK_FALSE(std::filesystem::exists(dir / "e"));  // refused before the run directory is made
 }
 
 TEST_CASE("patience stops training early; eval_every thins evaluation", "[runner]") {

@@ -11,6 +11,7 @@
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/graph/dataset.hpp"
 
 namespace gnnpipe::experiments {
 
@@ -18,9 +19,13 @@ namespace gnnpipe::experiments {
 // other than cpu): called before a run directory is created, so a refused run leaves nothing.
 void check_full_batch_supported(const config::ExperimentConfig& config);
 
-// Trains `config` and returns the summary it wrote. ConfigError for options this build cannot
-// run (another sampler or device), DataError for a dataset that cannot be trained on.
-nlohmann::json train_full_batch(const config::ExperimentConfig& config, const std::filesystem::path& data_dir,
+// Loads the experiment's dataset and checks that it can be trained on (labels, single-label,
+// features, a train split): DataError / ConfigError otherwise. Called before the run directory
+// is created, so a bad dataset leaves nothing behind.
+graph::Dataset load_training_dataset(const config::ExperimentConfig& config, const std::filesystem::path& data_dir);
+
+// Trains `config` on `dataset` (from load_training_dataset) and returns the summary it wrote.
+nlohmann::json train_full_batch(const config::ExperimentConfig& config, const graph::Dataset& dataset,
                                 RunDirectory& run_dir);
 
 }  // namespace gnnpipe::experiments
