@@ -10,8 +10,9 @@ enum class SamplerType { kNeighbor, kSaintNode, kSaintEdge, kSaintRw, kCluster, 
 
 struct SamplerOptions {
   SamplerType type = SamplerType::kNeighbor;
-  // Neighbors sampled per layer, input layer first; -1 takes every neighbor. At most one per model
-  // layer. The default has two entries to match ModelOptions' default of 2 layers, so that an
+  // Neighbors sampled per hop in PyG's order: fanouts[0] applies to the seed (target) nodes, i.e.
+  // the model's last layer, fanouts[1] to the nodes that hop reached, and so on; -1 takes every
+  // neighbor. At most one per model layer. The default has two entries to match ModelOptions' default of 2 layers, so that an
   // experiment without model and sampler sections is valid.
   std::vector<int> fanouts{15, 10};
   int batch_size = 1024;  // target nodes per batch (subgraph samplers: their budget), >= 1

@@ -1,0 +1,34 @@
+#pragma once
+// The sampler contract (DESIGN §2): plan an epoch as a list of independent BatchSpecs, then turn
+// each into a MiniBatch. A batch's randomness comes only from (seed, epoch, batch index), so the
+// batches are the same whatever thread samples them and in whatever order. sample() is
+// thread-safe for different workspaces; a workspace is reused across batches by one thread.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "gnnpipe/graph/mini_batch.hpp"
+
+namespace gnnpipe::samplers {
+
+struct BatchSpec {
+  int64_t epoch = 0;
+  int64_t index = 0;                  // position in the epoch's plan
+  std::vector<graph::NodeId> seeds;   // target nodes of this batch (global ids)
+};
+
+// Per-thread scratch reused across batches (no allocation per batch on the hot path once warm).
+class SamplerWorkspace {
+ public:
+  virtual ~SamplerWorkspace() = default;
+};
+
+class Sampler {
+ public:
+  virtual ~Sampler() = default;
+  virtual std::vector<BatchSpec> plan_epoch(int64_t epoch) const = 0;
+  virtual std::unique_ptr<SamplerWorkspace> make_workspace() const = 0;
+  virtual graph::MiniBatch sample(const BatchSpec& spec, SamplerWorkspace& workspace) const = 0;
+};
+
+}  // namespace gnnpipe::samplers
