@@ -15,7 +15,7 @@
 #include "gnnpipe/core/units.hpp"
 #include "gnnpipe/experiments/data_commands.hpp"
 #include "gnnpipe/experiments/doctor.hpp"
-#include "gnnpipe/experiments/full_batch_trainer.hpp"
+#include "gnnpipe/experiments/cpu_trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
 
@@ -130,13 +130,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     core::set_log_level(log_level);
     if (*run) {
       const config::ExperimentConfig experiment = config::load_experiment(run_args.config, run_args.sets);
-      check_full_batch_supported(experiment);
+      check_cpu_training_supported(experiment);
       const graph::Dataset dataset = load_training_dataset(experiment, graph::resolve_data_dir(run_args.data_dir));
       RunDirectoryOptions dir_options;
       dir_options.out = run_args.out_dir;
       RunDirectory run_dir(experiment, dir_options);
       core::logger().info("run directory {}", run_dir.path().string());
-      const nlohmann::json summary = train_full_batch(experiment, dataset, run_dir);
+      const nlohmann::json summary = train_on_cpu(experiment, dataset, run_dir);
       fmt::print(out, "{}: test accuracy {:.4f} at epoch {} (val {:.4f}); summary in {}\n", experiment.name,
                  summary["test_accuracy"].get<double>(), summary["best_epoch"].get<int>(),
                  summary["val_accuracy"].get<double>(), (run_dir.path() / "summary.json").string());

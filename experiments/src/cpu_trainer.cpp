@@ -1,4 +1,4 @@
-#include "gnnpipe/experiments/full_batch_trainer.hpp"
+#include "gnnpipe/experiments/cpu_trainer.hpp"
 
 #include <fmt/format.h>
 
@@ -16,6 +16,7 @@
 #include "gnnpipe/models/ops/loss.hpp"
 #include "gnnpipe/models/ops/metrics.hpp"
 #include "gnnpipe/models/optimizer.hpp"
+#include "gnnpipe/samplers/neighbor_sampler.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
@@ -44,8 +45,29 @@ double median(std::vector<double> values) {
 
 // Busy seconds of the stages of a training step.
 struct StageTimes {
-  double forward = 0, backward = 0, step = 0, eval = 0;
+  double sample = 0, gather = 0, forward = 0, backward = 0, step = 0, eval = 0;
 };
+
+// One optimizer step: forward in training mode, NLL over `rows` of the logits against `labels`
+// (indexed like the logits' rows), backward, update. Returns the loss.
+double train_step(models::GnnModel<float>& model, models::Optimizer<float>& optimizer,
+                  std::span<const graph::Block* const> blocks, models::MatrixView<const float> x,
+                  std::span<const int32_t> labels, std::span<const int32_t> rows, core::RngKey key,
+                  models::Matrix<float>& dlogits, StageTimes& stages) {
+  model.params().zero_grad();
+  core::Stopwatch stage;
+  const auto logits = model.forward(blocks, x, true, key);
+  if (dlogits.rows() != logits.rows || dlogits.cols() != logits.cols) dlogits = models::Matrix<float>(logits.rows, logits.cols);
+  const double loss = models::cpu::log_softmax_nll<float>(logits, labels, rows, dlogits.view());
+  stages.forward += stage.seconds();
+  stage.restart();
+  model.backward(blocks, dlogits.cview());
+  stages.backward += stage.seconds();
+  stage.restart();
+  optimizer.step(model.params());
+  stages.step += stage.seconds();
+  return loss;
+}
 
 void check_trainable(const graph::Dataset& d) {
   GNNPIPE_CHECK_DATA(!d.labels.empty(), "{}: the dataset has no labels to train on", d.name);
@@ -57,10 +79,14 @@ void check_trainable(const graph::Dataset& d) {
 
 }  // namespace
 
-void check_full_batch_supported(const config::ExperimentConfig& c) {
-  GNNPIPE_CHECK_CONFIG(c.sampler.type == samplers::SamplerType::kFull,
-                       "sampler.type: '{}' needs the samplers (issue #5); this build trains full-batch (sampler.type: full)",
+void check_cpu_training_supported(const config::ExperimentConfig& c) {
+  GNNPIPE_CHECK_CONFIG(c.sampler.type == samplers::SamplerType::kFull || c.sampler.type == samplers::SamplerType::kNeighbor,
+                       "sampler.type: '{}' is not available yet (this build trains with full and neighbor)",
                        samplers::to_string(c.sampler.type));
+  GNNPIPE_CHECK_CONFIG(c.sampler.type != samplers::SamplerType::kNeighbor ||
+                           static_cast<int>(c.sampler.fanouts.size()) == c.model.layers,
+                       "sampler.fanouts: {} hops for model.layers {}; give one fanout per layer",
+                       c.sampler.fanouts.size(), c.model.layers);
   GNNPIPE_CHECK_CONFIG(c.run.device.is_cpu(), "run.device: training on {} comes with the CUDA backend (issue #7); use cpu",
                        c.run.device.str());
 }
@@ -75,8 +101,8 @@ graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const st
   return d;
 }
 
-nlohmann::json train_full_batch(const config::ExperimentConfig& c, const graph::Dataset& d, RunDirectory& run_dir) {
-  check_full_batch_supported(c);
+nlohmann::json train_on_cpu(const config::ExperimentConfig& c, const graph::Dataset& d, RunDirectory& run_dir) {
+  check_cpu_training_supported(c);
   check_trainable(d);
   auto& log = core::logger();
   for (const auto& line : d.synthesized) log.info("synthetic: {}", line);
@@ -99,26 +125,61 @@ nlohmann::json train_full_batch(const config::ExperimentConfig& c, const graph::
   std::vector<double> epoch_times;
   int best_epoch = 0, epochs_run = 0, since_best = 0;
   double best_val = -1, test_at_best = 0, train_at_best = 0;
+  const bool sampled = c.sampler.type == samplers::SamplerType::kNeighbor;
+  std::unique_ptr<samplers::NeighborSampler> sampler;
+  std::unique_ptr<samplers::SamplerWorkspace> workspace;
+  if (sampled) {
+    sampler = std::make_unique<samplers::NeighborSampler>(
+        d.graph, std::vector<graph::NodeId>(train.begin(), train.end()),
+        samplers::NeighborSamplerOptions{.fanouts = c.sampler.fanouts, .batch_size = c.sampler.batch_size,
+                                         .replace = c.sampler.replace, .shuffle = true, .seed = c.run.seed,
+                                         .norm = model.block_norm()});
+    workspace = sampler->make_workspace();
+  }
+  std::vector<int32_t> batch_labels, batch_rows;
   for (int epoch = 1; epoch <= c.run.epochs; ++epoch) {
     core::Stopwatch epoch_watch;
-    model.params().zero_grad();
-    core::Stopwatch stage;
-    const auto logits = model.forward(blocks, x.cview(), true, core::rng_key(c.run.seed, {static_cast<uint64_t>(epoch), 0}));
-    const double loss = models::cpu::log_softmax_nll<float>(logits, labels, train, dlogits.view());
-    stages.forward += stage.seconds();
-    stage.restart();
-    model.backward(blocks, dlogits.cview());
-    stages.backward += stage.seconds();
-    stage.restart();
-    optimizer->step(model.params());
-    stages.step += stage.seconds();
+    double loss = 0;
+    if (!sampled) {
+      loss = train_step(model, *optimizer, blocks, x.cview(), labels, train,
+                        core::rng_key(c.run.seed, {static_cast<uint64_t>(epoch), 0}), dlogits, stages);
+    } else {
+      core::Stopwatch stage;
+      const auto plan = sampler->plan_epoch(epoch);
+      double weighted = 0;
+      std::size_t seen = 0;
+      for (const auto& spec : plan) {
+        stage.restart();
+        const graph::MiniBatch batch = sampler->sample(spec, *workspace);
+        stages.sample += stage.seconds();
+        stage.restart();
+        models::Matrix<float> bx(static_cast<int64_t>(batch.input_nodes.size()), d.features.cols());
+        d.features.gather(batch.input_nodes.span(), bx.flat());
+        batch_labels.resize(batch.targets.size());
+        batch_rows.resize(batch.targets.size());
+        for (std::size_t i = 0; i < batch.targets.size(); ++i) {
+          batch_labels[i] = labels[static_cast<std::size_t>(batch.targets[i])];
+          batch_rows[i] = static_cast<int32_t>(i);
+        }
+        stages.gather += stage.seconds();
+        std::vector<const graph::Block*> batch_blocks;
+        for (const auto& b : batch.blocks) batch_blocks.push_back(&b);
+        const double batch_loss = train_step(model, *optimizer, batch_blocks, bx.cview(), batch_labels, batch_rows,
+                                             core::rng_key(c.run.seed, {static_cast<uint64_t>(epoch),
+                                                                        static_cast<uint64_t>(spec.index)}),
+                                             dlogits, stages);
+        weighted += batch_loss * static_cast<double>(batch.targets.size());
+        seen += batch.targets.size();
+      }
+      loss = seen > 0 ? weighted / static_cast<double>(seen) : 0.0;
+    }
     epoch_times.push_back(epoch_watch.seconds());
     epochs_run = epoch;
 
     EpochMetrics row{epoch, loss, NAN, NAN, NAN, epoch_times.back(), {}};
     const bool evaluate = epoch % c.pipeline.eval_every == 0 || epoch == c.run.epochs;
     if (evaluate) {
-      stage.restart();
+      core::Stopwatch stage;
       const auto eval_logits = model.forward(blocks, x.cview(), false, core::RngKey{});
       row.train_acc = models::cpu::accuracy<float>(eval_logits, labels, train);
       row.val_acc = val.empty() ? NAN : models::cpu::accuracy<float>(eval_logits, labels, val);
@@ -158,10 +219,16 @@ nlohmann::json train_full_batch(const config::ExperimentConfig& c, const graph::
       {"epochs", epochs_run},
       {"epoch_time_s", median(epoch_times)},
       {"device", c.run.device.str()},
-      {"mode", "full-batch"},
+      {"mode", sampled ? "sampled (sequential)" : "full-batch"},
       {"params_checksum", fmt::format("{:016x}", model.params().checksum())},
       {"num_parameters", model.params().values().size()},
-      {"stages", {{"forward", stages.forward}, {"backward", stages.backward}, {"step", stages.step}, {"eval", stages.eval}}},
+      {"stages",
+       {{"sample", stages.sample},
+        {"gather", stages.gather},
+        {"forward", stages.forward},
+        {"backward", stages.backward},
+        {"step", stages.step},
+        {"eval", stages.eval}}},
       {"memory",
        {{"peak_host_bytes", peak_rss_bytes()},
         {"budget_bytes", c.memory.limit_bytes},

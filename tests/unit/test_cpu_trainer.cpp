@@ -7,7 +7,7 @@
 
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
-#include "gnnpipe/experiments/full_batch_trainer.hpp"
+#include "gnnpipe/experiments/cpu_trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 #include "temp_dir.hpp"
 
@@ -28,13 +28,13 @@ run: {epochs: 30, seed: 3}
 nlohmann::json train(const std::string& yaml, const std::vector<std::string>& sets, const gnnpipe::test::TempDir& dir,
                      const std::string& sub) {
   const auto config = config::parse_experiment(YAML::Load(yaml), sets);
-  check_full_batch_supported(config);
+  check_cpu_training_supported(config);
   const auto dataset = load_training_dataset(config, ".");
   RunDirectoryOptions options;
   options.out = dir / sub;
   options.mirror_log = false;
   RunDirectory run_dir(config, options);
-  return train_full_batch(config, dataset, run_dir);
+  return train_on_cpu(config, dataset, run_dir);
 }
 
 std::size_t lines_of(const std::filesystem::path& p) {
@@ -78,15 +78,34 @@ TEST_CASE("the same seed gives bitwise-equal parameters for 1 and 2 threads; ano
 
 TEST_CASE("what this build cannot train is a ConfigError, and a failed run writes no summary", "[runner]") {
   gnnpipe::test::TempDir dir;
-  CHECK_THROWS_WITH(train(kTiny, {"sampler.type=neighbor", "sampler.fanouts=[5, 5]"}, dir, "n"),
-                    Catch::Contains("sampler.type: 'neighbor' needs the samplers"));
+  CHECK_THROWS_WITH(train(kTiny, {"sampler.type=cluster"}, dir, "n"),
+                    Catch::Contains("sampler.type: 'cluster' is not available yet"));
   CHECK_FALSE(std::filesystem::exists(dir / "n"));
+  CHECK_THROWS_WITH(train(kTiny, {"sampler.type=neighbor", "sampler.fanouts=[5]"}, dir, "f"),
+                    Catch::Contains("sampler.fanouts: 1 hops for model.layers 2"));
   CHECK_THROWS_WITH(train(kTiny, {"run.device=cuda:0"}, dir, "d"), Catch::Contains("run.device: training on cuda:0"));
   CHECK_THROWS_WITH(train(kTiny, {"model.type=ggnn"}, dir, "g"), Catch::Contains("model.type: 'ggnn' is not available yet"));
   gnnpipe::test::write_text(dir / "edges.txt", "0 1\n1 2\n");
   CHECK_THROWS_WITH(train(kTiny, {"dataset.synthetic=", "dataset.path=" + (dir / "edges.txt").string()}, dir, "e"),
                     Catch::Contains("has no labels"));
   CHECK_FALSE(std::filesystem::exists(dir / "e"));  // refused before the run directory is made
+}
+
+TEST_CASE("neighbor-sampled training learns, reports its stages and is thread-count independent", "[runner]") {
+  gnnpipe::test::TempDir dir;
+  const std::vector<std::string> sampled{"sampler.type=neighbor", "sampler.fanouts=[5, 5]", "sampler.batch_size=64"};
+  std::string one;
+  {
+    tbb::global_control single(tbb::global_control::max_allowed_parallelism, 1);
+    const auto s = train(kTiny, sampled, dir, "s1");
+    CHECK(s["test_accuracy"].get<double>() > 0.6);
+    CHECK(s["mode"] == "sampled (sequential)");
+    CHECK(s["stages"]["sample"].get<double>() > 0);
+    CHECK(s["stages"]["gather"].get<double>() > 0);
+    one = s["params_checksum"].get<std::string>();
+  }
+  CHECK(train(kTiny, sampled, dir, "s2")["params_checksum"].get<std::string>() == one);
+  CHECK(train(kTiny, {"sampler.type=full"}, dir, "s3")["params_checksum"].get<std::string>() != one);
 }
 
 TEST_CASE("patience stops training early; eval_every thins evaluation", "[runner]") {
