@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <numeric>
 #include <vector>
 
 #include "gnnpipe/core/build_info.hpp"
 #include "gnnpipe/core/log.hpp"
+#include "gnnpipe/core/process.hpp"
 #include "gnnpipe/core/timer.hpp"
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
@@ -20,21 +20,6 @@
 
 namespace gnnpipe::experiments {
 namespace {
-
-// Peak resident set size of this process in bytes (VmHWM), or 0 when unavailable.
-uint64_t peak_rss_bytes() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key) {
-    if (key == "VmHWM:") {
-      uint64_t kib = 0;
-      status >> kib;
-      return kib * 1024;
-    }
-    status.ignore(1 << 16, '\n');
-  }
-  return 0;
-}
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -136,7 +121,10 @@ nlohmann::json train_on_cpu(const config::ExperimentConfig& c, const graph::Data
                                          .norm = model.block_norm()});
     workspace = sampler->make_workspace();
   }
+  // Reused across batches (capacity grows to the largest batch): no allocation per batch once warm.
   std::vector<int32_t> batch_labels, batch_rows;
+  std::vector<float> batch_features;
+  std::vector<const graph::Block*> batch_blocks;
   for (int epoch = 1; epoch <= c.run.epochs; ++epoch) {
     core::Stopwatch epoch_watch;
     double loss = 0;
@@ -153,8 +141,10 @@ nlohmann::json train_on_cpu(const config::ExperimentConfig& c, const graph::Data
         const graph::MiniBatch batch = sampler->sample(spec, *workspace);
         stages.sample += stage.seconds();
         stage.restart();
-        models::Matrix<float> bx(static_cast<int64_t>(batch.input_nodes.size()), d.features.cols());
-        d.features.gather(batch.input_nodes.span(), bx.flat());
+        batch_features.resize(batch.input_nodes.size() * static_cast<std::size_t>(d.features.cols()));
+        d.features.gather(batch.input_nodes.span(), batch_features);
+        const models::MatrixView<const float> bx{batch_features.data(), static_cast<int64_t>(batch.input_nodes.size()),
+                                                 d.features.cols()};
         batch_labels.resize(batch.targets.size());
         batch_rows.resize(batch.targets.size());
         for (std::size_t i = 0; i < batch.targets.size(); ++i) {
@@ -162,9 +152,9 @@ nlohmann::json train_on_cpu(const config::ExperimentConfig& c, const graph::Data
           batch_rows[i] = static_cast<int32_t>(i);
         }
         stages.gather += stage.seconds();
-        std::vector<const graph::Block*> batch_blocks;
+        batch_blocks.clear();
         for (const auto& b : batch.blocks) batch_blocks.push_back(&b);
-        const double batch_loss = train_step(model, *optimizer, batch_blocks, bx.cview(), batch_labels, batch_rows,
+        const double batch_loss = train_step(model, *optimizer, batch_blocks, bx, batch_labels, batch_rows,
                                              core::rng_key(c.run.seed, {static_cast<uint64_t>(epoch),
                                                                         static_cast<uint64_t>(spec.index)}),
                                              dlogits, stages);
@@ -230,7 +220,7 @@ nlohmann::json train_on_cpu(const config::ExperimentConfig& c, const graph::Data
         {"step", stages.step},
         {"eval", stages.eval}}},
       {"memory",
-       {{"peak_host_bytes", peak_rss_bytes()},
+       {{"peak_host_bytes", core::peak_rss_bytes()},
         {"budget_bytes", c.memory.limit_bytes},
         {"batches_split", 0},
         {"batches_cut", 0},

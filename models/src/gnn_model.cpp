@@ -88,8 +88,10 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
 template <class T>
 void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits) {
   const T p = static_cast<T>(options_.dropout);
-  std::vector<T> grad(dlogits.data, dlogits.data + dlogits.rows * dlogits.cols);
-  std::vector<T> next;
+  // grad_/next_ are members so their capacity is reused by every backward (no allocation per step).
+  std::vector<T>& grad = grad_;
+  std::vector<T>& next = next_;
+  grad.assign(dlogits.data, dlogits.data + dlogits.rows * dlogits.cols);
   for (std::size_t l = layers_.size(); l-- > 0;) {
     const graph::Block& block = *blocks[l];
     const int64_t out = layers_[l]->out_dim();

@@ -1,6 +1,7 @@
 #pragma once
 // Small helpers shared by the graph tests.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gnnpipe/core/error.hpp"
@@ -14,15 +15,20 @@ inline std::vector<graph::NodeId> row(const graph::CsrGraph& g, graph::NodeId v)
   return {r.begin(), r.end()};
 }
 
-// The message of the DataError thrown by `f`, or a marker that fails every Contains().
-template <class F>
-std::string data_error_of(F&& f) {
+// The message of the ErrorType thrown by `f`, or a marker that fails every Contains().
+template <class ErrorType, class F>
+std::string message_of(F&& f) {
   try {
     f();
-  } catch (const core::DataError& e) {
+  } catch (const ErrorType& e) {
     return e.message();
   }
-  return "<no DataError thrown>";
+  return "<no matching error thrown>";
+}
+
+template <class F>
+std::string data_error_of(F&& f) {
+  return message_of<core::DataError>(std::forward<F>(f));
 }
 
 }  // namespace gnnpipe::test

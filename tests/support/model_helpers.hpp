@@ -9,6 +9,7 @@
 
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/rng.hpp"
+#include "graph_helpers.hpp"
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/models/matrix.hpp"
 
@@ -75,12 +76,7 @@ std::vector<T> values_of(models::MatrixView<const T> m) {
 // The message of the core::Error thrown by `f`, or a marker that fails every Contains().
 template <class F>
 std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const core::Error& e) {
-    return e.message();
-  }
-  return "<no Error thrown>";
+  return message_of<core::Error>(std::forward<F>(f));
 }
 
 }  // namespace gnnpipe::test

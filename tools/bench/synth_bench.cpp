@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gnnpipe/core/error.hpp"
+#include "gnnpipe/core/process.hpp"
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/graph/io/load.hpp"
 #include "gnnpipe/graph/synthetic.hpp"
@@ -32,21 +33,6 @@ namespace {
 using gnnpipe::graph::CsrGraph;
 using gnnpipe::graph::NodeId;
 using gnnpipe::graph::SyntheticOptions;
-
-// Peak resident set size in MiB (VmHWM of /proc/self/status), or -1 when unavailable.
-double peak_rss_mib() {
-  std::ifstream status("/proc/self/status");
-  std::string key;
-  while (status >> key) {
-    if (key == "VmHWM:") {
-      double kib = 0;
-      status >> kib;
-      return kib / 1024.0;
-    }
-    status.ignore(1 << 16, '\n');
-  }
-  return -1;
-}
 
 // Distinct nodes of one [fanouts] neighbor sample from `seeds` (distinct). `seen` is all-false
 // scratch of num_nodes entries and is all-false again on return.
@@ -154,7 +140,7 @@ int run(int argc, char** argv) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const CsrGraph& g = d.graph;
   std::printf("%s\n", dataset_path.empty() ? d.synthesized.front().c_str() : ("dataset " + d.name).c_str());
-  std::printf("%s: %.2f s, peak RSS %.0f MiB\n", dataset_path.empty() ? "generation" : "load", seconds, peak_rss_mib());
+  std::printf("%s: %.2f s, peak RSS %.0f MiB\n", dataset_path.empty() ? "generation" : "load", seconds, static_cast<double>(gnnpipe::core::peak_rss_bytes()) / (1 << 20));
 
   std::vector<gnnpipe::graph::EdgeOffset> degrees(static_cast<std::size_t>(g.num_nodes()));
   for (NodeId v = 0; v < g.num_nodes(); ++v) degrees[static_cast<std::size_t>(v)] = g.in_degree(v);

@@ -58,49 +58,51 @@ int64_t channels_per_head(const graph::Block& block, int64_t alpha_rows, int64_t
 
 }  // namespace
 
-template <class T>
-void spmm_edge_weighted(const graph::Block& block, ConstView<T> alpha, ConstView<T> x, MatrixView<T> y) {
+namespace {
+
+// out[r] = sum over entries k of row r: alpha[edge_of(k)] (per head) * in[neighbor[k]], for the
+// rows of a CSR (offsets, neighbor). Forward walks the destination CSR (edge_of(k) = k),
+// the x-gradient walks the transpose (edge_of(k) = t_edges[k]): same loop, no atomics.
+template <class T, class EdgeOf>
+void edge_weighted_rows(int64_t rows, const graph::EdgeOffset* offsets, const graph::NodeId* neighbor, EdgeOf edge_of,
+                        int64_t edges, ConstView<T> alpha, ConstView<T> in, MatrixView<T> out, int64_t ch) {
   const int64_t heads = alpha.cols;
-  const int64_t ch = channels_per_head(block, alpha.rows, heads, x.cols, "spmm_edge_weighted");
-  check_shape(x, block.num_src, x.cols, "spmm_edge_weighted: x (num_src x H*C)");
-  check_shape(y, block.num_dst, x.cols, "spmm_edge_weighted: y (num_dst x H*C)");
-  const int64_t avg = block.num_dst > 0 ? block.num_edges() / block.num_dst + 1 : 1;
-  detail::parallel_rows(block.num_dst, detail::grain_for(avg * x.cols), [&](int64_t begin, int64_t end) {
-    for (int64_t v = begin; v < end; ++v) {
-      const std::span<T> out = y.row(v);
-      std::fill(out.begin(), out.end(), T{0});
-      for (int64_t e = block.offsets[v]; e < block.offsets[v + 1]; ++e) {
-        const T* in = x.row(block.indices[e]).data();
-        const T* a = alpha.row(e).data();
+  const int64_t avg = rows > 0 ? edges / rows + 1 : 1;
+  detail::parallel_rows(rows, detail::grain_for(avg * in.cols), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const std::span<T> o = out.row(r);
+      std::fill(o.begin(), o.end(), T{0});
+      for (int64_t k = offsets[r]; k < offsets[r + 1]; ++k) {
+        const T* src = in.row(neighbor[k]).data();
+        const T* a = alpha.row(edge_of(k)).data();
         for (int64_t h = 0; h < heads; ++h) {
-          for (int64_t c = h * ch; c < (h + 1) * ch; ++c) out[c] += a[h] * in[c];
+          for (int64_t c = h * ch; c < (h + 1) * ch; ++c) o[c] += a[h] * src[c];
         }
       }
     }
   });
 }
 
+}  // namespace
+
+template <class T>
+void spmm_edge_weighted(const graph::Block& block, ConstView<T> alpha, ConstView<T> x, MatrixView<T> y) {
+  const int64_t ch = channels_per_head(block, alpha.rows, alpha.cols, x.cols, "spmm_edge_weighted");
+  check_shape(x, block.num_src, x.cols, "spmm_edge_weighted: x (num_src x H*C)");
+  check_shape(y, block.num_dst, x.cols, "spmm_edge_weighted: y (num_dst x H*C)");
+  edge_weighted_rows<T>(block.num_dst, block.offsets.data(), block.indices.data(), [](int64_t k) { return k; },
+                        block.num_edges(), alpha, x, y, ch);
+}
+
 template <class T>
 void spmm_edge_weighted_backward_x(const graph::Block& block, ConstView<T> alpha, ConstView<T> dy,
                                    MatrixView<T> dx) {
-  const int64_t heads = alpha.cols;
-  const int64_t ch = channels_per_head(block, alpha.rows, heads, dy.cols, "spmm_edge_weighted_backward_x");
+  const int64_t ch = channels_per_head(block, alpha.rows, alpha.cols, dy.cols, "spmm_edge_weighted_backward_x");
   check_shape(dy, block.num_dst, dy.cols, "spmm_edge_weighted_backward_x: dy (num_dst x H*C)");
   check_shape(dx, block.num_src, dy.cols, "spmm_edge_weighted_backward_x: dx (num_src x H*C)");
-  const int64_t avg = block.num_src > 0 ? block.num_edges() / block.num_src + 1 : 1;
-  detail::parallel_rows(block.num_src, detail::grain_for(avg * dy.cols), [&](int64_t begin, int64_t end) {
-    for (int64_t u = begin; u < end; ++u) {
-      const std::span<T> out = dx.row(u);
-      std::fill(out.begin(), out.end(), T{0});
-      for (int64_t k = block.t_offsets[u]; k < block.t_offsets[u + 1]; ++k) {
-        const T* in = dy.row(block.t_indices[k]).data();
-        const T* a = alpha.row(block.t_edges[k]).data();
-        for (int64_t h = 0; h < heads; ++h) {
-          for (int64_t c = h * ch; c < (h + 1) * ch; ++c) out[c] += a[h] * in[c];
-        }
-      }
-    }
-  });
+  const graph::EdgeOffset* t_edges = block.t_edges.data();
+  edge_weighted_rows<T>(block.num_src, block.t_offsets.data(), block.t_indices.data(),
+                        [t_edges](int64_t k) { return t_edges[k]; }, block.num_edges(), alpha, dy, dx, ch);
 }
 
 template <class T>

@@ -49,6 +49,7 @@ class GnnModel {
   std::vector<std::vector<T>> inputs_, outputs_;
   std::vector<std::vector<uint8_t>> masks_;
   std::vector<MatrixView<const T>> input_views_;
+  std::vector<T> grad_, next_;  // backward's gradient buffers, reused across calls
   bool training_ = false;
 };
 
