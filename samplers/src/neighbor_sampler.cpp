@@ -92,7 +92,8 @@ std::vector<BatchSpec> NeighborSampler::plan_epoch(int64_t epoch) const {
     const std::size_t end = std::min(order.size(), begin + b);
     plan.push_back(BatchSpec{epoch, static_cast<int64_t>(plan.size()),
                              std::vector<NodeId>(order.begin() + static_cast<std::ptrdiff_t>(begin),
-                                                 order.begin() + static_cast<std::ptrdiff_t>(end))});
+                                                 order.begin() + static_cast<std::ptrdiff_t>(end)),
+                             {}});
   }
   return plan;
 }
@@ -166,7 +167,9 @@ graph::MiniBatch NeighborSampler::sample(const BatchSpec& spec, SamplerWorkspace
   }
   batch.input_nodes = graph::HostArray<NodeId>(std::vector<NodeId>(ws.nodes.begin(), ws.nodes.end()));
   batch.targets = graph::HostArray<NodeId>(std::vector<NodeId>(spec.seeds.begin(), spec.seeds.end()));
-  batch.compute_shape(0);
+  batch.loss_rows = graph::HostArray<int32_t>(spec.seeds.size());
+  for (std::size_t i = 0; i < spec.seeds.size(); ++i) batch.loss_rows[i] = static_cast<int32_t>(i);
+  batch.compute_shape(0, o_.fanouts.size());
   for (NodeId v : ws.nodes) ws.local_of[static_cast<std::size_t>(v)] = -1;  // clean for the next batch
   return batch;
 }

@@ -31,6 +31,14 @@ double ordered_sum(const std::vector<double>& values) {
 template <class T>
 T log_softmax_nll(ConstView<T> logits, std::span<const int32_t> labels, std::span<const int32_t> rows,
                   MatrixView<T> dlogits) {
+  return log_softmax_nll<T>(logits, labels, rows, {}, dlogits);
+}
+
+template <class T>
+T log_softmax_nll(ConstView<T> logits, std::span<const int32_t> labels, std::span<const int32_t> rows,
+                  std::span<const float> weights, MatrixView<T> dlogits) {
+  GNNPIPE_CHECK(weights.empty() || weights.size() == rows.size(), "log_softmax_nll: {} weights for {} rows",
+                weights.size(), rows.size());
   GNNPIPE_CHECK(static_cast<int64_t>(labels.size()) == logits.rows, "log_softmax_nll: {} labels for logits {}",
                 labels.size(), shape_str(logits));
   zero_gradient<T>(logits, dlogits, "log_softmax_nll");
@@ -54,14 +62,16 @@ T log_softmax_nll(ConstView<T> logits, std::span<const int32_t> labels, std::spa
       for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(x[c]) - max);
       const double log_z = max + std::log(sum);
       const int32_t label = labels[static_cast<std::size_t>(r)];
-      loss[static_cast<std::size_t>(i)] = log_z - static_cast<double>(x[label]);
+      const double scale = weights.empty() ? inv_n : static_cast<double>(weights[static_cast<std::size_t>(i)]);
+      // Unweighted: the sum is scaled once at the end (the mean exactly as before weights existed).
+      loss[static_cast<std::size_t>(i)] = (log_z - static_cast<double>(x[label])) * (weights.empty() ? 1.0 : scale);
       for (int64_t c = 0; c < classes; ++c) {
         const double p = std::exp(static_cast<double>(x[c]) - log_z);
-        d[c] = static_cast<T>((p - (c == label ? 1.0 : 0.0)) * inv_n);
+        d[c] = static_cast<T>((p - (c == label ? 1.0 : 0.0)) * scale);
       }
     }
   });
-  return static_cast<T>(ordered_sum(loss) * inv_n);
+  return static_cast<T>(weights.empty() ? ordered_sum(loss) * inv_n : ordered_sum(loss));
 }
 
 template <class T>
@@ -96,6 +106,10 @@ T bce_with_logits(ConstView<T> logits, MatrixView<const uint8_t> targets, std::s
   return static_cast<T>(ordered_sum(loss) * inv_n);
 }
 
+template float log_softmax_nll<float>(ConstView<float>, std::span<const int32_t>, std::span<const int32_t>,
+                                      std::span<const float>, MatrixView<float>);
+template double log_softmax_nll<double>(ConstView<double>, std::span<const int32_t>, std::span<const int32_t>,
+                                        std::span<const float>, MatrixView<double>);
 template float log_softmax_nll<float>(ConstView<float>, std::span<const int32_t>, std::span<const int32_t>,
                                       MatrixView<float>);
 template double log_softmax_nll<double>(ConstView<double>, std::span<const int32_t>, std::span<const int32_t>,

@@ -1,14 +1,26 @@
 #include "gnnpipe/graph/mini_batch.hpp"
 
+#include "gnnpipe/core/check.hpp"
+
 namespace gnnpipe::graph {
 
-void MiniBatch::compute_shape(int64_t feature_dim) {
+std::vector<const Block*> MiniBatch::layer_blocks(std::size_t num_layers) const {
+  GNNPIPE_CHECK(blocks.size() == num_layers || (blocks.size() == 1 && blocks[0].num_dst == blocks[0].num_src),
+                "batch {}: {} blocks for {} layers (need one per layer, or one shared square block)", index,
+                blocks.size(), num_layers);
+  std::vector<const Block*> out;
+  out.reserve(num_layers);
+  for (std::size_t l = 0; l < num_layers; ++l) out.push_back(&blocks[blocks.size() == 1 ? 0 : l]);
+  return out;
+}
+
+void MiniBatch::compute_shape(int64_t feature_dim, std::size_t num_layers) {
   shape = memory::BatchShape{};
   shape.feature_dim = feature_dim;
-  for (const Block& b : blocks) {
-    shape.src_nodes.push_back(b.num_src);
-    shape.dst_nodes.push_back(b.num_dst);
-    shape.edges.push_back(b.num_edges());
+  for (const Block* b : layer_blocks(num_layers)) {
+    shape.src_nodes.push_back(b->num_src);
+    shape.dst_nodes.push_back(b->num_dst);
+    shape.edges.push_back(b->num_edges());
   }
 }
 

@@ -30,6 +30,22 @@ TEST_CASE("log_softmax_nll: mean over the listed rows, stable, zero gradient els
   CHECK(models::cpu::log_softmax_nll<float>(lf.view(), labels, std::vector<int32_t>{}, df.view()) == 0.0f);
 }
 
+TEST_CASE("log_softmax_nll: weighted sum with gradients scaled per row; wrong weight count throws", "[models][loss]") {
+  const Matrix<double> logits(3, 4, {0, 0, 0, 0, 1000, 0, 0, 0, 5, 6, 7, 8});
+  const std::vector<int32_t> labels{2, 0, 3};
+  const std::vector<int32_t> rows{0, 2};
+  const std::vector<float> weights{0.25f, 2.0f};
+  Matrix<double> d(3, 4);
+  const double loss = models::cpu::log_softmax_nll<double>(logits.view(), labels, rows, weights, d.view());
+  const double nll2 = std::log(std::exp(-3.0) + std::exp(-2.0) + std::exp(-1.0) + 1.0);  // label 3 is the max
+  CHECK(loss == Approx(0.25 * std::log(4.0) + 2.0 * nll2).epsilon(1e-14));
+  CHECK(d(0, 2) == Approx(0.25 * -0.75).epsilon(1e-14));
+  CHECK(d(2, 3) == Approx(2.0 * (1.0 / (std::exp(-3.0) + std::exp(-2.0) + std::exp(-1.0) + 1.0) - 1.0)).epsilon(1e-12));
+  CHECK(test::values_of(MatrixView<const double>(d.data() + 4, 1, 4)) == std::vector<double>(4, 0.0));
+  CHECK_THROWS_WITH(models::cpu::log_softmax_nll<double>(logits.view(), labels, rows, std::vector<float>{1.0f}, d.view()),
+                    Catch::Contains("1 weights for 2 rows"));
+}
+
 TEST_CASE("bce_with_logits: mean over rows x classes, stable for large logits", "[models][loss]") {
   const Matrix<double> logits(2, 2, {0, 2, -1000, 1000});
   const Matrix<uint8_t> targets(2, 2, {1, 0, 0, 0});

@@ -37,6 +37,7 @@ class NeighborSampler final : public Sampler {
   std::vector<BatchSpec> plan_epoch(int64_t epoch) const override;
   std::unique_ptr<SamplerWorkspace> make_workspace() const override;
   graph::MiniBatch sample(const BatchSpec& spec, SamplerWorkspace& workspace) const override;
+  std::size_t num_layers() const override { return o_.fanouts.size(); }
 
  private:
   const graph::CsrGraph& graph_;

@@ -14,7 +14,8 @@ namespace gnnpipe::samplers {
 struct BatchSpec {
   int64_t epoch = 0;
   int64_t index = 0;                  // position in the epoch's plan
-  std::vector<graph::NodeId> seeds;   // target nodes of this batch (global ids)
+  std::vector<graph::NodeId> seeds;   // target nodes of this batch (global ids; neighbor, inference)
+  std::vector<int32_t> parts;         // partitions joined into this batch (Cluster-GCN)
 };
 
 // Per-thread scratch reused across batches (no allocation per batch on the hot path once warm).
@@ -29,6 +30,8 @@ class Sampler {
   virtual std::vector<BatchSpec> plan_epoch(int64_t epoch) const = 0;
   virtual std::unique_ptr<SamplerWorkspace> make_workspace() const = 0;
   virtual graph::MiniBatch sample(const BatchSpec& spec, SamplerWorkspace& workspace) const = 0;
+  // The number of model layers the batches are built for (blocks per batch, or uses of the shared block).
+  virtual std::size_t num_layers() const = 0;
 };
 
 }  // namespace gnnpipe::samplers

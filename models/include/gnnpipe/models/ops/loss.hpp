@@ -18,6 +18,13 @@ template <class T>
 T log_softmax_nll(ConstView<T> logits, std::span<const int32_t> labels, std::span<const int32_t> rows,
                   MatrixView<T> dlogits);
 
+// Weighted: sum_k weights[k] * -log softmax(logits[rows[k]])[label] with dlogits scaled by weights[k]
+// (GraphSAINT's loss normalisation). weights.size() must equal rows.size(); empty weights give the
+// mean above.
+template <class T>
+T log_softmax_nll(ConstView<T> logits, std::span<const int32_t> labels, std::span<const int32_t> rows,
+                  std::span<const float> weights, MatrixView<T> dlogits);
+
 // Multi-label: the mean over rows x classes of the binary cross-entropy of sigmoid(logit) against
 // targets (0 or 1), computed as max(x, 0) - x * t + log1p(exp(-|x|)) (stable for any x).
 // dlogits = (sigmoid(x) - t) / (|rows| * classes) on counted rows. Returns 0 when `rows` is empty.

@@ -1,8 +1,15 @@
 #pragma once
 // MiniBatch: one sampled computation graph (DESIGN §2). blocks[0] reads the input features of
 // `input_nodes` (global ids, in the order of its local source ids); blocks.back() writes the
-// outputs of `targets` (global ids, its local destinations). Labels and loss weights are looked up
-// by the trainer from `targets`. Move-only; passed as std::shared_ptr through the pipeline.
+// outputs of `targets` (global ids, its local destinations).
+//
+// Either one block per model layer (layer-wise samplers: neighbor), or exactly one block that
+// every layer uses (subgraph samplers: GraphSAINT, Cluster-GCN, full batch; its num_dst == num_src,
+// so input_nodes == targets). The loss is taken over the targets at `loss_rows` (positions in
+// `targets`, ascending) whose labels the trainer looks up by global id; with `loss_weights` empty the
+// loss is the mean over those rows, otherwise the weighted sum sum_k loss_weights[k] * loss(loss_rows[k])
+// (GraphSAINT's loss normalisation; weights already include the 1/|train| of a mean).
+// Move-only; passed as std::shared_ptr through the pipeline.
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +25,8 @@ struct MiniBatch {
   std::vector<Block> blocks;       // input side first
   HostArray<NodeId> input_nodes;   // [blocks[0].num_src] global ids
   HostArray<NodeId> targets;       // [blocks.back().num_dst] global ids
+  HostArray<int32_t> loss_rows;    // positions in `targets` that carry loss, ascending
+  HostArray<float> loss_weights;   // [loss_rows.size()] or empty (mean over loss_rows)
   memory::BatchShape shape;
 
   MiniBatch() = default;
@@ -26,8 +35,12 @@ struct MiniBatch {
   MiniBatch(const MiniBatch&) = delete;
   MiniBatch& operator=(const MiniBatch&) = delete;
 
-  // Fills `shape` from the blocks (feature_dim as given).
-  void compute_shape(int64_t feature_dim);
+  // Fills `shape` from the blocks (feature_dim as given); a shared block is listed once per layer.
+  void compute_shape(int64_t feature_dim, std::size_t num_layers);
+
+  // The block each of `num_layers` layers reads: blocks[l], or the shared block for every l.
+  // Throws when the batch has neither one block per layer nor a single shared block.
+  std::vector<const Block*> layer_blocks(std::size_t num_layers) const;
 };
 
 }  // namespace gnnpipe::graph
