@@ -16,7 +16,9 @@
 #include "gnnpipe/models/ops/loss.hpp"
 #include "gnnpipe/models/ops/metrics.hpp"
 #include "gnnpipe/models/optimizer.hpp"
-#include "gnnpipe/samplers/neighbor_sampler.hpp"
+#include "gnnpipe/experiments/training_sampler.hpp"
+#include "gnnpipe/pipeline/layerwise_inference.hpp"
+#include "gnnpipe/samplers/parallel_sampler.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
@@ -34,16 +36,17 @@ struct StageTimes {
 };
 
 // One optimizer step: forward in training mode, NLL over `rows` of the logits against `labels`
-// (indexed like the logits' rows), backward, update. Returns the loss.
+// (indexed like the logits' rows; weighted when `weights` is not empty), backward, update.
+// Returns the loss.
 double train_step(models::GnnModel<float>& model, models::Optimizer<float>& optimizer,
                   std::span<const graph::Block* const> blocks, models::MatrixView<const float> x,
-                  std::span<const int32_t> labels, std::span<const int32_t> rows, core::RngKey key,
-                  models::Matrix<float>& dlogits, StageTimes& stages) {
+                  std::span<const int32_t> labels, std::span<const int32_t> rows, std::span<const float> weights,
+                  core::RngKey key, models::Matrix<float>& dlogits, StageTimes& stages) {
   model.params().zero_grad();
   core::Stopwatch stage;
   const auto logits = model.forward(blocks, x, true, key);
   if (dlogits.rows() != logits.rows || dlogits.cols() != logits.cols) dlogits = models::Matrix<float>(logits.rows, logits.cols);
-  const double loss = models::cpu::log_softmax_nll<float>(logits, labels, rows, dlogits.view());
+  const double loss = models::cpu::log_softmax_nll<float>(logits, labels, rows, weights, dlogits.view());
   stages.forward += stage.seconds();
   stage.restart();
   model.backward(blocks, dlogits.cview());
@@ -65,9 +68,9 @@ void check_trainable(const graph::Dataset& d) {
 }  // namespace
 
 void check_cpu_training_supported(const config::ExperimentConfig& c) {
-  GNNPIPE_CHECK_CONFIG(c.sampler.type == samplers::SamplerType::kFull || c.sampler.type == samplers::SamplerType::kNeighbor,
-                       "sampler.type: '{}' is not available yet (this build trains with full and neighbor)",
-                       samplers::to_string(c.sampler.type));
+  GNNPIPE_CHECK_CONFIG(models::is_implemented(c.model.type),
+                       "model.type: '{}' is not available yet (this build trains gcn, sage and gat)",
+                       models::to_string(c.model.type));
   GNNPIPE_CHECK_CONFIG(c.sampler.type != samplers::SamplerType::kNeighbor ||
                            static_cast<int>(c.sampler.fanouts.size()) == c.model.layers,
                        "sampler.fanouts: {} hops for model.layers {}; give one fanout per layer",
@@ -92,17 +95,21 @@ nlohmann::json train_on_cpu(const config::ExperimentConfig& c, const graph::Data
   auto& log = core::logger();
   for (const auto& line : d.synthesized) log.info("synthetic: {}", line);
 
-  const int64_t n = d.num_nodes();
-  models::Matrix<float> x(n, d.features.cols());
-  std::vector<graph::NodeId> all(static_cast<std::size_t>(n));
-  std::iota(all.begin(), all.end(), 0);
-  d.features.gather(all, x.flat());
-
   models::GnnModel<float> model(c.model, d.features.cols(), d.labels.num_classes, c.run.seed);
-  const graph::Block block = graph::full_graph_block(d.graph, model.block_norm());
-  const std::vector<const graph::Block*> blocks(model.num_layers(), &block);
+  const std::size_t num_layers = model.num_layers();
+  const auto sampler = make_training_sampler(c, d, model.block_norm(), num_layers);
+  samplers::ParallelSampler parallel(*sampler);
+  const bool full_batch = c.sampler.type == samplers::SamplerType::kFull;
+  // Full batch: the feature matrix is gathered once and every epoch's batch reads it whole.
+  models::Matrix<float> x;
+  if (full_batch) {
+    x = models::Matrix<float>(d.num_nodes(), d.features.cols());
+    std::vector<graph::NodeId> all(static_cast<std::size_t>(d.num_nodes()));
+    std::iota(all.begin(), all.end(), 0);
+    d.features.gather(all, x.flat());
+  }
   const auto optimizer = models::make_optimizer(model.params(), c.optimizer);
-  models::Matrix<float> dlogits(n, d.labels.num_classes);
+  models::Matrix<float> dlogits;
 
   const std::span<const int32_t> labels = d.labels.single.span();
   const std::span<const int32_t> train = d.splits.train.span(), val = d.splits.val.span(), test = d.splits.test.span();
@@ -110,59 +117,45 @@ nlohmann::json train_on_cpu(const config::ExperimentConfig& c, const graph::Data
   std::vector<double> epoch_times;
   int best_epoch = 0, epochs_run = 0, since_best = 0;
   double best_val = -1, test_at_best = 0, train_at_best = 0;
-  const bool sampled = c.sampler.type == samplers::SamplerType::kNeighbor;
-  std::unique_ptr<samplers::NeighborSampler> sampler;
-  std::unique_ptr<samplers::SamplerWorkspace> workspace;
-  if (sampled) {
-    sampler = std::make_unique<samplers::NeighborSampler>(
-        d.graph, std::vector<graph::NodeId>(train.begin(), train.end()),
-        samplers::NeighborSamplerOptions{.fanouts = c.sampler.fanouts, .batch_size = c.sampler.batch_size,
-                                         .replace = c.sampler.replace, .shuffle = true, .seed = c.run.seed,
-                                         .norm = model.block_norm()});
-    workspace = sampler->make_workspace();
-  }
+  // Batches are sampled `sampler_threads` at a time in parallel, then trained one after another.
+  const auto window = static_cast<std::size_t>(c.pipeline.sampler_threads);
   // Reused across batches (capacity grows to the largest batch): no allocation per batch once warm.
-  std::vector<int32_t> batch_labels, batch_rows;
+  std::vector<int32_t> batch_labels;
   std::vector<float> batch_features;
-  std::vector<const graph::Block*> batch_blocks;
   for (int epoch = 1; epoch <= c.run.epochs; ++epoch) {
     core::Stopwatch epoch_watch;
-    double loss = 0;
-    if (!sampled) {
-      loss = train_step(model, *optimizer, blocks, x.cview(), labels, train,
-                        core::rng_key(c.run.seed, {static_cast<uint64_t>(epoch), 0}), dlogits, stages);
-    } else {
+    const auto plan = sampler->plan_epoch(epoch);
+    double weighted = 0;
+    std::size_t counted = 0;
+    for (std::size_t begin = 0; begin < plan.size(); begin += window) {
       core::Stopwatch stage;
-      const auto plan = sampler->plan_epoch(epoch);
-      double weighted = 0;
-      std::size_t seen = 0;
-      for (const auto& spec : plan) {
+      const auto batches = parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(
+          begin, std::min(plan.size(), begin + window) - begin));
+      stages.sample += stage.seconds();
+      for (const graph::MiniBatch& batch : batches) {
+        if (batch.loss_rows.empty()) continue;  // a subgraph without training nodes has no loss
         stage.restart();
-        const graph::MiniBatch batch = sampler->sample(spec, *workspace);
-        stages.sample += stage.seconds();
-        stage.restart();
-        batch_features.resize(batch.input_nodes.size() * static_cast<std::size_t>(d.features.cols()));
-        d.features.gather(batch.input_nodes.span(), batch_features);
-        const models::MatrixView<const float> bx{batch_features.data(), static_cast<int64_t>(batch.input_nodes.size()),
-                                                 d.features.cols()};
+        models::MatrixView<const float> bx = x.cview();
+        if (!full_batch) {
+          batch_features.resize(batch.input_nodes.size() * static_cast<std::size_t>(d.features.cols()));
+          d.features.gather(batch.input_nodes.span(), batch_features);
+          bx = {batch_features.data(), static_cast<int64_t>(batch.input_nodes.size()), d.features.cols()};
+        }
         batch_labels.resize(batch.targets.size());
-        batch_rows.resize(batch.targets.size());
         for (std::size_t i = 0; i < batch.targets.size(); ++i) {
           batch_labels[i] = labels[static_cast<std::size_t>(batch.targets[i])];
-          batch_rows[i] = static_cast<int32_t>(i);
         }
         stages.gather += stage.seconds();
-        batch_blocks.clear();
-        for (const auto& b : batch.blocks) batch_blocks.push_back(&b);
-        const double batch_loss = train_step(model, *optimizer, batch_blocks, bx, batch_labels, batch_rows,
-                                             core::rng_key(c.run.seed, {static_cast<uint64_t>(epoch),
-                                                                        static_cast<uint64_t>(spec.index)}),
-                                             dlogits, stages);
-        weighted += batch_loss * static_cast<double>(batch.targets.size());
-        seen += batch.targets.size();
+        const auto blocks = batch.layer_blocks(num_layers);
+        const double batch_loss =
+            train_step(model, *optimizer, blocks, bx, batch_labels, batch.loss_rows.span(), batch.loss_weights.span(),
+                       core::rng_key(c.run.seed, {static_cast<uint64_t>(epoch), static_cast<uint64_t>(batch.index)}),
+                       dlogits, stages);
+        weighted += batch_loss * static_cast<double>(batch.loss_rows.size());
+        counted += batch.loss_rows.size();
       }
-      loss = seen > 0 ? weighted / static_cast<double>(seen) : 0.0;
     }
+    const double loss = counted > 0 ? weighted / static_cast<double>(counted) : 0.0;
     epoch_times.push_back(epoch_watch.seconds());
     epochs_run = epoch;
 
@@ -170,7 +163,18 @@ nlohmann::json train_on_cpu(const config::ExperimentConfig& c, const graph::Data
     const bool evaluate = epoch % c.pipeline.eval_every == 0 || epoch == c.run.epochs;
     if (evaluate) {
       core::Stopwatch stage;
-      const auto eval_logits = model.forward(blocks, x.cview(), false, core::RngKey{});
+      models::Matrix<float> layerwise;
+      models::MatrixView<const float> eval_logits;
+      if (full_batch) {  // the full graph's block is at hand: one forward over it
+        auto ws = sampler->make_workspace();
+        const graph::MiniBatch whole = sampler->sample(samplers::BatchSpec{epoch, 0, {}, {}}, *ws);
+        eval_logits = model.forward(whole.layer_blocks(num_layers), x.cview(), false, core::RngKey{});
+      } else {
+        layerwise = pipeline::infer_layerwise(
+            model, d.graph, d.features,
+            {.chunk_nodes = c.sampler.eval_chunk_nodes, .parallel_chunks = c.pipeline.sampler_threads});
+        eval_logits = layerwise.cview();
+      }
       row.train_acc = models::cpu::accuracy<float>(eval_logits, labels, train);
       row.val_acc = val.empty() ? NAN : models::cpu::accuracy<float>(eval_logits, labels, val);
       row.test_acc = test.empty() ? NAN : models::cpu::accuracy<float>(eval_logits, labels, test);
@@ -209,7 +213,7 @@ nlohmann::json train_on_cpu(const config::ExperimentConfig& c, const graph::Data
       {"epochs", epochs_run},
       {"epoch_time_s", median(epoch_times)},
       {"device", c.run.device.str()},
-      {"mode", sampled ? "sampled (sequential)" : "full-batch"},
+      {"mode", full_batch ? "full-batch" : fmt::format("{} (sequential)", samplers::to_string(c.sampler.type))},
       {"params_checksum", fmt::format("{:016x}", model.params().checksum())},
       {"num_parameters", model.params().values().size()},
       {"stages",

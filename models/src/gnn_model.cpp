@@ -86,6 +86,17 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
 }
 
 template <class T>
+void GnnModel<T>::infer_layer(std::size_t l, const graph::Block& block, MatrixView<const T> x, MatrixView<T> y) {
+  GNNPIPE_CHECK(l < layers_.size(), "layer {} of a {}-layer model", l, layers_.size());
+  GNNPIPE_CHECK(x.rows == block.num_src && y.rows == block.num_dst && y.cols == layers_[l]->out_dim(),
+                "infer_layer {}: x {} and y {} do not fit a block of {} sources, {} destinations (out {})", l,
+                shape_str(x), shape_str(y), block.num_src, block.num_dst, layers_[l]->out_dim());
+  training_ = false;
+  layers_[l]->forward(block, x, y, LayerContext{false, core::RngKey{}});
+  if (l + 1 < layers_.size()) activate(y);
+}
+
+template <class T>
 void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits) {
   const T p = static_cast<T>(options_.dropout);
   // grad_/next_ are members so their capacity is reused by every backward (no allocation per step).

@@ -52,10 +52,10 @@ TEST_CASE("usage errors exit 2", "[cli]") {
 
 TEST_CASE("what has not landed exits 2 and says so in one line", "[cli]") {
   gnnpipe::test::TempDir dir;
-  const auto r = cli({"run", GNNPIPE_SOURCE_DIR "/configs/quickstart.yaml", "--set", "sampler.type=cluster", "--out",
+  const auto r = cli({"run", GNNPIPE_SOURCE_DIR "/configs/quickstart.yaml", "--set", "model.type=ggnn", "--out",
                       (dir / "run").c_str()});
   CHECK(r.code == 2);
-  CHECK(r.err.find("sampler.type: 'cluster' is not available yet") != std::string::npos);
+  CHECK(r.err.find("model.type: 'ggnn' is not available yet") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "run"));  // refused before a run directory is made
   CHECK(r.err.find('\n') == r.err.size() - 1);
   CHECK(cli({"bench", "x.yaml"}).code == 2);

@@ -96,6 +96,40 @@ TEST_CASE("the type-specific keys: attention models and optimizers", "[config]")
   CHECK_THROWS_WITH(with("optimizer: {type: sgd, beta1: 0.9}"), Catch::Contains("optimizer.beta1: only for type adam"));
 }
 
+TEST_CASE("the sampler keys of each type: defaults, required keys and keys for other types", "[config]") {
+  using Catch::Contains;
+  CHECK(with("sampler: {type: neighbor}").sampler.batch_size == 1024);
+  CHECK(with("sampler: {type: saint_rw}").sampler.batch_size == 3000);
+  CHECK(with("sampler: {type: saint_node}").sampler.batch_size == 6000);
+  CHECK(with("sampler: {type: saint_edge}").sampler.batch_size == 4000);
+  const auto rw = with("sampler: {type: saint_rw, batch_size: 50, walk_length: 4, steps_per_epoch: 7, norm_samples: 9, "
+                       "normalize: false, eval_chunk_nodes: 100}");
+  CHECK(rw.sampler.walk_length == 4);
+  CHECK(rw.sampler.steps_per_epoch == 7);
+  CHECK(rw.sampler.norm_samples == 9);
+  CHECK_FALSE(rw.sampler.normalize);
+  CHECK(rw.sampler.eval_chunk_nodes == 100);
+  CHECK(rw.resolved["sampler"]["walk_length"].as<int>() == 4);
+  CHECK_FALSE(rw.resolved["sampler"]["fanouts"]);  // the resolved config lists only the type's keys
+  const auto cl = with("sampler: {type: cluster, num_parts: 40, batch_size: 4, diag_lambda: 0.5, cache_dir: /tmp/c}");
+  CHECK(cl.sampler.num_parts == 40);
+  CHECK(cl.sampler.batch_size == 4);
+  CHECK(cl.sampler.diag_lambda == 0.5);
+  CHECK(cl.sampler.cache_dir == "/tmp/c");
+  CHECK_THROWS_WITH(with("sampler: {type: cluster}"), Contains("sampler.num_parts: required for type cluster"));
+  CHECK_THROWS_WITH(with("sampler: {type: cluster, num_parts: 4, batch_size: 5}"),
+                    Contains("sampler.batch_size: 5 parts per batch, more than num_parts 4"));
+  CHECK_THROWS_WITH(with("sampler: {type: cluster, num_parts: 0}"), Contains("sampler.num_parts: must be >= 1, got 0"));
+  CHECK_THROWS_WITH(with("sampler: {type: saint_rw, walk_length: 0}"), Contains("sampler.walk_length: must be >= 1, got 0"));
+  CHECK_THROWS_WITH(with("sampler: {type: saint_node, walk_length: 2}"), Contains("sampler.walk_length: only for type saint_rw"));
+  CHECK_THROWS_WITH(with("sampler: {type: neighbor, num_parts: 2}"), Contains("sampler.num_parts: only for type cluster"));
+  CHECK_THROWS_WITH(with("sampler: {type: cluster, num_parts: 2, normalize: true}"),
+                    Contains("sampler.normalize: only for types saint_node, saint_edge, saint_rw"));
+  CHECK_THROWS_WITH(with("sampler: {type: full, batch_size: 2}"), Contains("sampler.batch_size: only for types other than full"));
+  CHECK_THROWS_WITH(with("sampler: {eval_chunk_nodes: 0}"), Contains("sampler.eval_chunk_nodes: must be >= 1, got 0"));
+  CHECK_THROWS_WITH(with("sampler: {type: saint_rw, walk_lenght: 2}"), Contains("did you mean 'walk_length'"));
+}
+
 TEST_CASE("every range check names the key and the value", "[config]") {
   using Catch::Contains;
   CHECK_THROWS_WITH(with("model: {layers: 0}"), Contains("model.layers: must be >= 1, got 0"));
@@ -203,7 +237,8 @@ TEST_CASE("a neighbor sampler has at most one fanout per model layer", "[config]
                     Catch::Contains("sampler.fanouts: has 3 entries but model.layers is 2"));
   CHECK_THROWS_WITH(parse(kCanonical, {"model.layers=2"}), Catch::Contains("model.layers is 2"));
   CHECK(with("model: {layers: 3}\nsampler: {fanouts: [10, 10]}").sampler.fanouts.size() == 2);
-  CHECK(with("model: {layers: 1}\nsampler: {type: full, fanouts: [10, 10]}").sampler.type == samplers::SamplerType::kFull);
+  CHECK_THROWS_WITH(with("model: {layers: 1}\nsampler: {type: full, fanouts: [10, 10]}"),
+                    Catch::Contains("sampler.fanouts: only for type neighbor"));
 }
 
 TEST_CASE("the resolved config has every default and parses back to the same config", "[config]") {

@@ -76,10 +76,29 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   root["model"] = model;
 
   YAML::Node sampler(YAML::NodeType::Map);
-  sampler["type"] = std::string(to_string(c.sampler.type));
-  sampler["fanouts"] = flow_list(c.sampler.fanouts);
-  sampler["batch_size"] = c.sampler.batch_size;
-  sampler["replace"] = c.sampler.replace;
+  {
+    using samplers::SamplerType;
+    const SamplerType t = c.sampler.type;
+    const bool saint = t == SamplerType::kSaintNode || t == SamplerType::kSaintEdge || t == SamplerType::kSaintRw;
+    sampler["type"] = std::string(to_string(t));
+    if (t == SamplerType::kNeighbor || every_key) {
+      sampler["fanouts"] = flow_list(c.sampler.fanouts);
+      sampler["replace"] = c.sampler.replace;
+    }
+    if (t != SamplerType::kFull || every_key) sampler["batch_size"] = c.sampler.batch_size;
+    if (t == SamplerType::kSaintRw || every_key) sampler["walk_length"] = c.sampler.walk_length;
+    if (saint || every_key) {
+      sampler["steps_per_epoch"] = c.sampler.steps_per_epoch;
+      sampler["norm_samples"] = c.sampler.norm_samples;
+      sampler["normalize"] = c.sampler.normalize;
+    }
+    if (t == SamplerType::kCluster || every_key) {
+      sampler["num_parts"] = c.sampler.num_parts;
+      sampler["diag_lambda"] = number(c.sampler.diag_lambda);
+      sampler["cache_dir"] = c.sampler.cache_dir.string();
+    }
+    sampler["eval_chunk_nodes"] = c.sampler.eval_chunk_nodes;
+  }
   root["sampler"] = sampler;
 
   YAML::Node optimizer(YAML::NodeType::Map);

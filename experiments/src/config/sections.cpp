@@ -112,17 +112,57 @@ models::OptimizerOptions parse_optimizer_section(ConfigMap s) {
 }
 
 samplers::SamplerOptions parse_sampler_section(ConfigMap s) {
+  using samplers::SamplerType;
   samplers::SamplerOptions o;
   o.type = parse_sampler_type(s.get("type", std::string(to_string(o.type))), s.key_path("type"));
-  if (auto fanouts = s.get_list_optional<int>("fanouts")) o.fanouts = std::move(*fanouts);
-  GNNPIPE_CHECK_CONFIG(!o.fanouts.empty(), "{}: must not be empty (one fanout per layer)", s.key_path("fanouts"));
-  for (std::size_t i = 0; i < o.fanouts.size(); ++i) {
-    GNNPIPE_CHECK_CONFIG(o.fanouts[i] > 0 || o.fanouts[i] == -1, "{}[{}]: must be > 0 or -1 (every neighbor), got {}",
-                         s.key_path("fanouts"), i, o.fanouts[i]);
+  const bool saint = o.type == SamplerType::kSaintNode || o.type == SamplerType::kSaintEdge || o.type == SamplerType::kSaintRw;
+  if (o.type == SamplerType::kNeighbor) {
+    if (auto fanouts = s.get_list_optional<int>("fanouts")) o.fanouts = std::move(*fanouts);
+    GNNPIPE_CHECK_CONFIG(!o.fanouts.empty(), "{}: must not be empty (one fanout per layer)", s.key_path("fanouts"));
+    for (std::size_t i = 0; i < o.fanouts.size(); ++i) {
+      GNNPIPE_CHECK_CONFIG(o.fanouts[i] > 0 || o.fanouts[i] == -1, "{}[{}]: must be > 0 or -1 (every neighbor), got {}",
+                           s.key_path("fanouts"), i, o.fanouts[i]);
+    }
+    o.replace = s.get("replace", o.replace);
+  } else {
+    reject_keys(s, {"fanouts", "replace"}, "type neighbor");
   }
-  o.batch_size = s.get("batch_size", o.batch_size);
-  check_at_least(s, "batch_size", o.batch_size, 1);
-  o.replace = s.get("replace", o.replace);
+  if (o.type != SamplerType::kFull) {
+    o.batch_size = s.get("batch_size", samplers::default_batch_size(o.type));
+    check_at_least(s, "batch_size", o.batch_size, 1);
+  } else {
+    reject_keys(s, {"batch_size"}, "types other than full");
+    o.batch_size = samplers::default_batch_size(o.type);
+  }
+  if (o.type == SamplerType::kSaintRw) {
+    o.walk_length = s.get("walk_length", o.walk_length);
+    check_at_least(s, "walk_length", o.walk_length, 1);
+  } else {
+    reject_keys(s, {"walk_length"}, "type saint_rw");
+  }
+  if (saint) {
+    o.steps_per_epoch = s.get("steps_per_epoch", o.steps_per_epoch);
+    check_at_least(s, "steps_per_epoch", o.steps_per_epoch, 0);
+    o.norm_samples = s.get("norm_samples", o.norm_samples);
+    check_at_least(s, "norm_samples", o.norm_samples, 0);
+    o.normalize = s.get("normalize", o.normalize);
+  } else {
+    reject_keys(s, {"steps_per_epoch", "norm_samples", "normalize"}, "types saint_node, saint_edge, saint_rw");
+  }
+  if (o.type == SamplerType::kCluster) {
+    o.num_parts = s.get("num_parts", o.num_parts);
+    GNNPIPE_CHECK_CONFIG(s.has("num_parts"), "{}: required for type cluster (METIS parts, e.g. 1500)", s.key_path("num_parts"));
+    check_at_least(s, "num_parts", o.num_parts, 1);
+    GNNPIPE_CHECK_CONFIG(o.batch_size <= o.num_parts, "{}: {} parts per batch, more than num_parts {}",
+                         s.key_path("batch_size"), o.batch_size, o.num_parts);
+    o.diag_lambda = s.get("diag_lambda", o.diag_lambda);
+    check_at_least(s, "diag_lambda", o.diag_lambda, 0.0);
+    o.cache_dir = s.get("cache_dir", std::string());
+  } else {
+    reject_keys(s, {"num_parts", "diag_lambda", "cache_dir"}, "type cluster");
+  }
+  o.eval_chunk_nodes = s.get("eval_chunk_nodes", o.eval_chunk_nodes);
+  check_at_least(s, "eval_chunk_nodes", o.eval_chunk_nodes, 1);
   s.finish();
   return o;
 }

@@ -5,7 +5,8 @@
 namespace gnnpipe::graph {
 
 std::vector<const Block*> MiniBatch::layer_blocks(std::size_t num_layers) const {
-  GNNPIPE_CHECK(blocks.size() == num_layers || (blocks.size() == 1 && blocks[0].num_dst == blocks[0].num_src),
+  GNNPIPE_CHECK(num_layers >= 1 && !blocks.empty() &&
+                    (blocks.size() == num_layers || (blocks.size() == 1 && blocks[0].num_dst == blocks[0].num_src)),
                 "batch {}: {} blocks for {} layers (need one per layer, or one shared square block)", index,
                 blocks.size(), num_layers);
   std::vector<const Block*> out;

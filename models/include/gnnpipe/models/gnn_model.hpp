@@ -34,6 +34,13 @@ class GnnModel {
   // with masks keyed by `dropout_key` (extended with the layer index).
   MatrixView<const T> forward(std::span<const graph::Block* const> blocks, MatrixView<const T> x, bool training,
                               core::RngKey dropout_key);
+  // Inference through layer l alone, without dropout: y = act(layer_l(block, x)) for l < L - 1 and
+  // the logits for the last layer; y is [block.num_dst x layer_out_dim(l)]. The building block of
+  // layer-wise full-neighbor inference (all nodes through layer 0 in chunks, then layer 1, ...).
+  // Invalidates what the last forward kept: no backward() may follow until the next forward().
+  void infer_layer(std::size_t l, const graph::Block& block, MatrixView<const T> x, MatrixView<T> y);
+  int64_t layer_out_dim(std::size_t l) const { return layers_.at(l)->out_dim(); }
+
   // Accumulates parameter gradients for d(loss)/d(logits) of the last forward.
   void backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits);
 

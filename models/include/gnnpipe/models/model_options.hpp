@@ -21,6 +21,10 @@ struct ModelOptions {
 };
 
 // True for the models that read heads, concat_heads and attention_dropout.
+// The layer types this build can construct (GnnModel throws ConfigError for the others).
+constexpr bool is_implemented(ModelType type) {
+  return type == ModelType::kGcn || type == ModelType::kSage || type == ModelType::kGat;
+}
 constexpr bool has_attention(ModelType type) { return type == ModelType::kGat || type == ModelType::kGaan; }
 
 constexpr std::string_view to_string(ModelType type) {

@@ -1,0 +1,51 @@
+#include "gnnpipe/experiments/training_sampler.hpp"
+
+#include <cstdlib>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/samplers/full_batch_sampler.hpp"
+#include "gnnpipe/samplers/neighbor_sampler.hpp"
+
+namespace gnnpipe::experiments {
+namespace {
+
+std::filesystem::path env_path(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && value[0] != '\0' ? std::filesystem::path(value) : std::filesystem::path();
+}
+
+}  // namespace
+
+std::filesystem::path partition_cache_dir(const samplers::SamplerOptions& options) {
+  if (!options.cache_dir.empty()) return options.cache_dir;
+  if (auto dir = env_path("GNNPIPE_CACHE_DIR"); !dir.empty()) return dir;
+  if (auto dir = env_path("XDG_CACHE_HOME"); !dir.empty()) return dir / "gnnpipe";
+  if (auto dir = env_path("HOME"); !dir.empty()) return dir / ".cache" / "gnnpipe";
+  return {};
+}
+
+std::unique_ptr<samplers::Sampler> make_training_sampler(const config::ExperimentConfig& c, const graph::Dataset& d,
+                                                         graph::BlockNorm norm, std::size_t num_layers) {
+  using samplers::SamplerType;
+  const auto& s = c.sampler;
+  std::vector<graph::NodeId> train(d.splits.train.begin(), d.splits.train.end());
+  switch (s.type) {
+    case SamplerType::kFull:
+      return std::make_unique<samplers::FullBatchSampler>(d.graph, std::move(train), norm, num_layers);
+    case SamplerType::kNeighbor:
+      GNNPIPE_CHECK_CONFIG(s.fanouts.size() == num_layers, "sampler.fanouts: {} hops for model.layers {}; give one fanout per layer",
+                           s.fanouts.size(), num_layers);
+      return std::make_unique<samplers::NeighborSampler>(
+          d.graph, std::move(train),
+          samplers::NeighborSamplerOptions{.fanouts = s.fanouts, .batch_size = s.batch_size, .replace = s.replace,
+                                           .shuffle = true, .seed = c.run.seed, .norm = norm});
+    case SamplerType::kSaintNode:
+    case SamplerType::kSaintEdge:
+    case SamplerType::kSaintRw:
+    case SamplerType::kCluster:
+      break;
+  }
+  GNNPIPE_THROW(ConfigError, "sampler.type: '{}' is not available yet", samplers::to_string(s.type));
+}
+
+}  // namespace gnnpipe::experiments

@@ -1,0 +1,61 @@
+#include "gnnpipe/pipeline/layerwise_inference.hpp"
+
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/samplers/inference_sampler.hpp"
+#include "gnnpipe/samplers/parallel_sampler.hpp"
+
+namespace gnnpipe::pipeline {
+
+models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const graph::CsrGraph& graph,
+                                      const graph::FeatureStore& features, const LayerwiseInferenceOptions& options) {
+  GNNPIPE_CHECK_CONFIG(options.parallel_chunks >= 1, "inference: parallel_chunks must be >= 1, got {}",
+                       options.parallel_chunks);
+  GNNPIPE_CHECK(features.rows() == graph.num_nodes(), "inference: {} feature rows for a graph of {} nodes",
+                features.rows(), graph.num_nodes());
+  const auto sampler = samplers::make_inference_sampler(graph, model.block_norm(), options.chunk_nodes);
+  samplers::ParallelSampler parallel(*sampler);
+  const std::vector<samplers::BatchSpec> plan = sampler->plan_epoch(0);
+  const auto window = static_cast<std::size_t>(options.parallel_chunks);
+
+  models::Matrix<float> previous;  // the last layer's outputs for every node (empty before layer 0)
+  std::vector<float> input;        // one chunk's input rows, reused
+  for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    const int64_t in_cols = l == 0 ? features.cols() : previous.cols();
+    models::Matrix<float> out(graph.num_nodes(), model.layer_out_dim(l));
+    for (std::size_t begin = 0; begin < plan.size(); begin += window) {
+      const std::size_t end = std::min(plan.size(), begin + window);
+      const auto chunks = parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(begin, end - begin));
+      for (const graph::MiniBatch& chunk : chunks) {
+        const graph::Block& block = chunk.blocks.front();
+        const std::size_t rows = chunk.input_nodes.size();
+        input.resize(rows * static_cast<std::size_t>(in_cols));
+        if (l == 0) {
+          features.gather(chunk.input_nodes.span(), input);
+        } else {
+          const auto cols = static_cast<std::size_t>(in_cols);
+          tbb::parallel_for(tbb::blocked_range<std::size_t>(0, rows, 1024), [&](const tbb::blocked_range<std::size_t>& r) {
+            for (std::size_t i = r.begin(); i != r.end(); ++i) {
+              const float* src = previous.data() + static_cast<std::size_t>(chunk.input_nodes[i]) * cols;
+              std::copy(src, src + cols, input.begin() + static_cast<std::ptrdiff_t>(i * cols));
+            }
+          });
+        }
+        // The chunk's destinations are consecutive node ids (the plan lists nodes in id order).
+        const graph::NodeId first = chunk.targets[0];
+        GNNPIPE_CHECK(chunk.targets[chunk.targets.size() - 1] == first + block.num_dst - 1,
+                      "inference: chunk {} does not hold consecutive destinations", chunk.index);
+        const models::MatrixView<float> y{out.data() + static_cast<int64_t>(first) * out.cols(), block.num_dst, out.cols()};
+        model.infer_layer(l, block, models::MatrixView<const float>{input.data(), static_cast<int64_t>(rows), in_cols}, y);
+      }
+    }
+    previous = std::move(out);
+  }
+  return previous;
+}
+
+}  // namespace gnnpipe::pipeline

@@ -1,0 +1,28 @@
+#include "gnnpipe/samplers/parallel_sampler.hpp"
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+namespace gnnpipe::samplers {
+
+struct ParallelSampler::Workspaces {
+  explicit Workspaces(const Sampler& sampler) : per_thread([&sampler] { return sampler.make_workspace(); }) {}
+  tbb::enumerable_thread_specific<std::unique_ptr<SamplerWorkspace>> per_thread;
+};
+
+ParallelSampler::ParallelSampler(const Sampler& sampler)
+    : sampler_(sampler), workspaces_(std::make_unique<Workspaces>(sampler)) {}
+
+ParallelSampler::~ParallelSampler() = default;
+
+std::vector<graph::MiniBatch> ParallelSampler::sample(std::span<const BatchSpec> specs) {
+  std::vector<graph::MiniBatch> batches(specs.size());
+  // One batch per task: batches are large units of work (milliseconds), so grain 1 balances best.
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, specs.size(), 1), [&](const tbb::blocked_range<std::size_t>& r) {
+    SamplerWorkspace& ws = *workspaces_->per_thread.local();
+    for (std::size_t i = r.begin(); i != r.end(); ++i) batches[i] = sampler_.sample(specs[i], ws);
+  });
+  return batches;
+}
+
+}  // namespace gnnpipe::samplers
