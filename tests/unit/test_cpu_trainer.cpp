@@ -96,7 +96,8 @@ TEST_CASE("neighbor-sampled training learns, reports its stages and is thread-co
     tbb::global_control single(tbb::global_control::max_allowed_parallelism, 1);
     const auto s = train(kTiny, sampled, dir, "s1");
     CHECK(s["test_accuracy"].get<double>() > 0.6);
-    CHECK(s["mode"] == "neighbor (sequential)");
+    CHECK(s["mode"] == "pipelined");
+    CHECK(s["sampler"] == "neighbor");
     CHECK(s["stages"]["sample"].get<double>() > 0);
     CHECK(s["stages"]["gather"].get<double>() > 0);
     one = s["params_checksum"].get<std::string>();

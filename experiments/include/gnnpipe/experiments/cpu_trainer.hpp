@@ -1,20 +1,23 @@
 #pragma once
-// Training on the CPU backend, one batch after another (the pipeline, issue #6, overlaps them):
-//   sampler.type: full      the whole graph is one Block per layer, one step per epoch;
-//   sampler.type: neighbor  mini-batches from the neighbor sampler (fanouts in PyG order, one
-//                           per model layer), one step per batch.
-// Every `pipeline.eval_every` epochs (and at the last) it evaluates train/val/test accuracy with
-// full-neighbor inference over the whole graph and without dropout (what published accuracies use). The best validation epoch is
-// selected (ties: the earliest), `run.patience` stops early. One line per epoch goes to the log;
-// a metrics.csv row per epoch and, only when training completed, summary.json go to the run
-// directory. Sampled training comes with the samplers (issue #5), CUDA with issue #7.
+// Training an experiment on the CPU backend through pipeline::run_training (DESIGN §3): the
+// sampler of `sampler.type` (full, neighbor, saint_*, cluster), `pipeline.mode` pipelined (flow
+// graph, evaluation overlapped with the next epoch) or sequential (the baseline). Every
+// `pipeline.eval_every` epochs (and at the last) train/val/test accuracy come from layer-wise
+// full-neighbor inference without dropout (what published accuracies use). The best validation
+// epoch is selected (ties: the earliest), `run.patience` stops early. One line per epoch goes to
+// the log with a verdict on what bounded it; a metrics.csv row per epoch and, only when training
+// completed, summary.json go to the run directory. CUDA training comes with issue #7.
 #include <filesystem>
+#include <functional>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 #include "gnnpipe/graph/dataset.hpp"
+#include "gnnpipe/pipeline/pipeline_options.hpp"
+#include "gnnpipe/pipeline/stage_stats.hpp"
 
 namespace gnnpipe::experiments {
 
@@ -27,8 +30,14 @@ void check_cpu_training_supported(const config::ExperimentConfig& config);
 // is created, so a bad dataset leaves nothing behind.
 graph::Dataset load_training_dataset(const config::ExperimentConfig& config, const std::filesystem::path& data_dir);
 
+struct TrainOptions {
+  bool trace = false;                              // write trace.json into the run directory
+  std::optional<pipeline::PipelineMode> mode;      // overrides pipeline.mode (gnnpipe bench)
+  std::function<void(pipeline::Stage, int, int64_t)> fault;  // failure injection (tests)
+};
+
 // Trains `config` on `dataset` (from load_training_dataset) and returns the summary it wrote.
 nlohmann::json train_on_cpu(const config::ExperimentConfig& config, const graph::Dataset& dataset,
-                                RunDirectory& run_dir);
+                            RunDirectory& run_dir, const TrainOptions& options = {});
 
 }  // namespace gnnpipe::experiments

@@ -1,0 +1,56 @@
+#pragma once
+// A batch packed into one contiguous byte range (a staging slot), so that it crosses to the device
+// in one copy (DESIGN §3): the gathered feature rows, the labels of the targets, the loss rows and
+// weights, and every block's arrays (CSR, weights, transpose). Sections are 256-byte aligned (the
+// CUDA allocation granularity that keeps every section aligned for vector loads).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "gnnpipe/graph/feature_store.hpp"
+#include "gnnpipe/graph/mini_batch.hpp"
+#include "gnnpipe/models/matrix.hpp"
+
+namespace gnnpipe::pipeline {
+
+struct Section {
+  std::size_t offset = 0;
+  std::size_t bytes = 0;
+};
+
+struct BlockSections {
+  graph::NodeId num_dst = 0, num_src = 0;
+  Section offsets, indices, weights, t_offsets, t_indices, t_edges;
+};
+
+// Where each array of a batch lives in its packed form.
+struct BatchLayout {
+  int64_t feature_rows = 0, feature_cols = 0;
+  Section features, labels, loss_rows, loss_weights;
+  std::vector<BlockSections> blocks;  // as in MiniBatch::blocks (one shared block stays one)
+  std::size_t total_bytes = 0;
+
+  static BatchLayout of(const graph::MiniBatch& batch, int64_t feature_cols);
+};
+
+// Writes `batch` into `dst` (layout.total_bytes bytes): features gathered straight from `features`
+// (no intermediate copy; the gather is parallel), labels[targets[i]] for every target, and the
+// arrays of the batch. `labels` is indexed by global node id.
+void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& features, std::span<const int32_t> labels,
+                const BatchLayout& layout, std::byte* dst);
+
+// A packed batch read in place from host-accessible memory (a slot, or device memory of the CPU
+// backend): views into the bytes, kept alive by `owner`. The blocks alias the packed arrays.
+struct PackedBatchView {
+  models::MatrixView<const float> features;
+  std::span<const int32_t> labels;     // per target
+  std::span<const int32_t> loss_rows;
+  std::span<const float> loss_weights;
+  std::vector<graph::Block> blocks;
+
+  static PackedBatchView of(const BatchLayout& layout, std::shared_ptr<const void> owner, std::byte* base);
+};
+
+}  // namespace gnnpipe::pipeline

@@ -1,0 +1,111 @@
+#include "gnnpipe/pipeline/packed_batch.hpp"
+
+#include <cstring>
+
+#include "gnnpipe/core/check.hpp"
+
+namespace gnnpipe::pipeline {
+namespace {
+
+constexpr std::size_t kAlign = 256;
+
+class Packer {
+ public:
+  template <class T>
+  Section add(std::size_t count) {
+    Section s{end_, count * sizeof(T)};
+    end_ = (end_ + s.bytes + kAlign - 1) / kAlign * kAlign;
+    return s;
+  }
+  std::size_t end() const { return end_; }
+
+ private:
+  std::size_t end_ = 0;
+};
+
+template <class T>
+void put(std::byte* base, Section s, const graph::HostArray<T>& a) {
+  if (s.bytes > 0) std::memcpy(base + s.offset, a.data(), s.bytes);
+}
+
+template <class T>
+graph::HostArray<T> view(const std::shared_ptr<const void>& owner, std::byte* base, Section s) {
+  return graph::HostArray<T>::view(owner, reinterpret_cast<T*>(base + s.offset), s.bytes / sizeof(T));
+}
+
+}  // namespace
+
+BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols) {
+  BatchLayout l;
+  Packer p;
+  l.feature_rows = static_cast<int64_t>(batch.input_nodes.size());
+  l.feature_cols = feature_cols;
+  l.features = p.add<float>(static_cast<std::size_t>(l.feature_rows * feature_cols));
+  l.labels = p.add<int32_t>(batch.targets.size());
+  l.loss_rows = p.add<int32_t>(batch.loss_rows.size());
+  l.loss_weights = p.add<float>(batch.loss_weights.size());
+  for (const graph::Block& b : batch.blocks) {
+    BlockSections s;
+    s.num_dst = b.num_dst;
+    s.num_src = b.num_src;
+    s.offsets = p.add<graph::EdgeOffset>(b.offsets.size());
+    s.indices = p.add<graph::NodeId>(b.indices.size());
+    s.weights = p.add<float>(b.weights.size());
+    s.t_offsets = p.add<graph::EdgeOffset>(b.t_offsets.size());
+    s.t_indices = p.add<graph::NodeId>(b.t_indices.size());
+    s.t_edges = p.add<graph::EdgeOffset>(b.t_edges.size());
+    l.blocks.push_back(s);
+  }
+  l.total_bytes = p.end();
+  return l;
+}
+
+void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& features, std::span<const int32_t> labels,
+                const BatchLayout& layout, std::byte* dst) {
+  GNNPIPE_CHECK(features.cols() == layout.feature_cols, "pack: features have {} columns, the layout {}",
+                features.cols(), layout.feature_cols);
+  features.gather(batch.input_nodes.span(),
+                  std::span<float>(reinterpret_cast<float*>(dst + layout.features.offset),
+                                   layout.features.bytes / sizeof(float)));
+  auto* target_labels = reinterpret_cast<int32_t*>(dst + layout.labels.offset);
+  for (std::size_t i = 0; i < batch.targets.size(); ++i) {
+    const auto v = static_cast<std::size_t>(batch.targets[i]);
+    GNNPIPE_CHECK(v < labels.size(), "pack: target {} has no label ({} labels)", v, labels.size());
+    target_labels[i] = labels[v];
+  }
+  put(dst, layout.loss_rows, batch.loss_rows);
+  put(dst, layout.loss_weights, batch.loss_weights);
+  for (std::size_t k = 0; k < batch.blocks.size(); ++k) {
+    const graph::Block& b = batch.blocks[k];
+    const BlockSections& s = layout.blocks[k];
+    put(dst, s.offsets, b.offsets);
+    put(dst, s.indices, b.indices);
+    put(dst, s.weights, b.weights);
+    put(dst, s.t_offsets, b.t_offsets);
+    put(dst, s.t_indices, b.t_indices);
+    put(dst, s.t_edges, b.t_edges);
+  }
+}
+
+PackedBatchView PackedBatchView::of(const BatchLayout& layout, std::shared_ptr<const void> owner, std::byte* base) {
+  PackedBatchView v;
+  v.features = {reinterpret_cast<const float*>(base + layout.features.offset), layout.feature_rows, layout.feature_cols};
+  v.labels = {reinterpret_cast<const int32_t*>(base + layout.labels.offset), layout.labels.bytes / sizeof(int32_t)};
+  v.loss_rows = {reinterpret_cast<const int32_t*>(base + layout.loss_rows.offset), layout.loss_rows.bytes / sizeof(int32_t)};
+  v.loss_weights = {reinterpret_cast<const float*>(base + layout.loss_weights.offset), layout.loss_weights.bytes / sizeof(float)};
+  for (const BlockSections& s : layout.blocks) {
+    graph::Block b;
+    b.num_dst = s.num_dst;
+    b.num_src = s.num_src;
+    b.offsets = view<graph::EdgeOffset>(owner, base, s.offsets);
+    b.indices = view<graph::NodeId>(owner, base, s.indices);
+    b.weights = view<float>(owner, base, s.weights);
+    b.t_offsets = view<graph::EdgeOffset>(owner, base, s.t_offsets);
+    b.t_indices = view<graph::NodeId>(owner, base, s.t_indices);
+    b.t_edges = view<graph::EdgeOffset>(owner, base, s.t_edges);
+    v.blocks.push_back(std::move(b));
+  }
+  return v;
+}
+
+}  // namespace gnnpipe::pipeline

@@ -1,0 +1,35 @@
+#include "stage_failure.hpp"
+
+#include "gnnpipe/core/error.hpp"
+
+namespace gnnpipe::pipeline::detail {
+namespace {
+
+template <class E>
+std::exception_ptr prefixed(const E& e, const std::string& context) {
+  return std::make_exception_ptr(E(context + e.message(), core::SourceLocation{e.file(), e.line(), e.expression()}));
+}
+
+}  // namespace
+
+std::exception_ptr with_context(std::exception_ptr error, const std::string& context) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const core::ConfigError& e) {
+    return prefixed(e, context);
+  } catch (const core::DataError& e) {
+    return prefixed(e, context);
+  } catch (const core::OutOfBudget& e) {
+    return prefixed(e, context);
+  } catch (const core::CudaError& e) {
+    return prefixed(e, context);
+  } catch (const core::Error& e) {
+    return prefixed(e, context);
+  } catch (const std::exception& e) {
+    return std::make_exception_ptr(core::Error(context + e.what(), core::SourceLocation{__FILE__, __LINE__, ""}));
+  } catch (...) {
+    return std::make_exception_ptr(core::Error(context + "unknown exception", core::SourceLocation{__FILE__, __LINE__, ""}));
+  }
+}
+
+}  // namespace gnnpipe::pipeline::detail

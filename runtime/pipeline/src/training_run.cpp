@@ -1,0 +1,547 @@
+#include "gnnpipe/pipeline/training_run.hpp"
+
+#include <fmt/format.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/flow_graph.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "dedicated_stage.hpp"
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/stream.hpp"
+#include "gnnpipe/memory/staging_pool.hpp"
+#include "gnnpipe/models/ops/loss.hpp"
+#include "gnnpipe/models/ops/metrics.hpp"
+#include "gnnpipe/pipeline/layerwise_inference.hpp"
+#include "gnnpipe/pipeline/packed_batch.hpp"
+#include "stage_failure.hpp"
+
+namespace gnnpipe::pipeline {
+namespace {
+
+using samplers::BatchSpec;
+
+// One batch on its way through the stages.
+struct Item {
+  BatchSpec spec;
+  int epoch = 0;
+  int64_t seq = 0;           // position in the whole run (the sequencer's order)
+  bool last_in_epoch = false;
+  int slot = -1;             // staging slot held from the join until the copy completed
+  int device_slot = -1;      // device slot held from the second join until the train step was queued
+  BatchLayout layout;
+  std::size_t loss_rows = 0;  // 0: nothing to train on (a subgraph without training nodes)
+};
+
+std::string describe(const Item& item) { return fmt::format("batch {} of epoch {}", item.spec.index, item.epoch); }
+std::string context(Stage stage, const Item& item) { return fmt::format("stage {}, {}: ", to_string(stage), describe(item)); }
+
+// Best-epoch selection and early stopping (ties: the earliest epoch).
+struct EvalTracker {
+  int patience = 0, eval_every = 1;
+  int best_epoch = 0, since_best = 0;
+  double best_val = -1, test_at_best = 0, train_at_best = 0;
+  bool has_val = true;
+
+  // Returns true when training should stop after this epoch.
+  bool add(const EpochResult& r) {
+    if (!r.evaluated) return false;
+    const double score = has_val ? r.val_acc : r.train_acc;
+    if (score > best_val) {
+      best_val = score;
+      best_epoch = r.epoch;
+      test_at_best = r.test_acc;
+      train_at_best = r.train_acc;
+      since_best = 0;
+    } else {
+      since_best += eval_every;
+    }
+    return patience > 0 && since_best >= patience;
+  }
+};
+
+// The stage functions both modes call, and the state they share.
+class Stages {
+ public:
+  explicit Stages(const TrainingSetup& s)
+      : s_(s),
+        staging_(std::max(1, s.pipeline.staging_slots),
+                 s.device.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost, core::Device::cpu()),
+        device_slots_(std::max(1, s.pipeline.staging_slots), core::MemoryKind::kDevice, s.device),
+        copy_stream_(s.device),
+        train_stream_(s.device),
+        eval_stream_(s.device),
+        epoch_end_(s.device),
+        snapshot_done_(s.device),
+        eval_model_(s.model_options, s.data.features.cols(), s.data.labels.num_classes, s.seed) {
+    for (int i = 0; i < device_slots_.size(); ++i) {
+      copied_.emplace_back(s.device);
+      released_.emplace_back(s.device);
+    }
+  }
+
+  const TrainingSetup& setup() const { return s_; }
+  int slots() const { return staging_.size(); }
+  std::size_t staging_bytes() const { return staging_.bytes(); }
+
+  void fault(Stage stage, const Item& item) const {
+    if (s_.fault) s_.fault(stage, item.epoch, item.spec.index);
+  }
+
+  // Sample the batch.
+  graph::MiniBatch sample(const Item& item, samplers::SamplerWorkspace& ws) {
+    const double t0 = s_.recorder.now();
+    fault(Stage::kSample, item);
+    graph::MiniBatch batch = s_.sampler.sample(item.spec, ws);
+    s_.recorder.record(Stage::kSample, item.epoch, item.spec.index, t0, s_.recorder.now());
+    return batch;
+  }
+
+  // Gather its features and pack it into its staging slot.
+  void gather(Item& item, const graph::MiniBatch& batch) {
+    const double t0 = s_.recorder.now();
+    fault(Stage::kGather, item);
+    item.layout = BatchLayout::of(batch, s_.data.features.cols());
+    item.loss_rows = batch.loss_rows.size();
+    memory::StagingSlot& slot = staging_.slot(item.slot);
+    slot.ensure(item.layout.total_bytes);
+    pack_batch(batch, s_.data.features, s_.data.labels.single.span(), item.layout, slot.data());
+    s_.recorder.record(Stage::kGather, item.epoch, item.spec.index, t0, s_.recorder.now());
+  }
+
+  // Queue the copy of the staging slot into the device slot on the copy stream (after the last
+  // train step that read that device slot) and wait until it completed, so the staging slot can go back.
+  void transfer(const Item& item) {
+    const double t0 = s_.recorder.now();
+    fault(Stage::kTransfer, item);
+    memory::StagingSlot& dst = device_slots_.slot(item.device_slot);
+    if (dst.capacity() < item.layout.total_bytes) {
+      released_[static_cast<std::size_t>(item.device_slot)].synchronize();  // no step still reads it
+      dst.ensure(item.layout.total_bytes);
+    }
+    copy_stream_.wait(released_[static_cast<std::size_t>(item.device_slot)]);
+    core::copy_async(dst.buffer(), 0, staging_.slot(item.slot).buffer(), 0, item.layout.total_bytes, copy_stream_);
+    auto& copied = copied_[static_cast<std::size_t>(item.device_slot)];
+    copied.record(copy_stream_);
+    copied.synchronize();
+    s_.recorder.record(Stage::kTransfer, item.epoch, item.spec.index, t0, s_.recorder.now());
+  }
+
+  // One optimizer step on the batch in its device slot; returns its loss.
+  double train(const Item& item) {
+    const double t0 = s_.recorder.now();
+    fault(Stage::kTrain, item);
+    const auto dev = static_cast<std::size_t>(item.device_slot);
+    train_stream_.wait(copied_[dev]);
+    const PackedBatchView view =
+        PackedBatchView::of(item.layout, nullptr, device_slots_.slot(item.device_slot).data());
+    const std::size_t layers = s_.model.num_layers();
+    GNNPIPE_CHECK(view.blocks.size() == layers || (view.blocks.size() == 1 && view.blocks[0].num_dst == view.blocks[0].num_src),
+                  "{} blocks for a {}-layer model", view.blocks.size(), layers);
+    std::vector<const graph::Block*> blocks;
+    for (std::size_t l = 0; l < layers; ++l) blocks.push_back(&view.blocks[view.blocks.size() == 1 ? 0 : l]);
+    s_.model.params().zero_grad();
+    const auto logits = s_.model.forward(
+        blocks, view.features, true,
+        core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)}));
+    if (dlogits_.rows() != logits.rows || dlogits_.cols() != logits.cols) dlogits_ = models::Matrix<float>(logits.rows, logits.cols);
+    const double loss = models::cpu::log_softmax_nll<float>(logits, view.labels, view.loss_rows, view.loss_weights, dlogits_.view());
+    s_.model.backward(blocks, dlogits_.cview());
+    s_.optimizer.step(s_.model.params());
+    released_[dev].record(train_stream_);
+    s_.recorder.record(Stage::kTrain, item.epoch, item.spec.index, t0, s_.recorder.now());
+    return loss;
+  }
+
+  // At an epoch's end, on the train thread: the eval stream waits for the epoch's last step, copies
+  // the parameters into the evaluation twin, and the train stream waits for that copy before its
+  // next step. (On the CPU backend the copy runs inline here.)
+  void snapshot() {
+    epoch_end_.record(train_stream_);
+    eval_stream_.wait(epoch_end_);
+    const auto from = s_.model.params().values();
+    auto to = eval_model_.params().values();
+    std::copy(from.begin(), from.end(), to.begin());
+    snapshot_done_.record(eval_stream_);
+    train_stream_.wait(snapshot_done_);
+  }
+
+  // Layer-wise full-neighbor inference of the snapshot; fills the accuracies of `r`.
+  void evaluate(EpochResult& r) {
+    const double t0 = s_.recorder.now();
+    if (s_.fault) s_.fault(Stage::kEval, r.epoch, -1);
+    const auto logits = infer_layerwise(eval_model_, s_.data.graph, s_.data.features,
+                                        {.chunk_nodes = s_.eval_chunk_nodes, .parallel_chunks = s_.pipeline.sampler_threads});
+    const auto labels = s_.data.labels.single.span();
+    const auto& sp = s_.data.splits;
+    r.evaluated = true;
+    r.train_acc = models::cpu::accuracy<float>(logits.cview(), labels, sp.train.span());
+    r.val_acc = sp.val.empty() ? NAN : models::cpu::accuracy<float>(logits.cview(), labels, sp.val.span());
+    r.test_acc = sp.test.empty() ? NAN : models::cpu::accuracy<float>(logits.cview(), labels, sp.test.span());
+    eval_stream_.synchronize();
+    s_.recorder.record(Stage::kEval, r.epoch, -1, t0, s_.recorder.now());
+  }
+
+  // Early stop: put the snapshot of the stopping epoch back into the model (the pipelined run may
+  // already have stepped into the next epoch).
+  void restore_snapshot() {
+    const auto from = eval_model_.params().values();
+    auto to = s_.model.params().values();
+    std::copy(from.begin(), from.end(), to.begin());
+  }
+
+  void drain() {
+    copy_stream_.synchronize();
+    train_stream_.synchronize();
+    eval_stream_.synchronize();
+  }
+
+ private:
+  const TrainingSetup& s_;
+  memory::StagingPool staging_;
+  memory::StagingPool device_slots_;
+  core::Stream copy_stream_, train_stream_, eval_stream_;
+  std::vector<core::Event> copied_, released_;  // per device slot
+  core::Event epoch_end_, snapshot_done_;
+  models::GnnModel<float> eval_model_;
+  models::Matrix<float> dlogits_;
+};
+
+bool evaluates(const TrainingSetup& s, int epoch) { return epoch % s.pipeline.eval_every == 0 || epoch == s.epochs; }
+
+// Loss of an epoch: the mean of its batches' losses weighted by their loss rows.
+struct LossMean {
+  double weighted = 0;
+  std::size_t rows = 0;
+  void add(double loss, std::size_t n) {
+    weighted += loss * static_cast<double>(n);
+    rows += n;
+  }
+  double mean() const { return rows > 0 ? weighted / static_cast<double>(rows) : 0.0; }
+};
+
+EvalTracker make_tracker(const TrainingSetup& s) {
+  EvalTracker t;
+  t.patience = s.patience;
+  t.eval_every = s.pipeline.eval_every;
+  t.has_val = !s.data.splits.val.empty();
+  return t;
+}
+
+RunResult finish(const TrainingSetup& s, const EvalTracker& tracker, int epochs_run, std::vector<double> times) {
+  RunResult r;
+  r.epochs_run = epochs_run;
+  r.best_epoch = tracker.best_epoch;
+  r.best_val = tracker.best_val;
+  r.test_at_best = tracker.test_at_best;
+  r.train_at_best = tracker.train_at_best;
+  r.params_checksum = s.model.params().checksum();
+  r.epoch_times = std::move(times);
+  return r;
+}
+
+RunResult run_sequential(const TrainingSetup& s, const std::function<void(const EpochResult&)>& on_epoch) {
+  Stages stages(s);
+  auto ws = s.sampler.make_workspace();
+  EvalTracker tracker = make_tracker(s);
+  std::vector<double> times;
+  int epochs_run = 0;
+  s.recorder.lane("sequential");
+  for (int epoch = 1; epoch <= s.epochs; ++epoch) {
+    const double start = s.recorder.now();
+    LossMean loss;
+    for (const BatchSpec& spec : s.sampler.plan_epoch(epoch)) {
+      Item item{spec, epoch, 0, false, 0, 0, {}, 0};
+      // Each stage in turn, synchronised; a failure names its stage and batch like the pipeline's.
+      const auto guarded = [&](Stage stage, auto&& fn) {
+        try {
+          return fn();
+        } catch (...) {
+          detail::Failure failure;
+          failure.record(std::current_exception(), context(stage, item));
+          stages.drain();
+          failure.rethrow_if_failed();
+          throw;  // unreachable: rethrow_if_failed threw
+        }
+      };
+      const graph::MiniBatch batch = guarded(Stage::kSample, [&] { return stages.sample(item, *ws); });
+      guarded(Stage::kGather, [&] { stages.gather(item, batch); });
+      if (item.loss_rows == 0) continue;
+      guarded(Stage::kTransfer, [&] { stages.transfer(item); });
+      loss.add(guarded(Stage::kTrain, [&] { return stages.train(item); }), item.loss_rows);
+    }
+    EpochResult r{epoch, loss.mean(), 0, false, 0, 0, 0, {}};
+    bool stop = false;
+    if (evaluates(s, epoch)) {
+      stages.snapshot();
+      try {
+        stages.evaluate(r);
+      } catch (...) {
+        detail::Failure failure;
+        failure.record(std::current_exception(), fmt::format("stage eval, epoch {}: ", epoch));
+        stages.drain();
+        failure.rethrow_if_failed();
+      }
+      stop = tracker.add(r);
+    }
+    r.epoch_time_s = s.recorder.now() - start;
+    r.verdict = epoch_verdict(s.recorder.totals(epoch), r.epoch_time_s, 1, false);
+    times.push_back(r.epoch_time_s);
+    epochs_run = epoch;
+    on_epoch(r);
+    if (stop) break;
+  }
+  stages.drain();
+  RunResult result = finish(s, tracker, epochs_run, std::move(times));
+  result.max_in_flight = 1;
+  result.staging_bytes = stages.staging_bytes();
+  return result;
+}
+
+// The evaluation thread: takes one epoch at a time from the train thread, evaluates it when due,
+// and reports every epoch in order. The train thread hands over an epoch only when the previous
+// one is done (the evaluation twin is then free to be overwritten by the next snapshot).
+class EvalWorker {
+ public:
+  EvalWorker(Stages& stages, EvalTracker& tracker, const std::function<void(const EpochResult&)>& on_epoch,
+             detail::Failure& failure, tbb::flow::graph& g, std::atomic<int>& stop_epoch)
+      : stages_(stages), tracker_(tracker), on_epoch_(on_epoch), failure_(failure), graph_(g), stop_epoch_(stop_epoch),
+        thread_([this] { loop(); }) {}
+  ~EvalWorker() {
+    {
+      std::lock_guard lock(mutex_);
+      quit_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+
+  // Blocks until the previous epoch is done; returns the seconds waited.
+  double wait_idle() {
+    const double t0 = stages_.setup().recorder.now();
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return !job_.has_value(); });
+    return stages_.setup().recorder.now() - t0;
+  }
+  void submit(EpochResult r) {
+    {
+      std::lock_guard lock(mutex_);
+      job_ = std::move(r);
+    }
+    changed_.notify_all();
+  }
+  int epochs_reported() const { return reported_.load(); }
+
+ private:
+  void loop() {
+    stages_.setup().recorder.lane("eval");
+    for (;;) {
+      EpochResult r;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [this] { return quit_ || job_.has_value(); });
+        if (!job_.has_value()) return;
+        r = *job_;
+      }
+      if (!failure_.failed() && r.epoch <= stop_epoch_.load()) {
+        try {
+          if (r.evaluated) stages_.evaluate(r);
+          if (tracker_.add(r)) stop_epoch_.store(r.epoch);
+          on_epoch_(r);
+          reported_.store(r.epoch);
+        } catch (...) {
+          if (failure_.record(std::current_exception(), fmt::format("stage eval, epoch {}: ", r.epoch))) graph_.cancel();
+        }
+      }
+      {
+        std::lock_guard lock(mutex_);
+        job_.reset();
+      }
+      changed_.notify_all();
+    }
+  }
+
+  Stages& stages_;
+  EvalTracker& tracker_;
+  const std::function<void(const EpochResult&)>& on_epoch_;
+  detail::Failure& failure_;
+  tbb::flow::graph& graph_;
+  std::atomic<int>& stop_epoch_;
+  std::atomic<int> reported_{0};
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::optional<EpochResult> job_;
+  bool quit_ = false;
+  std::thread thread_;
+};
+
+RunResult run_pipelined(const TrainingSetup& s, const std::function<void(const EpochResult&)>& on_epoch) {
+  namespace flow = tbb::flow;
+  Stages stages(s);
+  EvalTracker tracker = make_tracker(s);
+  detail::Failure failure;
+  std::atomic<int> stop_epoch{std::numeric_limits<int>::max()};
+  std::atomic<int> in_flight{0}, max_in_flight{0};
+  tbb::enumerable_thread_specific<std::unique_ptr<samplers::SamplerWorkspace>> workspaces(
+      [&s] { return s.sampler.make_workspace(); });
+  // Train-thread state (touched only by the train thread).
+  LossMean epoch_loss;
+  double epoch_start = s.recorder.now();
+  std::vector<double> times;
+  int last_trained_epoch = 0;
+  int last_stepped_epoch = 0;  // the latest epoch with at least one optimizer step
+
+  flow::graph g;
+  // Batch specs of every epoch in order; an epoch is planned when its first batch is due.
+  int epoch = 1;
+  std::vector<BatchSpec> plan;
+  std::size_t next = 0;
+  int64_t seq = 0;
+  flow::input_node<Item> specs(g, [&](tbb::flow_control& fc) -> Item {
+    while (epoch <= s.epochs && epoch <= stop_epoch.load() && !failure.failed()) {
+      if (next == 0) {
+        try {
+          plan = s.sampler.plan_epoch(epoch);
+        } catch (...) {
+          if (failure.record(std::current_exception(), fmt::format("planning epoch {}: ", epoch))) g.cancel();
+          break;
+        }
+      }
+      if (next < plan.size()) {
+        Item item{std::move(plan[next]), epoch, seq++, next + 1 == plan.size(), -1, -1, {}, 0};
+        ++next;
+        return item;
+      }
+      ++epoch;
+      next = 0;
+    }
+    fc.stop();
+    return Item{};
+  });
+  flow::buffer_node<int> slot_tokens(g);
+  flow::buffer_node<int> device_tokens(g);
+  flow::join_node<std::tuple<Item, int>, flow::reserving> take_slot(g);
+  flow::function_node<std::tuple<Item, int>, Item> sample(
+      g, static_cast<std::size_t>(std::max(1, s.pipeline.sampler_threads)), [&](const std::tuple<Item, int>& in) {
+        Item item = std::get<0>(in);
+        item.slot = std::get<1>(in);
+        const int now = ++in_flight;
+        for (int seen = max_in_flight.load(); now > seen && !max_in_flight.compare_exchange_weak(seen, now);) {
+        }
+        if (!failure.failed()) {
+          Stage stage = Stage::kSample;
+          try {
+            const graph::MiniBatch batch = stages.sample(item, *workspaces.local());
+            stage = Stage::kGather;
+            stages.gather(item, batch);
+          } catch (...) {
+            if (failure.record(std::current_exception(), context(stage, item))) g.cancel();
+          }
+        }
+        return item;
+      });
+  flow::sequencer_node<Item> in_order(g, [](const Item& item) { return static_cast<std::size_t>(item.seq); });
+  flow::join_node<std::tuple<Item, int>, flow::reserving> take_device_slot(g);
+  using Transfer = detail::DedicatedStage<std::tuple<Item, int>, Item>;
+  Transfer transfer(
+      g, "transfer", Stage::kTransfer, s.recorder, failure,
+      [&](const std::tuple<Item, int>& in, Transfer::Gateway& gateway) {
+        Item item = std::get<0>(in);
+        item.device_slot = std::get<1>(in);
+        try {
+          if (item.loss_rows > 0 && item.epoch <= stop_epoch.load()) stages.transfer(item);
+        } catch (...) {
+          --in_flight;
+          slot_tokens.try_put(item.slot);
+          throw;
+        }
+        --in_flight;
+        slot_tokens.try_put(item.slot);  // the copy has completed: the staging slot is free
+        gateway.try_put(item);
+      },
+      [](const std::tuple<Item, int>& in) { return describe(std::get<0>(in)); },
+      [](const std::tuple<Item, int>& in) { return std::get<0>(in).epoch; });
+  std::optional<EvalWorker> eval_worker;
+  using Train = detail::DedicatedStage<Item, flow::continue_msg>;
+  Train train(
+      g, "train", Stage::kTrain, s.recorder, failure,
+      [&](const Item& item, Train::Gateway&) {
+        const bool active = item.epoch <= stop_epoch.load();
+        if (active && item.loss_rows > 0) {
+          try {
+            epoch_loss.add(stages.train(item), item.loss_rows);
+            last_stepped_epoch = item.epoch;
+          } catch (...) {
+            device_tokens.try_put(item.device_slot);
+            throw;
+          }
+        }
+        device_tokens.try_put(item.device_slot);  // its reads are queued on the train stream
+        if (!item.last_in_epoch || !active) return;
+        EpochResult r{item.epoch, epoch_loss.mean(), s.recorder.now() - epoch_start, evaluates(s, item.epoch), 0, 0, 0, {}};
+        r.verdict = epoch_verdict(s.recorder.totals(item.epoch), r.epoch_time_s, s.pipeline.sampler_threads, true);
+        times.push_back(r.epoch_time_s);
+        last_trained_epoch = item.epoch;
+        epoch_loss = LossMean{};
+        // The evaluation twin is free once the previous epoch is reported.
+        s.recorder.record_wait(Stage::kTrain, item.epoch + 1, eval_worker->wait_idle());
+        epoch_start = s.recorder.now();
+        if (item.epoch > stop_epoch.load()) return;
+        if (r.evaluated) stages.snapshot();
+        eval_worker->submit(std::move(r));
+      },
+      [](const Item& item) { return describe(item); }, [](const Item& item) { return item.epoch; });
+
+  flow::make_edge(specs, flow::input_port<0>(take_slot));
+  flow::make_edge(slot_tokens, flow::input_port<1>(take_slot));
+  flow::make_edge(take_slot, sample);
+  flow::make_edge(sample, in_order);
+  flow::make_edge(in_order, flow::input_port<0>(take_device_slot));
+  flow::make_edge(device_tokens, flow::input_port<1>(take_device_slot));
+  flow::make_edge(take_device_slot, transfer.node);
+  flow::make_edge(transfer.node, train.node);
+  eval_worker.emplace(stages, tracker, on_epoch, failure, g, stop_epoch);
+  for (int i = 0; i < stages.slots(); ++i) {
+    slot_tokens.try_put(i);
+    device_tokens.try_put(i);
+  }
+  specs.activate();
+  g.wait_for_all();
+  if (!failure.failed()) eval_worker->wait_idle();
+  eval_worker.reset();  // joins the evaluation thread
+  stages.drain();
+  failure.rethrow_if_failed();
+
+  int epochs_run = last_trained_epoch;
+  if (stop_epoch.load() < std::max(last_trained_epoch, last_stepped_epoch)) {
+    // Early stop decided while the next epoch was already training: report the stopping epoch.
+    epochs_run = stop_epoch.load();
+    stages.restore_snapshot();
+    times.resize(std::min(times.size(), static_cast<std::size_t>(epochs_run)));
+  }
+  RunResult result = finish(s, tracker, epochs_run, std::move(times));
+  result.max_in_flight = max_in_flight.load();
+  result.staging_bytes = stages.staging_bytes();
+  return result;
+}
+
+}  // namespace
+
+RunResult run_training(const TrainingSetup& s, const std::function<void(const EpochResult&)>& on_epoch) {
+  GNNPIPE_CHECK_CONFIG(s.epochs >= 1, "run.epochs: must be >= 1, got {}", s.epochs);
+  GNNPIPE_CHECK_CONFIG(s.pipeline.sampler_threads >= 1, "pipeline.sampler_threads: must be >= 1, got {}",
+                       s.pipeline.sampler_threads);
+  GNNPIPE_CHECK_CONFIG(s.pipeline.eval_every >= 1, "pipeline.eval_every: must be >= 1, got {}", s.pipeline.eval_every);
+  GNNPIPE_CHECK_CONFIG(s.sampler.num_layers() == s.model.num_layers(), "the sampler builds batches for {} layers, the model has {}",
+                       s.sampler.num_layers(), s.model.num_layers());
+  return s.pipeline.mode == PipelineMode::kSequential ? run_sequential(s, on_epoch) : run_pipelined(s, on_epoch);
+}
+
+}  // namespace gnnpipe::pipeline

@@ -1,0 +1,172 @@
+// The pipelined runtime against its sequential baseline, through the runner (DESIGN §3).
+#include <catch2/catch.hpp>
+
+#include <tbb/global_control.h>
+
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/error.hpp"
+#include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "gnnpipe/experiments/cpu_trainer.hpp"
+#include "gnnpipe/experiments/run_dir.hpp"
+#include "temp_dir.hpp"
+
+using namespace gnnpipe;
+using namespace gnnpipe::experiments;
+
+namespace {
+
+const char* kSampled = R"(
+name: pipe
+dataset: {synthetic: {nodes: 800, avg_degree: 6, features: 8, classes: 3, seed: 2, feature_noise: 2.0}}
+model: {type: sage, layers: 2, hidden: 16, dropout: 0.5}
+sampler: {type: neighbor, fanouts: [5, 5], batch_size: 50}
+optimizer: {type: adam, lr: 0.01}
+run: {epochs: 6, seed: 7}
+)";
+
+struct Run {
+  nlohmann::json summary;
+  std::string metrics;  // metrics.csv
+};
+
+Run train(const std::vector<std::string>& sets, const test::TempDir& dir, const std::string& sub, TrainOptions options = {}) {
+  const auto config = config::parse_experiment(YAML::Load(kSampled), sets);
+  check_cpu_training_supported(config);
+  const auto dataset = load_training_dataset(config, ".");
+  RunDirectoryOptions dir_options;
+  dir_options.out = dir / sub;
+  dir_options.mirror_log = false;
+  RunDirectory run_dir(config, dir_options);
+  Run r{train_on_cpu(config, dataset, run_dir, options), {}};
+  std::ifstream in(dir / sub / "metrics.csv");
+  std::stringstream text;
+  text << in.rdbuf();
+  r.metrics = text.str();
+  return r;
+}
+
+// metrics.csv without the epoch_time_s column (the only one that may differ between modes).
+std::string without_times(const std::string& csv) {
+  std::stringstream in(csv), out;
+  for (std::string line; std::getline(in, line);) out << line.substr(0, line.rfind(',')) << '\n';
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("pipelined and sequential runs give identical parameters and per-epoch metrics", "[pipeline]") {
+  test::TempDir dir;
+  const Run base = train({"pipeline.mode=sequential"}, dir, "seq");
+  CHECK(base.summary["mode"] == "sequential");
+  CHECK(base.summary["test_accuracy"].get<double>() > 0.6);
+  for (int threads : {1, 2, 8}) {
+    for (int slots : {1, 3}) {
+      INFO("sampler_threads " << threads << ", staging_slots " << slots);
+      const Run p = train({"pipeline.sampler_threads=" + std::to_string(threads), "pipeline.staging_slots=" + std::to_string(slots)},
+                          dir, "p" + std::to_string(threads) + std::to_string(slots));
+      CHECK(p.summary["mode"] == "pipelined");
+      CHECK(p.summary["params_checksum"] == base.summary["params_checksum"]);
+      // Each epoch's evaluation saw exactly the parameters at the end of that epoch.
+      CHECK(without_times(p.metrics) == without_times(base.metrics));
+      CHECK(p.summary["max_batches_in_flight"].get<int>() <= slots);
+      CHECK(p.summary["max_batches_in_flight"].get<int>() >= 1);
+    }
+  }
+  // Other samplers through the same stages.
+  const Run full_seq = train({"pipeline.mode=sequential", "sampler={type: full}"}, dir, "fs");
+  CHECK(train({"sampler={type: full}"}, dir, "fp").summary["params_checksum"] == full_seq.summary["params_checksum"]);
+}
+
+TEST_CASE("batches reach the trainer in plan order and in-flight batches never exceed the slots", "[pipeline]") {
+  test::TempDir dir;
+  std::mutex mutex;
+  std::vector<std::pair<int, int64_t>> trained;
+  TrainOptions options;
+  options.fault = [&](pipeline::Stage stage, int epoch, int64_t batch) {
+    if (stage != pipeline::Stage::kTrain) return;
+    std::lock_guard lock(mutex);
+    trained.emplace_back(epoch, batch);
+  };
+  const Run r = train({"pipeline.sampler_threads=4", "pipeline.staging_slots=2", "run.epochs=3"}, dir, "o", options);
+  REQUIRE(trained.size() == 3 * 10);  // 480 train nodes (60%) / 50 per batch = 10 batches per epoch
+  for (std::size_t i = 0; i < trained.size(); ++i) {
+    CHECK(trained[i] == std::make_pair(static_cast<int>(i / 10) + 1, static_cast<int64_t>(i % 10)));
+  }
+  CHECK(r.summary["max_batches_in_flight"].get<int>() <= 2);
+  const auto& detail = r.summary["stage_detail"];
+  CHECK(detail["sample"]["items"] == 30);
+  CHECK(detail["transfer"]["items"] == 30);
+  CHECK(detail["train"]["items"] == 30);
+  CHECK(detail["eval"]["items"] == 3);
+  CHECK(r.summary["trainer_wait_s"].get<double>() >= 0);
+}
+
+TEST_CASE("a failure in any stage stops the run once, naming the stage and the batch", "[pipeline]") {
+  test::TempDir dir;
+  for (const auto mode : {"pipelined", "sequential"}) {
+    for (const auto stage : {pipeline::Stage::kSample, pipeline::Stage::kGather, pipeline::Stage::kTransfer,
+                             pipeline::Stage::kTrain, pipeline::Stage::kEval}) {
+      const std::string name(pipeline::to_string(stage));
+      INFO(mode << " " << name);
+      TrainOptions options;
+      options.fault = [stage](pipeline::Stage s, int epoch, int64_t batch) {
+        if (s == stage && epoch == 2 && (batch == 3 || batch == -1)) GNNPIPE_THROW(DataError, "injected");
+      };
+      const std::string sub = std::string(mode) + name;
+      const std::string where = stage == pipeline::Stage::kEval ? "stage eval, epoch 2: injected"
+                                                                : "stage " + name + ", batch 3 of epoch 2: injected";
+      try {
+        train({std::string("pipeline.mode=") + mode}, dir, sub, options);
+        FAIL("no error");
+      } catch (const core::DataError& e) {  // the original type survives (exit code 3)
+        CHECK(e.message() == where);
+      }
+      CHECK_FALSE(std::filesystem::exists(dir / sub / "summary.json"));
+    }
+  }
+}
+
+TEST_CASE("early stopping stops both modes at the same epoch with the same parameters", "[pipeline]") {
+  test::TempDir dir;
+  const std::vector<std::string> sets{"run.epochs=60", "run.patience=3", "optimizer.lr=0.3"};
+  auto seq_sets = sets;
+  seq_sets.push_back("pipeline.mode=sequential");
+  const Run s = train(seq_sets, dir, "s");
+  REQUIRE(s.summary["epochs"].get<int>() < 60);
+  const Run p = train(sets, dir, "p");
+  CHECK(p.summary["epochs"] == s.summary["epochs"]);
+  CHECK(p.summary["best_epoch"] == s.summary["best_epoch"]);
+  CHECK(p.summary["params_checksum"] == s.summary["params_checksum"]);
+  CHECK(without_times(p.metrics) == without_times(s.metrics));
+}
+
+TEST_CASE("the trace has one event per stage per batch on named lanes", "[pipeline]") {
+  test::TempDir dir;
+  TrainOptions options;
+  options.trace = true;
+  train({"run.epochs=2"}, dir, "t", options);
+  std::ifstream in(dir / "t" / "trace.json");
+  const auto trace = nlohmann::json::parse(in);
+  std::map<std::string, int> events;
+  std::set<std::string> lanes;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X") ++events[e["name"].get<std::string>()];
+    if (e["ph"] == "M") lanes.insert(e["args"]["name"].get<std::string>());
+  }
+  CHECK(events["sample"] == 20);
+  CHECK(events["gather"] == 20);
+  CHECK(events["transfer"] == 20);
+  CHECK(events["train"] == 20);
+  CHECK(events["eval"] == 2);
+  CHECK(lanes.count("train") == 1);
+  CHECK(lanes.count("transfer") == 1);
+  CHECK(lanes.count("eval") == 1);
+}
