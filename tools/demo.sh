@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job, end to end on this machine: set up, Release build, then run gnnpipe.
-# The main job is `gnnpipe run configs/quickstart.yaml` (full-batch GraphSAGE on a synthetic graph,
-# CPU); around it: the build's identity, `gnnpipe doctor` (devices, streams, events, pinned and
+# The main job is `gnnpipe bench configs/quickstart.yaml` (neighbor-sampled GraphSAGE on a synthetic
+# graph, CPU, trained as the sequential baseline and through the pipeline, with the speedup); around it: the build's identity, `gnnpipe doctor` (devices, streams, events, pinned and
 # device buffers, copy bandwidth on the CPU and every visible GPU), and the dataset tools on a
 # synthetic graph and on real data from ../shared/datasets when it is there.
 set -euo pipefail
@@ -19,11 +19,12 @@ echo
 echo "== gnnpipe doctor"
 "$gnnpipe" doctor
 echo
-echo "== gnnpipe run configs/quickstart.yaml (full-batch GraphSAGE on a synthetic graph, CPU)"
+echo "== gnnpipe bench configs/quickstart.yaml (neighbor-sampled GraphSAGE on a synthetic graph, CPU):"
+echo "   the sequential baseline, then the pipeline, on the same config and seed"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$gnnpipe" run "$root/configs/quickstart.yaml" --out "$work/quickstart-run"
-echo "run directory:"; ls -l "$work/quickstart-run"
+"$gnnpipe" bench "$root/configs/quickstart.yaml" --out "$work/quickstart-bench"
+echo "bench directory:"; ls -l "$work/quickstart-bench" "$work/quickstart-bench/pipelined"
 echo
 echo "== gnnpipe data synth (50,000 nodes with community structure) and data info"
 "$gnnpipe" data synth --out "$work/synthetic" --nodes 50000 --avg-degree 15 --features 64 --classes 8 --seed 0
@@ -39,4 +40,5 @@ else
 fi
 echo
 echo "demo: built gnnpipe (Release) in $build_dir, checked this machine with 'gnnpipe doctor', trained"
-echo "demo: configs/quickstart.yaml, and generated, inspected and converted datasets."
+echo "demo: configs/quickstart.yaml sequentially and pipelined (speedup above), and generated, inspected"
+echo "demo: and converted datasets."

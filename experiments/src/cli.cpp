@@ -13,6 +13,7 @@
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/log.hpp"
 #include "gnnpipe/core/units.hpp"
+#include "gnnpipe/experiments/bench_command.hpp"
 #include "gnnpipe/experiments/data_commands.hpp"
 #include "gnnpipe/experiments/doctor.hpp"
 #include "gnnpipe/experiments/cpu_trainer.hpp"
@@ -72,8 +73,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
 
   ExperimentArgs run_args;
+  bool run_trace = false;
   auto* run = app.add_subcommand("run", "train and evaluate an experiment, writing a run directory");
   add_experiment_args(*run, run_args);
+  run->add_flag("--trace", run_trace, "also write trace.json (Chrome trace of every stage; open in Perfetto)");
 
   ExperimentArgs bench_args;
   auto* bench = app.add_subcommand("bench", "run the sequential baseline and the pipeline side by side (bench.json)");
@@ -136,13 +139,21 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       dir_options.out = run_args.out_dir;
       RunDirectory run_dir(experiment, dir_options);
       core::logger().info("run directory {}", run_dir.path().string());
-      const nlohmann::json summary = train_on_cpu(experiment, dataset, run_dir);
+      TrainOptions train_options;
+      train_options.trace = run_trace;
+      const nlohmann::json summary = train_on_cpu(experiment, dataset, run_dir, train_options);
       fmt::print(out, "{}: test accuracy {:.4f} at epoch {} (val {:.4f}); summary in {}\n", experiment.name,
                  summary["test_accuracy"].get<double>(), summary["best_epoch"].get<int>(),
                  summary["val_accuracy"].get<double>(), (run_dir.path() / "summary.json").string());
       return 0;
     }
-    if (*bench) return not_yet(err, "gnnpipe bench", "issue #6 (the pipelined runtime)");
+    if (*bench) {
+      const config::ExperimentConfig experiment = config::load_experiment(bench_args.config, bench_args.sets);
+      check_cpu_training_supported(experiment);
+      const graph::Dataset dataset = load_training_dataset(experiment, graph::resolve_data_dir(bench_args.data_dir));
+      run_bench(experiment, dataset, bench_args.out_dir, out);
+      return 0;
+    }
     if (*infer) return not_yet(err, "gnnpipe infer", "issue #6 (the pipelined runtime and layer-wise inference)");
     if (*info) return data_info(info_args, out);
     if (*convert) return data_convert(convert_args, out);

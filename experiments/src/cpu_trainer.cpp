@@ -22,6 +22,12 @@
 namespace gnnpipe::experiments {
 namespace {
 
+double mean(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  return values.empty() ? 0.0 : sum / static_cast<double>(values.size());
+}
+
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
@@ -111,6 +117,7 @@ nlohmann::json train_on_cpu(const config::ExperimentConfig& c, const graph::Data
       {"best_epoch", result.best_epoch},
       {"epochs", result.epochs_run},
       {"epoch_time_s", median(result.epoch_times)},
+      {"epoch_time_mean_s", mean(result.epoch_times)},
       {"run_time_s", run_time},
       {"device", c.run.device.str()},
       {"mode", std::string(pipeline::to_string(pipe.mode))},

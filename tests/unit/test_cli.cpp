@@ -58,7 +58,6 @@ TEST_CASE("what has not landed exits 2 and says so in one line", "[cli]") {
   CHECK(r.err.find("model.type: 'ggnn' is not available yet") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "run"));  // refused before a run directory is made
   CHECK(r.err.find('\n') == r.err.size() - 1);
-  CHECK(cli({"bench", "x.yaml"}).code == 2);
   CHECK(cli({"infer", "x.yaml"}).code == 2);
   const auto missing = cli({"data", "info", "/nonexistent/dataset"});
   CHECK(missing.code == 3);

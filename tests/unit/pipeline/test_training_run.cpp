@@ -13,6 +13,7 @@
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/error.hpp"
+#include "gnnpipe/experiments/bench_command.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/cpu_trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
@@ -169,4 +170,33 @@ TEST_CASE("the trace has one event per stage per batch on named lanes", "[pipeli
   CHECK(lanes.count("train") == 1);
   CHECK(lanes.count("transfer") == 1);
   CHECK(lanes.count("eval") == 1);
+}
+
+TEST_CASE("the ideal pipeline bound follows 1/N + (N-1)/N * max stage fraction", "[pipeline][bench]") {
+  // Epoch 10 s, 5 batches: sampling 6 s over 2 threads = 0.3, transfer 0.1, training 0.4, eval 0.2.
+  const auto b = pipeline_bound({{"sample", 4}, {"gather", 2}, {"transfer", 1}, {"train", 4}, {"eval", 2}}, 10, 5, 2);
+  CHECK(b.bottleneck == "training");
+  CHECK(b.fraction == Approx(0.2 + 0.8 * 0.4));
+  CHECK(b.speedup == Approx(1 / 0.52));
+  CHECK(pipeline_bound({{"train", 10}}, 10, 1, 1).speedup == Approx(1.0));  // one batch: nothing to overlap
+  CHECK_THROWS_AS(pipeline_bound({}, 0, 1, 1), core::Error);
+}
+
+TEST_CASE("gnnpipe bench runs both modes, prints the table and writes bench.json", "[pipeline][bench]") {
+  test::TempDir dir;
+  const auto config = config::parse_experiment(YAML::Load(kSampled), {"run.epochs=2"});
+  const auto dataset = load_training_dataset(config, ".");
+  std::ostringstream out;
+  const auto bench = run_bench(config, dataset, dir / "b", out);
+  for (const char* key : {"baseline_epoch_s", "pipelined_epoch_s", "speedup", "bound_speedup", "efficiency", "stages"}) {
+    CHECK(bench.contains(key));
+  }
+  CHECK(bench["params_identical"] == true);
+  CHECK(bench["batches_per_epoch"].get<double>() == 10);
+  CHECK(bench["speedup"].get<double>() > 0);
+  CHECK(std::filesystem::exists(dir / "b" / "bench.json"));
+  CHECK(std::filesystem::exists(dir / "b" / "sequential" / "summary.json"));
+  CHECK(std::filesystem::exists(dir / "b" / "pipelined" / "trace.json"));
+  CHECK(out.str().find("speedup") != std::string::npos);
+  CHECK(out.str().find("bitwise identical") != std::string::npos);
 }

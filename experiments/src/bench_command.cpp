@@ -1,0 +1,124 @@
+#include "gnnpipe/experiments/bench_command.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <fstream>
+#include <thread>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/log.hpp"
+#include "gnnpipe/experiments/cpu_trainer.hpp"
+#include "gnnpipe/experiments/run_dir.hpp"
+
+namespace gnnpipe::experiments {
+namespace {
+
+constexpr const char* kStages[] = {"sample", "gather", "transfer", "train", "eval"};
+
+// Per-epoch seconds of each stage of a run summary.
+std::map<std::string, double> per_epoch(const nlohmann::json& summary) {
+  const double epochs = std::max(1, summary["epochs"].get<int>());
+  std::map<std::string, double> out;
+  for (const char* s : kStages) out[s] = summary["stages"].value(s, 0.0) / epochs;
+  return out;
+}
+
+}  // namespace
+
+BenchBound pipeline_bound(const std::map<std::string, double>& stage_s, double epoch_s, double batches, int sampling_width) {
+  GNNPIPE_CHECK(epoch_s > 0 && batches >= 1 && sampling_width >= 1, "pipeline_bound: epoch {} s, {} batches, width {}",
+                epoch_s, batches, sampling_width);
+  BenchBound b;
+  double worst = 0;
+  const auto at = [&](const char* k) { auto it = stage_s.find(k); return it == stage_s.end() ? 0.0 : it->second; };
+  const std::pair<std::string, double> fractions[] = {
+      {"sampling", (at("sample") + at("gather")) / sampling_width / epoch_s},
+      {"transfer", at("transfer") / epoch_s},
+      {"training", at("train") / epoch_s},
+      {"evaluation", at("eval") / epoch_s},
+  };
+  for (const auto& [name, f] : fractions) {
+    if (f > worst) {
+      worst = f;
+      b.bottleneck = name;
+    }
+  }
+  b.fraction = 1.0 / batches + (batches - 1.0) / batches * std::min(1.0, worst);
+  b.speedup = 1.0 / b.fraction;
+  return b;
+}
+
+nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset& d, const std::filesystem::path& out_dir,
+                         std::ostream& out) {
+  RunDirectoryOptions parent_options;
+  parent_options.out = out_dir;
+  RunDirectory parent(c, parent_options);
+  core::logger().info("bench directory {}", parent.path().string());
+  nlohmann::json runs;
+  for (const auto mode : {pipeline::PipelineMode::kSequential, pipeline::PipelineMode::kPipelined}) {
+    const std::string name(pipeline::to_string(mode));
+    RunDirectoryOptions options;
+    options.out = parent.path() / name;
+    options.mirror_log = false;  // the bench directory's log.txt has both runs
+    RunDirectory run_dir(c, options);
+    core::logger().info("bench: {} run", name);
+    TrainOptions train_options;
+    train_options.mode = mode;
+    train_options.trace = true;
+    runs[name] = train_on_cpu(c, d, run_dir, train_options);
+  }
+  const auto& seq = runs["sequential"];
+  const auto& pipe = runs["pipelined"];
+  // Means, like the per-stage seconds per epoch they are compared with.
+  const double base_epoch = seq["epoch_time_mean_s"].get<double>();
+  const double pipe_epoch = pipe["epoch_time_mean_s"].get<double>();
+  const double batches = static_cast<double>(seq["stage_detail"]["train"]["items"].get<int64_t>()) /
+                         std::max(1, seq["epochs"].get<int>());
+  const int hw = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  const int width = std::min(c.pipeline.sampler_threads, hw);
+  const auto seq_stages = per_epoch(seq), pipe_stages = per_epoch(pipe);
+  const BenchBound bound = pipeline_bound(seq_stages, base_epoch, std::max(1.0, batches), width);
+  const double speedup = pipe_epoch > 0 ? base_epoch / pipe_epoch : 0.0;
+  const double efficiency = bound.speedup > 0 ? speedup / bound.speedup : 0.0;
+
+  fmt::print(out, "{}: {} sampler, {} batches per epoch, {} sampler threads ({} hardware threads), {} staging slots\n",
+             c.name, samplers::to_string(c.sampler.type), batches, c.pipeline.sampler_threads, hw, c.pipeline.staging_slots);
+  fmt::print(out, "{:<22}{:>14}{:>14}\n", "seconds per epoch", "sequential", "pipelined");
+  for (const char* s : kStages) fmt::print(out, "{:<22}{:>14.4f}{:>14.4f}\n", std::string("  ") + s + " (busy)", seq_stages.at(s), pipe_stages.at(s));
+  fmt::print(out, "{:<22}{:>14}{:>14.4f}\n", "  trainer waited", "-",
+             pipe["trainer_wait_s"].get<double>() / std::max(1, pipe["epochs"].get<int>()));
+  fmt::print(out, "{:<22}{:>14.4f}{:>14.4f}\n", "epoch (mean)", base_epoch, pipe_epoch);
+  fmt::print(out, "speedup {:.2f}x; ideal bound {:.2f}x (1/N + (N-1)/N * max stage fraction, bottleneck: {}); efficiency {:.2f}\n",
+             speedup, bound.speedup, bound.bottleneck, efficiency);
+  const bool identical = seq["params_checksum"] == pipe["params_checksum"];
+  fmt::print(out, "parameters {} (checksum {}); test accuracy {:.4f} / {:.4f}; runs in {}\n",
+             identical ? "bitwise identical" : "DIFFER", pipe["params_checksum"].get<std::string>(),
+             seq["test_accuracy"].get<double>(), pipe["test_accuracy"].get<double>(), parent.path().string());
+
+  nlohmann::json bench = {
+      {"name", c.name},
+      {"baseline_epoch_s", base_epoch},
+      {"pipelined_epoch_s", pipe_epoch},
+      {"speedup", speedup},
+      {"bound_speedup", bound.speedup},
+      {"bound_bottleneck", bound.bottleneck},
+      {"efficiency", efficiency},
+      {"batches_per_epoch", batches},
+      {"sampler_threads", c.pipeline.sampler_threads},
+      {"hardware_threads", hw},
+      {"staging_slots", c.pipeline.staging_slots},
+      {"stages", {{"sequential", seq_stages}, {"pipelined", pipe_stages}}},
+      {"trainer_wait_s_per_epoch", pipe["trainer_wait_s"].get<double>() / std::max(1, pipe["epochs"].get<int>())},
+      {"params_identical", identical},
+      {"params_checksum", {{"sequential", seq["params_checksum"]}, {"pipelined", pipe["params_checksum"]}}},
+      {"device", c.run.device.str()},
+  };
+  std::ofstream file(parent.path() / "bench.json");
+  file << bench.dump(2) << '\n';
+  GNNPIPE_CHECK_DATA(file.good(), "{}: writing bench.json failed", parent.path().string());
+  return bench;
+}
+
+}  // namespace gnnpipe::experiments
