@@ -268,7 +268,7 @@ TEST_CASE("experiment files: load, prefix errors with the file, and the shipped 
   CHECK_THROWS_AS(load_experiment(dir / "none.yaml", {}), ConfigError);
   const auto quickstart = load_experiment(std::filesystem::path(GNNPIPE_SOURCE_DIR) / "configs/quickstart.yaml", {});
   CHECK(quickstart.name == "quickstart");
-  CHECK(quickstart.sampler.type == gnnpipe::samplers::SamplerType::kFull);
+  CHECK(quickstart.sampler.type == gnnpipe::samplers::SamplerType::kNeighbor);
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(GNNPIPE_SOURCE_DIR) / "configs")) {
     INFO(entry.path().string());
     CHECK_NOTHROW(load_experiment(entry.path(), {}));
