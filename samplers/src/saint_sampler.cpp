@@ -1,0 +1,229 @@
+#include "gnnpipe/samplers/saint_sampler.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cmath>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/rng.hpp"
+#include "induced_subgraph.hpp"
+#include "node_set_drawer.hpp"
+
+namespace gnnpipe::samplers {
+namespace {
+
+using detail::NodeSetDrawer;
+using detail::NodeSetScratch;
+using graph::EdgeOffset;
+using graph::NodeId;
+
+constexpr uint64_t kBatchStream = 0x73626174;  // "sbat": training batch (epoch, index)
+constexpr uint64_t kNormStream = 0x736e726d;   // "snrm": pre-sample subgraph i
+constexpr int64_t kPilotSubgraphs = 16;        // subgraphs whose mean size resolves the "auto" options
+constexpr double kCoverage = 50;               // auto norm_samples: each node covered ~50 times (PyG)
+constexpr int kMaxAutoNormSamples = 10000;
+constexpr double kMaxAlphaInv = 1e4;           // PyG clamps C_v / C_{u,v} to [0, 1e4]
+
+// A pre-sample count as the norms read it: zero (never sampled) becomes 0.1, as in PyG.
+double count_or_floor(uint32_t count) { return count == 0 ? 0.1 : static_cast<double>(count); }
+
+const char* mode_name(SaintMode mode) {
+  switch (mode) {
+    case SaintMode::kNode: return "saint_node";
+    case SaintMode::kEdge: return "saint_edge";
+    case SaintMode::kRandomWalk: return "saint_rw";
+  }
+  return "?";
+}
+
+// Scratch of one sampling thread: the node set (with the global -> local map) and the rows and
+// degree terms of the last subgraph.
+class SaintWorkspace final : public SamplerWorkspace {
+ public:
+  explicit SaintWorkspace(NodeId num_nodes) : set(num_nodes) {}
+  NodeSetScratch set;
+  detail::InducedRows rows;
+  std::vector<double> inv_sqrt_degree;  // kGcn without normalize: per local node, on the subgraph
+};
+
+// Leaves the map all -1 even when building a batch throws, so the workspace stays usable.
+struct ResetOnExit {
+  NodeSetScratch& set;
+  ~ResetOnExit() { set.reset(); }
+};
+
+// Calls visit(i, scratch) for pre-sample subgraphs i in [0, count), drawn from (seed, i) in
+// parallel with one scratch per thread; visit must be safe to run concurrently.
+template <class Visit>
+void for_each_presample(const NodeSetDrawer& drawer, NodeId num_nodes, uint64_t seed, int64_t count, Visit visit) {
+  tbb::enumerable_thread_specific<NodeSetScratch> scratches([num_nodes] { return NodeSetScratch(num_nodes); });
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, count), [&](const tbb::blocked_range<int64_t>& r) {
+    NodeSetScratch& s = scratches.local();
+    for (int64_t i = r.begin(); i < r.end(); ++i) {
+      core::Rng rng(seed, {kNormStream, static_cast<uint64_t>(i)});
+      drawer.draw(rng, s);
+      visit(i, s);
+      s.reset();
+    }
+  });
+}
+
+}  // namespace
+
+SaintSampler::SaintSampler(const graph::CsrGraph& graph, std::vector<NodeId> train_nodes, SaintSamplerOptions options)
+    : graph_(graph), o_(options) {
+  GNNPIPE_CHECK_CONFIG(o_.budget >= 1, "sampler.batch_size: must be >= 1, got {}", o_.budget);
+  GNNPIPE_CHECK_CONFIG(o_.mode != SaintMode::kRandomWalk || o_.walk_length >= 1,
+                       "sampler.walk_length: must be >= 1, got {}", o_.walk_length);
+  GNNPIPE_CHECK_CONFIG(o_.steps_per_epoch >= 0, "sampler.steps_per_epoch: must be >= 0 (0 = auto), got {}",
+                       o_.steps_per_epoch);
+  GNNPIPE_CHECK_CONFIG(o_.norm_samples >= 0, "sampler.norm_samples: must be >= 0 (0 = auto), got {}", o_.norm_samples);
+  GNNPIPE_CHECK_CONFIG(o_.num_layers >= 1, "model.layers: must be >= 1, got {}", o_.num_layers);
+  const NodeId n = graph_.num_nodes();
+  GNNPIPE_CHECK_CONFIG(n > 0, "sampler.type: {} needs a graph with nodes; this one has none", mode_name(o_.mode));
+  GNNPIPE_CHECK_CONFIG(o_.mode == SaintMode::kRandomWalk || graph_.num_edges() > 0,
+                       "sampler.type: {} draws from the edges, but the graph has none (saint_rw works without)",
+                       mode_name(o_.mode));
+  GNNPIPE_CHECK_CONFIG(o_.mode != SaintMode::kEdge || graph_.num_edges() < (int64_t{1} << 32),
+                       "sampler.type: saint_edge supports fewer than 2^32 edges, the graph has {}", graph_.num_edges());
+  is_train_.assign(static_cast<std::size_t>(n), 0);
+  for (NodeId v : train_nodes) {
+    GNNPIPE_CHECK_DATA(v >= 0 && v < n, "training node {} is outside [0, {})", v, n);
+    num_train_ += is_train_[static_cast<std::size_t>(v)] == 0 ? 1 : 0;
+    is_train_[static_cast<std::size_t>(v)] = 1;
+  }
+  drawer_ = std::make_unique<NodeSetDrawer>(graph_, o_.mode, o_.budget, o_.walk_length);
+
+  // The "auto" options need the mean subgraph size: the first pre-sample subgraphs estimate it.
+  double mean_size = 0;
+  if (o_.steps_per_epoch == 0 || (o_.normalize && o_.norm_samples == 0)) {
+    std::vector<std::size_t> sizes(kPilotSubgraphs);
+    for_each_presample(*drawer_, n, o_.seed, kPilotSubgraphs,
+                       [&](int64_t i, const NodeSetScratch& s) { sizes[static_cast<std::size_t>(i)] = s.nodes.size(); });
+    for (std::size_t size : sizes) mean_size += static_cast<double>(size);
+    mean_size /= static_cast<double>(kPilotSubgraphs);  // >= 1: every subgraph holds a root or a drawn node
+  }
+  steps_per_epoch_ = o_.steps_per_epoch > 0
+                         ? o_.steps_per_epoch
+                         : static_cast<int>(std::clamp<double>(std::round(n / mean_size), 1, INT_MAX));
+  if (!o_.normalize) return;
+  norm_samples_ = o_.norm_samples > 0
+                      ? o_.norm_samples
+                      : static_cast<int>(std::clamp<double>(std::ceil(kCoverage * n / mean_size), 1, kMaxAutoNormSamples));
+
+  // C_v and C_{u,v}: relaxed atomic increments commute, so the counts do not depend on scheduling.
+  node_counts_.assign(static_cast<std::size_t>(n), 0);
+  edge_counts_.assign(static_cast<std::size_t>(graph_.num_edges()), 0);
+  const auto offsets = graph_.offsets();
+  const auto indices = graph_.indices();
+  for_each_presample(*drawer_, n, o_.seed, norm_samples_, [&](int64_t, const NodeSetScratch& s) {
+    for (NodeId v : s.nodes) {
+      std::atomic_ref<uint32_t>(node_counts_[static_cast<std::size_t>(v)]).fetch_add(1, std::memory_order_relaxed);
+      for (auto e = static_cast<std::size_t>(offsets[static_cast<std::size_t>(v)]);
+           e < static_cast<std::size_t>(offsets[static_cast<std::size_t>(v) + 1]); ++e) {
+        if (s.local_of[static_cast<std::size_t>(indices[e])] >= 0) {
+          std::atomic_ref<uint32_t>(edge_counts_[e]).fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    }
+  });
+  if (o_.norm == graph::BlockNorm::kGcn) {
+    // Full-graph GCN degrees with exactly one self-loop per node (as full_graph_block counts them).
+    inv_sqrt_degree_.resize(static_cast<std::size_t>(n));
+    for (NodeId v = 0; v < n; ++v) {
+      const auto row = graph_.in_neighbors(v);
+      const auto loops = std::count(row.begin(), row.end(), v);
+      inv_sqrt_degree_[static_cast<std::size_t>(v)] =
+          1.0 / std::sqrt(static_cast<double>(static_cast<EdgeOffset>(row.size()) - loops + 1));
+    }
+  }
+}
+
+SaintSampler::~SaintSampler() = default;
+
+std::vector<BatchSpec> SaintSampler::plan_epoch(int64_t epoch) const {
+  std::vector<BatchSpec> plan;
+  plan.reserve(static_cast<std::size_t>(steps_per_epoch_));
+  for (int i = 0; i < steps_per_epoch_; ++i) plan.push_back(BatchSpec{epoch, i, {}, {}});
+  return plan;
+}
+
+std::unique_ptr<SamplerWorkspace> SaintSampler::make_workspace() const {
+  return std::make_unique<SaintWorkspace>(graph_.num_nodes());
+}
+
+graph::MiniBatch SaintSampler::sample(const BatchSpec& spec, SamplerWorkspace& workspace) const {
+  auto& ws = dynamic_cast<SaintWorkspace&>(workspace);
+  const ResetOnExit reset{ws.set};
+  core::Rng rng(o_.seed, {kBatchStream, static_cast<uint64_t>(spec.epoch), static_cast<uint64_t>(spec.index)});
+  drawer_->draw(rng, ws.set);
+  std::vector<NodeId>& nodes = ws.set.nodes;
+  std::sort(nodes.begin(), nodes.end());  // local order = ascending global id
+  for (std::size_t i = 0; i < nodes.size(); ++i) ws.set.local_of[static_cast<std::size_t>(nodes[i])] = static_cast<NodeId>(i);
+  const bool self_loops = o_.norm == graph::BlockNorm::kGcn || o_.norm == graph::BlockNorm::kSelfLoops;
+  detail::induced_rows(graph_, nodes, ws.set.local_of, self_loops, ws.rows);
+  const detail::InducedRows& r = ws.rows;
+  const std::size_t k = nodes.size();
+
+  graph::HostArray<float> weights;
+  if (o_.norm == graph::BlockNorm::kMean || o_.norm == graph::BlockNorm::kGcn) {
+    weights = graph::HostArray<float>(r.indices.size());
+    const bool gcn = o_.norm == graph::BlockNorm::kGcn;
+    if (gcn && !o_.normalize) {  // gcn_norm on the subgraph: its in-degrees, self-loop included
+      ws.inv_sqrt_degree.resize(k);
+      for (std::size_t i = 0; i < k; ++i) ws.inv_sqrt_degree[i] = 1.0 / std::sqrt(static_cast<double>(r.offsets[i + 1] - r.offsets[i]));
+    }
+    for (std::size_t i = 0; i < k; ++i) {
+      const auto v = static_cast<std::size_t>(nodes[i]);
+      const double c_v = o_.normalize ? count_or_floor(node_counts_[v]) : 0.0;
+      for (auto e = static_cast<std::size_t>(r.offsets[i]); e < static_cast<std::size_t>(r.offsets[i + 1]); ++e) {
+        const auto local_u = static_cast<std::size_t>(r.indices[e]);
+        double w = 0;
+        if (o_.normalize) {
+          const EdgeOffset full = r.edge_ids[e];
+          const double alpha_inv =
+              full < 0 ? 1.0 : std::min(c_v / count_or_floor(edge_counts_[static_cast<std::size_t>(full)]), kMaxAlphaInv);
+          const double base = gcn ? inv_sqrt_degree_[static_cast<std::size_t>(nodes[local_u])] * inv_sqrt_degree_[v]
+                                  : 1.0 / static_cast<double>(graph_.in_degree(static_cast<NodeId>(v)));
+          w = base * alpha_inv;
+        } else {
+          w = gcn ? ws.inv_sqrt_degree[local_u] * ws.inv_sqrt_degree[i]
+                  : 1.0 / static_cast<double>(r.offsets[i + 1] - r.offsets[i]);
+        }
+        weights[e] = static_cast<float>(w);
+      }
+    }
+  }
+
+  graph::MiniBatch batch;
+  batch.epoch = spec.epoch;
+  batch.index = spec.index;
+  batch.blocks.push_back(graph::Block::from_csr(static_cast<NodeId>(k), static_cast<NodeId>(k),
+                                                graph::HostArray<EdgeOffset>(r.offsets),
+                                                graph::HostArray<NodeId>(r.indices), std::move(weights),
+                                                "GraphSAINT subgraph"));
+  batch.input_nodes = graph::HostArray<NodeId>(nodes);
+  batch.targets = batch.input_nodes;  // one shared array: the block is square
+  std::vector<int32_t> loss_rows;
+  std::vector<float> loss_weights;
+  for (std::size_t i = 0; i < k; ++i) {
+    const auto v = static_cast<std::size_t>(nodes[i]);
+    if (is_train_[v] == 0) continue;
+    loss_rows.push_back(static_cast<int32_t>(i));
+    // N / (C_v |train|): E[sum over the batch] = the mean loss over the training nodes.
+    if (o_.normalize) {
+      loss_weights.push_back(static_cast<float>(norm_samples_ / (count_or_floor(node_counts_[v]) * static_cast<double>(num_train_))));
+    }
+  }
+  batch.loss_rows = graph::HostArray<int32_t>(std::move(loss_rows));
+  batch.loss_weights = graph::HostArray<float>(std::move(loss_weights));
+  batch.compute_shape(0, o_.num_layers);
+  return batch;
+}
+
+}  // namespace gnnpipe::samplers
