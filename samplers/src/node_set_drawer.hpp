@@ -33,6 +33,7 @@ struct NodeSetScratch {
 
   std::vector<graph::NodeId> local_of;
   std::vector<graph::NodeId> nodes;
+  std::vector<graph::NodeId> walk_heads;  // kRandomWalk: where each live walk stands
 };
 
 class NodeSetDrawer {
@@ -51,6 +52,10 @@ class NodeSetDrawer {
   int budget_;
   int walk_length_;
   AliasTable table_;  // kNode: node ids; kEdge: edge positions
+  // kEdge: a directory from edge positions to rows, one entry per 2^kRowBlockShift positions (E/16
+  // bytes): a drawn position finds its destination row without a binary search over all rows.
+  static constexpr int kRowBlockShift = 6;
+  std::vector<graph::NodeId> row_of_block_;
 };
 
 }  // namespace gnnpipe::samplers::detail

@@ -39,6 +39,7 @@ namespace gnnpipe::samplers {
 
 namespace detail {
 class NodeSetDrawer;
+struct InducedRows;
 }
 
 enum class SaintMode { kNode, kEdge, kRandomWalk };
@@ -90,6 +91,11 @@ class SaintSampler final : public Sampler {
   std::span<const uint32_t> edge_counts() const { return edge_counts_; }
 
  private:
+  // The block's edge weights (empty for kNone / kSelfLoops), indexed like rows.indices;
+  // inv_sqrt_degree is per-thread scratch.
+  graph::HostArray<float> edge_weights(std::span<const graph::NodeId> nodes, const detail::InducedRows& rows,
+                                       std::vector<double>& inv_sqrt_degree) const;
+
   const graph::CsrGraph& graph_;
   SaintSamplerOptions o_;
   std::vector<uint8_t> is_train_;        // [num_nodes]: 1 for a training node
