@@ -53,24 +53,37 @@ class SaintWorkspace final : public SamplerWorkspace {
   std::vector<double> inv_sqrt_degree;  // kGcn: per local node (full graph, or the subgraph without normalize)
 };
 
+// Sorts set.nodes ascending: by a sequential scan of the marks when the set is dense (O(V),
+// about as fast as sorting V / 32 ids), else by sorting (O(k log k)).
+void order_ascending(NodeSetScratch& set) {
+  if (set.nodes.size() * kDenseScanRatio >= set.local_of.size()) {
+    set.nodes.clear();
+    for (std::size_t v = 0; v < set.local_of.size(); ++v) {
+      if (set.local_of[v] >= 0) set.nodes.push_back(static_cast<NodeId>(v));
+    }
+  } else {
+    std::sort(set.nodes.begin(), set.nodes.end());
+  }
+}
+
 // Leaves the map all -1 even when building a batch throws, so the workspace stays usable.
 struct ResetOnExit {
   NodeSetScratch& set;
   ~ResetOnExit() { set.reset(); }
 };
 
-// Calls visit(i, scratch) for pre-sample subgraphs i in [0, count), drawn from (seed, i) in
-// parallel with one scratch per thread; visit must be safe to run concurrently.
+// Calls visit(i, workspace) for pre-sample subgraphs i in [0, count), drawn from (seed, i) into
+// workspace.set in parallel, one workspace per thread; visit must be safe to run concurrently.
 template <class Visit>
 void for_each_presample(const NodeSetDrawer& drawer, NodeId num_nodes, uint64_t seed, int64_t count, Visit visit) {
-  tbb::enumerable_thread_specific<NodeSetScratch> scratches([num_nodes] { return NodeSetScratch(num_nodes); });
+  tbb::enumerable_thread_specific<SaintWorkspace> workspaces([num_nodes] { return SaintWorkspace(num_nodes); });
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, count), [&](const tbb::blocked_range<int64_t>& r) {
-    NodeSetScratch& s = scratches.local();
+    SaintWorkspace& ws = workspaces.local();
     for (int64_t i = r.begin(); i < r.end(); ++i) {
       core::Rng rng(seed, {kNormStream, static_cast<uint64_t>(i)});
-      drawer.draw(rng, s);
-      visit(i, s);
-      s.reset();
+      drawer.draw(rng, ws.set);
+      visit(i, ws);
+      ws.set.reset();
     }
   });
 }
@@ -106,7 +119,7 @@ SaintSampler::SaintSampler(const graph::CsrGraph& graph, std::vector<NodeId> tra
   if (o_.steps_per_epoch == 0 || (o_.normalize && o_.norm_samples == 0)) {
     std::vector<std::size_t> sizes(kPilotSubgraphs);
     for_each_presample(*drawer_, n, o_.seed, kPilotSubgraphs,
-                       [&](int64_t i, const NodeSetScratch& s) { sizes[static_cast<std::size_t>(i)] = s.nodes.size(); });
+                       [&](int64_t i, const SaintWorkspace& ws) { sizes[static_cast<std::size_t>(i)] = ws.set.nodes.size(); });
     for (std::size_t size : sizes) mean_size += static_cast<double>(size);
     mean_size /= static_cast<double>(kPilotSubgraphs);  // >= 1: every subgraph holds a root or a drawn node
   }
@@ -119,19 +132,18 @@ SaintSampler::SaintSampler(const graph::CsrGraph& graph, std::vector<NodeId> tra
                       : static_cast<int>(std::clamp<double>(std::ceil(kCoverage * n / mean_size), 1, kMaxAutoNormSamples));
 
   // C_v and C_{u,v}: relaxed atomic increments commute, so the counts do not depend on scheduling.
+  // The subgraph's edges are listed first (ascending, branch-free; see induced_rows) and counted in
+  // a tight loop, so the atomics hit lines in ascending order instead of waiting on a scan.
   node_counts_.assign(static_cast<std::size_t>(n), 0);
   edge_counts_.assign(static_cast<std::size_t>(graph_.num_edges()), 0);
-  const auto offsets = graph_.offsets();
-  const auto indices = graph_.indices();
-  for_each_presample(*drawer_, n, o_.seed, norm_samples_, [&](int64_t, const NodeSetScratch& s) {
-    for (NodeId v : s.nodes) {
+  for_each_presample(*drawer_, n, o_.seed, norm_samples_, [&](int64_t, SaintWorkspace& ws) {
+    order_ascending(ws.set);
+    for (NodeId v : ws.set.nodes) {
       std::atomic_ref<uint32_t>(node_counts_[static_cast<std::size_t>(v)]).fetch_add(1, std::memory_order_relaxed);
-      for (auto e = static_cast<std::size_t>(offsets[static_cast<std::size_t>(v)]);
-           e < static_cast<std::size_t>(offsets[static_cast<std::size_t>(v) + 1]); ++e) {
-        if (s.local_of[static_cast<std::size_t>(indices[e])] >= 0) {
-          std::atomic_ref<uint32_t>(edge_counts_[e]).fetch_add(1, std::memory_order_relaxed);
-        }
-      }
+    }
+    detail::induced_rows(graph_, ws.set.nodes, ws.set.local_of, false, ws.rows);
+    for (std::size_t k = 0; k < ws.rows.num_edges; ++k) {
+      std::atomic_ref<uint32_t>(edge_counts_[static_cast<std::size_t>(ws.rows.edge_ids[k])]).fetch_add(1, std::memory_order_relaxed);
     }
   });
   if (o_.norm == graph::BlockNorm::kGcn) {
@@ -202,17 +214,8 @@ graph::MiniBatch SaintSampler::sample(const BatchSpec& spec, SamplerWorkspace& w
   const ResetOnExit reset{ws.set};
   core::Rng rng(o_.seed, {kBatchStream, static_cast<uint64_t>(spec.epoch), static_cast<uint64_t>(spec.index)});
   drawer_->draw(rng, ws.set);
-  // Local order = ascending global id: a sequential scan of the marks when the set is dense
-  // (O(V), about as fast as sorting V / 32 ids), else a sort (O(k log k)).
-  std::vector<NodeId>& nodes = ws.set.nodes;
-  if (nodes.size() * kDenseScanRatio >= ws.set.local_of.size()) {
-    nodes.clear();
-    for (std::size_t v = 0; v < ws.set.local_of.size(); ++v) {
-      if (ws.set.local_of[v] >= 0) nodes.push_back(static_cast<NodeId>(v));
-    }
-  } else {
-    std::sort(nodes.begin(), nodes.end());
-  }
+  order_ascending(ws.set);  // local order = ascending global id
+  const std::vector<NodeId>& nodes = ws.set.nodes;
   for (std::size_t i = 0; i < nodes.size(); ++i) ws.set.local_of[static_cast<std::size_t>(nodes[i])] = static_cast<NodeId>(i);
   const bool self_loops = o_.norm == graph::BlockNorm::kGcn || o_.norm == graph::BlockNorm::kSelfLoops;
   detail::induced_rows(graph_, nodes, ws.set.local_of, self_loops, ws.rows);
