@@ -173,8 +173,11 @@ TEST_CASE("forced random walks on a chain give exact subgraphs and subgraph weig
 
 TEST_CASE("subgraphs that cover a tiny graph equal the full-graph block", "[samplers][saint]") {
   // 200 roots on 5 nodes: every node is a root in every subgraph except with probability ~2e-19.
-  const auto g = graph::CsrGraph::from_coo(5, std::vector<NodeId>{0, 0, 0, 1, 3}, std::vector<NodeId>{1, 2, 3, 2, 4},
+  // Node 2 has its own self-loops (two, after symmetrizing): kGcn and kSelfLoops keep exactly one,
+  // as full_graph_block does, and kGcn's degrees count it once.
+  const auto g = graph::CsrGraph::from_coo(5, std::vector<NodeId>{0, 0, 0, 1, 3, 2}, std::vector<NodeId>{1, 2, 3, 2, 4, 2},
                                            {.symmetrize = true});
+  REQUIRE(g.count_self_loops() == 2);
   const std::vector<NodeId> train{1, 3, 4};
   for (bool normalize : {false, true})
   for (BlockNorm norm : {BlockNorm::kMean, BlockNorm::kGcn, BlockNorm::kSelfLoops, BlockNorm::kNone}) {
