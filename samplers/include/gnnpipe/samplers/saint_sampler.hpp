@@ -65,10 +65,10 @@ struct SaintSamplerOptions {
 
 class SaintSampler final : public Sampler {
  public:
-  // `graph` and `train_nodes` must outlive the sampler. Pre-samples the norms in parallel
-  // (oneTBB) here. ConfigError for budget < 1, walk_length < 1 (kRandomWalk), steps_per_epoch < 0,
-  // norm_samples < 0, num_layers == 0, a graph without nodes, or kNode / kEdge on a graph without
-  // edges; DataError for a training node out of range.
+  // `graph` must outlive the sampler (the training nodes are kept as a mask). Pre-samples the
+  // norms in parallel (oneTBB) here. ConfigError for budget < 1, walk_length < 1 (kRandomWalk),
+  // steps_per_epoch < 0, norm_samples < 0, num_layers == 0, a graph without nodes, or kNode /
+  // kEdge on a graph without edges; DataError for a training node out of range.
   SaintSampler(const graph::CsrGraph& graph, std::vector<graph::NodeId> train_nodes, SaintSamplerOptions options);
   ~SaintSampler() override;
 
