@@ -1,0 +1,255 @@
+#include "gnnpipe/samplers/saint_sampler.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cmath>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/rng.hpp"
+#include "induced_subgraph.hpp"
+#include "node_set_drawer.hpp"
+
+namespace gnnpipe::samplers {
+namespace {
+
+using detail::NodeSetDrawer;
+using detail::NodeSetScratch;
+using graph::EdgeOffset;
+using graph::NodeId;
+
+constexpr uint64_t kBatchStream = 0x73626174;  // "sbat": training batch (epoch, index)
+constexpr uint64_t kNormStream = 0x736e726d;   // "snrm": pre-sample subgraph i
+constexpr int64_t kPilotSubgraphs = 16;        // subgraphs whose mean size resolves the "auto" options
+constexpr double kCoverage = 50;               // auto norm_samples: each node covered ~50 times (PyG)
+constexpr int kMaxAutoNormSamples = 10000;
+constexpr double kMaxAlphaInv = 1e4;           // PyG clamps C_v / C_{u,v} to [0, 1e4]
+constexpr std::size_t kDenseScanRatio = 32;    // a node set of >= V / 32 nodes is ordered by a scan
+constexpr std::size_t kPrefetchRows = 8;       // rows ahead whose counts the weight loop prefetches
+
+// A pre-sample count as the norms read it: zero (never sampled) becomes 0.1, as in PyG.
+double count_or_floor(uint32_t count) { return count == 0 ? 0.1 : static_cast<double>(count); }
+
+const char* mode_name(SaintMode mode) {
+  switch (mode) {
+    case SaintMode::kNode: return "saint_node";
+    case SaintMode::kEdge: return "saint_edge";
+    case SaintMode::kRandomWalk: return "saint_rw";
+  }
+  return "?";
+}
+
+// Scratch of one sampling thread: the node set (with the global -> local map) and the rows and
+// degree terms of the last subgraph.
+class SaintWorkspace final : public SamplerWorkspace {
+ public:
+  explicit SaintWorkspace(NodeId num_nodes) : set(num_nodes) {}
+  NodeSetScratch set;
+  detail::InducedRows rows;
+  std::vector<double> inv_sqrt_degree;  // kGcn: per local node (full graph, or the subgraph without normalize)
+};
+
+// Sorts set.nodes ascending: by a sequential scan of the marks when the set is dense (O(V),
+// about as fast as sorting V / 32 ids), else by sorting (O(k log k)).
+void order_ascending(NodeSetScratch& set) {
+  if (set.nodes.size() * kDenseScanRatio >= set.local_of.size()) {
+    set.nodes.clear();
+    for (std::size_t v = 0; v < set.local_of.size(); ++v) {
+      if (set.local_of[v] >= 0) set.nodes.push_back(static_cast<NodeId>(v));
+    }
+  } else {
+    std::sort(set.nodes.begin(), set.nodes.end());
+  }
+}
+
+// Leaves the map all -1 even when building a batch throws, so the workspace stays usable.
+struct ResetOnExit {
+  NodeSetScratch& set;
+  ~ResetOnExit() { set.reset(); }
+};
+
+// Calls visit(i, workspace) for pre-sample subgraphs i in [0, count), drawn from (seed, i) into
+// workspace.set in parallel, one workspace per thread; visit must be safe to run concurrently.
+template <class Visit>
+void for_each_presample(const NodeSetDrawer& drawer, NodeId num_nodes, uint64_t seed, int64_t count, Visit visit) {
+  tbb::enumerable_thread_specific<SaintWorkspace> workspaces([num_nodes] { return SaintWorkspace(num_nodes); });
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, count), [&](const tbb::blocked_range<int64_t>& r) {
+    SaintWorkspace& ws = workspaces.local();
+    for (int64_t i = r.begin(); i < r.end(); ++i) {
+      core::Rng rng(seed, {kNormStream, static_cast<uint64_t>(i)});
+      drawer.draw(rng, ws.set);
+      visit(i, ws);
+      ws.set.reset();
+    }
+  });
+}
+
+}  // namespace
+
+SaintSampler::SaintSampler(const graph::CsrGraph& graph, std::vector<NodeId> train_nodes, SaintSamplerOptions options)
+    : graph_(graph), o_(options) {
+  GNNPIPE_CHECK_CONFIG(o_.budget >= 1, "sampler.batch_size: must be >= 1, got {}", o_.budget);
+  GNNPIPE_CHECK_CONFIG(o_.mode != SaintMode::kRandomWalk || o_.walk_length >= 1,
+                       "sampler.walk_length: must be >= 1, got {}", o_.walk_length);
+  GNNPIPE_CHECK_CONFIG(o_.steps_per_epoch >= 0, "sampler.steps_per_epoch: must be >= 0 (0 = auto), got {}",
+                       o_.steps_per_epoch);
+  GNNPIPE_CHECK_CONFIG(o_.norm_samples >= 0, "sampler.norm_samples: must be >= 0 (0 = auto), got {}", o_.norm_samples);
+  GNNPIPE_CHECK_CONFIG(o_.num_layers >= 1, "model.layers: must be >= 1, got {}", o_.num_layers);
+  const NodeId n = graph_.num_nodes();
+  GNNPIPE_CHECK_CONFIG(n > 0, "sampler.type: {} needs a graph with nodes; this one has none", mode_name(o_.mode));
+  GNNPIPE_CHECK_CONFIG(o_.mode == SaintMode::kRandomWalk || graph_.num_edges() > 0,
+                       "sampler.type: {} draws from the edges, but the graph has none (saint_rw works without)",
+                       mode_name(o_.mode));
+  GNNPIPE_CHECK_CONFIG(o_.mode != SaintMode::kEdge || graph_.num_edges() < (int64_t{1} << 32),
+                       "sampler.type: saint_edge supports fewer than 2^32 edges, the graph has {}", graph_.num_edges());
+  is_train_.assign(static_cast<std::size_t>(n), 0);
+  for (NodeId v : train_nodes) {
+    GNNPIPE_CHECK_DATA(v >= 0 && v < n, "training node {} is outside [0, {})", v, n);
+    num_train_ += is_train_[static_cast<std::size_t>(v)] == 0 ? 1 : 0;
+    is_train_[static_cast<std::size_t>(v)] = 1;
+  }
+  drawer_ = std::make_unique<NodeSetDrawer>(graph_, o_.mode, o_.budget, o_.walk_length);
+
+  // The "auto" options need the mean subgraph size: the first pre-sample subgraphs estimate it.
+  double mean_size = 0;
+  if (o_.steps_per_epoch == 0 || (o_.normalize && o_.norm_samples == 0)) {
+    std::vector<std::size_t> sizes(kPilotSubgraphs);
+    for_each_presample(*drawer_, n, o_.seed, kPilotSubgraphs,
+                       [&](int64_t i, const SaintWorkspace& ws) { sizes[static_cast<std::size_t>(i)] = ws.set.nodes.size(); });
+    for (std::size_t size : sizes) mean_size += static_cast<double>(size);
+    mean_size /= static_cast<double>(kPilotSubgraphs);  // >= 1: every subgraph holds a root or a drawn node
+  }
+  steps_per_epoch_ = o_.steps_per_epoch > 0
+                         ? o_.steps_per_epoch
+                         : static_cast<int>(std::clamp<double>(std::round(n / mean_size), 1, INT_MAX));
+  if (!o_.normalize) return;
+  norm_samples_ = o_.norm_samples > 0
+                      ? o_.norm_samples
+                      : static_cast<int>(std::clamp<double>(std::ceil(kCoverage * n / mean_size), 1, kMaxAutoNormSamples));
+
+  // C_v and C_{u,v}: relaxed atomic increments commute, so the counts do not depend on scheduling.
+  // The subgraph's edges are listed first (ascending, branch-free; see induced_rows) and counted in
+  // a tight loop, so the atomics hit lines in ascending order instead of waiting on a scan.
+  node_counts_.assign(static_cast<std::size_t>(n), 0);
+  edge_counts_.assign(static_cast<std::size_t>(graph_.num_edges()), 0);
+  for_each_presample(*drawer_, n, o_.seed, norm_samples_, [&](int64_t, SaintWorkspace& ws) {
+    order_ascending(ws.set);
+    for (NodeId v : ws.set.nodes) {
+      std::atomic_ref<uint32_t>(node_counts_[static_cast<std::size_t>(v)]).fetch_add(1, std::memory_order_relaxed);
+    }
+    detail::induced_rows(graph_, ws.set.nodes, ws.set.local_of, false, ws.rows);
+    for (std::size_t k = 0; k < ws.rows.num_edges; ++k) {
+      std::atomic_ref<uint32_t>(edge_counts_[static_cast<std::size_t>(ws.rows.edge_ids[k])]).fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  if (o_.norm == graph::BlockNorm::kGcn) {
+    // Full-graph GCN degrees with exactly one self-loop per node (as full_graph_block counts them).
+    inv_sqrt_degree_.resize(static_cast<std::size_t>(n));
+    for (NodeId v = 0; v < n; ++v) {
+      const auto row = graph_.in_neighbors(v);
+      const auto loops = std::count(row.begin(), row.end(), v);
+      inv_sqrt_degree_[static_cast<std::size_t>(v)] =
+          1.0 / std::sqrt(static_cast<double>(static_cast<EdgeOffset>(row.size()) - loops + 1));
+    }
+  }
+}
+
+SaintSampler::~SaintSampler() = default;
+
+std::vector<BatchSpec> SaintSampler::plan_epoch(int64_t epoch) const {
+  std::vector<BatchSpec> plan;
+  plan.reserve(static_cast<std::size_t>(steps_per_epoch_));
+  for (int i = 0; i < steps_per_epoch_; ++i) plan.push_back(BatchSpec{epoch, i, {}, {}});
+  return plan;
+}
+
+std::unique_ptr<SamplerWorkspace> SaintSampler::make_workspace() const {
+  return std::make_unique<SaintWorkspace>(graph_.num_nodes());
+}
+
+graph::HostArray<float> SaintSampler::edge_weights(std::span<const NodeId> nodes, const detail::InducedRows& r,
+                                                  std::vector<double>& inv_sqrt_degree) const {
+  if (o_.norm != graph::BlockNorm::kMean && o_.norm != graph::BlockNorm::kGcn) return {};
+  const std::size_t k = nodes.size();
+  graph::HostArray<float> weights(r.num_edges);
+  const bool gcn = o_.norm == graph::BlockNorm::kGcn;
+  if (gcn) {  // per local node: (d + 1)^-1/2 of the full graph, or gcn_norm's on the subgraph
+    inv_sqrt_degree.resize(k);
+    for (std::size_t i = 0; i < k; ++i) {
+      inv_sqrt_degree[i] = o_.normalize ? inv_sqrt_degree_[static_cast<std::size_t>(nodes[i])]
+                                        : 1.0 / std::sqrt(static_cast<double>(r.offsets[i + 1] - r.offsets[i]));
+    }
+  }
+  for (std::size_t i = 0; i < k; ++i) {
+    const auto v = static_cast<std::size_t>(nodes[i]);
+    if (o_.normalize && i + kPrefetchRows < k) {
+      // The counts of a row lie far from the previous row's: ask for them a few rows ahead
+      // (a cache miss per row was half of this loop's time on arxiv).
+      const auto ahead = static_cast<std::size_t>(nodes[i + kPrefetchRows]);
+      __builtin_prefetch(&node_counts_[ahead]);
+      const auto end = static_cast<std::size_t>(graph_.offsets()[ahead + 1]);
+      for (auto e = static_cast<std::size_t>(graph_.offsets()[ahead]); e < end; e += 16) __builtin_prefetch(&edge_counts_[e]);
+    }
+    const double mean_base =
+        1.0 / static_cast<double>(o_.normalize ? graph_.in_degree(nodes[i]) : r.offsets[i + 1] - r.offsets[i]);
+    const double c_v = o_.normalize ? count_or_floor(node_counts_[v]) : 0.0;
+    for (auto e = static_cast<std::size_t>(r.offsets[i]); e < static_cast<std::size_t>(r.offsets[i + 1]); ++e) {
+      const double base = gcn ? inv_sqrt_degree[static_cast<std::size_t>(r.indices[e])] * inv_sqrt_degree[i] : mean_base;
+      const EdgeOffset full = r.edge_ids[e];
+      const double alpha_inv = o_.normalize && full >= 0
+                                   ? std::min(c_v / count_or_floor(edge_counts_[static_cast<std::size_t>(full)]), kMaxAlphaInv)
+                                   : 1.0;  // no normalisation, or an added self-loop
+      weights[e] = static_cast<float>(base * alpha_inv);
+    }
+  }
+  return weights;
+}
+
+graph::MiniBatch SaintSampler::sample(const BatchSpec& spec, SamplerWorkspace& workspace) const {
+  auto& ws = dynamic_cast<SaintWorkspace&>(workspace);
+  const ResetOnExit reset{ws.set};
+  core::Rng rng(o_.seed, {kBatchStream, static_cast<uint64_t>(spec.epoch), static_cast<uint64_t>(spec.index)});
+  drawer_->draw(rng, ws.set);
+  order_ascending(ws.set);  // local order = ascending global id
+  const std::vector<NodeId>& nodes = ws.set.nodes;
+  for (std::size_t i = 0; i < nodes.size(); ++i) ws.set.local_of[static_cast<std::size_t>(nodes[i])] = static_cast<NodeId>(i);
+  const bool self_loops = o_.norm == graph::BlockNorm::kGcn || o_.norm == graph::BlockNorm::kSelfLoops;
+  detail::induced_rows(graph_, nodes, ws.set.local_of, self_loops, ws.rows);
+  const detail::InducedRows& r = ws.rows;
+  const std::size_t k = nodes.size();
+
+  graph::HostArray<float> weights = edge_weights(nodes, r, ws.inv_sqrt_degree);
+
+  graph::MiniBatch batch;
+  batch.epoch = spec.epoch;
+  batch.index = spec.index;
+  batch.blocks.push_back(graph::Block::from_csr(static_cast<NodeId>(k), static_cast<NodeId>(k),
+                                                graph::HostArray<EdgeOffset>(r.offsets),
+                                                graph::HostArray<NodeId>(std::vector<NodeId>(
+                                                    r.indices.begin(), r.indices.begin() + static_cast<std::ptrdiff_t>(r.num_edges))),
+                                                std::move(weights),
+                                                "GraphSAINT subgraph"));
+  batch.input_nodes = graph::HostArray<NodeId>(nodes);
+  batch.targets = batch.input_nodes;  // one shared array: the block is square
+  std::vector<int32_t> loss_rows;
+  std::vector<float> loss_weights;
+  for (std::size_t i = 0; i < k; ++i) {
+    const auto v = static_cast<std::size_t>(nodes[i]);
+    if (is_train_[v] == 0) continue;
+    loss_rows.push_back(static_cast<int32_t>(i));
+    // N / (C_v |train|): E[sum over the batch] = the mean loss over the training nodes.
+    if (o_.normalize) {
+      loss_weights.push_back(static_cast<float>(norm_samples_ / (count_or_floor(node_counts_[v]) * static_cast<double>(num_train_))));
+    }
+  }
+  batch.loss_rows = graph::HostArray<int32_t>(std::move(loss_rows));
+  batch.loss_weights = graph::HostArray<float>(std::move(loss_weights));
+  batch.compute_shape(0, o_.num_layers);
+  return batch;
+}
+
+}  // namespace gnnpipe::samplers
