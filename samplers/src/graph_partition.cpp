@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -184,9 +185,14 @@ std::vector<int32_t> partition_graph(const CsrGraph& g, int num_parts, uint64_t 
   options[METIS_OPTION_SEED] = static_cast<idx_t>((seed ^ (seed >> 32)) & 0x7fffffffu);
   std::vector<idx_t> part(n);
   idx_t no_edges = 0;  // METIS reads adjncy only through xadj; never hand it a null pointer
+  // METIS keeps its random generator in a global (GKlib's), so two concurrent calls would race
+  // and lose determinism: one METIS call at a time per process.
+  static std::mutex metis_mutex;
+  std::unique_lock lock(metis_mutex);
   const int status = METIS_PartGraphKway(&nvtxs, &ncon, m.xadj.data(), m.adjncy.empty() ? &no_edges : m.adjncy.data(),
                                          /*vwgt=*/nullptr, /*vsize=*/nullptr, /*adjwgt=*/nullptr, &nparts,
                                          /*tpwgts=*/nullptr, /*ubvec=*/nullptr, options, &edge_cut, part.data());
+  lock.unlock();
   GNNPIPE_CHECK(status == METIS_OK, "METIS_PartGraphKway failed with {} ({}) on {} nodes, {} parts",
                 metis_status_name(status), status, n, num_parts);
 

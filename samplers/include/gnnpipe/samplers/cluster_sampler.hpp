@@ -59,7 +59,7 @@ class ClusterSampler final : public Sampler {
   // ascending, and index counts the returned specs from 0.
   std::vector<BatchSpec> plan_epoch(int64_t epoch) const override;
   std::unique_ptr<SamplerWorkspace> make_workspace() const override;
-  // The induced subgraph of spec.parts, in O(nodes log nodes + sum of their in-degrees). Throws
+  // The induced subgraph of spec.parts, in O(nodes log q + sum of their in-degrees). Throws
   // Error for a part outside [0, num_parts) or listed twice. Thread-safe for different workspaces.
   graph::MiniBatch sample(const BatchSpec& spec, SamplerWorkspace& workspace) const override;
   std::size_t num_layers() const override { return o_.num_layers; }

@@ -17,6 +17,7 @@ namespace gnnpipe::samplers {
 // is derived from `seed`, so the result is a function of (g's structure, num_parts, seed) for a
 // given METIS build. Parts may come out empty (more parts than a component can fill). num_parts
 // == 1 puts every node in part 0 without calling METIS. Logs the time and edge cut at info level.
+// Thread-safe (calls into METIS, whose random state is global, are serialised).
 // Throws ConfigError "sampler.num_parts: ..." unless 1 <= num_parts <= g.num_nodes(), Error when
 // METIS fails (naming its return code) or the graph has more edges than METIS's idx_t can index.
 std::vector<int32_t> partition_graph(const graph::CsrGraph& g, int num_parts, uint64_t seed);
