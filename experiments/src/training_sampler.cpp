@@ -3,8 +3,10 @@
 #include <cstdlib>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/samplers/cluster_sampler.hpp"
 #include "gnnpipe/samplers/full_batch_sampler.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
+#include "gnnpipe/samplers/saint_sampler.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
@@ -41,11 +43,28 @@ std::unique_ptr<samplers::Sampler> make_training_sampler(const config::Experimen
                                            .shuffle = true, .seed = c.run.seed, .norm = norm});
     case SamplerType::kSaintNode:
     case SamplerType::kSaintEdge:
-    case SamplerType::kSaintRw:
+    case SamplerType::kSaintRw: {
+      const auto mode = s.type == SamplerType::kSaintNode   ? samplers::SaintMode::kNode
+                        : s.type == SamplerType::kSaintEdge ? samplers::SaintMode::kEdge
+                                                             : samplers::SaintMode::kRandomWalk;
+      return std::make_unique<samplers::SaintSampler>(
+          d.graph, std::move(train),
+          samplers::SaintSamplerOptions{.mode = mode, .budget = s.batch_size, .walk_length = s.walk_length,
+                                        .steps_per_epoch = s.steps_per_epoch, .norm_samples = s.norm_samples,
+                                        .normalize = s.normalize, .seed = c.run.seed, .norm = norm,
+                                        .num_layers = num_layers});
+    }
     case SamplerType::kCluster:
-      break;
+      GNNPIPE_CHECK_CONFIG(s.diag_lambda == 0 || norm == graph::BlockNorm::kGcn,
+                           "sampler.diag_lambda: the diagonal enhancement is only for model.type gcn");
+      return std::make_unique<samplers::ClusterSampler>(
+          d.graph, std::move(train),
+          samplers::ClusterSamplerOptions{.num_parts = s.num_parts, .parts_per_batch = s.batch_size,
+                                          .diag_lambda = static_cast<float>(s.diag_lambda),
+                                          .cache_dir = partition_cache_dir(s), .seed = c.run.seed, .norm = norm,
+                                          .num_layers = num_layers});
   }
-  GNNPIPE_THROW(ConfigError, "sampler.type: '{}' is not available yet", samplers::to_string(s.type));
+  GNNPIPE_THROW(ConfigError, "sampler.type: '{}' is not available", samplers::to_string(s.type));
 }
 
 }  // namespace gnnpipe::experiments

@@ -200,3 +200,26 @@ TEST_CASE("gnnpipe bench runs both modes, prints the table and writes bench.json
   CHECK(out.str().find("speedup") != std::string::npos);
   CHECK(out.str().find("bitwise identical") != std::string::npos);
 }
+
+TEST_CASE("every sampler type trains through the pipeline exactly as through the baseline", "[pipeline]") {
+  test::TempDir dir;
+  const std::vector<std::pair<std::string, std::string>> samplers{
+      {"saint_node", "sampler={type: saint_node, batch_size: 200}"},
+      {"saint_edge", "sampler={type: saint_edge, batch_size: 150}"},
+      {"saint_rw", "sampler={type: saint_rw, batch_size: 60, walk_length: 2}"},
+      {"cluster", "sampler={type: cluster, num_parts: 16, batch_size: 4, cache_dir: " + (dir / "cache").string() + "}"},
+  };
+  for (const auto& [name, set] : samplers) {
+    INFO(name);
+    const Run seq = train({set, "pipeline.mode=sequential", "run.epochs=20"}, dir, name + "-s");
+    const Run pipe = train({set, "pipeline.sampler_threads=3", "pipeline.staging_slots=2", "run.epochs=20"}, dir, name + "-p");
+    CHECK(seq.summary["sampler"] == name);
+    CHECK(seq.summary["test_accuracy"].get<double>() > 0.6);
+    CHECK(pipe.summary["params_checksum"] == seq.summary["params_checksum"]);
+    CHECK(without_times(pipe.metrics) == without_times(seq.metrics));
+  }
+  CHECK(std::filesystem::exists(dir / "cache"));  // the METIS partition was cached
+  CHECK_THROWS_WITH(train({"sampler={type: cluster, num_parts: 5000}"}, dir, "big"), Catch::Contains("sampler.num_parts"));
+  CHECK_THROWS_WITH(train({"sampler={type: cluster, num_parts: 8, diag_lambda: 0.5}"}, dir, "dl"),
+                    Catch::Contains("sampler.diag_lambda"));
+}
