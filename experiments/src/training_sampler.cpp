@@ -2,7 +2,11 @@
 
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/log.hpp"
+#include "gnnpipe/core/timer.hpp"
 #include "gnnpipe/samplers/cluster_sampler.hpp"
 #include "gnnpipe/samplers/full_batch_sampler.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
@@ -47,12 +51,19 @@ std::unique_ptr<samplers::Sampler> make_training_sampler(const config::Experimen
       const auto mode = s.type == SamplerType::kSaintNode   ? samplers::SaintMode::kNode
                         : s.type == SamplerType::kSaintEdge ? samplers::SaintMode::kEdge
                                                              : samplers::SaintMode::kRandomWalk;
-      return std::make_unique<samplers::SaintSampler>(
+      core::Stopwatch watch;
+      auto sampler = std::make_unique<samplers::SaintSampler>(
           d.graph, std::move(train),
           samplers::SaintSamplerOptions{.mode = mode, .budget = s.batch_size, .walk_length = s.walk_length,
                                         .steps_per_epoch = s.steps_per_epoch, .norm_samples = s.norm_samples,
                                         .normalize = s.normalize, .seed = c.run.seed, .norm = norm,
                                         .num_layers = num_layers});
+      core::logger().info("GraphSAINT ({}): {} batches per epoch; {} ({:.2f} s)", samplers::to_string(s.type),
+                          sampler->steps_per_epoch(),
+                          s.normalize ? fmt::format("norms from {} pre-sampled subgraphs", sampler->norm_samples())
+                                      : std::string("no normalisation"),
+                          watch.seconds());
+      return sampler;
     }
     case SamplerType::kCluster:
       GNNPIPE_CHECK_CONFIG(s.diag_lambda == 0 || norm == graph::BlockNorm::kGcn,
