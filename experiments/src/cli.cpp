@@ -154,7 +154,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       run_bench(experiment, dataset, bench_args.out_dir, out);
       return 0;
     }
-    if (*infer) return not_yet(err, "gnnpipe infer", "issue #6 (the pipelined runtime and layer-wise inference)");
+    if (*infer) return not_yet(err, "gnnpipe infer", "checkpoints and the memory governor (DESIGN §4); layer-wise inference itself is what every run evaluates with");
     if (*info) return data_info(info_args, out);
     if (*convert) return data_convert(convert_args, out);
     if (*synth) return data_synth(synth_args, out);

@@ -2,8 +2,8 @@
 // AliasTable: O(1) draws of an index in [0, n) with probability proportional to non-negative
 // weights (Walker's alias method, built with Vose's stable variant). Private to gnnpipe::samplers
 // (GraphSAINT's node and edge draws). Items are the slot indices themselves, so one 8-byte entry
-// per item suffices even over the edges of a large graph (n < 2^32). gnnpipe::graph has a private
-// twin for the synthetic generator whose items are arbitrary node ids.
+// per item suffices even over the edges of a large graph (n < 2^32). The construction is
+// graph::build_alias_slots, shared with the synthetic generator.
 // Immutable after construction; concurrent draws with separate Rngs are safe.
 #include <cstdint>
 #include <span>

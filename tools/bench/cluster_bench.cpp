@@ -19,7 +19,7 @@
 #include <memory>
 #include <utility>
 
-#include "gnnpipe/graph/io/load.hpp"
+#include "bench_graphs.hpp"
 #include "gnnpipe/samplers/cluster_sampler.hpp"
 #include "gnnpipe/samplers/graph_partition.hpp"
 
@@ -27,33 +27,7 @@ namespace {
 
 using namespace gnnpipe;
 
-std::filesystem::path data_dir() {
-  if (const char* env = std::getenv("GNNPIPE_DATA_DIR"); env != nullptr && env[0] != '\0') return env;
-  return std::filesystem::path(GNNPIPE_SOURCE_DIR) / ".." / "shared" / "datasets";
-}
-
-graph::CsrGraph symmetrized(const graph::CsrGraph& g) {
-  std::vector<graph::NodeId> dst(static_cast<std::size_t>(g.num_edges()));
-  for (graph::NodeId v = 0; v < g.num_nodes(); ++v) {
-    std::fill(dst.begin() + g.offsets()[static_cast<std::size_t>(v)], dst.begin() + g.offsets()[static_cast<std::size_t>(v) + 1], v);
-  }
-  return graph::CsrGraph::from_coo(g.num_nodes(), g.indices(), dst, {.symmetrize = true, .dedupe = true});
-}
-
-struct ArxivGraph {
-  graph::CsrGraph graph;
-  std::vector<graph::NodeId> train;
-};
-
-const ArxivGraph* arxiv() {
-  static const std::unique_ptr<ArxivGraph> g = [] {
-    const auto path = data_dir() / "ogbn-arxiv";
-    if (!std::filesystem::exists(path)) return std::unique_ptr<ArxivGraph>();
-    const graph::Dataset d = graph::io::load_dataset(path);
-    return std::make_unique<ArxivGraph>(ArxivGraph{symmetrized(d.graph), {d.splits.train.begin(), d.splits.train.end()}});
-  }();
-  return g.get();
-}
+using bench::arxiv;
 
 // One sampler per (P, q), built on first use (METIS runs once per P and seed).
 const samplers::ClusterSampler& sampler(int parts, int per_batch) {

@@ -10,23 +10,14 @@
 #include "gnnpipe/graph/feature_store.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/pipeline/layerwise_inference.hpp"
+#include "sampler_helpers.hpp"
 
 using namespace gnnpipe;
 using graph::NodeId;
 
-namespace {
-
-graph::CsrGraph random_graph(NodeId n, std::size_t e, uint64_t seed) {
-  core::Rng rng(seed, {});
-  std::vector<NodeId> src, dst;
-  for (std::size_t i = 0; i < e; ++i) {
-    src.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(n))));
-    dst.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(n))));
-  }
-  return graph::CsrGraph::from_coo(n, src, dst, {.symmetrize = true, .dedupe = true, .self_loops = graph::SelfLoops::kRemove});
-}
-
-}  // namespace
+using test::random_graph;
+using test::fingerprint;
+using test::vec;
 
 TEST_CASE("layer-wise inference in chunks equals a full-graph forward without dropout", "[pipeline][inference]") {
   const NodeId n = 157;

@@ -12,28 +12,14 @@
 #include "gnnpipe/samplers/inference_sampler.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
 #include "gnnpipe/samplers/parallel_sampler.hpp"
+#include "sampler_helpers.hpp"
 
 using namespace gnnpipe;
 using graph::NodeId;
 
-namespace {
-
-graph::CsrGraph random_graph(NodeId n, std::size_t e, uint64_t seed) {
-  core::Rng rng(seed, {});
-  std::vector<NodeId> src, dst;
-  for (std::size_t i = 0; i < e; ++i) {
-    src.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(n))));
-    dst.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(n))));
-  }
-  return graph::CsrGraph::from_coo(n, src, dst, {.symmetrize = true, .dedupe = true, .self_loops = graph::SelfLoops::kRemove});
-}
-
-template <class T>
-std::vector<T> values(const graph::HostArray<T>& a) {
-  return {a.begin(), a.end()};
-}
-
-}  // namespace
+using test::random_graph;
+using test::fingerprint;
+using test::vec;
 
 TEST_CASE("the full-batch sampler returns the whole graph as one shared block, loss on sorted train nodes", "[samplers]") {
   const graph::CsrGraph g = random_graph(30, 80, 1);
@@ -45,12 +31,12 @@ TEST_CASE("the full-batch sampler returns the whole graph as one shared block, l
   CHECK(b.epoch == 5);
   REQUIRE(b.blocks.size() == 1);
   const graph::Block full = graph::full_graph_block(g, graph::BlockNorm::kGcn);
-  CHECK(values(b.blocks[0].offsets) == values(full.offsets));
-  CHECK(values(b.blocks[0].indices) == values(full.indices));
-  CHECK(values(b.blocks[0].weights) == values(full.weights));
+  CHECK(vec(b.blocks[0].offsets) == vec(full.offsets));
+  CHECK(vec(b.blocks[0].indices) == vec(full.indices));
+  CHECK(vec(b.blocks[0].weights) == vec(full.weights));
   CHECK(b.input_nodes.size() == 30);
   CHECK(b.targets[29] == 29);
-  CHECK(values(b.loss_rows) == std::vector<int32_t>{3, 7, 12});
+  CHECK(vec(b.loss_rows) == std::vector<int32_t>{3, 7, 12});
   CHECK(b.loss_weights.empty());
   const auto blocks = b.layer_blocks(3);
   CHECK((blocks[0] == &b.blocks[0] && blocks[2] == &b.blocks[0]));
@@ -98,7 +84,7 @@ TEST_CASE("parallel sampling returns the batches in plan order, identical to one
   std::vector<std::vector<NodeId>> expected;
   for (const auto& spec : plan) {
     const auto b = sampler.sample(spec, *ws);
-    expected.push_back(values(b.blocks[0].indices));
+    expected.push_back(vec(b.blocks[0].indices));
     expected.back().insert(expected.back().end(), b.input_nodes.begin(), b.input_nodes.end());
   }
   for (int threads : {1, 2, 8}) {
@@ -109,7 +95,7 @@ TEST_CASE("parallel sampling returns the batches in plan order, identical to one
       REQUIRE(batches.size() == plan.size());
       for (std::size_t i = 0; i < batches.size(); ++i) {
         CHECK(batches[i].index == static_cast<int64_t>(i));
-        auto got = values(batches[i].blocks[0].indices);
+        auto got = vec(batches[i].blocks[0].indices);
         got.insert(got.end(), batches[i].input_nodes.begin(), batches[i].input_nodes.end());
         CHECK(got == expected[i]);
       }

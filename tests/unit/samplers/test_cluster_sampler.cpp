@@ -17,6 +17,7 @@
 #include "gnnpipe/samplers/graph_partition.hpp"
 #include "graph_helpers.hpp"
 #include "temp_dir.hpp"
+#include "sampler_helpers.hpp"
 
 using namespace gnnpipe;
 using Catch::Contains;
@@ -25,22 +26,13 @@ using graph::NodeId;
 using samplers::ClusterSampler;
 using samplers::ClusterSamplerOptions;
 
+using test::random_graph;
+using test::fingerprint;
+using test::vec;
+
 namespace {
 
 namespace fs = std::filesystem;
-
-// A random graph; `directed` keeps it unsymmetric with repeated edges and self-loops, as the
-// sampler takes any CsrGraph.
-graph::CsrGraph random_graph(NodeId n, std::size_t e, uint64_t seed, bool directed = false) {
-  core::Rng rng(seed, {});
-  std::vector<NodeId> src, dst;
-  for (std::size_t i = 0; i < e; ++i) {
-    src.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(n))));
-    dst.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(n))));
-  }
-  if (directed) return graph::CsrGraph::from_coo(n, src, dst);
-  return graph::CsrGraph::from_coo(n, src, dst, {.symmetrize = true, .dedupe = true, .self_loops = graph::SelfLoops::kRemove});
-}
 
 graph::CsrGraph undirected(NodeId n, const std::vector<std::pair<NodeId, NodeId>>& edges) {
   std::vector<NodeId> src, dst;
@@ -55,32 +47,6 @@ std::vector<NodeId> all_nodes(NodeId n) {
   std::vector<NodeId> v(static_cast<std::size_t>(n));
   for (NodeId i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
   return v;
-}
-
-template <class T>
-std::vector<T> vec(const graph::HostArray<T>& a) {
-  return {a.begin(), a.end()};
-}
-
-// A hash of everything a mini-batch holds, for byte-identity checks.
-uint64_t fingerprint(const graph::MiniBatch& b) {
-  uint64_t h = 0;
-  auto mix = [&](auto span) {
-    for (auto x : span) h = core::splitmix64(h ^ static_cast<uint64_t>(x));
-  };
-  for (const auto& block : b.blocks) {
-    mix(block.offsets.span());
-    mix(block.indices.span());
-    for (float w : block.weights) {
-      uint32_t bits = 0;
-      std::memcpy(&bits, &w, sizeof bits);
-      h = core::splitmix64(h ^ bits);
-    }
-  }
-  mix(b.input_nodes.span());
-  mix(b.targets.span());
-  mix(b.loss_rows.span());
-  return h;
 }
 
 // Two copies of a triangle {0, 1, 2} with a pendant 3 on node 2, joined by the edge 3 - 4; node 0

@@ -13,27 +13,19 @@
 #include "gnnpipe/samplers/graph_partition.hpp"
 #include "graph_helpers.hpp"
 #include "temp_dir.hpp"
+#include "sampler_helpers.hpp"
 
 using namespace gnnpipe;
 using Catch::Contains;
 using graph::NodeId;
 
+using test::random_graph;
+using test::fingerprint;
+using test::vec;
+
 namespace {
 
 namespace fs = std::filesystem;
-
-// A random graph; `directed` keeps it unsymmetric with repeated edges and self-loops, which
-// partition_graph must make undirected and simple for METIS.
-graph::CsrGraph random_graph(NodeId n, std::size_t e, uint64_t seed, bool directed = false) {
-  core::Rng rng(seed, {});
-  std::vector<NodeId> src, dst;
-  for (std::size_t i = 0; i < e; ++i) {
-    src.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(n))));
-    dst.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(n))));
-  }
-  if (directed) return graph::CsrGraph::from_coo(n, src, dst);
-  return graph::CsrGraph::from_coo(n, src, dst, {.symmetrize = true, .dedupe = true, .self_loops = graph::SelfLoops::kRemove});
-}
 
 // Two cliques {0..k-1} and {k..2k-1} joined by the single edge (k-1, k).
 graph::CsrGraph two_cliques(NodeId k) {

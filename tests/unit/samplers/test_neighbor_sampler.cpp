@@ -11,47 +11,17 @@
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/graph/csr_graph.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
+#include "sampler_helpers.hpp"
 
 using namespace gnnpipe;
 using graph::NodeId;
 using samplers::NeighborSampler;
 using samplers::NeighborSamplerOptions;
 
-namespace {
-
-graph::CsrGraph random_graph(NodeId n, std::size_t e, uint64_t seed) {
-  core::Rng rng(seed, {});
-  std::vector<NodeId> src, dst;
-  for (std::size_t i = 0; i < e; ++i) {
-    src.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(n))));
-    dst.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(n))));
-  }
-  return graph::CsrGraph::from_coo(n, src, dst, {.symmetrize = true, .dedupe = true, .self_loops = graph::SelfLoops::kRemove});
-}
-
-std::vector<NodeId> all_nodes(NodeId n) {
-  std::vector<NodeId> v(static_cast<std::size_t>(n));
-  for (NodeId i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
-  return v;
-}
-
-// A hash of everything a mini-batch holds, for byte-identity checks.
-uint64_t fingerprint(const graph::MiniBatch& b) {
-  uint64_t h = 0;
-  auto mix = [&](auto span) {
-    for (auto x : span) h = core::splitmix64(h ^ static_cast<uint64_t>(x));
-  };
-  for (const auto& block : b.blocks) {
-    mix(block.offsets.span());
-    mix(block.indices.span());
-    for (float w : block.weights) h = core::splitmix64(h ^ static_cast<uint64_t>(w * 1e6f));
-  }
-  mix(b.input_nodes.span());
-  mix(b.targets.span());
-  return h;
-}
-
-}  // namespace
+using test::random_graph;
+using test::fingerprint;
+using test::vec;
+using test::all_nodes;
 
 TEST_CASE("fanout -1 takes whole neighborhoods: exact blocks on a tiny graph", "[samplers][neighbor]") {
   // Path 0 - 1 - 2 - 3 (symmetric).

@@ -15,6 +15,7 @@
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/graph/csr_graph.hpp"
 #include "gnnpipe/samplers/saint_sampler.hpp"
+#include "sampler_helpers.hpp"
 
 using namespace gnnpipe;
 using graph::BlockNorm;
@@ -24,51 +25,12 @@ using samplers::SaintMode;
 using samplers::SaintSampler;
 using samplers::SaintSamplerOptions;
 
+using test::random_graph;
+using test::fingerprint;
+using test::vec;
+using test::all_nodes;
+
 namespace {
-
-graph::CsrGraph random_graph(NodeId n, std::size_t e, uint64_t seed) {
-  core::Rng rng(seed, {});
-  std::vector<NodeId> src, dst;
-  for (std::size_t i = 0; i < e; ++i) {
-    src.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(n))));
-    dst.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(n))));
-  }
-  return graph::CsrGraph::from_coo(n, src, dst, {.symmetrize = true, .dedupe = true, .self_loops = graph::SelfLoops::kRemove});
-}
-
-std::vector<NodeId> all_nodes(NodeId n) {
-  std::vector<NodeId> v(static_cast<std::size_t>(n));
-  for (NodeId i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
-  return v;
-}
-
-template <class T>
-std::vector<std::remove_const_t<T>> vec(const graph::HostArray<T>& a) {
-  return {a.begin(), a.end()};
-}
-
-// A hash of everything a mini-batch holds (weights bit for bit), for byte-identity checks.
-uint64_t fingerprint(const graph::MiniBatch& b) {
-  uint64_t h = 0;
-  auto mix = [&](auto span) {
-    for (auto x : span) h = core::splitmix64(h ^ static_cast<uint64_t>(x));
-  };
-  auto mix_floats = [&](std::span<const float> span) {
-    for (float x : span) h = core::splitmix64(h ^ std::bit_cast<uint32_t>(x));
-  };
-  for (const auto& block : b.blocks) {
-    mix(block.offsets.span());
-    mix(block.indices.span());
-    mix_floats(block.weights.span());
-    mix(block.t_offsets.span());
-    mix(block.t_edges.span());
-  }
-  mix(b.input_nodes.span());
-  mix(b.targets.span());
-  mix(b.loss_rows.span());
-  mix_floats(b.loss_weights.span());
-  return h;
-}
 
 // Nine nodes: a triangle 0-1-2 joined by 2-3 to a triangle 3-4-5, 5-6 (undirected), a directed
 // 6 -> 7, and node 8 without edges (a dead end for walks, never drawn by the node/edge samplers).
