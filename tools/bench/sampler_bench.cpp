@@ -1,5 +1,6 @@
-// gnnpipe_bench_sampler (Google Benchmark): neighbor-sampler throughput on one core, batches of
-// 1,024 seeds, as batches/s and sampled edges/s:
+// gnnpipe_bench_sampler (Google Benchmark): neighbor-sampler throughput on one core and with two
+// batches sampled at once on two threads (`_TwoThreads`), batches of 1,024 seeds, as batches/s and
+// sampled edges/s:
 //   NeighborArxiv/<fanouts>    the real ogbn-arxiv graph (symmetrized), from $GNNPIPE_DATA_DIR or
 //                              ../shared/datasets; skipped when absent
 //   NeighborProducts/<fanouts> the products-size synthetic graph (2,449,029 nodes, ~61.9 M
@@ -7,9 +8,14 @@
 // Anchor: pyg-lib samples an ogbn-products batch of 1,024 seeds at [10, 5] in about 20 ms on one
 // core, and arxiv [15, 10, 5] in 31.4 ms (../shared/reference/README.md).
 #include <benchmark/benchmark.h>
+#include <tbb/global_control.h>
+
+#include <algorithm>
+#include <span>
 
 #include "bench_graphs.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
+#include "gnnpipe/samplers/parallel_sampler.hpp"
 
 namespace {
 
@@ -18,34 +24,49 @@ using bench::arxiv;
 using bench::Graph;
 using bench::products;
 
-void run(benchmark::State& state, const Graph* g, std::vector<int> fanouts) {
+// `threads` batches per iteration, sampled concurrently by samplers::ParallelSampler (one
+// workspace per thread) under a oneTBB limit of `threads`; 1 = one batch on the calling thread.
+void run(benchmark::State& state, const Graph* g, std::vector<int> fanouts, int threads = 1) {
   if (g == nullptr) {
     state.SkipWithError("dataset not found (set GNNPIPE_DATA_DIR)");
     return;
   }
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
   const samplers::NeighborSampler sampler(g->graph, g->train, {.fanouts = fanouts, .batch_size = 1024, .seed = 1});
   const auto plan = sampler.plan_epoch(0);
-  auto ws = sampler.make_workspace();
+  samplers::ParallelSampler parallel(sampler);
+  const auto width = static_cast<std::size_t>(threads);
   std::size_t i = 0;
-  int64_t edges = 0, nodes = 0;
+  int64_t edges = 0, nodes = 0, batches = 0;
   for (auto _ : state) {
-    const graph::MiniBatch b = sampler.sample(plan[i++ % plan.size()], *ws);
-    edges += b.shape.total_edges();
-    nodes += b.blocks.front().num_src;
-    benchmark::DoNotOptimize(b.blocks.data());
+    if (i + width > plan.size()) i = 0;
+    const auto out = parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(i, width));
+    i += width;
+    for (const graph::MiniBatch& b : out) {
+      edges += b.shape.total_edges();
+      nodes += b.blocks.front().num_src;
+      ++batches;
+    }
+    benchmark::DoNotOptimize(out.data());
   }
-  state.counters["batches/s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["batches/s"] = benchmark::Counter(static_cast<double>(batches), benchmark::Counter::kIsRate);
   state.counters["edges/s"] = benchmark::Counter(static_cast<double>(edges), benchmark::Counter::kIsRate);
-  state.counters["nodes/batch"] = static_cast<double>(nodes) / static_cast<double>(state.iterations());
+  state.counters["nodes/batch"] = static_cast<double>(nodes) / static_cast<double>(std::max<int64_t>(1, batches));
 }
 
 void NeighborArxiv_15_10_5(benchmark::State& s) { run(s, arxiv(), {15, 10, 5}); }
+void NeighborArxiv_15_10_5_TwoThreads(benchmark::State& s) { run(s, arxiv(), {15, 10, 5}, 2); }
 void NeighborProducts_10_5(benchmark::State& s) { run(s, products(), {10, 5}); }
+void NeighborProducts_10_5_TwoThreads(benchmark::State& s) { run(s, products(), {10, 5}, 2); }
 void NeighborProducts_15_10_5(benchmark::State& s) { run(s, products(), {15, 10, 5}); }
+void NeighborProducts_15_10_5_TwoThreads(benchmark::State& s) { run(s, products(), {15, 10, 5}, 2); }
 
 }  // namespace
 
-BENCHMARK(NeighborArxiv_15_10_5)->Unit(benchmark::kMillisecond);
-BENCHMARK(NeighborProducts_10_5)->Unit(benchmark::kMillisecond);
-BENCHMARK(NeighborProducts_15_10_5)->Unit(benchmark::kMillisecond);
+BENCHMARK(NeighborArxiv_15_10_5)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(NeighborArxiv_15_10_5_TwoThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(NeighborProducts_10_5)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(NeighborProducts_10_5_TwoThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(NeighborProducts_15_10_5)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(NeighborProducts_15_10_5_TwoThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_MAIN();

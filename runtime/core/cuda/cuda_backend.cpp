@@ -1,5 +1,6 @@
 // The CUDA implementation of backend.hpp: thin, checked wrappers over the CUDA runtime API.
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include "backend.hpp"
 #include "cuda_check.hpp"
@@ -129,5 +130,9 @@ void memcpy_async(void* dst, const void* src, std::size_t bytes, void* stream) {
 void fill_async(void* dst, std::size_t count, std::size_t element_size, unsigned long long pattern, void* stream) {
   cuda::launch_fill(dst, count, element_size, pattern, as_stream(stream));
 }
+
+// NVTX v3 is header-only: without an attached tool these calls return at once.
+void range_push(const char* name) noexcept { nvtxRangePushA(name); }
+void range_pop() noexcept { nvtxRangePop(); }
 
 }  // namespace gnnpipe::core::backend

@@ -32,6 +32,10 @@ void event_synchronize(void* event);
 float event_elapsed_ms(void* start, void* end);
 
 void memcpy_async(void* dst, const void* src, std::size_t bytes, void* stream);
+// Profiler ranges (NVTX push/pop on CUDA builds; no-ops otherwise). Never throw.
+void range_push(const char* name) noexcept;
+void range_pop() noexcept;
+
 // Fills `count` elements of `element_size` bytes with `pattern` (a kernel in cuda/fill.cu).
 void fill_async(void* dst, std::size_t count, std::size_t element_size, unsigned long long pattern, void* stream);
 

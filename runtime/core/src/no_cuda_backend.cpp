@@ -28,6 +28,8 @@ bool event_query(void*) { no_cuda(); }
 void event_synchronize(void*) { no_cuda(); }
 float event_elapsed_ms(void*, void*) { no_cuda(); }
 void memcpy_async(void*, const void*, std::size_t, void*) { no_cuda(); }
+void range_push(const char*) noexcept {}
+void range_pop() noexcept {}
 void fill_async(void*, std::size_t, std::size_t, unsigned long long, void*) { no_cuda(); }
 
 }  // namespace gnnpipe::core::backend

@@ -16,6 +16,7 @@
 #include "dedicated_stage.hpp"
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/stream.hpp"
+#include "gnnpipe/core/trace_range.hpp"
 #include "gnnpipe/memory/staging_pool.hpp"
 #include "gnnpipe/models/ops/loss.hpp"
 #include "gnnpipe/models/ops/metrics.hpp"
@@ -97,6 +98,7 @@ class Stages {
 
   // Sample the batch.
   graph::MiniBatch sample(const Item& item, samplers::SamplerWorkspace& ws) {
+    const core::TraceRange range("gnnpipe sample");
     const double t0 = s_.recorder.now();
     fault(Stage::kSample, item);
     graph::MiniBatch batch = s_.sampler.sample(item.spec, ws);
@@ -106,6 +108,7 @@ class Stages {
 
   // Gather its features and pack it into its staging slot.
   void gather(Item& item, const graph::MiniBatch& batch) {
+    const core::TraceRange range("gnnpipe gather");
     const double t0 = s_.recorder.now();
     fault(Stage::kGather, item);
     item.layout = BatchLayout::of(batch, s_.data.features.cols());
@@ -119,6 +122,7 @@ class Stages {
   // Queue the copy of the staging slot into the device slot on the copy stream (after the last
   // train step that read that device slot) and wait until it completed, so the staging slot can go back.
   void transfer(const Item& item) {
+    const core::TraceRange range("gnnpipe transfer");
     const double t0 = s_.recorder.now();
     fault(Stage::kTransfer, item);
     memory::StagingSlot& dst = device_slots_.slot(item.device_slot);
@@ -136,6 +140,7 @@ class Stages {
 
   // One optimizer step on the batch in its device slot; returns its loss.
   double train(const Item& item) {
+    const core::TraceRange range("gnnpipe train");
     const double t0 = s_.recorder.now();
     fault(Stage::kTrain, item);
     const auto dev = static_cast<std::size_t>(item.device_slot);
@@ -175,6 +180,7 @@ class Stages {
 
   // Layer-wise full-neighbor inference of the snapshot; fills the accuracies of `r`.
   void evaluate(EpochResult& r) {
+    const core::TraceRange range("gnnpipe eval");
     const double t0 = s_.recorder.now();
     if (s_.fault) s_.fault(Stage::kEval, r.epoch, -1);
     const auto logits = infer_layerwise(eval_model_, s_.data.graph, s_.data.features,
