@@ -5,6 +5,7 @@
 
 #include "gnnpipe/core/buffer.hpp"
 #include "gnnpipe/core/stream.hpp"
+#include "gnnpipe/memory/caching_allocator.hpp"
 
 #if defined(GNNPIPE_TEST_WITH_CUDA)
 #include "delay.hpp"
@@ -89,6 +90,23 @@ TEST_CASE("an async H2D copy from pinned memory is ordered by its stream and tim
   copy_async(back, dev, copy_stream);
   copy_stream.synchronize();
   CHECK(std::all_of(back.span().begin(), back.span().end(), [](float v) { return v == 1.5f; }));
+}
+
+TEST_CASE("the caching allocator reuses a freed block on another stream only after its work completed", "[gpu][allocator]") {
+  Stream a(kGpu);
+  Stream b(kGpu);
+  gnnpipe::memory::CachingAllocator alloc(kGpu, std::size_t{64} << 20);
+  auto block = alloc.allocate(4096, a);
+  void* first = block.data();
+  gnnpipe::test::launch_delay_then_write(static_cast<uint32_t*>(first), 1u, kDelayNs, static_cast<cudaStream_t>(a.native_handle()));
+  block.free();  // ordered after the kernel on stream a
+  auto other = alloc.allocate(4096, b);  // the kernel still runs: not that block
+  CHECK(other.data() != first);
+  auto same = alloc.allocate(4096, a);  // stream order protects it on a
+  CHECK(same.data() == first);
+  a.synchronize();
+  b.synchronize();
+  CHECK(alloc.stats().driver_allocations == 2);
 }
 
 TEST_CASE("a CPU stream refuses device memory, and cross-device waits are refused", "[gpu][stream]") {

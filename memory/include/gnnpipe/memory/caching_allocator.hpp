@@ -1,0 +1,101 @@
+#pragma once
+// CachingAllocator: device memory for a run, under a hard budget (DESIGN §4, `memory.limit`).
+//  - Sizes are rounded to size classes (512 B steps up to 1 MiB, then 1 MiB steps) and freed blocks
+//    are kept in per-class bins for reuse, so a steady run stops calling the driver after warm-up.
+//  - Stream-ordered reuse: a block freed on stream S is reusable at once by later work on S (stream
+//    order protects it) and by other streams only after an event recorded at the free has completed.
+//  - The budget counts bytes the driver holds for us (in use + cached). A request that would exceed
+//    it first returns completed cached blocks to the driver; if it still does not fit it throws
+//    OutOfBudget and never reaches the driver.
+//  - Statistics: bytes in use and their peak, cached bytes, per-batch high-water mark, counts of
+//    requests, cache hits and driver allocations.
+// Works on both backends (on the CPU "device" memory is host memory and events complete at once),
+// so its logic is tested without a GPU. Thread-safe (one mutex; a handful of calls per batch).
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "gnnpipe/core/device.hpp"
+#include "gnnpipe/core/memory_kind.hpp"
+#include "gnnpipe/core/stream.hpp"
+
+namespace gnnpipe::memory {
+
+struct AllocatorStats {
+  std::size_t in_use_bytes = 0;      // handed out and not freed
+  std::size_t peak_in_use_bytes = 0;
+  std::size_t cached_bytes = 0;      // freed, kept for reuse
+  std::size_t batch_peak_bytes = 0;  // peak in use since the last reset_batch_peak()
+  std::size_t budget_bytes = 0;
+  int64_t requests = 0, cache_hits = 0, driver_allocations = 0, driver_frees = 0;
+};
+
+class CachingAllocator;
+
+// One allocation; returns itself to the allocator when destroyed (or on free()), ordered after the
+// work queued so far on the stream it was last used on.
+class DeviceBlock {
+ public:
+  DeviceBlock() = default;
+  DeviceBlock(DeviceBlock&& other) noexcept;
+  DeviceBlock& operator=(DeviceBlock&& other) noexcept;
+  DeviceBlock(const DeviceBlock&) = delete;
+  DeviceBlock& operator=(const DeviceBlock&) = delete;
+  ~DeviceBlock() { free(); }
+
+  void* data() const { return ptr_; }
+  std::size_t size() const { return size_; }  // the size class (>= the request)
+  explicit operator bool() const { return ptr_ != nullptr; }
+  // Later uses are on `stream` (the free is then ordered after its work).
+  void use_on(const core::Stream& stream) { stream_ = &stream; }
+  void free() noexcept;
+
+ private:
+  friend class CachingAllocator;
+  CachingAllocator* owner_ = nullptr;
+  void* ptr_ = nullptr;
+  std::size_t size_ = 0;
+  const core::Stream* stream_ = nullptr;
+};
+
+class CachingAllocator {
+ public:
+  // `budget_bytes` >= 1 (ConfigError naming memory.limit otherwise).
+  CachingAllocator(core::Device device, std::size_t budget_bytes);
+  ~CachingAllocator();  // frees every cached block (blocks still handed out must be gone: checked in debug logs)
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // A block of at least `bytes` (> 0) for work on `stream`. Throws OutOfBudget when it cannot fit.
+  DeviceBlock allocate(std::size_t bytes, const core::Stream& stream);
+
+  // Returns every cached block whose work has completed to the driver.
+  void release_cached();
+  AllocatorStats stats() const;
+  void reset_batch_peak();
+
+  static std::size_t size_class(std::size_t bytes);
+
+ private:
+  friend class DeviceBlock;
+  struct Cached {
+    core::Allocation allocation;
+    const core::Stream* stream;  // freed on this stream
+    std::unique_ptr<core::Event> done;  // completes when the work before the free has
+  };
+  void give_back(void* ptr, std::size_t size, const core::Stream* stream) noexcept;
+  bool reusable(const Cached& c, const core::Stream& stream) const;
+  void release_cached_locked(std::size_t wanted);
+
+  core::Device device_;
+  std::size_t budget_;
+  mutable std::mutex mutex_;
+  std::multimap<std::size_t, Cached> bins_;             // size class -> cached blocks
+  std::map<void*, core::Allocation> live_;              // handed out
+  AllocatorStats stats_;
+};
+
+}  // namespace gnnpipe::memory
