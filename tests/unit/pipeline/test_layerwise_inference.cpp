@@ -19,7 +19,7 @@ using test::random_graph;
 using test::fingerprint;
 using test::vec;
 
-TEST_CASE("layer-wise inference in chunks equals a full-graph forward without dropout", "[pipeline][inference]") {
+TEST_CASE("layer-wise inference in chunks equals a full-graph forward without dropout", "[pipeline][inference][tsan]") {
   const NodeId n = 157;
   const graph::CsrGraph g = random_graph(n, 600, 4);  // some nodes have no neighbors
   core::Rng rng(5, {});

@@ -63,7 +63,7 @@ std::string without_times(const std::string& csv) {
 
 }  // namespace
 
-TEST_CASE("pipelined and sequential runs give identical parameters and per-epoch metrics", "[pipeline]") {
+TEST_CASE("pipelined and sequential runs give identical parameters and per-epoch metrics", "[pipeline][tsan]") {
   test::TempDir dir;
   const Run base = train({"pipeline.mode=sequential"}, dir, "seq");
   CHECK(base.summary["mode"] == "sequential");
@@ -86,7 +86,7 @@ TEST_CASE("pipelined and sequential runs give identical parameters and per-epoch
   CHECK(train({"sampler={type: full}"}, dir, "fp").summary["params_checksum"] == full_seq.summary["params_checksum"]);
 }
 
-TEST_CASE("batches reach the trainer in plan order and in-flight batches never exceed the slots", "[pipeline]") {
+TEST_CASE("batches reach the trainer in plan order and in-flight batches never exceed the slots", "[pipeline][tsan]") {
   test::TempDir dir;
   std::mutex mutex;
   std::vector<std::pair<int, int64_t>> trained;
@@ -110,7 +110,7 @@ TEST_CASE("batches reach the trainer in plan order and in-flight batches never e
   CHECK(r.summary["trainer_wait_s"].get<double>() >= 0);
 }
 
-TEST_CASE("a failure in any stage stops the run once, naming the stage and the batch", "[pipeline]") {
+TEST_CASE("a failure in any stage stops the run once, naming the stage and the batch", "[pipeline][tsan]") {
   test::TempDir dir;
   for (const auto mode : {"pipelined", "sequential"}) {
     for (const auto stage : {pipeline::Stage::kSample, pipeline::Stage::kGather, pipeline::Stage::kTransfer,
@@ -135,7 +135,7 @@ TEST_CASE("a failure in any stage stops the run once, naming the stage and the b
   }
 }
 
-TEST_CASE("early stopping stops both modes at the same epoch with the same parameters", "[pipeline]") {
+TEST_CASE("early stopping stops both modes at the same epoch with the same parameters", "[pipeline][tsan]") {
   test::TempDir dir;
   const std::vector<std::string> sets{"run.epochs=60", "run.patience=3", "optimizer.lr=0.3"};
   auto seq_sets = sets;
@@ -149,7 +149,7 @@ TEST_CASE("early stopping stops both modes at the same epoch with the same param
   CHECK(without_times(p.metrics) == without_times(s.metrics));
 }
 
-TEST_CASE("the trace has one event per stage per batch on named lanes", "[pipeline]") {
+TEST_CASE("the trace has one event per stage per batch on named lanes", "[pipeline][tsan]") {
   test::TempDir dir;
   TrainOptions options;
   options.trace = true;

@@ -74,7 +74,7 @@ TEST_CASE("inference chunks list every node in order with all its in-neighbors",
                     Catch::Contains("sampler.eval_chunk_nodes: must be >= 1, got 0"));
 }
 
-TEST_CASE("parallel sampling returns the batches in plan order, identical to one-by-one sampling", "[samplers]") {
+TEST_CASE("parallel sampling returns the batches in plan order, identical to one-by-one sampling", "[samplers][tsan]") {
   const graph::CsrGraph g = random_graph(400, 2000, 3);
   std::vector<NodeId> train;
   for (NodeId v = 0; v < 400; v += 2) train.push_back(v);
