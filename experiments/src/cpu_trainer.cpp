@@ -49,10 +49,7 @@ void check_cpu_training_supported(const config::ExperimentConfig& c) {
   GNNPIPE_CHECK_CONFIG(models::is_implemented(c.model.type),
                        "model.type: '{}' is not available yet (this build trains gcn, sage and gat)",
                        models::to_string(c.model.type));
-  GNNPIPE_CHECK_CONFIG(c.sampler.type != samplers::SamplerType::kNeighbor ||
-                           static_cast<int>(c.sampler.fanouts.size()) == c.model.layers,
-                       "sampler.fanouts: {} hops for model.layers {}; give one fanout per layer",
-                       c.sampler.fanouts.size(), c.model.layers);
+  check_sampler_fits_model(c.sampler, static_cast<std::size_t>(c.model.layers));
   GNNPIPE_CHECK_CONFIG(c.run.device.is_cpu(), "run.device: training on {} comes with the CUDA backend (issue #7); use cpu",
                        c.run.device.str());
 }

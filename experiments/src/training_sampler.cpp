@@ -30,6 +30,12 @@ std::filesystem::path partition_cache_dir(const samplers::SamplerOptions& option
   return {};
 }
 
+void check_sampler_fits_model(const samplers::SamplerOptions& s, std::size_t num_layers) {
+  GNNPIPE_CHECK_CONFIG(s.type != samplers::SamplerType::kNeighbor || s.fanouts.size() == num_layers,
+                       "sampler.fanouts: {} hops for model.layers {}; give one fanout per layer", s.fanouts.size(),
+                       num_layers);
+}
+
 std::unique_ptr<samplers::Sampler> make_training_sampler(const config::ExperimentConfig& c, const graph::Dataset& d,
                                                          graph::BlockNorm norm, std::size_t num_layers) {
   using samplers::SamplerType;
@@ -39,8 +45,7 @@ std::unique_ptr<samplers::Sampler> make_training_sampler(const config::Experimen
     case SamplerType::kFull:
       return std::make_unique<samplers::FullBatchSampler>(d.graph, std::move(train), norm, num_layers);
     case SamplerType::kNeighbor:
-      GNNPIPE_CHECK_CONFIG(s.fanouts.size() == num_layers, "sampler.fanouts: {} hops for model.layers {}; give one fanout per layer",
-                           s.fanouts.size(), num_layers);
+      check_sampler_fits_model(s, num_layers);
       return std::make_unique<samplers::NeighborSampler>(
           d.graph, std::move(train),
           samplers::NeighborSamplerOptions{.fanouts = s.fanouts, .batch_size = s.batch_size, .replace = s.replace,

@@ -15,12 +15,15 @@ ParallelSampler::ParallelSampler(const Sampler& sampler)
 
 ParallelSampler::~ParallelSampler() = default;
 
+graph::MiniBatch ParallelSampler::sample_one(const BatchSpec& spec) {
+  return sampler_.sample(spec, *workspaces_->per_thread.local());
+}
+
 std::vector<graph::MiniBatch> ParallelSampler::sample(std::span<const BatchSpec> specs) {
   std::vector<graph::MiniBatch> batches(specs.size());
   // One batch per task: batches are large units of work (milliseconds), so grain 1 balances best.
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, specs.size(), 1), [&](const tbb::blocked_range<std::size_t>& r) {
-    SamplerWorkspace& ws = *workspaces_->per_thread.local();
-    for (std::size_t i = r.begin(); i != r.end(); ++i) batches[i] = sampler_.sample(specs[i], ws);
+    for (std::size_t i = r.begin(); i != r.end(); ++i) batches[i] = sample_one(specs[i]);
   });
   return batches;
 }

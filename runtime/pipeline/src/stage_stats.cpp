@@ -37,11 +37,14 @@ void StageRecorder::record(Stage stage, int epoch, int64_t batch, double begin_s
     tl_lane = lane_locked(stage == Stage::kSample || stage == Stage::kGather ? "sampler" : to_string(stage));
   }
   events_.push_back(StageEvent{stage, epoch, batch, tl_lane, begin_s, end_s});
+  StageTotals& t = by_epoch_[{stage, epoch}];
+  t.busy_s += end_s - begin_s;
+  t.items += 1;
 }
 
 void StageRecorder::record_wait(Stage stage, int epoch, double seconds) {
   std::lock_guard lock(mutex_);
-  waits_[{stage, epoch}] += seconds;
+  by_epoch_[{stage, epoch}].wait_s += seconds;
 }
 
 std::map<Stage, StageTotals> StageRecorder::totals() const { return totals(-1); }
@@ -50,14 +53,12 @@ std::map<Stage, StageTotals> StageRecorder::totals(int epoch) const {
   std::lock_guard lock(mutex_);
   std::map<Stage, StageTotals> out;
   for (Stage s : kStages) out[s];
-  for (const auto& e : events_) {
-    if (epoch >= 0 && e.epoch != epoch) continue;
-    out[e.stage].busy_s += e.end_s - e.begin_s;
-    out[e.stage].items += 1;
-  }
-  for (const auto& [key, seconds] : waits_) {
+  for (const auto& [key, t] : by_epoch_) {
     if (epoch >= 0 && key.second != epoch) continue;
-    out[key.first].wait_s += seconds;
+    StageTotals& sum = out[key.first];
+    sum.busy_s += t.busy_s;
+    sum.wait_s += t.wait_s;
+    sum.items += t.items;
   }
   return out;
 }

@@ -1,7 +1,6 @@
 #include "gnnpipe/pipeline/training_run.hpp"
 
 #include <fmt/format.h>
-#include <tbb/enumerable_thread_specific.h>
 #include <tbb/flow_graph.h>
 
 #include <algorithm>
@@ -22,6 +21,7 @@
 #include "gnnpipe/models/ops/metrics.hpp"
 #include "gnnpipe/pipeline/layerwise_inference.hpp"
 #include "gnnpipe/pipeline/packed_batch.hpp"
+#include "gnnpipe/samplers/parallel_sampler.hpp"
 #include "stage_failure.hpp"
 
 namespace gnnpipe::pipeline {
@@ -97,11 +97,11 @@ class Stages {
   }
 
   // Sample the batch.
-  graph::MiniBatch sample(const Item& item, samplers::SamplerWorkspace& ws) {
+  graph::MiniBatch sample(const Item& item, samplers::ParallelSampler& sampler) {
     const core::TraceRange range("gnnpipe sample");
     const double t0 = s_.recorder.now();
     fault(Stage::kSample, item);
-    graph::MiniBatch batch = s_.sampler.sample(item.spec, ws);
+    graph::MiniBatch batch = sampler.sample_one(item.spec);
     s_.recorder.record(Stage::kSample, item.epoch, item.spec.index, t0, s_.recorder.now());
     return batch;
   }
@@ -147,11 +147,7 @@ class Stages {
     train_stream_.wait(copied_[dev]);
     const PackedBatchView view =
         PackedBatchView::of(item.layout, nullptr, device_slots_.slot(item.device_slot).data());
-    const std::size_t layers = s_.model.num_layers();
-    GNNPIPE_CHECK(view.blocks.size() == layers || (view.blocks.size() == 1 && view.blocks[0].num_dst == view.blocks[0].num_src),
-                  "{} blocks for a {}-layer model", view.blocks.size(), layers);
-    std::vector<const graph::Block*> blocks;
-    for (std::size_t l = 0; l < layers; ++l) blocks.push_back(&view.blocks[view.blocks.size() == 1 ? 0 : l]);
+    const auto blocks = graph::layer_blocks(view.blocks, s_.model.num_layers(), item.spec.index);
     s_.model.params().zero_grad();
     const auto logits = s_.model.forward(
         blocks, view.features, true,
@@ -255,7 +251,7 @@ RunResult finish(const TrainingSetup& s, const EvalTracker& tracker, int epochs_
 
 RunResult run_sequential(const TrainingSetup& s, const std::function<void(const EpochResult&)>& on_epoch) {
   Stages stages(s);
-  auto ws = s.sampler.make_workspace();
+  samplers::ParallelSampler sampler(s.sampler);
   EvalTracker tracker = make_tracker(s);
   std::vector<double> times;
   int epochs_run = 0;
@@ -277,7 +273,7 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
           throw;  // unreachable: rethrow_if_failed threw
         }
       };
-      const graph::MiniBatch batch = guarded(Stage::kSample, [&] { return stages.sample(item, *ws); });
+      const graph::MiniBatch batch = guarded(Stage::kSample, [&] { return stages.sample(item, sampler); });
       guarded(Stage::kGather, [&] { stages.gather(item, batch); });
       if (item.loss_rows == 0) continue;
       guarded(Stage::kTransfer, [&] { stages.transfer(item); });
@@ -343,7 +339,6 @@ class EvalWorker {
     }
     changed_.notify_all();
   }
-  int epochs_reported() const { return reported_.load(); }
 
  private:
   void loop() {
@@ -361,7 +356,6 @@ class EvalWorker {
           if (r.evaluated) stages_.evaluate(r);
           if (tracker_.add(r)) stop_epoch_.store(r.epoch);
           on_epoch_(r);
-          reported_.store(r.epoch);
         } catch (...) {
           if (failure_.record(std::current_exception(), fmt::format("stage eval, epoch {}: ", r.epoch))) graph_.cancel();
         }
@@ -380,7 +374,6 @@ class EvalWorker {
   detail::Failure& failure_;
   tbb::flow::graph& graph_;
   std::atomic<int>& stop_epoch_;
-  std::atomic<int> reported_{0};
   std::mutex mutex_;
   std::condition_variable changed_;
   std::optional<EpochResult> job_;
@@ -395,8 +388,7 @@ RunResult run_pipelined(const TrainingSetup& s, const std::function<void(const E
   detail::Failure failure;
   std::atomic<int> stop_epoch{std::numeric_limits<int>::max()};
   std::atomic<int> in_flight{0}, max_in_flight{0};
-  tbb::enumerable_thread_specific<std::unique_ptr<samplers::SamplerWorkspace>> workspaces(
-      [&s] { return s.sampler.make_workspace(); });
+  samplers::ParallelSampler sampler(s.sampler);  // per-thread workspaces
   // Train-thread state (touched only by the train thread).
   LossMean epoch_loss;
   double epoch_start = s.recorder.now();
@@ -444,7 +436,7 @@ RunResult run_pipelined(const TrainingSetup& s, const std::function<void(const E
         if (!failure.failed()) {
           Stage stage = Stage::kSample;
           try {
-            const graph::MiniBatch batch = stages.sample(item, *workspaces.local());
+            const graph::MiniBatch batch = stages.sample(item, sampler);
             stage = Stage::kGather;
             stages.gather(item, batch);
           } catch (...) {

@@ -12,6 +12,10 @@
 
 namespace gnnpipe::experiments {
 
+// ConfigError when the sampler's batches do not fit a model of `num_layers` layers (neighbor: one
+// fanout per layer). Cheap: the runner calls it before a run directory exists.
+void check_sampler_fits_model(const samplers::SamplerOptions& options, std::size_t num_layers);
+
 // ConfigError for options the sampler rejects (fanouts that do not match the layers, P > nodes, ...).
 std::unique_ptr<samplers::Sampler> make_training_sampler(const config::ExperimentConfig& config,
                                                          const graph::Dataset& dataset, graph::BlockNorm norm,

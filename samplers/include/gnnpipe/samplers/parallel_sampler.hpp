@@ -22,6 +22,10 @@ class ParallelSampler {
   // cancels the batches not yet started and is rethrown here.
   std::vector<graph::MiniBatch> sample(std::span<const BatchSpec> specs);
 
+  // One batch on the calling thread with that thread's workspace (the pipeline's sample node,
+  // whose bodies run concurrently on worker threads). Safe to call from several threads at once.
+  graph::MiniBatch sample_one(const BatchSpec& spec);
+
  private:
   struct Workspaces;
   const Sampler& sampler_;

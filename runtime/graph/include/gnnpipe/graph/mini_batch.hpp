@@ -11,6 +11,7 @@
 // (GraphSAINT's loss normalisation; weights already include the 1/|train| of a mean).
 // Move-only; passed as std::shared_ptr through the pipeline.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "gnnpipe/graph/block.hpp"
@@ -38,9 +39,13 @@ struct MiniBatch {
   // Fills `shape` from the blocks (feature_dim as given); a shared block is listed once per layer.
   void compute_shape(int64_t feature_dim, std::size_t num_layers);
 
-  // The block each of `num_layers` layers reads: blocks[l], or the shared block for every l.
-  // Throws when the batch has neither one block per layer nor a single shared block.
+  // The block each of `num_layers` layers reads (see layer_blocks below).
   std::vector<const Block*> layer_blocks(std::size_t num_layers) const;
 };
+
+// The block each of `num_layers` layers reads: blocks[l], or the shared square block for every l.
+// Throws when `blocks` is neither one block per layer nor a single shared block. `batch` names the
+// batch in the error. Also used for batches read back from a staging slot (pipeline).
+std::vector<const Block*> layer_blocks(std::span<const Block> blocks, std::size_t num_layers, int64_t batch);
 
 }  // namespace gnnpipe::graph

@@ -64,8 +64,8 @@ class StageRecorder {
   int lane_locked(std::string_view name);
   std::chrono::steady_clock::time_point origin_;
   mutable std::mutex mutex_;
-  std::vector<StageEvent> events_;
-  std::map<std::pair<Stage, int>, double> waits_;  // (stage, epoch) -> seconds
+  std::vector<StageEvent> events_;                          // for the trace
+  std::map<std::pair<Stage, int>, StageTotals> by_epoch_;  // kept as events arrive: totals() never rescans
   std::vector<std::string> lane_names_;
   std::map<std::string, int, std::less<>> lane_counts_;
 };
