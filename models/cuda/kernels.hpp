@@ -1,0 +1,159 @@
+#pragma once
+// Launchers of gnnpipe's own CUDA kernels for the model ops (kernels in the .cu files beside this
+// header). Internal to gnnpipe::models: only sources under models/cuda/ include it (it pulls in
+// cuda_runtime.h). Each launcher queues its work on `stream` and checks the launch
+// (GNNPIPE_CUDA_CHECK(cudaGetLastError()) -> CudaError); none synchronises the host. Shapes are
+// checked by the callers (cuda_ops.cpp); launchers trust them. Every output element is written
+// (overwritten) unless the contract says "accumulates". Launchers with no work (n == 0, no rows)
+// queue nothing.
+//
+// Each is the twin of a CPU op in models/include/gnnpipe/models/ops/ (same arguments, same
+// conventions, same edge order); the parity tests in tests/gpu/ compare them. Determinism: no
+// atomics on floating-point values; every output element is reduced by one thread (or one warp /
+// block in a fixed order), so two runs give bitwise-equal results.
+// T is float or double (explicit instantiations in the .cu files).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "gnnpipe/core/rng.hpp"
+
+namespace gnnpipe::models::cuda {
+
+// The device arrays of a graph::Block (layout of DESIGN §2; graph::NodeId is int32_t,
+// graph::EdgeOffset int64_t). weights is nullptr for an unweighted block (weight 1).
+struct BlockArrays {
+  int64_t num_dst = 0;
+  int64_t num_src = 0;
+  int64_t num_edges = 0;
+  const int64_t* offsets = nullptr;    // [num_dst + 1]
+  const int32_t* indices = nullptr;    // [E] local source ids
+  const float* weights = nullptr;      // [E] or nullptr
+  const int64_t* t_offsets = nullptr;  // [num_src + 1]
+  const int32_t* t_indices = nullptr;  // [E] local destination ids
+  const int64_t* t_edges = nullptr;    // [E] forward edge id of each transposed entry
+};
+
+enum class ActivationKind { kRelu, kElu, kLeakyRelu };
+
+// --- sparse-dense products (cpu twins: ops/spmm.hpp) ---------------------------------------------
+// y[v, :] = sum over e in [offsets[v], offsets[v+1]) of w_e * x[indices[e], :]. x: num_src x f,
+// y: num_dst x f, row-major. Summation in edge order per output element.
+template <class T>
+void launch_spmm(const BlockArrays& b, const T* x, int64_t f, T* y, cudaStream_t stream);
+// dx[u, :] = sum over k in [t_offsets[u], t_offsets[u+1]) of w_{t_edges[k]} * dy[t_indices[k], :].
+template <class T>
+void launch_spmm_transpose(const BlockArrays& b, const T* dy, int64_t f, T* dx, cudaStream_t stream);
+// GAT aggregation, H heads, C = f / H channels: y[v, h*C+c] = sum_e alpha[e, h] * x[u, h*C+c].
+template <class T>
+void launch_spmm_edge_weighted(const BlockArrays& b, const T* alpha, int64_t heads, const T* x, int64_t f, T* y,
+                               cudaStream_t stream);
+// dx[u, h*C+c] = sum over e = (u -> v) (through the transpose) of alpha[e, h] * dy[v, h*C+c].
+template <class T>
+void launch_spmm_edge_weighted_backward_x(const BlockArrays& b, const T* alpha, int64_t heads, const T* dy, int64_t f,
+                                          T* dx, cudaStream_t stream);
+// dalpha[e, h] = sum over c (increasing) of dy[v, h*C+c] * x[u, h*C+c], e = (u -> v).
+template <class T>
+void launch_spmm_edge_weighted_backward_alpha(const BlockArrays& b, const T* x, const T* dy, int64_t heads, int64_t f,
+                                              T* dalpha, cudaStream_t stream);
+
+// --- GAT edge scores (cpu twins: ops/gat.hpp) ---------------------------------------------------
+// scores[e, h] = a_src[u, h] + a_dst[v, h].
+template <class T>
+void launch_sddmm_add(const BlockArrays& b, const T* a_src, const T* a_dst, int64_t heads, T* scores,
+                      cudaStream_t stream);
+// da_src[u, h] = sum over e out of u (transpose order) of dscores[e, h]; da_dst[v, h] = sum over e into v.
+template <class T>
+void launch_sddmm_add_backward(const BlockArrays& b, const T* dscores, int64_t heads, T* da_src, T* da_dst,
+                               cudaStream_t stream);
+// In place: per destination v and head h, softmax over the edges into v (max subtracted).
+template <class T>
+void launch_edge_softmax(const BlockArrays& b, int64_t heads, T* scores, cudaStream_t stream);
+// dscores[e, h] = alpha[e, h] * (dalpha[e, h] - sum over e' into v of alpha[e', h] * dalpha[e', h]).
+// dscores may equal dalpha.
+template <class T>
+void launch_edge_softmax_backward(const BlockArrays& b, int64_t heads, const T* alpha, const T* dalpha, T* dscores,
+                                  cudaStream_t stream);
+// a[n, h] = sum over c (increasing) of m[n, h*C+c] * att[h, c] for n < rows; m has heads*channels columns.
+template <class T>
+void launch_head_dot(const T* m, int64_t rows, const T* att, int64_t heads, int64_t channels, T* a,
+                     cudaStream_t stream);
+// Accumulates: dm[n, h*C+c] += da[n, h] * att[h, c] for n < rows.
+template <class T>
+void launch_head_dot_backward_m(const T* da, int64_t rows, const T* att, int64_t heads, int64_t channels, T* dm,
+                                cudaStream_t stream);
+// Accumulates: datt[h, c] += sum over n < rows (increasing) of da[n, h] * m[n, h*C+c].
+template <class T>
+void launch_head_dot_backward_att(const T* m, const T* da, int64_t rows, int64_t heads, int64_t channels, T* datt,
+                                  cudaStream_t stream);
+// y[v, c] = (sum over h (increasing) of x[v, h*C+c]) / heads; x: rows x heads*channels, y: rows x channels.
+template <class T>
+void launch_head_mean(const T* x, int64_t rows, int64_t heads, int64_t channels, T* y, cudaStream_t stream);
+// dx[v, h*C+c] = dy[v, c] / heads.
+template <class T>
+void launch_head_mean_backward(const T* dy, int64_t rows, int64_t heads, int64_t channels, T* dx, cudaStream_t stream);
+
+// --- elementwise (cpu twins: ops/elementwise.hpp, ops/dropout.hpp) -------------------------------
+// y[r, c] += bias[c] (in place), y: rows x cols.
+template <class T>
+void launch_bias_add(T* y, int64_t rows, int64_t cols, const T* bias, cudaStream_t stream);
+// Accumulates: dbias[c] += sum over r of dy[r, c]. Sums fixed blocks of 256 rows, then adds the
+// block sums in block order (the CPU twin's order), one thread per column per block.
+template <class T>
+void launch_bias_grad_accumulate(const T* dy, int64_t rows, int64_t cols, T* dbias, cudaStream_t stream);
+// y[i] = act(x[i]) over n elements (y may equal x); param = elu alpha or leaky slope.
+template <class T>
+void launch_activation(ActivationKind kind, const T* x, T* y, int64_t n, T param, cudaStream_t stream);
+// dx[i] = act'(y[i]) * dy[i] from the forward output y (dx may equal dy): relu: y > 0 ? dy : 0;
+// elu: y > 0 ? dy : dy * (y + alpha); leaky: y > 0 ? dy : slope * dy.
+template <class T>
+void launch_activation_backward(ActivationKind kind, const T* y, const T* dy, T* dx, int64_t n, T param,
+                                cudaStream_t stream);
+// Inverted dropout with the CPU twin's bits: keep[i] = p == 0 || T(key.uniform_at(i)) >= p;
+// mask[i] = keep; y[i] = p == 0 ? x[i] : (keep ? x[i] * (1 / (1 - p)) : 0). y may equal x.
+template <class T>
+void launch_dropout_forward(core::RngKey key, T p, const T* x, T* y, uint8_t* mask, int64_t n, cudaStream_t stream);
+// dx[i] = mask[i] ? dy[i] * (1 / (1 - p)) : 0. dx may equal dy.
+template <class T>
+void launch_dropout_backward(const uint8_t* mask, T p, const T* dy, T* dx, int64_t n, cudaStream_t stream);
+// x[i] *= s over n elements.
+template <class T>
+void launch_scale(T* x, int64_t n, T s, cudaStream_t stream);
+
+// --- losses (cpu twins: ops/loss.hpp) -------------------------------------------------------------
+// Softmax cross-entropy over the listed rows: for k < num_rows, r = rows[k], w_k = weights ? weights[k]
+// : 1 / num_rows: row_loss[k] = w_k * (logsumexp(logits[r]) - logits[r, labels[r]]) (in double) and
+// dlogits[r, :] = w_k * (softmax(logits[r]) - onehot(labels[r])). dlogits rows not listed are set
+// to 0 (the launcher zeroes dlogits first). Then *loss = sum over k (increasing) of row_loss[k],
+// computed by one block in a fixed order (deterministic). row_loss: scratch of num_rows doubles.
+// logits/dlogits: n x classes. num_rows == 0 gives *loss = 0 and zero gradients.
+template <class T>
+void launch_log_softmax_nll(const T* logits, int64_t n, int64_t classes, const int32_t* labels, const int32_t* rows,
+                            int64_t num_rows, const float* weights, T* dlogits, double* row_loss, double* loss,
+                            cudaStream_t stream);
+// Binary cross-entropy with logits over the listed rows, mean over num_rows * classes:
+// per element max(x, 0) - x t + log1p(exp(-|x|)); dlogits = (sigmoid(x) - t) / (num_rows * classes)
+// on listed rows, 0 elsewhere. row_loss: scratch of num_rows doubles (each the sum of its row, in
+// column order); *loss = (sum over k in order of row_loss[k]) / (num_rows * classes).
+template <class T>
+void launch_bce_with_logits(const T* logits, int64_t n, int64_t classes, const uint8_t* targets, const int32_t* rows,
+                            int64_t num_rows, T* dlogits, double* row_loss, double* loss, cudaStream_t stream);
+
+// --- optimizers (cpu twins: adam.cpp, optimizer.cpp) ----------------------------------------------
+// Adam, element i < n: g = grad[i] + decay[i] * w[i]; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+// w -= step_size * m / (sqrt(v) / sqrt_c2 + eps).
+template <class T>
+void launch_adam(T* w, const T* grad, T* m, T* v, const T* decay, int64_t n, T b1, T b2, T step_size, T sqrt_c2, T eps,
+                 cudaStream_t stream);
+// SGD with momentum: g = grad[i] + decay[i] * w[i]; vel = first ? g : momentum * vel + g;
+// w -= lr * (momentum > 0 ? vel : g).
+template <class T>
+void launch_sgd(T* w, const T* grad, T* velocity, const T* decay, int64_t n, T lr, T momentum, bool first,
+                cudaStream_t stream);
+
+// --- utilities --------------------------------------------------------------------------------------
+// dst[i] = T(src[i]) over n elements (float features into a double model).
+template <class T>
+void launch_convert_from_float(const float* src, T* dst, int64_t n, cudaStream_t stream);
+
+}  // namespace gnnpipe::models::cuda

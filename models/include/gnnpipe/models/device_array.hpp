@@ -1,0 +1,51 @@
+#pragma once
+// DeviceArray<T>: a growable array in the memory of an OpContext (device memory on CUDA, host
+// memory on the CPU), for the activations and workspaces the layers keep between forward and
+// backward. ensure() grows it (never shrinks), so a steady run stops allocating after its largest
+// batch; memory comes from the context's caching allocator when it has one (then the run's
+// budget applies: OutOfBudget), else from the driver. Contents are undefined after a growth.
+// Move-only; not thread-safe.
+#include <cstddef>
+#include <type_traits>
+
+#include "gnnpipe/core/buffer.hpp"
+#include "gnnpipe/memory/caching_allocator.hpp"
+#include "gnnpipe/models/op_context.hpp"
+
+namespace gnnpipe::models {
+
+template <class T>
+class DeviceArray {
+  static_assert(std::is_trivially_copyable_v<T>, "DeviceArray<T> holds trivially copyable elements");
+
+ public:
+  DeviceArray() = default;
+
+  // At least `n` elements in ctx's memory; returns the data pointer (nullptr when n == 0 and
+  // nothing was allocated yet). Reallocation frees the old memory in the order of ctx's stream.
+  T* ensure(const OpContext& ctx, std::size_t n) {
+    if (n <= capacity_) return data();
+    capacity_ = 0;
+    block_ = memory::DeviceBlock{};
+    buffer_ = core::Buffer<T>{};
+    if (ctx.allocator() != nullptr) {
+      block_ = ctx.allocator()->allocate(n * sizeof(T), ctx.stream());
+      block_.use_on(ctx.stream());
+    } else {
+      buffer_ = core::Buffer<T>(n, core::MemoryKind::kDevice, ctx.device());
+    }
+    capacity_ = n;
+    return data();
+  }
+
+  T* data() { return block_ ? static_cast<T*>(block_.data()) : buffer_.data(); }
+  const T* data() const { return block_ ? static_cast<const T*>(block_.data()) : buffer_.data(); }
+  std::size_t capacity() const { return capacity_; }
+
+ private:
+  memory::DeviceBlock block_;
+  core::Buffer<T> buffer_;
+  std::size_t capacity_ = 0;
+};
+
+}  // namespace gnnpipe::models

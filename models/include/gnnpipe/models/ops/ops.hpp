@@ -1,0 +1,117 @@
+#pragma once
+// The model ops on either backend: each function runs its CPU twin (models::cpu, the other headers
+// of this folder) on a CPU context and its CUDA twin (models/cuda/) on a CUDA context, queued on
+// the context's stream. Layers, the model and the optimizers call only these, so one model code
+// path trains on both backends.
+// Contracts are those of the CPU twins (see their headers), with these differences on CUDA:
+//  - every view and array lives in the context's memory (device memory on CUDA);
+//  - nothing synchronises the host: a loss is written to `loss` in the context's memory, never
+//    returned; row lists are not validated on the device (the sampler built them; the CPU twin
+//    checks them on the host);
+//  - results match the CPU twin up to floating-point reassociation (per-op bounds in
+//    tests/gpu/test_ops_gpu.cpp), and two runs are bitwise equal (no floating-point atomics).
+// T is float or double.
+#include <cstdint>
+#include <span>
+
+#include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/graph/block.hpp"
+#include "gnnpipe/models/matrix.hpp"
+#include "gnnpipe/models/model_options.hpp"
+#include "gnnpipe/models/op_context.hpp"
+
+namespace gnnpipe::models::ops {
+
+// c = alpha op(a) op(b) + beta c (cpu::gemm; cuBLAS on CUDA, TF32 only when the context allows it).
+template <class T>
+void gemm(const OpContext& ctx, bool trans_a, bool trans_b, std::type_identity_t<T> alpha, ConstView<T> a,
+          ConstView<T> b, std::type_identity_t<T> beta, MatrixView<T> c);
+
+// Aggregation over a block (cpu::spmm and friends); on CUDA the block's arrays are device pointers.
+template <class T>
+void spmm(const OpContext& ctx, const graph::Block& block, ConstView<T> x, MatrixView<T> y);
+template <class T>
+void spmm_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> dy, MatrixView<T> dx);
+template <class T>
+void spmm_edge_weighted(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> x,
+                        MatrixView<T> y);
+template <class T>
+void spmm_edge_weighted_backward_x(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> dy,
+                                   MatrixView<T> dx);
+template <class T>
+void spmm_edge_weighted_backward_alpha(const OpContext& ctx, const graph::Block& block, ConstView<T> x,
+                                       ConstView<T> dy, MatrixView<T> dalpha);
+
+// GAT edge scores (cpu twins in gat.hpp).
+template <class T>
+void sddmm_add(const OpContext& ctx, const graph::Block& block, ConstView<T> a_src, ConstView<T> a_dst,
+               MatrixView<T> scores);
+template <class T>
+void sddmm_add_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> dscores, MatrixView<T> da_src,
+                        MatrixView<T> da_dst);
+template <class T>
+void edge_softmax(const OpContext& ctx, const graph::Block& block, MatrixView<T> scores_to_alpha);
+template <class T>
+void edge_softmax_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> dalpha,
+                           MatrixView<T> dscores);
+// Per-head attention logits: a[n, h] = <m[n, h*C .. h*C+C), att[h, :]> for the first a.rows rows
+// of m [>= a.rows x H*C]; att: H x C; a: rows x H (overwritten).
+template <class T>
+void head_dot(const OpContext& ctx, ConstView<T> m, ConstView<T> att, MatrixView<T> a);
+// Its backward, accumulating: dm[n, h*C+c] += da[n, h] att[h, c] and datt[h, c] += sum_n da[n, h] m[n, h*C+c]
+// over the first da.rows rows of m and dm.
+template <class T>
+void head_dot_backward(const OpContext& ctx, ConstView<T> m, ConstView<T> att, ConstView<T> da, MatrixView<T> dm,
+                       MatrixView<T> datt);
+// Mean over heads: y[v, c] = mean over h of x[v, h*C+c]; x: rows x H*C, y: rows x C. Backward:
+// dx[v, h*C+c] = dy[v, c] / H (overwritten).
+template <class T>
+void head_mean(const OpContext& ctx, ConstView<T> x, MatrixView<T> y);
+template <class T>
+void head_mean_backward(const OpContext& ctx, ConstView<T> dy, MatrixView<T> dx);
+
+// Elementwise (cpu twins in elementwise.hpp and dropout.hpp).
+template <class T>
+void bias_add(const OpContext& ctx, MatrixView<T> y, ConstView<T> bias);
+// dbias += column sums of dy (accumulates: a split batch runs several backwards per step).
+template <class T>
+void bias_grad_accumulate(const OpContext& ctx, ConstView<T> dy, MatrixView<T> dbias);
+// In place (y may be x): the activation and its backward from the forward output.
+template <class T>
+void activation(const OpContext& ctx, Activation kind, std::type_identity_t<T> param, ConstView<T> x, MatrixView<T> y);
+template <class T>
+void activation_backward(const OpContext& ctx, Activation kind, std::type_identity_t<T> param, ConstView<T> y,
+                         ConstView<T> dy, MatrixView<T> dx);
+// LeakyReLU with an explicit slope (GAT's scores).
+template <class T>
+void leaky_relu(const OpContext& ctx, std::type_identity_t<T> slope, ConstView<T> x, MatrixView<T> y);
+template <class T>
+void leaky_relu_backward(const OpContext& ctx, std::type_identity_t<T> slope, ConstView<T> y, ConstView<T> dy,
+                         MatrixView<T> dx);
+// mask: x.size() bytes in the context's memory.
+template <class T>
+void dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, ConstView<T> x, MatrixView<T> y,
+                     uint8_t* mask);
+template <class T>
+void dropout_backward(const OpContext& ctx, const uint8_t* mask, std::type_identity_t<T> p, ConstView<T> dy,
+                      MatrixView<T> dx);
+
+// Losses (cpu twins in loss.hpp). labels has logits.rows entries; rows and weights (optional, empty
+// for the mean) list the counted rows. The loss goes to *loss (one double in the context's memory);
+// row_scratch must hold rows.size() doubles in the context's memory (CUDA's fixed-order reduction;
+// unused on the CPU, may be null there).
+template <class T>
+void log_softmax_nll(const OpContext& ctx, ConstView<T> logits, std::span<const int32_t> labels,
+                     std::span<const int32_t> rows, std::span<const float> weights, MatrixView<T> dlogits,
+                     double* row_scratch, double* loss);
+template <class T>
+void bce_with_logits(const OpContext& ctx, ConstView<T> logits, MatrixView<const uint8_t> targets,
+                     std::span<const int32_t> rows, MatrixView<T> dlogits, double* row_scratch, double* loss);
+
+// Utilities: fill with zeros; copy between equally shaped views (in the context's memory).
+template <class T>
+void zero(const OpContext& ctx, MatrixView<T> x);
+template <class T>
+void copy(const OpContext& ctx, ConstView<T> src, MatrixView<T> dst);
+
+}  // namespace gnnpipe::models::ops
