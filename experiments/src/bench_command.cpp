@@ -9,7 +9,7 @@
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/log.hpp"
-#include "gnnpipe/experiments/cpu_trainer.hpp"
+#include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 
 namespace gnnpipe::experiments {
@@ -67,7 +67,7 @@ nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset
     TrainOptions train_options;
     train_options.mode = mode;
     train_options.trace = true;
-    runs[name] = train_on_cpu(c, d, run_dir, train_options);
+    runs[name] = train_experiment(c, d, run_dir, train_options);
   }
   const auto& seq = runs["sequential"];
   const auto& pipe = runs["pipelined"];

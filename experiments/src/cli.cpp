@@ -16,7 +16,7 @@
 #include "gnnpipe/experiments/bench_command.hpp"
 #include "gnnpipe/experiments/data_commands.hpp"
 #include "gnnpipe/experiments/doctor.hpp"
-#include "gnnpipe/experiments/cpu_trainer.hpp"
+#include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
 
@@ -133,7 +133,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     core::set_log_level(log_level);
     if (*run) {
       const config::ExperimentConfig experiment = config::load_experiment(run_args.config, run_args.sets);
-      check_cpu_training_supported(experiment);
+      check_training_supported(experiment);
       const graph::Dataset dataset = load_training_dataset(experiment, graph::resolve_data_dir(run_args.data_dir));
       RunDirectoryOptions dir_options;
       dir_options.out = run_args.out_dir;
@@ -141,7 +141,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       core::logger().info("run directory {}", run_dir.path().string());
       TrainOptions train_options;
       train_options.trace = run_trace;
-      const nlohmann::json summary = train_on_cpu(experiment, dataset, run_dir, train_options);
+      const nlohmann::json summary = train_experiment(experiment, dataset, run_dir, train_options);
       fmt::print(out, "{}: test accuracy {:.4f} at epoch {} (val {:.4f}); summary in {}\n", experiment.name,
                  summary["test_accuracy"].get<double>(), summary["best_epoch"].get<int>(),
                  summary["val_accuracy"].get<double>(), (run_dir.path() / "summary.json").string());
@@ -149,7 +149,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (*bench) {
       const config::ExperimentConfig experiment = config::load_experiment(bench_args.config, bench_args.sets);
-      check_cpu_training_supported(experiment);
+      check_training_supported(experiment);
       const graph::Dataset dataset = load_training_dataset(experiment, graph::resolve_data_dir(bench_args.data_dir));
       run_bench(experiment, dataset, bench_args.out_dir, out);
       return 0;

@@ -82,14 +82,17 @@ void launch_head_dot(const T* m, int64_t rows, const T* att, int64_t heads, int6
 template <class T>
 void launch_head_dot_backward_m(const T* da, int64_t rows, const T* att, int64_t heads, int64_t channels, T* dm,
                                 cudaStream_t stream);
-// Accumulates: datt[h, c] += sum over n < rows (increasing) of da[n, h] * m[n, h*C+c].
+// Accumulates: datt[h, c] += sum over n < rows of da[n, h] * m[n, h*C+c], summed in fixed blocks of
+// 256 rows whose partials are added in block order (deterministic; equal to the CPU's sequential
+// sum up to rounding).
 template <class T>
 void launch_head_dot_backward_att(const T* m, const T* da, int64_t rows, int64_t heads, int64_t channels, T* datt,
                                   cudaStream_t stream);
-// y[v, c] = (sum over h (increasing) of x[v, h*C+c]) / heads; x: rows x heads*channels, y: rows x channels.
+// y[v, c] = (sum over h (increasing) of x[v, h*C+c]) * (1 / heads), as the CPU twin;
+// x: rows x heads*channels, y: rows x channels.
 template <class T>
 void launch_head_mean(const T* x, int64_t rows, int64_t heads, int64_t channels, T* y, cudaStream_t stream);
-// dx[v, h*C+c] = dy[v, c] / heads.
+// dx[v, h*C+c] = dy[v, c] * (1 / heads).
 template <class T>
 void launch_head_mean_backward(const T* dy, int64_t rows, int64_t heads, int64_t channels, T* dx, cudaStream_t stream);
 
@@ -121,12 +124,14 @@ template <class T>
 void launch_scale(T* x, int64_t n, T s, cudaStream_t stream);
 
 // --- losses (cpu twins: ops/loss.hpp) -------------------------------------------------------------
-// Softmax cross-entropy over the listed rows: for k < num_rows, r = rows[k], w_k = weights ? weights[k]
-// : 1 / num_rows: row_loss[k] = w_k * (logsumexp(logits[r]) - logits[r, labels[r]]) (in double) and
-// dlogits[r, :] = w_k * (softmax(logits[r]) - onehot(labels[r])). dlogits rows not listed are set
-// to 0 (the launcher zeroes dlogits first). Then *loss = sum over k (increasing) of row_loss[k],
-// computed by one block in a fixed order (deterministic). row_loss: scratch of num_rows doubles.
-// logits/dlogits: n x classes. num_rows == 0 gives *loss = 0 and zero gradients.
+// Softmax cross-entropy over the listed rows, as the CPU twin: for k < num_rows, r = rows[k],
+// w_k = weights ? weights[k] : 1 / num_rows: dlogits[r, :] = w_k * (softmax(logits[r]) -
+// onehot(labels[r])), rows not listed 0 (the launcher zeroes dlogits first); the row losses
+// logsumexp(logits[r]) - logits[r, labels[r]] (in double) go to the scratch row_loss (num_rows
+// doubles) and *loss = their w-weighted sum, reduced by one block in a fixed tree (deterministic;
+// equal to the CPU's sequential sum up to rounding). logits/dlogits: n x classes. num_rows == 0
+// gives *loss = 0 and zero gradients. A label outside [0, classes) gives a NaN loss (the device
+// cannot throw; the sampler's labels are checked on the host).
 template <class T>
 void launch_log_softmax_nll(const T* logits, int64_t n, int64_t classes, const int32_t* labels, const int32_t* rows,
                             int64_t num_rows, const float* weights, T* dlogits, double* row_loss, double* loss,

@@ -3,14 +3,14 @@
 #include "gnnpipe/models/layers/gat_layer.hpp"
 #include "gnnpipe/models/layers/gcn_layer.hpp"
 #include "gnnpipe/models/layers/sage_layer.hpp"
-#include "gnnpipe/models/ops/dropout.hpp"
-#include "gnnpipe/models/ops/elementwise.hpp"
+#include "gnnpipe/models/ops/ops.hpp"
 
 namespace gnnpipe::models {
 
 template <class T>
-GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_dim, uint64_t seed)
-    : options_(options) {
+GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_dim, uint64_t seed,
+                      const OpContext& ctx)
+    : options_(options), ctx_(ctx) {
   GNNPIPE_CHECK_CONFIG(options.layers >= 1, "model.layers: must be >= 1, got {}", options.layers);
   // GAT's hidden layers have `heads` heads of `hidden` channels (concatenated: heads * hidden wide);
   // its last layer has one head of out_dim channels, as PyG's GAT example.
@@ -20,12 +20,12 @@ GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_d
     const int64_t in = l == 0 ? in_dim : (options.type == ModelType::kGat ? gat_width : options.hidden);
     const int64_t out = last ? out_dim : options.hidden;
     switch (options.type) {
-      case ModelType::kGcn: layers_.push_back(std::make_unique<GcnLayer<T>>(params_, in, out, l)); break;
-      case ModelType::kSage: layers_.push_back(std::make_unique<SageLayer<T>>(params_, in, out, l)); break;
+      case ModelType::kGcn: layers_.push_back(std::make_unique<GcnLayer<T>>(params_, in, out, l, ctx_)); break;
+      case ModelType::kSage: layers_.push_back(std::make_unique<SageLayer<T>>(params_, in, out, l, ctx_)); break;
       case ModelType::kGat: {
         GatShape shape{in, last ? 1 : int64_t{options.heads}, out, last ? false : options.concat_heads,
                        options.attention_dropout, 0.2};
-        layers_.push_back(std::make_unique<GatLayer<T>>(params_, shape, l));
+        layers_.push_back(std::make_unique<GatLayer<T>>(params_, shape, l, ctx_));
         break;
       }
       default:
@@ -34,6 +34,7 @@ GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_d
     }
   }
   params_.initialize(seed);
+  params_.place(ctx_);
   inputs_.resize(layers_.size());
   outputs_.resize(layers_.size());
   masks_.resize(layers_.size());
@@ -42,20 +43,14 @@ GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_d
 
 template <class T>
 void GnnModel<T>::activate(MatrixView<T> z) const {
-  switch (options_.activation) {
-    case Activation::kRelu: cpu::relu<T>(z, z); break;
-    case Activation::kElu: cpu::elu<T>(z, z, T{1}); break;
-    case Activation::kLeakyRelu: cpu::leaky_relu<T>(z, z, static_cast<T>(kLeakySlope)); break;
-  }
+  const T param = options_.activation == Activation::kLeakyRelu ? static_cast<T>(kLeakySlope) : T{1};
+  ops::activation<T>(ctx_, options_.activation, param, z, z);
 }
 
 template <class T>
 void GnnModel<T>::activate_backward(MatrixView<const T> y, MatrixView<T> dz) const {
-  switch (options_.activation) {
-    case Activation::kRelu: cpu::relu_backward<T>(y, dz, dz); break;
-    case Activation::kElu: cpu::elu_backward<T>(y, dz, dz, T{1}); break;
-    case Activation::kLeakyRelu: cpu::leaky_relu_backward<T>(y, dz, dz, static_cast<T>(kLeakySlope)); break;
-  }
+  const T param = options_.activation == Activation::kLeakyRelu ? static_cast<T>(kLeakySlope) : T{1};
+  ops::activation_backward<T>(ctx_, options_.activation, param, y, dz, dz);
 }
 
 template <class T>
@@ -68,16 +63,14 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const graph::Block& block = *blocks[l];
     if (training && p > T{0}) {
-      inputs_[l].resize(static_cast<std::size_t>(h.rows * h.cols));
-      masks_[l].resize(inputs_[l].size());
-      const MatrixView<T> a{inputs_[l].data(), h.rows, h.cols};
-      cpu::dropout_forward<T>(dropout_key.with(l), p, h, a, masks_[l]);
+      const MatrixView<T> a = inputs_[l].matrix(ctx_, h.rows, h.cols);
+      ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, h, a,
+                              masks_[l].ensure(ctx_, static_cast<std::size_t>(h.rows * h.cols)));
       input_views_[l] = a;
     } else {
       input_views_[l] = h;
     }
-    outputs_[l].resize(static_cast<std::size_t>(block.num_dst * layers_[l]->out_dim()));
-    const MatrixView<T> z{outputs_[l].data(), block.num_dst, layers_[l]->out_dim()};
+    const MatrixView<T> z = outputs_[l].matrix(ctx_, block.num_dst, layers_[l]->out_dim());
     layers_[l]->forward(block, input_views_[l], z, LayerContext{training, dropout_key.with(l).with(1)});
     if (l + 1 < layers_.size()) activate(z);  // in place: z now holds act(z)
     h = z;
@@ -99,27 +92,27 @@ void GnnModel<T>::infer_layer(std::size_t l, const graph::Block& block, MatrixVi
 template <class T>
 void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits) {
   const T p = static_cast<T>(options_.dropout);
-  // grad_/next_ are members so their capacity is reused by every backward (no allocation per step).
-  std::vector<T>& grad = grad_;
-  std::vector<T>& next = next_;
-  grad.assign(dlogits.data, dlogits.data + dlogits.rows * dlogits.cols);
+  // grad_/next_ are members so their memory is reused by every backward (no allocation per step).
+  MatrixView<T> dz = grad_.matrix(ctx_, dlogits.rows, dlogits.cols);
+  ops::copy<T>(ctx_, dlogits, dz);
   for (std::size_t l = layers_.size(); l-- > 0;) {
     const graph::Block& block = *blocks[l];
     const int64_t out = layers_[l]->out_dim();
-    const MatrixView<T> dz{grad.data(), block.num_dst, out};
+    GNNPIPE_CHECK(dz.rows == block.num_dst && dz.cols == out, "backward: gradient {} for layer {} of [{} x {}]",
+                  shape_str(dz), l, block.num_dst, out);
     if (l + 1 < layers_.size()) {
       // The activation ran in place, so its backward works from the output.
-      activate_backward(MatrixView<const T>{outputs_[l].data(), block.num_dst, out}, dz);
+      activate_backward(outputs_[l].view(block.num_dst, out), dz);
     }
     if (l == 0) {
       layers_[l]->backward(block, dz, MatrixView<T>{nullptr, block.num_src, layers_[l]->in_dim()});
       break;
     }
-    next.assign(static_cast<std::size_t>(block.num_src * layers_[l]->in_dim()), T{0});
-    const MatrixView<T> da{next.data(), block.num_src, layers_[l]->in_dim()};
+    const MatrixView<T> da = next_.matrix(ctx_, block.num_src, layers_[l]->in_dim());  // overwritten by backward
     layers_[l]->backward(block, dz, da);
-    if (training_ && p > T{0}) cpu::dropout_backward<T>(masks_[l], p, da, da);
-    grad.swap(next);
+    if (training_ && p > T{0}) ops::dropout_backward<T>(ctx_, masks_[l].data(), p, da, da);
+    std::swap(grad_, next_);
+    dz = grad_.view(block.num_src, layers_[l]->in_dim());
   }
 }
 

@@ -4,30 +4,72 @@
 #include <cstring>
 
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/models/ops/ops.hpp"
 
 namespace gnnpipe::models {
 
 template <class T>
 std::size_t ParamStore<T>::add(std::string name, int64_t rows, int64_t cols, int layer, Init init, int64_t fan_in) {
+  GNNPIPE_CHECK(!placed_, "parameter {}: registered after the store was placed", name);
   GNNPIPE_CHECK(rows > 0 && cols > 0, "parameter {} has shape {} x {}", name, rows, cols);
   GNNPIPE_CHECK(init != Init::kFanInUniform || fan_in > 0, "parameter {}: fan-in initialisation needs fan_in > 0", name);
-  Param p{std::move(name), values_.size(), rows, cols, layer, init, fan_in};
-  values_.resize(values_.size() + p.size(), T{0});
-  grads_.resize(values_.size(), T{0});
+  Param p{std::move(name), size_, rows, cols, layer, init, fan_in};
+  size_ += p.size();
+  host_values_.resize(size_, T{0});
+  host_grads_.resize(size_, T{0});
+  values_ = host_values_.data();
+  grads_ = host_grads_.data();
   params_.push_back(std::move(p));
   return params_.size() - 1;
 }
 
 template <class T>
-void ParamStore<T>::zero_grad() {
-  std::fill(grads_.begin(), grads_.end(), T{0});
+std::span<T> ParamStore<T>::values() {
+  GNNPIPE_CHECK(device_.is_cpu(), "the parameters live on {}: use values_to_host()", device_.str());
+  return {values_, size_};
+}
+
+template <class T>
+std::span<const T> ParamStore<T>::values() const {
+  GNNPIPE_CHECK(device_.is_cpu(), "the parameters live on {}: use values_to_host()", device_.str());
+  return {values_, size_};
+}
+
+template <class T>
+std::span<T> ParamStore<T>::grads() {
+  GNNPIPE_CHECK(device_.is_cpu(), "the gradients live on {}", device_.str());
+  return {grads_, size_};
+}
+
+template <class T>
+void ParamStore<T>::place(const OpContext& ctx) {
+  GNNPIPE_CHECK(!placed_, "the parameter store was already placed (on {})", device_.str());
+  placed_ = true;
+  if (!ctx.is_cuda()) return;  // host memory already
+  device_ = ctx.device();
+  placed_values_ = core::Buffer<T>(size_, core::MemoryKind::kDevice, device_);
+  placed_grads_ = core::Buffer<T>(size_, core::MemoryKind::kDevice, device_);
+  core::copy_bytes_async(placed_values_.data(), host_values_.data(), size_ * sizeof(T), ctx.stream());
+  core::copy_bytes_async(placed_grads_.data(), host_grads_.data(), size_ * sizeof(T), ctx.stream());
+  ctx.stream().synchronize();  // the host vectors go away below
+  values_ = placed_values_.data();
+  grads_ = placed_grads_.data();
+  host_values_ = {};
+  host_grads_ = {};
+}
+
+template <class T>
+void ParamStore<T>::zero_grad(const OpContext& ctx) {
+  GNNPIPE_CHECK(ctx.device() == device_, "zero_grad: parameters on {}, context on {}", device_.str(), ctx.device().str());
+  ops::zero<T>(ctx, all_grads());
 }
 
 template <class T>
 void ParamStore<T>::initialize(uint64_t seed) {
+  GNNPIPE_CHECK(device_.is_cpu(), "initialize: the parameters were already placed on {}", device_.str());
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Param& p = params_[i];
-    T* out = values_.data() + p.offset;
+    T* out = values_ + p.offset;
     if (p.init == Init::kZeros) {
       std::fill(out, out + p.size(), T{0});
       continue;
@@ -40,10 +82,31 @@ void ParamStore<T>::initialize(uint64_t seed) {
 }
 
 template <class T>
+std::vector<T> ParamStore<T>::values_to_host() const {
+  std::vector<T> out(size_);
+  if (device_.is_cpu()) {
+    std::copy(values_, values_ + size_, out.begin());
+    return out;
+  }
+  const core::Stream stream(device_);  // a pageable destination: the copy completes before the sync returns
+  core::copy_bytes_async(out.data(), values_, size_ * sizeof(T), stream);
+  stream.synchronize();
+  return out;
+}
+
+template <class T>
+void ParamStore<T>::copy_values_from(const ParamStore& from, const core::Stream& stream) {
+  GNNPIPE_CHECK(from.size_ == size_, "copy_values_from: {} values into a store of {}", from.size_, size_);
+  if (size_ == 0 || from.values_ == values_) return;
+  core::copy_bytes_async(values_, from.values_, size_ * sizeof(T), stream);
+}
+
+template <class T>
 uint64_t ParamStore<T>::checksum() const {
+  const std::vector<T> values = values_to_host();
   uint64_t h = 0xcbf29ce484222325ull;
-  const auto* bytes = reinterpret_cast<const unsigned char*>(values_.data());
-  for (std::size_t i = 0; i < values_.size() * sizeof(T); ++i) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
+  for (std::size_t i = 0; i < values.size() * sizeof(T); ++i) {
     h ^= bytes[i];
     h *= 0x100000001b3ull;
   }

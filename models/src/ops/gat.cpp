@@ -109,11 +109,82 @@ void edge_softmax_backward(const graph::Block& block, ConstView<T> alpha, ConstV
   });
 }
 
+template <class T>
+void head_dot(ConstView<T> m, ConstView<T> att, MatrixView<T> a) {
+  const int64_t heads = att.rows, channels = att.cols;
+  GNNPIPE_CHECK(m.cols == heads * channels && m.rows >= a.rows && a.cols == heads,
+                "head_dot: m {} and a {} do not fit att {} (H x C)", shape_str(m), shape_str(a), shape_str(att));
+  detail::parallel_rows(a.rows, detail::grain_for(m.cols), [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n)
+      for (int64_t h = 0; h < heads; ++h) {
+        T sum{0};
+        for (int64_t c = 0; c < channels; ++c) sum += m(n, h * channels + c) * att(h, c);
+        a(n, h) = sum;
+      }
+  });
+}
+
+template <class T>
+void head_dot_backward(ConstView<T> m, ConstView<T> att, ConstView<T> da, MatrixView<T> dm, MatrixView<T> datt) {
+  const int64_t heads = att.rows, channels = att.cols, rows = da.rows;
+  GNNPIPE_CHECK(m.cols == heads * channels && dm.cols == m.cols && m.rows >= rows && dm.rows >= rows &&
+                    da.cols == heads && datt.rows == heads && datt.cols == channels,
+                "head_dot_backward: m {}, da {}, dm {}, datt {} do not fit att {}", shape_str(m), shape_str(da),
+                shape_str(dm), shape_str(datt), shape_str(att));
+  detail::parallel_rows(rows, detail::grain_for(m.cols), [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t c = 0; c < channels; ++c) dm(n, h * channels + c) += da(n, h) * att(h, c);
+  });
+  // One task per (h, c), summing over n in increasing order: deterministic.
+  detail::parallel_rows(heads * channels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j) {
+      const int64_t h = j / channels;
+      T sum = datt.data[j];
+      for (int64_t n = 0; n < rows; ++n) sum += da(n, h) * m(n, j);
+      datt.data[j] = sum;
+    }
+  });
+}
+
+template <class T>
+void head_mean(ConstView<T> x, MatrixView<T> y) {
+  GNNPIPE_CHECK(y.cols > 0 && x.rows == y.rows && x.cols % y.cols == 0, "head_mean: x {} does not split into heads of y {}",
+                shape_str(x), shape_str(y));
+  const int64_t heads = x.cols / y.cols, channels = y.cols;
+  const T inv = T{1} / static_cast<T>(heads);
+  detail::parallel_rows(y.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
+    for (int64_t v = begin; v < end; ++v)
+      for (int64_t c = 0; c < channels; ++c) {
+        T sum{0};
+        for (int64_t h = 0; h < heads; ++h) sum += x(v, h * channels + c);
+        y(v, c) = sum * inv;
+      }
+  });
+}
+
+template <class T>
+void head_mean_backward(ConstView<T> dy, MatrixView<T> dx) {
+  GNNPIPE_CHECK(dy.cols > 0 && dx.rows == dy.rows && dx.cols % dy.cols == 0,
+                "head_mean_backward: dx {} does not split into heads of dy {}", shape_str(dx), shape_str(dy));
+  const int64_t heads = dx.cols / dy.cols, channels = dy.cols;
+  const T inv = T{1} / static_cast<T>(heads);
+  detail::parallel_rows(dy.rows, detail::grain_for(dx.cols), [&](int64_t begin, int64_t end) {
+    for (int64_t v = begin; v < end; ++v)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t c = 0; c < channels; ++c) dx(v, h * channels + c) = dy(v, c) * inv;
+  });
+}
+
 #define GNNPIPE_INSTANTIATE(T)                                                                                    \
   template void sddmm_add<T>(const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>);                     \
   template void sddmm_add_backward<T>(const graph::Block&, ConstView<T>, MatrixView<T>, MatrixView<T>);           \
   template void edge_softmax<T>(const graph::Block&, MatrixView<T>);                                              \
-  template void edge_softmax_backward<T>(const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>);
+  template void edge_softmax_backward<T>(const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>);       \
+  template void head_dot<T>(ConstView<T>, ConstView<T>, MatrixView<T>);                                          \
+  template void head_dot_backward<T>(ConstView<T>, ConstView<T>, ConstView<T>, MatrixView<T>, MatrixView<T>);    \
+  template void head_mean<T>(ConstView<T>, MatrixView<T>);                                                        \
+  template void head_mean_backward<T>(ConstView<T>, MatrixView<T>);
 GNNPIPE_INSTANTIATE(float)
 GNNPIPE_INSTANTIATE(double)
 #undef GNNPIPE_INSTANTIATE

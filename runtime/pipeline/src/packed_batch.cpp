@@ -68,7 +68,7 @@ void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& featur
                   std::span<float>(reinterpret_cast<float*>(dst + layout.features.offset),
                                    layout.features.bytes / sizeof(float)));
   auto* target_labels = reinterpret_cast<int32_t*>(dst + layout.labels.offset);
-  for (std::size_t i = 0; i < batch.targets.size(); ++i) {
+  for (std::size_t i = 0; i < batch.targets.size() && !labels.empty(); ++i) {
     const auto v = static_cast<std::size_t>(batch.targets[i]);
     GNNPIPE_CHECK(v < labels.size(), "pack: target {} has no label ({} labels)", v, labels.size());
     target_labels[i] = labels[v];

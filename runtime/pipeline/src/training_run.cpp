@@ -13,12 +13,13 @@
 #include <thread>
 
 #include "dedicated_stage.hpp"
+#include "epoch_losses.hpp"
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/core/trace_range.hpp"
 #include "gnnpipe/memory/staging_pool.hpp"
-#include "gnnpipe/models/ops/loss.hpp"
 #include "gnnpipe/models/ops/metrics.hpp"
+#include "gnnpipe/models/ops/ops.hpp"
 #include "gnnpipe/pipeline/layerwise_inference.hpp"
 #include "gnnpipe/pipeline/packed_batch.hpp"
 #include "gnnpipe/samplers/parallel_sampler.hpp"
@@ -34,6 +35,7 @@ struct Item {
   BatchSpec spec;
   int epoch = 0;
   int64_t seq = 0;           // position in the whole run (the sequencer's order)
+  int64_t batches = 0;       // in its epoch
   bool last_in_epoch = false;
   int slot = -1;             // staging slot held from the join until the copy completed
   int device_slot = -1;      // device slot held from the second join until the train step was queued
@@ -77,11 +79,16 @@ class Stages {
                  s.device.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost, core::Device::cpu()),
         device_slots_(std::max(1, s.pipeline.staging_slots), core::MemoryKind::kDevice, s.device),
         copy_stream_(s.device),
-        train_stream_(s.device),
+        train_ctx_(s.model.context()),
+        train_stream_(train_ctx_.stream()),
         eval_stream_(s.device),
+        eval_ctx_(eval_stream_, train_ctx_.options(), train_ctx_.allocator()),
         epoch_end_(s.device),
         snapshot_done_(s.device),
-        eval_model_(s.model_options, s.data.features.cols(), s.data.labels.num_classes, s.seed) {
+        eval_model_(s.model_options, s.data.features.cols(), s.data.labels.num_classes, s.seed, eval_ctx_),
+        losses_(train_ctx_) {
+    GNNPIPE_CHECK(train_ctx_.device() == s.device, "the model runs on {}, the run on {}", train_ctx_.device().str(),
+                  s.device.str());
     for (int i = 0; i < device_slots_.size(); ++i) {
       copied_.emplace_back(s.device);
       released_.emplace_back(s.device);
@@ -138,8 +145,8 @@ class Stages {
     s_.recorder.record(Stage::kTransfer, item.epoch, item.spec.index, t0, s_.recorder.now());
   }
 
-  // One optimizer step on the batch in its device slot; returns its loss.
-  double train(const Item& item) {
+  // Queues one optimizer step on the batch in its device slot (its loss goes to the epoch's losses).
+  void train(const Item& item) {
     const core::TraceRange range("gnnpipe train");
     const double t0 = s_.recorder.now();
     fault(Stage::kTrain, item);
@@ -148,18 +155,24 @@ class Stages {
     const PackedBatchView view =
         PackedBatchView::of(item.layout, nullptr, device_slots_.slot(item.device_slot).data());
     const auto blocks = graph::layer_blocks(view.blocks, s_.model.num_layers(), item.spec.index);
-    s_.model.params().zero_grad();
+    s_.model.params().zero_grad(train_ctx_);
     const auto logits = s_.model.forward(
         blocks, view.features, true,
         core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)}));
-    if (dlogits_.rows() != logits.rows || dlogits_.cols() != logits.cols) dlogits_ = models::Matrix<float>(logits.rows, logits.cols);
-    const double loss = models::cpu::log_softmax_nll<float>(logits, view.labels, view.loss_rows, view.loss_weights, dlogits_.view());
-    s_.model.backward(blocks, dlogits_.cview());
+    const auto dlogits = dlogits_.matrix(train_ctx_, logits.rows, logits.cols);
+    double* loss = losses_.slot(item.spec.index, item.batches, item.loss_rows);
+    models::ops::log_softmax_nll<float>(train_ctx_, logits, view.labels, view.loss_rows, view.loss_weights, dlogits,
+                                        loss_scratch_.ensure(train_ctx_, view.loss_rows.size()), loss);
+    s_.model.backward(blocks, dlogits);
     s_.optimizer.step(s_.model.params());
     released_[dev].record(train_stream_);
     s_.recorder.record(Stage::kTrain, item.epoch, item.spec.index, t0, s_.recorder.now());
-    return loss;
   }
+
+  // At an epoch's end, on the train thread: queue the copy of its losses (read later by mean()).
+  void end_epoch_losses() { losses_.end_epoch(); }
+  // The epoch's mean loss (waits for its copy; any thread, once per end_epoch_losses()).
+  double epoch_loss() { return losses_.mean(); }
 
   // At an epoch's end, on the train thread: the eval stream waits for the epoch's last step, copies
   // the parameters into the evaluation twin, and the train stream waits for that copy before its
@@ -167,9 +180,7 @@ class Stages {
   void snapshot() {
     epoch_end_.record(train_stream_);
     eval_stream_.wait(epoch_end_);
-    const auto from = s_.model.params().values();
-    auto to = eval_model_.params().values();
-    std::copy(from.begin(), from.end(), to.begin());
+    eval_model_.params().copy_values_from(s_.model.params(), eval_stream_);
     snapshot_done_.record(eval_stream_);
     train_stream_.wait(snapshot_done_);
   }
@@ -194,9 +205,9 @@ class Stages {
   // Early stop: put the snapshot of the stopping epoch back into the model (the pipelined run may
   // already have stepped into the next epoch).
   void restore_snapshot() {
-    const auto from = eval_model_.params().values();
-    auto to = s_.model.params().values();
-    std::copy(from.begin(), from.end(), to.begin());
+    train_stream_.synchronize();
+    s_.model.params().copy_values_from(eval_model_.params(), train_stream_);
+    train_stream_.synchronize();
   }
 
   void drain() {
@@ -209,25 +220,20 @@ class Stages {
   const TrainingSetup& s_;
   memory::StagingPool staging_;
   memory::StagingPool device_slots_;
-  core::Stream copy_stream_, train_stream_, eval_stream_;
+  core::Stream copy_stream_;
+  const models::OpContext& train_ctx_;  // the model's: its stream is the train stream
+  const core::Stream& train_stream_;
+  core::Stream eval_stream_;
+  models::OpContext eval_ctx_;  // the evaluation twin's ops, on the eval stream
   std::vector<core::Event> copied_, released_;  // per device slot
   core::Event epoch_end_, snapshot_done_;
   models::GnnModel<float> eval_model_;
-  models::Matrix<float> dlogits_;
+  models::DeviceArray<float> dlogits_;
+  models::DeviceArray<double> loss_scratch_;
+  detail::EpochLosses losses_;
 };
 
 bool evaluates(const TrainingSetup& s, int epoch) { return epoch % s.pipeline.eval_every == 0 || epoch == s.epochs; }
-
-// Loss of an epoch: the mean of its batches' losses weighted by their loss rows.
-struct LossMean {
-  double weighted = 0;
-  std::size_t rows = 0;
-  void add(double loss, std::size_t n) {
-    weighted += loss * static_cast<double>(n);
-    rows += n;
-  }
-  double mean() const { return rows > 0 ? weighted / static_cast<double>(rows) : 0.0; }
-};
 
 EvalTracker make_tracker(const TrainingSetup& s) {
   EvalTracker t;
@@ -258,9 +264,9 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
   s.recorder.lane("sequential");
   for (int epoch = 1; epoch <= s.epochs; ++epoch) {
     const double start = s.recorder.now();
-    LossMean loss;
-    for (const BatchSpec& spec : s.sampler.plan_epoch(epoch)) {
-      Item item{spec, epoch, 0, false, 0, 0, {}, 0};
+    const std::vector<BatchSpec> plan = s.sampler.plan_epoch(epoch);
+    for (const BatchSpec& spec : plan) {
+      Item item{spec, epoch, 0, static_cast<int64_t>(plan.size()), false, 0, 0, {}, 0};
       // Each stage in turn, synchronised; a failure names its stage and batch like the pipeline's.
       const auto guarded = [&](Stage stage, auto&& fn) {
         try {
@@ -277,9 +283,10 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
       guarded(Stage::kGather, [&] { stages.gather(item, batch); });
       if (item.loss_rows == 0) continue;
       guarded(Stage::kTransfer, [&] { stages.transfer(item); });
-      loss.add(guarded(Stage::kTrain, [&] { return stages.train(item); }), item.loss_rows);
+      guarded(Stage::kTrain, [&] { stages.train(item); });
     }
-    EpochResult r{epoch, loss.mean(), 0, false, 0, 0, 0, {}};
+    stages.end_epoch_losses();
+    EpochResult r{epoch, stages.epoch_loss(), 0, false, 0, 0, 0, {}};
     bool stop = false;
     if (evaluates(s, epoch)) {
       stages.snapshot();
@@ -353,6 +360,7 @@ class EvalWorker {
       }
       if (!failure_.failed() && r.epoch <= stop_epoch_.load()) {
         try {
+          r.loss = stages_.epoch_loss();
           if (r.evaluated) stages_.evaluate(r);
           if (tracker_.add(r)) stop_epoch_.store(r.epoch);
           on_epoch_(r);
@@ -390,7 +398,6 @@ RunResult run_pipelined(const TrainingSetup& s, const std::function<void(const E
   std::atomic<int> in_flight{0}, max_in_flight{0};
   samplers::ParallelSampler sampler(s.sampler);  // per-thread workspaces
   // Train-thread state (touched only by the train thread).
-  LossMean epoch_loss;
   double epoch_start = s.recorder.now();
   std::vector<double> times;
   int last_trained_epoch = 0;
@@ -413,7 +420,8 @@ RunResult run_pipelined(const TrainingSetup& s, const std::function<void(const E
         }
       }
       if (next < plan.size()) {
-        Item item{std::move(plan[next]), epoch, seq++, next + 1 == plan.size(), -1, -1, {}, 0};
+        Item item{std::move(plan[next]), epoch, seq++, static_cast<int64_t>(plan.size()), next + 1 == plan.size(),
+                  -1, -1, {}, 0};
         ++next;
         return item;
       }
@@ -474,7 +482,7 @@ RunResult run_pipelined(const TrainingSetup& s, const std::function<void(const E
         const bool active = item.epoch <= stop_epoch.load();
         if (active && item.loss_rows > 0) {
           try {
-            epoch_loss.add(stages.train(item), item.loss_rows);
+            stages.train(item);
             last_stepped_epoch = item.epoch;
           } catch (...) {
             device_tokens.try_put(item.device_slot);
@@ -483,13 +491,14 @@ RunResult run_pipelined(const TrainingSetup& s, const std::function<void(const E
         }
         device_tokens.try_put(item.device_slot);  // its reads are queued on the train stream
         if (!item.last_in_epoch || !active) return;
-        EpochResult r{item.epoch, epoch_loss.mean(), s.recorder.now() - epoch_start, evaluates(s, item.epoch), 0, 0, 0, {}};
+        // The loss is filled in by the evaluation thread (EpochLosses: no wait for the GPU here).
+        EpochResult r{item.epoch, 0, s.recorder.now() - epoch_start, evaluates(s, item.epoch), 0, 0, 0, {}};
         r.verdict = epoch_verdict(s.recorder.totals(item.epoch), r.epoch_time_s, s.pipeline.sampler_threads, true);
         times.push_back(r.epoch_time_s);
         last_trained_epoch = item.epoch;
-        epoch_loss = LossMean{};
-        // The evaluation twin is free once the previous epoch is reported.
+        // The evaluation twin and the loss copy are free once the previous epoch is reported.
         s.recorder.record_wait(Stage::kTrain, item.epoch + 1, eval_worker->wait_idle());
+        stages.end_epoch_losses();
         epoch_start = s.recorder.now();
         if (item.epoch > stop_epoch.load()) return;
         if (r.evaluated) stages.snapshot();

@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "gnnpipe/core/error.hpp"
+#include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/graph/block.hpp"
+#include "gnnpipe/graph/device_block.hpp"
 
 using namespace gnnpipe::graph;
 
@@ -39,4 +41,26 @@ TEST_CASE("full_graph_block: GCN weights follow PyG's gcn_norm; mean weights are
   CHECK(mean.weights[0] == 0.5f);
   CHECK(mean.weights[2] == 1.0f);
   CHECK_FALSE(full_graph_block(g, BlockNorm::kNone).weighted());
+}
+
+TEST_CASE("DeviceBlockCopy: the same arrays in the stream's device memory (host memory on the CPU)", "[graph][block]") {
+  const Block b = Block::from_csr(2, 3, HostArray<EdgeOffset>(std::vector<EdgeOffset>{0, 2, 4}),
+                                  HostArray<NodeId>(std::vector<NodeId>{2, 0, 1, 0}),
+                                  HostArray<float>(std::vector<float>{0.2f, 0.0f, 1.1f, 1.0f}));
+  const gnnpipe::core::Stream cpu(gnnpipe::core::Device::cpu());
+  Block copy;
+  {
+    const DeviceBlockCopy device(b, cpu);
+    copy = device.block();  // the view's arrays keep the device memory alive
+  }
+  CHECK(copy.num_dst == 2);
+  CHECK(copy.num_src == 3);
+  CHECK(copy.indices.data() != b.indices.data());
+  CHECK(std::vector<NodeId>(copy.indices.begin(), copy.indices.end()) == std::vector<NodeId>(b.indices.begin(), b.indices.end()));
+  CHECK(std::vector<float>(copy.weights.begin(), copy.weights.end()) == std::vector<float>(b.weights.begin(), b.weights.end()));
+  CHECK(std::vector<EdgeOffset>(copy.t_edges.begin(), copy.t_edges.end()) ==
+        std::vector<EdgeOffset>(b.t_edges.begin(), b.t_edges.end()));
+  const Block unweighted = Block::from_csr(1, 1, HostArray<EdgeOffset>(std::vector<EdgeOffset>{0, 1}),
+                                           HostArray<NodeId>(std::vector<NodeId>{0}), HostArray<float>());
+  CHECK_FALSE(DeviceBlockCopy(unweighted, cpu).block().weighted());
 }

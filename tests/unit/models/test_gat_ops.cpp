@@ -126,3 +126,36 @@ TEST_CASE("GAT pieces: shape mismatches name the shapes", "[models][gat][errors]
           models::cpu::sddmm_add<double>(block, Matrix<double>(4, 2).view(), Matrix<double>(3, 1).view(), ok.view());
         }).find("a_dst (num_dst x H): shape [3 x 1]") != std::string::npos);
 }
+
+TEST_CASE("head_dot: per-head dot products of the first rows; its backward accumulates", "[models][gat]") {
+  // m: 3 rows of 2 heads x 2 channels; att: [[1, 2], [3, 4]]; a over the first 2 rows only.
+  const Matrix<double> m(3, 4, {1, 2, 3, 4, 5, 6, 7, 8, 100, 100, 100, 100});
+  const Matrix<double> att(2, 2, {1, 2, 3, 4});
+  Matrix<double> a(2, 2);
+  a.fill(std::nan(""));
+  models::cpu::head_dot<double>(m.view(), att.view(), a.view());
+  CHECK(test::values_of(a.cview()) == std::vector<double>{1 + 4, 9 + 16, 5 + 12, 21 + 32});
+  const Matrix<double> da(2, 2, {1, 10, 2, 20});
+  Matrix<double> dm(3, 4);
+  dm.fill(1);
+  Matrix<double> datt(2, 2);
+  datt.fill(0.5);
+  models::cpu::head_dot_backward<double>(m.view(), att.view(), da.view(), dm.view(), datt.view());
+  // dm[n, h*C+c] += da[n, h] att[h, c]; row 2 is not touched.
+  CHECK(test::values_of(dm.cview()) == std::vector<double>{2, 3, 31, 41, 3, 5, 61, 81, 1, 1, 1, 1});
+  // datt[h, c] += sum_n da[n, h] m[n, h*C+c]
+  CHECK(test::values_of(datt.cview()) == std::vector<double>{0.5 + 1 + 10, 0.5 + 2 + 12, 0.5 + 30 + 140, 0.5 + 40 + 160});
+}
+
+TEST_CASE("head_mean: the mean over heads and its backward", "[models][gat]") {
+  const Matrix<double> x(2, 6, {1, 2, 3, 4, 5, 6, 0, 0, 3, 3, 6, 6});  // 3 heads x 2 channels
+  Matrix<double> y(2, 2);
+  models::cpu::head_mean<double>(x.view(), y.view());
+  CHECK(test::values_of(y.cview()) == std::vector<double>{3, 4, 3, 3});
+  const Matrix<double> dy(2, 2, {3, 6, 9, 12});
+  Matrix<double> dx(2, 6);
+  models::cpu::head_mean_backward<double>(dy.view(), dx.view());
+  CHECK(test::values_of(dx.cview()) == std::vector<double>{1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4});
+  Matrix<double> bad(2, 4);
+  CHECK_THROWS_AS(models::cpu::head_mean<double>(x.view(), bad.view()), core::Error);
+}

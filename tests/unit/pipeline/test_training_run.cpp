@@ -15,8 +15,9 @@
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/experiments/bench_command.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
-#include "gnnpipe/experiments/cpu_trainer.hpp"
+#include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
+#include "experiment_helpers.hpp"
 #include "temp_dir.hpp"
 
 using namespace gnnpipe;
@@ -33,25 +34,10 @@ optimizer: {type: adam, lr: 0.01}
 run: {epochs: 6, seed: 7}
 )";
 
-struct Run {
-  nlohmann::json summary;
-  std::string metrics;  // metrics.csv
-};
+using Run = test::ExperimentRun;
 
 Run train(const std::vector<std::string>& sets, const test::TempDir& dir, const std::string& sub, TrainOptions options = {}) {
-  const auto config = config::parse_experiment(YAML::Load(kSampled), sets);
-  check_cpu_training_supported(config);
-  const auto dataset = load_training_dataset(config, ".");
-  RunDirectoryOptions dir_options;
-  dir_options.out = dir / sub;
-  dir_options.mirror_log = false;
-  RunDirectory run_dir(config, dir_options);
-  Run r{train_on_cpu(config, dataset, run_dir, options), {}};
-  std::ifstream in(dir / sub / "metrics.csv");
-  std::stringstream text;
-  text << in.rdbuf();
-  r.metrics = text.str();
-  return r;
+  return test::run_experiment(kSampled, sets, dir / sub, options);
 }
 
 // metrics.csv without the epoch_time_s column (the only one that may differ between modes).

@@ -10,6 +10,7 @@
 
 #include "gnnpipe/core/buffer.hpp"
 #include "gnnpipe/memory/caching_allocator.hpp"
+#include "gnnpipe/models/matrix.hpp"
 #include "gnnpipe/models/op_context.hpp"
 
 namespace gnnpipe::models {
@@ -37,6 +38,14 @@ class DeviceArray {
     capacity_ = n;
     return data();
   }
+
+  // ensure() for rows x cols elements, viewed as a row-major matrix.
+  MatrixView<T> matrix(const OpContext& ctx, int64_t rows, int64_t cols) {
+    return {ensure(ctx, static_cast<std::size_t>(rows * cols)), rows, cols};
+  }
+  // A view of the first rows x cols elements (no growth: they must fit).
+  MatrixView<T> view(int64_t rows, int64_t cols) { return {data(), rows, cols}; }
+  MatrixView<const T> view(int64_t rows, int64_t cols) const { return {data(), rows, cols}; }
 
   T* data() { return block_ ? static_cast<T*>(block_.data()) : buffer_.data(); }
   const T* data() const { return block_ ? static_cast<const T*>(block_.data()) : buffer_.data(); }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/layers/layer.hpp"
 #include "gnnpipe/models/model_options.hpp"
 #include "gnnpipe/models/param_store.hpp"
@@ -20,8 +21,12 @@ template <class T>
 class GnnModel {
  public:
   // layers = options.layers: in_dim -> hidden -> ... -> out_dim. Throws ConfigError for model
-  // types this build cannot run yet.
-  GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_dim, uint64_t seed);
+  // types this build cannot run yet. Parameters are initialised on the host and placed in ctx's
+  // memory; `ctx` must outlive the model.
+  GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_dim, uint64_t seed,
+           const OpContext& ctx = OpContext::host());
+
+  const OpContext& context() const { return ctx_; }
 
   // The edge weighting every block must carry (all layers of one model agree).
   graph::BlockNorm block_norm() const { return layers_.front()->block_norm(); }
@@ -50,13 +55,14 @@ class GnnModel {
   void activate_backward(MatrixView<const T> y, MatrixView<T> dz) const;
 
   ModelOptions options_;
+  const OpContext& ctx_;
   ParamStore<T> params_;
   std::vector<std::unique_ptr<Layer<T>>> layers_;
-  // Per layer l: the dropped-out input a_l, its mask, the layer output z_l (pre-activation).
-  std::vector<std::vector<T>> inputs_, outputs_;
-  std::vector<std::vector<uint8_t>> masks_;
+  // Per layer l: the dropped-out input a_l, its mask, the layer output z_l (activated in place).
+  std::vector<DeviceArray<T>> inputs_, outputs_;
+  std::vector<DeviceArray<uint8_t>> masks_;
   std::vector<MatrixView<const T>> input_views_;
-  std::vector<T> grad_, next_;  // backward's gradient buffers, reused across calls
+  DeviceArray<T> grad_, next_;  // backward's gradient buffers, reused across calls
   bool training_ = false;
 };
 

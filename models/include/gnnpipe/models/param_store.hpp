@@ -1,14 +1,18 @@
 #pragma once
 // ParamStore<T>: every parameter and its gradient in two contiguous arrays, so the optimizer steps
-// the whole model in one sweep (and a later CUDA backend copies or snapshots it in one call).
-// Parameters are named ("layer0.weight") and tagged with their layer, for per-layer options such
-// as weight decay on the first layer only. Not thread-safe.
+// the whole model in one sweep and a snapshot is one copy. Parameters are named ("layer0.weight")
+// and tagged with their layer, for per-layer options such as weight decay on the first layer only.
+// Parameters are registered and initialised in host memory, then place()d once in the memory of
+// an op context (device memory for a CUDA context); views (value, grad) then point there.
+// Not thread-safe.
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "gnnpipe/core/buffer.hpp"
 #include "gnnpipe/models/matrix.hpp"
+#include "gnnpipe/models/op_context.hpp"
 
 namespace gnnpipe::models {
 
@@ -35,37 +39,51 @@ class ParamStore {
   };
 
   // Registers a rows x cols parameter (zero-initialised); returns its index. Registration must
-  // finish before views are taken (adding reallocates).
+  // finish before views are taken (adding reallocates) and before place().
   std::size_t add(std::string name, int64_t rows, int64_t cols, int layer, Init init = Init::kGlorot,
                   int64_t fan_in = 0);
 
   std::size_t count() const { return params_.size(); }
   const Param& param(std::size_t i) const { return params_[i]; }
-  MatrixView<T> value(std::size_t i) { return view(values_, params_[i]); }
-  MatrixView<T> grad(std::size_t i) { return view(grads_, params_[i]); }
-  MatrixView<const T> value(std::size_t i) const { return view(values_, params_[i]); }
-  std::span<T> values() { return values_; }
-  std::span<T> grads() { return grads_; }
-  std::span<const T> values() const { return values_; }
+  std::size_t size() const { return size_; }  // elements over all parameters
+  MatrixView<T> value(std::size_t i) { return {values_ + params_[i].offset, params_[i].rows, params_[i].cols}; }
+  MatrixView<T> grad(std::size_t i) { return {grads_ + params_[i].offset, params_[i].rows, params_[i].cols}; }
+  MatrixView<const T> value(std::size_t i) const { return {values_ + params_[i].offset, params_[i].rows, params_[i].cols}; }
+  // Every value (gradient) as one [1 x size()] matrix in the store's memory.
+  MatrixView<T> all_values() { return {values_, 1, static_cast<int64_t>(size_)}; }
+  MatrixView<const T> all_values() const { return {values_, 1, static_cast<int64_t>(size_)}; }
+  MatrixView<T> all_grads() { return {grads_, 1, static_cast<int64_t>(size_)}; }
+  // Host spans of every value and gradient; throws Error when the store lives in device memory.
+  std::span<T> values();
+  std::span<T> grads();
+  std::span<const T> values() const;
+  // Where the store lives (cpu until placed on a CUDA context).
+  core::Device device() const { return device_; }
 
-  void zero_grad();
+  // Moves values and gradients into ctx's memory (a synchronous copy; once, after initialize()).
+  void place(const OpContext& ctx);
+  // Zeroes every gradient, in the order of ctx's stream (ctx on the store's device).
+  void zero_grad(const OpContext& ctx = OpContext::host());
   // Initialises every parameter by its Init; parameter i draws from the Philox stream
-  // (seed, 0x696e6974, i), so initialisation is reproducible.
+  // (seed, 0x696e6974, i), so initialisation is reproducible. Before place().
   void initialize(uint64_t seed);
+  // A host copy of every value (synchronous for a store in device memory).
+  std::vector<T> values_to_host() const;
+  // Copies every value of `from` (same registration) into this store, in the order of `stream`
+  // (which both stores' memory must be reachable from).
+  void copy_values_from(const ParamStore& from, const core::Stream& stream);
   // FNV-1a over the bytes of every value: equal checksums mean bitwise-equal parameters.
   uint64_t checksum() const;
 
  private:
-  static MatrixView<T> view(std::vector<T>& data, const Param& p) {
-    return {data.data() + p.offset, p.rows, p.cols};
-  }
-  static MatrixView<const T> view(const std::vector<T>& data, const Param& p) {
-    return {data.data() + p.offset, p.rows, p.cols};
-  }
-
   std::vector<Param> params_;
-  std::vector<T> values_;
-  std::vector<T> grads_;
+  std::size_t size_ = 0;
+  std::vector<T> host_values_, host_grads_;  // before place()
+  core::Buffer<T> placed_values_, placed_grads_;  // after place()
+  T* values_ = nullptr;
+  T* grads_ = nullptr;
+  bool placed_ = false;
+  core::Device device_ = core::Device::cpu();
 };
 
 }  // namespace gnnpipe::models

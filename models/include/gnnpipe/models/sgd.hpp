@@ -1,7 +1,6 @@
 #pragma once
 // SGD with (heavy-ball) momentum, as torch.optim.SGD: buf = momentum * buf + g; w -= lr * buf,
 // with g including L2 weight decay. momentum 0 is plain SGD. Not thread-safe.
-#include <vector>
 
 #include "gnnpipe/models/optimizer.hpp"
 
@@ -10,12 +9,13 @@ namespace gnnpipe::models {
 template <class T>
 class Sgd final : public Optimizer<T> {
  public:
-  Sgd(const ParamStore<T>& params, const OptimizerOptions& options);
+  Sgd(const ParamStore<T>& params, const OptimizerOptions& options, const OpContext& ctx = OpContext::host());
   void step(ParamStore<T>& params) override;
 
  private:
   OptimizerOptions o_;
-  std::vector<T> velocity_, decay_;
+  const OpContext& ctx_;
+  detail::OptimizerState<T> state_;  // velocity and the weight decay of every element
   bool first_ = true;
 };
 

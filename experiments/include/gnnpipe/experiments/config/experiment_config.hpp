@@ -13,6 +13,7 @@
 #include "gnnpipe/graph/dataset_options.hpp"
 #include "gnnpipe/memory/memory_options.hpp"
 #include "gnnpipe/models/model_options.hpp"
+#include "gnnpipe/models/op_context.hpp"
 #include "gnnpipe/models/optimizer_options.hpp"
 #include "gnnpipe/pipeline/pipeline_options.hpp"
 #include "gnnpipe/samplers/sampler_options.hpp"
@@ -25,6 +26,9 @@ struct RunOptions {
   int epochs = 10;     // >= 1
   uint64_t seed = 0;   // the only source of randomness of a run (with epoch and batch ids)
   int patience = 0;    // stop after this many epochs without a better validation accuracy; 0 = off
+  // CUDA only: run.tf32 (cuBLAS may use TF32 tensor cores; off keeps CPU parity) and run.spmm
+  // (kernel | cusparse: which SpMM aggregates).
+  models::OpOptions ops;
 };
 
 struct ExperimentConfig {

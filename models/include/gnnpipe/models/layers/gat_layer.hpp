@@ -4,8 +4,7 @@
 //   alpha = softmax of e over the in-edges of i (then attention dropout when training);
 //   out[i] = sum_j alpha(j -> i) h[j], heads concatenated ([N, H*C]) or averaged ([N, C]); + bias.
 // Blocks carry self-loops and no weights (BlockNorm::kSelfLoops).
-#include <vector>
-
+#include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/layers/layer.hpp"
 #include "gnnpipe/models/param_store.hpp"
 
@@ -24,7 +23,8 @@ template <class T>
 class GatLayer final : public Layer<T> {
  public:
   // Registers layer<index>.weight [in x H*C], .att_src and .att_dst [H x C] (Glorot), .bias (zeros).
-  GatLayer(ParamStore<T>& params, const GatShape& shape, int index);
+  // Ops run on `ctx` (which must outlive the layer).
+  GatLayer(ParamStore<T>& params, const GatShape& shape, int index, const OpContext& ctx = OpContext::host());
   int64_t in_dim() const override { return s_.in_dim; }
   int64_t out_dim() const override { return s_.concat ? s_.heads * s_.channels : s_.channels; }
   graph::BlockNorm block_norm() const override { return graph::BlockNorm::kSelfLoops; }
@@ -33,14 +33,16 @@ class GatLayer final : public Layer<T> {
 
  private:
   ParamStore<T>& params_;
+  const OpContext& ctx_;
   GatShape s_;
   std::size_t weight_, att_src_, att_dst_, bias_;
   MatrixView<const T> x_{};
   bool dropped_ = false;
   // Saved by forward: h [N_src, H*C], edge scores after LeakyReLU [E, H], softmax alpha [E, H],
-  // alpha after dropout [E, H] and its mask, the aggregated heads [N_dst, H*C].
-  std::vector<T> h_, e_, alpha_, alpha_dropped_;
-  std::vector<uint8_t> mask_;
+  // alpha after dropout [E, H] and its mask; workspaces of forward and backward (reused).
+  DeviceArray<T> h_, e_, alpha_, alpha_dropped_;
+  DeviceArray<uint8_t> mask_;
+  DeviceArray<T> a_src_, a_dst_, heads_out_, dheads_, dh_, dalpha_, da_src_, da_dst_;
 };
 
 }  // namespace gnnpipe::models

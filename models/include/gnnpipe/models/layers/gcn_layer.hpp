@@ -2,8 +2,7 @@
 // GCN layer (Kipf & Welling): y = A_hat (x W) + b, with A_hat the block's GCN weights
 // (self-loops, deg^-1/2 on both ends: computed once on the graph side). The linear transform
 // runs first, so aggregation moves out_dim-wide rows (PyG's GCNConv order).
-#include <vector>
-
+#include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/layers/layer.hpp"
 #include "gnnpipe/models/param_store.hpp"
 
@@ -13,8 +12,8 @@ template <class T>
 class GcnLayer final : public Layer<T> {
  public:
   // Registers layer<index>.weight [in x out] (Glorot) and layer<index>.bias [1 x out] (zeros), as
-  // PyG's GCNConv initialises them.
-  GcnLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, int index);
+  // PyG's GCNConv initialises them. Ops run on `ctx` (which must outlive the layer).
+  GcnLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, int index, const OpContext& ctx = OpContext::host());
   int64_t in_dim() const override { return in_; }
   int64_t out_dim() const override { return out_; }
   graph::BlockNorm block_norm() const override { return graph::BlockNorm::kGcn; }
@@ -23,10 +22,11 @@ class GcnLayer final : public Layer<T> {
 
  private:
   ParamStore<T>& params_;
+  const OpContext& ctx_;
   int64_t in_, out_;
   std::size_t weight_, bias_;
   MatrixView<const T> x_{};  // input of the last forward (owned by the caller until backward)
-  std::vector<T> h_, dh_;    // x W [num_src x out] and its gradient
+  DeviceArray<T> h_, dh_;    // x W [num_src x out] and its gradient
 };
 
 }  // namespace gnnpipe::models

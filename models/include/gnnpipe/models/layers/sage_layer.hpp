@@ -3,8 +3,7 @@
 //   y[i] = mean_{j -> i} x[j] W_l + b_l + x[i] W_r
 // The mean is the block's 1/in-degree weights (BlockNorm::kMean); destinations are the first
 // num_dst sources, which gives x[i] for the root term.
-#include <vector>
-
+#include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/layers/layer.hpp"
 #include "gnnpipe/models/param_store.hpp"
 
@@ -14,8 +13,8 @@ template <class T>
 class SageLayer final : public Layer<T> {
  public:
   // Registers layer<index>.weight_l [in x out], layer<index>.bias [1 x out], layer<index>.weight_r,
-  // all initialised U(-1/sqrt(in), 1/sqrt(in)) as PyG's Linear does.
-  SageLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, int index);
+  // all initialised U(-1/sqrt(in), 1/sqrt(in)) as PyG's Linear does. Ops run on `ctx`.
+  SageLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, int index, const OpContext& ctx = OpContext::host());
   int64_t in_dim() const override { return in_; }
   int64_t out_dim() const override { return out_; }
   graph::BlockNorm block_norm() const override { return graph::BlockNorm::kMean; }
@@ -24,10 +23,11 @@ class SageLayer final : public Layer<T> {
 
  private:
   ParamStore<T>& params_;
+  const OpContext& ctx_;
   int64_t in_, out_;
   std::size_t weight_l_, bias_, weight_r_;
   MatrixView<const T> x_{};
-  std::vector<T> agg_, dagg_;  // mean of neighbors [num_dst x in] and its gradient
+  DeviceArray<T> agg_, dagg_;  // mean of neighbors [num_dst x in] and its gradient
 };
 
 }  // namespace gnnpipe::models

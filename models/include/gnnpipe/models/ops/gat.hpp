@@ -31,4 +31,21 @@ void edge_softmax(const graph::Block& block, MatrixView<T> scores_to_alpha);
 template <class T>
 void edge_softmax_backward(const graph::Block& block, ConstView<T> alpha, ConstView<T> dalpha, MatrixView<T> dscores);
 
+// Per-head attention logits: a[n, h] = sum over c (increasing) of m[n, h*C+c] * att[h, c] for the
+// first a.rows rows of m (m: >= a.rows x H*C, att: H x C, a overwritten).
+template <class T>
+void head_dot(ConstView<T> m, ConstView<T> att, MatrixView<T> a);
+
+// Its backward, accumulating over the first da.rows rows: dm[n, h*C+c] += da[n, h] * att[h, c];
+// datt[h, c] += sum over n (increasing) of da[n, h] * m[n, h*C+c].
+template <class T>
+void head_dot_backward(ConstView<T> m, ConstView<T> att, ConstView<T> da, MatrixView<T> dm, MatrixView<T> datt);
+
+// Mean over heads: y[v, c] = (sum over h (increasing) of x[v, h*C+c]) / H, x: rows x H*C, y: rows x C.
+template <class T>
+void head_mean(ConstView<T> x, MatrixView<T> y);
+// dx[v, h*C+c] = dy[v, c] / H (overwritten).
+template <class T>
+void head_mean_backward(ConstView<T> dy, MatrixView<T> dx);
+
 }  // namespace gnnpipe::models::cpu

@@ -108,6 +108,23 @@ template <class T>
 void bce_with_logits(const OpContext& ctx, ConstView<T> logits, MatrixView<const uint8_t> targets,
                      std::span<const int32_t> rows, MatrixView<T> dlogits, double* row_scratch, double* loss);
 
+// Optimizer updates over n elements in the context's memory (w, grad, state, per-element decay).
+// Adam (torch.optim.Adam): g = grad + decay w; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+// w -= step_size m / (sqrt(v) / sqrt_c2 + eps), with the bias corrections folded into step_size
+// and sqrt_c2 by the caller.
+template <class T>
+struct AdamUpdate {
+  T b1, b2, step_size, sqrt_c2, eps;
+};
+template <class T>
+void adam_update(const OpContext& ctx, const AdamUpdate<T>& u, T* w, const T* grad, T* m, T* v, const T* decay,
+                 int64_t n);
+// SGD with momentum (torch.optim.SGD): g = grad + decay w; vel = first ? g : momentum vel + g;
+// w -= lr (momentum > 0 ? vel : g).
+template <class T>
+void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const T* grad, T* velocity, const T* decay,
+                int64_t n);
+
 // Utilities: fill with zeros; copy between equally shaped views (in the context's memory).
 template <class T>
 void zero(const OpContext& ctx, MatrixView<T> x);

@@ -37,7 +37,8 @@ struct BatchLayout {
 
 // Writes `batch` into `dst` (layout.total_bytes bytes): features gathered straight from `features`
 // (no intermediate copy; the gather is parallel), labels[targets[i]] for every target, and the
-// arrays of the batch. `labels` is indexed by global node id.
+// arrays of the batch. `labels` is indexed by global node id; empty `labels` (inference) leave the
+// label section unwritten.
 void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& features, std::span<const int32_t> labels,
                 const BatchLayout& layout, std::byte* dst);
 

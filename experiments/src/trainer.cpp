@@ -1,8 +1,9 @@
-#include "gnnpipe/experiments/cpu_trainer.hpp"
+#include "gnnpipe/experiments/trainer.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -13,8 +14,9 @@
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
-#include "gnnpipe/models/ops/loss.hpp"
-#include "gnnpipe/models/ops/metrics.hpp"
+#include "gnnpipe/core/units.hpp"
+#include "gnnpipe/memory/caching_allocator.hpp"
+#include "gnnpipe/models/op_context.hpp"
 #include "gnnpipe/models/optimizer.hpp"
 #include "gnnpipe/experiments/training_sampler.hpp"
 #include "gnnpipe/pipeline/training_run.hpp"
@@ -45,13 +47,16 @@ void check_trainable(const graph::Dataset& d) {
 
 }  // namespace
 
-void check_cpu_training_supported(const config::ExperimentConfig& c) {
+void check_training_supported(const config::ExperimentConfig& c) {
   GNNPIPE_CHECK_CONFIG(models::is_implemented(c.model.type),
                        "model.type: '{}' is not available yet (this build trains gcn, sage and gat)",
                        models::to_string(c.model.type));
   check_sampler_fits_model(c.sampler, static_cast<std::size_t>(c.model.layers));
-  GNNPIPE_CHECK_CONFIG(c.run.device.is_cpu(), "run.device: training on {} comes with the CUDA backend (issue #7); use cpu",
-                       c.run.device.str());
+  if (c.run.device.is_cuda()) {
+    GNNPIPE_CHECK_CONFIG(core::cuda_compiled(), "run.device: {} needs a build with the CUDA backend (this one has none)",
+                         c.run.device.str());
+    c.run.device.require_available();
+  }
 }
 
 graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const std::filesystem::path& data_dir) {
@@ -64,16 +69,31 @@ graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const st
   return d;
 }
 
-nlohmann::json train_on_cpu(const config::ExperimentConfig& c, const graph::Dataset& d, RunDirectory& run_dir,
+nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::Dataset& d, RunDirectory& run_dir,
                             const TrainOptions& options) {
-  check_cpu_training_supported(c);
+  check_training_supported(c);
   check_trainable(d);
   auto& log = core::logger();
   for (const auto& line : d.synthesized) log.info("synthetic: {}", line);
 
-  models::GnnModel<float> model(c.model, d.features.cols(), d.labels.num_classes, c.run.seed);
+  // On a GPU the model's ops run on the train stream, with device memory from a caching allocator
+  // under memory.limit; on the CPU they run inline.
+  std::unique_ptr<memory::CachingAllocator> allocator;
+  std::unique_ptr<core::Stream> train_stream;
+  std::unique_ptr<models::OpContext> gpu_ops;
+  if (c.run.device.is_cuda()) {
+    allocator = std::make_unique<memory::CachingAllocator>(c.run.device, c.memory.limit_bytes);
+    train_stream = std::make_unique<core::Stream>(c.run.device);
+    gpu_ops = std::make_unique<models::OpContext>(*train_stream, c.run.ops, allocator.get());
+    for (const auto& gpu : core::list_gpus()) {
+      if (gpu.index == c.run.device.index()) log.info("device: {} ({}), memory.limit {}", c.run.device.str(), gpu.name,
+                                                      core::format_bytes(c.memory.limit_bytes));
+    }
+  }
+  const models::OpContext& ops = gpu_ops ? *gpu_ops : models::OpContext::host();
+  models::GnnModel<float> model(c.model, d.features.cols(), d.labels.num_classes, c.run.seed, ops);
   const auto sampler = make_training_sampler(c, d, model.block_norm(), model.num_layers());
-  const auto optimizer = models::make_optimizer(model.params(), c.optimizer);
+  const auto optimizer = models::make_optimizer(model.params(), c.optimizer, ops);
   pipeline::PipelineOptions pipe = c.pipeline;
   if (options.mode) pipe.mode = *options.mode;
   pipeline::StageRecorder recorder;
@@ -121,13 +141,15 @@ nlohmann::json train_on_cpu(const config::ExperimentConfig& c, const graph::Data
       {"sampler", std::string(samplers::to_string(c.sampler.type))},
       {"full_batch", full_batch},
       {"params_checksum", fmt::format("{:016x}", result.params_checksum)},
-      {"num_parameters", model.params().values().size()},
+      {"num_parameters", model.params().size()},
       {"stages", stages},
       {"stage_detail", detail},
       {"trainer_wait_s", recorder.totals().at(pipeline::Stage::kTrain).wait_s},
       {"max_batches_in_flight", result.max_in_flight},
       {"memory",
        {{"peak_host_bytes", core::peak_rss_bytes()},
+        {"peak_device_bytes", allocator ? allocator->stats().peak_in_use_bytes : 0},
+        {"device_driver_allocations", allocator ? allocator->stats().driver_allocations : 0},
         {"staging_bytes", result.staging_bytes},
         {"budget_bytes", c.memory.limit_bytes},
         {"batches_split", 0},

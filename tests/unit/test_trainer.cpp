@@ -5,10 +5,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "gnnpipe/core/device.hpp"
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
-#include "gnnpipe/experiments/cpu_trainer.hpp"
+#include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
+#include "experiment_helpers.hpp"
 #include "temp_dir.hpp"
 
 using namespace gnnpipe::experiments;
@@ -27,14 +29,7 @@ run: {epochs: 30, seed: 3}
 
 nlohmann::json train(const std::string& yaml, const std::vector<std::string>& sets, const gnnpipe::test::TempDir& dir,
                      const std::string& sub) {
-  const auto config = config::parse_experiment(YAML::Load(yaml), sets);
-  check_cpu_training_supported(config);
-  const auto dataset = load_training_dataset(config, ".");
-  RunDirectoryOptions options;
-  options.out = dir / sub;
-  options.mirror_log = false;
-  RunDirectory run_dir(config, options);
-  return train_on_cpu(config, dataset, run_dir);
+  return gnnpipe::test::run_experiment(yaml, sets, dir / sub).summary;
 }
 
 std::size_t lines_of(const std::filesystem::path& p) {
@@ -80,7 +75,15 @@ TEST_CASE("what this build cannot train is a ConfigError, and a failed run write
   gnnpipe::test::TempDir dir;
   CHECK_THROWS_WITH(train(kTiny, {"sampler.type=neighbor", "sampler.fanouts=[5]"}, dir, "f"),
                     Catch::Contains("sampler.fanouts: 1 hops for model.layers 2"));
-  CHECK_THROWS_WITH(train(kTiny, {"run.device=cuda:0"}, dir, "d"), Catch::Contains("run.device: training on cuda:0"));
+  if (!gnnpipe::core::cuda_compiled()) {
+    CHECK_THROWS_WITH(train(kTiny, {"run.device=cuda:0"}, dir, "d"),
+                      Catch::Contains("run.device: cuda:0 needs a build with the CUDA backend"));
+  } else if (!gnnpipe::core::cuda_available()) {
+    CHECK_THROWS_AS(train(kTiny, {"run.device=cuda:0"}, dir, "d"), gnnpipe::core::CudaError);
+  }
+  CHECK_FALSE(std::filesystem::exists(dir / "d"));
+  CHECK_THROWS_WITH(train(kTiny, {"run.spmm=fast"}, dir, "m"),
+                    Catch::Contains("run.spmm: 'fast' is not an SpMM implementation (allowed: kernel, cusparse)"));
   CHECK_THROWS_WITH(train(kTiny, {"model.type=ggnn"}, dir, "g"), Catch::Contains("model.type: 'ggnn' is not available yet"));
   gnnpipe::test::write_text(dir / "edges.txt", "0 1\n1 2\n");
   CHECK_THROWS_WITH(train(kTiny, {"dataset.synthetic=", "dataset.path=" + (dir / "edges.txt").string()}, dir, "e"),

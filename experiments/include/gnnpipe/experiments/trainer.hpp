@@ -1,12 +1,14 @@
 #pragma once
-// Training an experiment on the CPU backend through pipeline::run_training (DESIGN §3): the
+// Training an experiment on `run.device` (cpu or cuda:N) through pipeline::run_training (DESIGN §3): the
 // sampler of `sampler.type` (full, neighbor, saint_*, cluster), `pipeline.mode` pipelined (flow
 // graph, evaluation overlapped with the next epoch) or sequential (the baseline). Every
 // `pipeline.eval_every` epochs (and at the last) train/val/test accuracy come from layer-wise
 // full-neighbor inference without dropout (what published accuracies use). The best validation
 // epoch is selected (ties: the earliest), `run.patience` stops early. One line per epoch goes to
 // the log with a verdict on what bounded it; a metrics.csv row per epoch and, only when training
-// completed, summary.json go to the run directory. CUDA training comes with issue #7.
+// completed, summary.json go to the run directory. On a GPU the model's ops run on the train
+// stream with device memory from a caching allocator under `memory.limit` (run.tf32 and run.spmm
+// pick the GEMM math and the SpMM implementation).
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -21,9 +23,10 @@
 
 namespace gnnpipe::experiments {
 
-// Throws ConfigError when this build cannot train `config` (a sampler other than full or
-// neighbor, fanouts that do not match the layers, a device other than cpu): called before a run directory is created, so a refused run leaves nothing.
-void check_cpu_training_supported(const config::ExperimentConfig& config);
+// Throws ConfigError when this build cannot train `config` (a model type not implemented, fanouts
+// that do not match the layers, a CUDA device in a build without CUDA) and CudaError when the
+// device is missing: called before a run directory is created, so a refused run leaves nothing.
+void check_training_supported(const config::ExperimentConfig& config);
 
 // Loads the experiment's dataset and checks that it can be trained on (labels, single-label,
 // features, a train split): DataError / ConfigError otherwise. Called before the run directory
@@ -37,7 +40,7 @@ struct TrainOptions {
 };
 
 // Trains `config` on `dataset` (from load_training_dataset) and returns the summary it wrote.
-nlohmann::json train_on_cpu(const config::ExperimentConfig& config, const graph::Dataset& dataset,
-                            RunDirectory& run_dir, const TrainOptions& options = {});
+nlohmann::json train_experiment(const config::ExperimentConfig& config, const graph::Dataset& dataset,
+                                RunDirectory& run_dir, const TrainOptions& options = {});
 
 }  // namespace gnnpipe::experiments

@@ -1,0 +1,345 @@
+#include "cuda_ops.hpp"
+
+#include <climits>
+
+#include "cuda_check.hpp"
+#include "cuda_context.hpp"
+#include "kernels.hpp"
+
+namespace gnnpipe::models::cuda {
+namespace {
+
+cudaStream_t stream_of(const OpContext& ctx) { return static_cast<cudaStream_t>(ctx.stream().native_handle()); }
+
+Context& state(const OpContext& ctx) {
+  GNNPIPE_CHECK(ctx.cuda() != nullptr, "a CUDA op was called with a context on {}", ctx.device().str());
+  return *ctx.cuda();
+}
+
+BlockArrays arrays(const graph::Block& b) {
+  BlockArrays a;
+  a.num_dst = b.num_dst;
+  a.num_src = b.num_src;
+  a.num_edges = b.num_edges();
+  a.offsets = b.offsets.data();
+  a.indices = b.indices.data();
+  a.weights = b.weighted() ? b.weights.data() : nullptr;
+  a.t_offsets = b.t_offsets.data();
+  a.t_indices = b.t_indices.data();
+  a.t_edges = b.t_edges.data();
+  return a;
+}
+
+ActivationKind kind_of(Activation a) {
+  switch (a) {
+    case Activation::kRelu: return ActivationKind::kRelu;
+    case Activation::kElu: return ActivationKind::kElu;
+    case Activation::kLeakyRelu: return ActivationKind::kLeakyRelu;
+  }
+  GNNPIPE_THROW(Error, "unknown activation");
+}
+
+template <class T>
+void check_same_shape(ConstView<T> a, ConstView<T> b, const char* what) {
+  GNNPIPE_CHECK(a.rows == b.rows && a.cols == b.cols, "{}: {} and {} differ in shape", what, shape_str(a), shape_str(b));
+}
+
+// H heads of alpha (E x H) over a feature matrix of H * C columns; returns H.
+int64_t heads_of(const graph::Block& block, int64_t alpha_rows, int64_t heads, int64_t feature_cols, const char* what) {
+  GNNPIPE_CHECK(alpha_rows == block.num_edges() && heads > 0 && feature_cols % heads == 0,
+                "{}: alpha [{} x {}] does not fit {} edges and {} feature columns", what, alpha_rows, heads,
+                block.num_edges(), feature_cols);
+  return heads;
+}
+
+}  // namespace
+
+template <class T>
+void gemm(const OpContext& ctx, bool trans_a, bool trans_b, T alpha, ConstView<T> a, ConstView<T> b, T beta,
+          MatrixView<T> c) {
+  const int64_t m = trans_a ? a.cols : a.rows, k = trans_a ? a.rows : a.cols;
+  const int64_t kb = trans_b ? b.cols : b.rows, n = trans_b ? b.rows : b.cols;
+  GNNPIPE_CHECK(k == kb && c.rows == m && c.cols == n, "gemm: op(a) {}x{} times op(b) {}x{} into c {}", m, k, kb, n,
+                shape_str(c));
+  GNNPIPE_CHECK(m < INT_MAX && n < INT_MAX && k < INT_MAX && a.cols < INT_MAX && b.cols < INT_MAX,
+                "gemm: dimensions {}x{}x{} exceed cuBLAS's 32-bit sizes", m, n, k);
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // c = beta c (cuBLAS rejects the degenerate leading dimensions of empty operands)
+    if (beta == T{0}) {
+      GNNPIPE_CUDA_CHECK(cudaMemsetAsync(c.data, 0, static_cast<std::size_t>(c.size()) * sizeof(T), stream_of(ctx)));
+    } else if (beta != T{1}) {
+      launch_scale<T>(c.data, c.size(), beta, stream_of(ctx));
+    }
+    return;
+  }
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands; each
+  // row-major matrix is its own transpose in column-major with leading dimension = its columns.
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const auto ld = [](int64_t cols) { return static_cast<int>(cols > 0 ? cols : 1); };
+  cublasHandle_t h = state(ctx).cublas();
+  if constexpr (std::is_same_v<T, float>) {
+    GNNPIPE_CUBLAS_CHECK(cublasSgemm(h, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+                                     &alpha, b.data, ld(b.cols), a.data, ld(a.cols), &beta, c.data, ld(c.cols)));
+  } else {
+    GNNPIPE_CUBLAS_CHECK(cublasDgemm(h, op_b, op_a, static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+                                     &alpha, b.data, ld(b.cols), a.data, ld(a.cols), &beta, c.data, ld(c.cols)));
+  }
+}
+
+template <class T>
+void spmm(const OpContext& ctx, const graph::Block& block, ConstView<T> x, MatrixView<T> y) {
+  check_shape(x, block.num_src, x.cols, "spmm: x (num_src x F)");
+  check_shape(y, block.num_dst, x.cols, "spmm: y (num_dst x F)");
+  if (ctx.options().spmm == SpmmImpl::kCusparse) {
+    state(ctx).spmm().run<T>(ctx, state(ctx).cusparse(), arrays(block), false, x.data, x.cols, y.data);
+  } else {
+    launch_spmm<T>(arrays(block), x.data, x.cols, y.data, stream_of(ctx));
+  }
+}
+
+template <class T>
+void spmm_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> dy, MatrixView<T> dx) {
+  check_shape(dy, block.num_dst, dy.cols, "spmm_backward: dy (num_dst x F)");
+  check_shape(dx, block.num_src, dy.cols, "spmm_backward: dx (num_src x F)");
+  if (ctx.options().spmm == SpmmImpl::kCusparse) {
+    state(ctx).spmm().run<T>(ctx, state(ctx).cusparse(), arrays(block), true, dy.data, dy.cols, dx.data);
+  } else {
+    launch_spmm_transpose<T>(arrays(block), dy.data, dy.cols, dx.data, stream_of(ctx));
+  }
+}
+
+template <class T>
+void spmm_edge_weighted(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> x,
+                        MatrixView<T> y) {
+  const int64_t heads = heads_of(block, alpha.rows, alpha.cols, x.cols, "spmm_edge_weighted");
+  check_shape(x, block.num_src, x.cols, "spmm_edge_weighted: x (num_src x H*C)");
+  check_shape(y, block.num_dst, x.cols, "spmm_edge_weighted: y (num_dst x H*C)");
+  launch_spmm_edge_weighted<T>(arrays(block), alpha.data, heads, x.data, x.cols, y.data, stream_of(ctx));
+}
+
+template <class T>
+void spmm_edge_weighted_backward_x(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> dy,
+                                   MatrixView<T> dx) {
+  const int64_t heads = heads_of(block, alpha.rows, alpha.cols, dy.cols, "spmm_edge_weighted_backward_x");
+  check_shape(dy, block.num_dst, dy.cols, "spmm_edge_weighted_backward_x: dy (num_dst x H*C)");
+  check_shape(dx, block.num_src, dy.cols, "spmm_edge_weighted_backward_x: dx (num_src x H*C)");
+  launch_spmm_edge_weighted_backward_x<T>(arrays(block), alpha.data, heads, dy.data, dy.cols, dx.data, stream_of(ctx));
+}
+
+template <class T>
+void spmm_edge_weighted_backward_alpha(const OpContext& ctx, const graph::Block& block, ConstView<T> x,
+                                       ConstView<T> dy, MatrixView<T> dalpha) {
+  const int64_t heads = heads_of(block, dalpha.rows, dalpha.cols, x.cols, "spmm_edge_weighted_backward_alpha");
+  check_shape(x, block.num_src, x.cols, "spmm_edge_weighted_backward_alpha: x (num_src x H*C)");
+  check_shape(dy, block.num_dst, x.cols, "spmm_edge_weighted_backward_alpha: dy (num_dst x H*C)");
+  launch_spmm_edge_weighted_backward_alpha<T>(arrays(block), x.data, dy.data, heads, x.cols, dalpha.data,
+                                              stream_of(ctx));
+}
+
+template <class T>
+void sddmm_add(const OpContext& ctx, const graph::Block& block, ConstView<T> a_src, ConstView<T> a_dst,
+               MatrixView<T> scores) {
+  const int64_t heads = scores.cols;
+  check_shape(a_src, block.num_src, heads, "sddmm_add: a_src (num_src x H)");
+  check_shape(a_dst, block.num_dst, heads, "sddmm_add: a_dst (num_dst x H)");
+  check_shape(scores, block.num_edges(), heads, "sddmm_add: scores (E x H)");
+  launch_sddmm_add<T>(arrays(block), a_src.data, a_dst.data, heads, scores.data, stream_of(ctx));
+}
+
+template <class T>
+void sddmm_add_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> dscores, MatrixView<T> da_src,
+                        MatrixView<T> da_dst) {
+  const int64_t heads = dscores.cols;
+  check_shape(dscores, block.num_edges(), heads, "sddmm_add_backward: dscores (E x H)");
+  check_shape(da_src, block.num_src, heads, "sddmm_add_backward: da_src (num_src x H)");
+  check_shape(da_dst, block.num_dst, heads, "sddmm_add_backward: da_dst (num_dst x H)");
+  launch_sddmm_add_backward<T>(arrays(block), dscores.data, heads, da_src.data, da_dst.data, stream_of(ctx));
+}
+
+template <class T>
+void edge_softmax(const OpContext& ctx, const graph::Block& block, MatrixView<T> scores) {
+  check_shape(scores, block.num_edges(), scores.cols, "edge_softmax: scores (E x H)");
+  launch_edge_softmax<T>(arrays(block), scores.cols, scores.data, stream_of(ctx));
+}
+
+template <class T>
+void edge_softmax_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> dalpha,
+                           MatrixView<T> dscores) {
+  const int64_t heads = alpha.cols;
+  check_shape(alpha, block.num_edges(), heads, "edge_softmax_backward: alpha (E x H)");
+  check_shape(dalpha, block.num_edges(), heads, "edge_softmax_backward: dalpha (E x H)");
+  check_shape(dscores, block.num_edges(), heads, "edge_softmax_backward: dscores (E x H)");
+  launch_edge_softmax_backward<T>(arrays(block), heads, alpha.data, dalpha.data, dscores.data, stream_of(ctx));
+}
+
+template <class T>
+void head_dot(const OpContext& ctx, ConstView<T> m, ConstView<T> att, MatrixView<T> a) {
+  GNNPIPE_CHECK(m.cols == att.rows * att.cols && m.rows >= a.rows && a.cols == att.rows,
+                "head_dot: m {} and a {} do not fit att {} (H x C)", shape_str(m), shape_str(a), shape_str(att));
+  launch_head_dot<T>(m.data, a.rows, att.data, att.rows, att.cols, a.data, stream_of(ctx));
+}
+
+template <class T>
+void head_dot_backward(const OpContext& ctx, ConstView<T> m, ConstView<T> att, ConstView<T> da, MatrixView<T> dm,
+                       MatrixView<T> datt) {
+  GNNPIPE_CHECK(m.cols == att.rows * att.cols && dm.cols == m.cols && m.rows >= da.rows && dm.rows >= da.rows &&
+                    da.cols == att.rows && datt.rows == att.rows && datt.cols == att.cols,
+                "head_dot_backward: m {}, da {}, dm {}, datt {} do not fit att {}", shape_str(m), shape_str(da),
+                shape_str(dm), shape_str(datt), shape_str(att));
+  launch_head_dot_backward_m<T>(da.data, da.rows, att.data, att.rows, att.cols, dm.data, stream_of(ctx));
+  launch_head_dot_backward_att<T>(m.data, da.data, da.rows, att.rows, att.cols, datt.data, stream_of(ctx));
+}
+
+template <class T>
+void head_mean(const OpContext& ctx, ConstView<T> x, MatrixView<T> y) {
+  GNNPIPE_CHECK(y.cols > 0 && x.rows == y.rows && x.cols % y.cols == 0, "head_mean: x {} does not split into heads of y {}",
+                shape_str(x), shape_str(y));
+  launch_head_mean<T>(x.data, x.rows, x.cols / y.cols, y.cols, y.data, stream_of(ctx));
+}
+
+template <class T>
+void head_mean_backward(const OpContext& ctx, ConstView<T> dy, MatrixView<T> dx) {
+  GNNPIPE_CHECK(dy.cols > 0 && dx.rows == dy.rows && dx.cols % dy.cols == 0,
+                "head_mean_backward: dx {} does not split into heads of dy {}", shape_str(dx), shape_str(dy));
+  launch_head_mean_backward<T>(dy.data, dy.rows, dx.cols / dy.cols, dy.cols, dx.data, stream_of(ctx));
+}
+
+template <class T>
+void bias_add(const OpContext& ctx, MatrixView<T> y, ConstView<T> bias) {
+  GNNPIPE_CHECK(bias.size() == y.cols, "bias_add: bias of {} values for y {}", bias.size(), shape_str(y));
+  launch_bias_add<T>(y.data, y.rows, y.cols, bias.data, stream_of(ctx));
+}
+
+template <class T>
+void bias_grad_accumulate(const OpContext& ctx, ConstView<T> dy, MatrixView<T> dbias) {
+  GNNPIPE_CHECK(dbias.size() == dy.cols, "bias_grad_accumulate: dbias of {} values for dy {}", dbias.size(),
+                shape_str(dy));
+  launch_bias_grad_accumulate<T>(dy.data, dy.rows, dy.cols, dbias.data, stream_of(ctx));
+}
+
+template <class T>
+void activation(const OpContext& ctx, Activation kind, T param, ConstView<T> x, MatrixView<T> y) {
+  check_same_shape<T>(x, y, "activation: x and y");
+  launch_activation<T>(kind_of(kind), x.data, y.data, x.size(), param, stream_of(ctx));
+}
+
+template <class T>
+void activation_backward(const OpContext& ctx, Activation kind, T param, ConstView<T> y, ConstView<T> dy,
+                         MatrixView<T> dx) {
+  check_same_shape<T>(y, dy, "activation_backward: y and dy");
+  check_same_shape<T>(dy, dx, "activation_backward: dy and dx");
+  launch_activation_backward<T>(kind_of(kind), y.data, dy.data, dx.data, y.size(), param, stream_of(ctx));
+}
+
+template <class T>
+void dropout_forward(const OpContext& ctx, core::RngKey key, T p, ConstView<T> x, MatrixView<T> y, uint8_t* mask) {
+  GNNPIPE_CHECK(p >= T{0} && p < T{1}, "dropout: p must be in [0, 1), got {}", p);
+  check_same_shape<T>(x, y, "dropout: x and y");
+  launch_dropout_forward<T>(key, p, x.data, y.data, mask, x.size(), stream_of(ctx));
+}
+
+template <class T>
+void dropout_backward(const OpContext& ctx, const uint8_t* mask, T p, ConstView<T> dy, MatrixView<T> dx) {
+  GNNPIPE_CHECK(p >= T{0} && p < T{1}, "dropout_backward: p must be in [0, 1), got {}", p);
+  check_same_shape<T>(dy, dx, "dropout_backward: dy and dx");
+  launch_dropout_backward<T>(mask, p, dy.data, dx.data, dy.size(), stream_of(ctx));
+}
+
+template <class T>
+void log_softmax_nll(const OpContext& ctx, ConstView<T> logits, std::span<const int32_t> labels,
+                     std::span<const int32_t> rows, std::span<const float> weights, MatrixView<T> dlogits,
+                     double* row_scratch, double* loss) {
+  check_same_shape<T>(logits, dlogits, "log_softmax_nll: logits and dlogits");
+  GNNPIPE_CHECK(static_cast<int64_t>(labels.size()) == logits.rows, "log_softmax_nll: {} labels for logits {}",
+                labels.size(), shape_str(logits));
+  GNNPIPE_CHECK(weights.empty() || weights.size() == rows.size(), "log_softmax_nll: {} weights for {} rows",
+                weights.size(), rows.size());
+  GNNPIPE_CHECK(static_cast<int64_t>(rows.size()) <= logits.rows, "log_softmax_nll: {} rows listed for logits {}",
+                rows.size(), shape_str(logits));
+  GNNPIPE_CHECK(loss != nullptr && (rows.empty() || row_scratch != nullptr), "log_softmax_nll: no loss or scratch");
+  launch_log_softmax_nll<T>(logits.data, logits.rows, logits.cols, labels.data(), rows.data(),
+                            static_cast<int64_t>(rows.size()), weights.empty() ? nullptr : weights.data(), dlogits.data,
+                            row_scratch, loss, stream_of(ctx));
+}
+
+template <class T>
+void bce_with_logits(const OpContext& ctx, ConstView<T> logits, MatrixView<const uint8_t> targets,
+                     std::span<const int32_t> rows, MatrixView<T> dlogits, double* row_scratch, double* loss) {
+  check_same_shape<T>(logits, dlogits, "bce_with_logits: logits and dlogits");
+  GNNPIPE_CHECK(targets.rows == logits.rows && targets.cols == logits.cols,
+                "bce_with_logits: targets {} for logits {}", shape_str(targets), shape_str(logits));
+  GNNPIPE_CHECK(static_cast<int64_t>(rows.size()) <= logits.rows, "bce_with_logits: {} rows listed for logits {}",
+                rows.size(), shape_str(logits));
+  GNNPIPE_CHECK(loss != nullptr && (rows.empty() || row_scratch != nullptr), "bce_with_logits: no loss or scratch");
+  launch_bce_with_logits<T>(logits.data, logits.rows, logits.cols, targets.data, rows.data(),
+                            static_cast<int64_t>(rows.size()), dlogits.data, row_scratch, loss, stream_of(ctx));
+}
+
+template <class T>
+void zero(const OpContext& ctx, MatrixView<T> x) {
+  if (x.size() == 0) return;
+  GNNPIPE_CUDA_CHECK(cudaMemsetAsync(x.data, 0, static_cast<std::size_t>(x.size()) * sizeof(T), stream_of(ctx)));
+}
+
+template <class T>
+void copy(const OpContext& ctx, ConstView<T> src, MatrixView<T> dst) {
+  check_same_shape<T>(src, dst, "copy: src and dst");
+  if (src.size() == 0) return;
+  GNNPIPE_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, static_cast<std::size_t>(src.size()) * sizeof(T),
+                                     cudaMemcpyDefault, stream_of(ctx)));
+}
+
+template <class T>
+void adam_step(const OpContext& ctx, T* w, const T* grad, T* m, T* v, const T* decay, int64_t n, T b1, T b2,
+               T step_size, T sqrt_c2, T eps) {
+  launch_adam<T>(w, grad, m, v, decay, n, b1, b2, step_size, sqrt_c2, eps, stream_of(ctx));
+}
+
+template <class T>
+void sgd_step(const OpContext& ctx, T* w, const T* grad, T* velocity, const T* decay, int64_t n, T lr, T momentum,
+              bool first) {
+  launch_sgd<T>(w, grad, velocity, decay, n, lr, momentum, first, stream_of(ctx));
+}
+
+#define GNNPIPE_INSTANTIATE(T)                                                                                        \
+  template void gemm<T>(const OpContext&, bool, bool, T, ConstView<T>, ConstView<T>, T, MatrixView<T>);              \
+  template void spmm<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);                         \
+  template void spmm_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);                \
+  template void spmm_edge_weighted<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>,             \
+                                      MatrixView<T>);                                                                 \
+  template void spmm_edge_weighted_backward_x<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>,  \
+                                                 MatrixView<T>);                                                      \
+  template void spmm_edge_weighted_backward_alpha<T>(const OpContext&, const graph::Block&, ConstView<T>,            \
+                                                     ConstView<T>, MatrixView<T>);                                    \
+  template void sddmm_add<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>);      \
+  template void sddmm_add_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>,            \
+                                      MatrixView<T>);                                                                 \
+  template void edge_softmax<T>(const OpContext&, const graph::Block&, MatrixView<T>);                               \
+  template void edge_softmax_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>,          \
+                                         MatrixView<T>);                                                              \
+  template void head_dot<T>(const OpContext&, ConstView<T>, ConstView<T>, MatrixView<T>);                            \
+  template void head_dot_backward<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, MatrixView<T>,      \
+                                     MatrixView<T>);                                                                  \
+  template void head_mean<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                         \
+  template void head_mean_backward<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                \
+  template void bias_add<T>(const OpContext&, MatrixView<T>, ConstView<T>);                                          \
+  template void bias_grad_accumulate<T>(const OpContext&, ConstView<T>, MatrixView<T>);                              \
+  template void activation<T>(const OpContext&, Activation, T, ConstView<T>, MatrixView<T>);                         \
+  template void activation_backward<T>(const OpContext&, Activation, T, ConstView<T>, ConstView<T>, MatrixView<T>);  \
+  template void dropout_forward<T>(const OpContext&, core::RngKey, T, ConstView<T>, MatrixView<T>, uint8_t*);        \
+  template void dropout_backward<T>(const OpContext&, const uint8_t*, T, ConstView<T>, MatrixView<T>);               \
+  template void log_softmax_nll<T>(const OpContext&, ConstView<T>, std::span<const int32_t>,                         \
+                                   std::span<const int32_t>, std::span<const float>, MatrixView<T>, double*,         \
+                                   double*);                                                                          \
+  template void bce_with_logits<T>(const OpContext&, ConstView<T>, MatrixView<const uint8_t>,                        \
+                                   std::span<const int32_t>, MatrixView<T>, double*, double*);                       \
+  template void zero<T>(const OpContext&, MatrixView<T>);                                                            \
+  template void copy<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                              \
+  template void adam_step<T>(const OpContext&, T*, const T*, T*, T*, const T*, int64_t, T, T, T, T, T);             \
+  template void sgd_step<T>(const OpContext&, T*, const T*, T*, const T*, int64_t, T, T, bool);
+GNNPIPE_INSTANTIATE(float)
+GNNPIPE_INSTANTIATE(double)
+#undef GNNPIPE_INSTANTIATE
+
+}  // namespace gnnpipe::models::cuda

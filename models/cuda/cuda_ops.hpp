@@ -1,0 +1,79 @@
+#pragma once
+// The CUDA twins behind ops.hpp: the same functions with the same contracts, for an OpContext on a
+// CUDA stream (ops.cpp dispatches here). Each checks shapes on the host (Error naming the op and
+// the shapes), then queues cuBLAS, cuSPARSE or gnnpipe's kernels (kernels.hpp) on the context's
+// stream. CUDA-free header (callers are plain C++), internal to gnnpipe::models.
+#include "gnnpipe/models/ops/ops.hpp"
+
+namespace gnnpipe::models::cuda {
+
+template <class T>
+void gemm(const OpContext& ctx, bool trans_a, bool trans_b, T alpha, ConstView<T> a, ConstView<T> b, T beta,
+          MatrixView<T> c);
+template <class T>
+void spmm(const OpContext& ctx, const graph::Block& block, ConstView<T> x, MatrixView<T> y);
+template <class T>
+void spmm_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> dy, MatrixView<T> dx);
+template <class T>
+void spmm_edge_weighted(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> x,
+                        MatrixView<T> y);
+template <class T>
+void spmm_edge_weighted_backward_x(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> dy,
+                                   MatrixView<T> dx);
+template <class T>
+void spmm_edge_weighted_backward_alpha(const OpContext& ctx, const graph::Block& block, ConstView<T> x,
+                                       ConstView<T> dy, MatrixView<T> dalpha);
+template <class T>
+void sddmm_add(const OpContext& ctx, const graph::Block& block, ConstView<T> a_src, ConstView<T> a_dst,
+               MatrixView<T> scores);
+template <class T>
+void sddmm_add_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> dscores, MatrixView<T> da_src,
+                        MatrixView<T> da_dst);
+template <class T>
+void edge_softmax(const OpContext& ctx, const graph::Block& block, MatrixView<T> scores_to_alpha);
+template <class T>
+void edge_softmax_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> dalpha,
+                           MatrixView<T> dscores);
+template <class T>
+void head_dot(const OpContext& ctx, ConstView<T> m, ConstView<T> att, MatrixView<T> a);
+template <class T>
+void head_dot_backward(const OpContext& ctx, ConstView<T> m, ConstView<T> att, ConstView<T> da, MatrixView<T> dm,
+                       MatrixView<T> datt);
+template <class T>
+void head_mean(const OpContext& ctx, ConstView<T> x, MatrixView<T> y);
+template <class T>
+void head_mean_backward(const OpContext& ctx, ConstView<T> dy, MatrixView<T> dx);
+template <class T>
+void bias_add(const OpContext& ctx, MatrixView<T> y, ConstView<T> bias);
+template <class T>
+void bias_grad_accumulate(const OpContext& ctx, ConstView<T> dy, MatrixView<T> dbias);
+template <class T>
+void activation(const OpContext& ctx, Activation kind, T param, ConstView<T> x, MatrixView<T> y);
+template <class T>
+void activation_backward(const OpContext& ctx, Activation kind, T param, ConstView<T> y, ConstView<T> dy,
+                         MatrixView<T> dx);
+template <class T>
+void dropout_forward(const OpContext& ctx, core::RngKey key, T p, ConstView<T> x, MatrixView<T> y, uint8_t* mask);
+template <class T>
+void dropout_backward(const OpContext& ctx, const uint8_t* mask, T p, ConstView<T> dy, MatrixView<T> dx);
+template <class T>
+void log_softmax_nll(const OpContext& ctx, ConstView<T> logits, std::span<const int32_t> labels,
+                     std::span<const int32_t> rows, std::span<const float> weights, MatrixView<T> dlogits,
+                     double* row_scratch, double* loss);
+template <class T>
+void bce_with_logits(const OpContext& ctx, ConstView<T> logits, MatrixView<const uint8_t> targets,
+                     std::span<const int32_t> rows, MatrixView<T> dlogits, double* row_scratch, double* loss);
+template <class T>
+void zero(const OpContext& ctx, MatrixView<T> x);
+template <class T>
+void copy(const OpContext& ctx, ConstView<T> src, MatrixView<T> dst);
+
+// Optimizer updates over n elements in device memory (cpu twins: Adam::step, Sgd::step).
+template <class T>
+void adam_step(const OpContext& ctx, T* w, const T* grad, T* m, T* v, const T* decay, int64_t n, T b1, T b2,
+               T step_size, T sqrt_c2, T eps);
+template <class T>
+void sgd_step(const OpContext& ctx, T* w, const T* grad, T* velocity, const T* decay, int64_t n, T lr, T momentum,
+              bool first);
+
+}  // namespace gnnpipe::models::cuda

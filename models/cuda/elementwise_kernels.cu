@@ -1,0 +1,232 @@
+// Elementwise ops (cpu twins: models/src/ops/elementwise.cpp, dropout.cpp) and the bias gradient,
+// whose column sums keep the CPU's fixed 256-row blocking (util::column_block_sum).
+#include <cstdint>
+
+#include "cuda_check.hpp"
+#include "kernel_utils.cuh"
+#include "kernels.hpp"
+
+namespace gnnpipe::models::cuda {
+namespace {
+
+using util::add_rn;
+using util::kBlockThreads;
+using util::kWarpSize;
+using util::mul_rn;
+
+inline unsigned elementwise_grid(int64_t n) { return util::grid_for(n, kBlockThreads); }
+
+// y[r, c] += bias[c]: one warp per row, lanes over columns.
+template <class T>
+__global__ void bias_add_kernel(T* __restrict__ y, int64_t rows, int64_t cols, const T* __restrict__ bias) {
+  const int lane = util::lane_id();
+  for (int64_t r = util::global_thread() / kWarpSize; r < rows; r += util::grid_threads() / kWarpSize) {
+    T* row = y + r * cols;
+    for (int64_t c = lane; c < cols; c += kWarpSize) row[c] = add_rn(row[c], bias[c]);
+  }
+}
+
+template <class T>
+struct RowMajorTerm {
+  const T* dy;
+  int64_t cols;
+  __device__ T operator()(int64_t r, int64_t c) const { return dy[r * cols + c]; }
+};
+
+template <class T>
+__global__ void bias_grad_accumulate_kernel(RowMajorTerm<T> term, int64_t rows, T* __restrict__ dbias) {
+  util::column_block_sum(rows, term.cols, term, dbias);
+}
+
+// relu: v > 0 ? v : 0; elu: v > 0 ? v : alpha * expm1(v); leaky: v > 0 ? v : slope * v.
+template <ActivationKind kKind, class T>
+__device__ __forceinline__ T activate(T v, T param) {
+  if constexpr (kKind == ActivationKind::kRelu) {
+    return v > T{0} ? v : T{0};
+  } else if constexpr (kKind == ActivationKind::kElu) {
+    return v > T{0} ? v : mul_rn(param, util::expm1_t(v));
+  } else {
+    return v > T{0} ? v : mul_rn(param, v);
+  }
+}
+
+// From the forward output y: relu: y > 0 ? g : 0; elu: y > 0 ? g : g * (y + alpha);
+// leaky: y > 0 ? g : slope * g.
+template <ActivationKind kKind, class T>
+__device__ __forceinline__ T activate_backward(T y, T g, T param) {
+  if constexpr (kKind == ActivationKind::kRelu) {
+    return y > T{0} ? g : T{0};
+  } else if constexpr (kKind == ActivationKind::kElu) {
+    return y > T{0} ? g : mul_rn(g, add_rn(y, param));
+  } else {
+    return y > T{0} ? g : mul_rn(param, g);
+  }
+}
+
+// y may alias x, so no __restrict__.
+template <ActivationKind kKind, class T>
+__global__ void activation_kernel(const T* x, T* y, int64_t n, T param) {
+  for (int64_t i = util::global_thread(); i < n; i += util::grid_threads()) y[i] = activate<kKind>(x[i], param);
+}
+
+// dx may alias dy.
+template <ActivationKind kKind, class T>
+__global__ void activation_backward_kernel(const T* y, const T* dy, T* dx, int64_t n, T param) {
+  for (int64_t i = util::global_thread(); i < n; i += util::grid_threads()) {
+    dx[i] = activate_backward<kKind>(y[i], dy[i], param);
+  }
+}
+
+// One thread per Philox block: elements 4b .. 4b+3 take the four words of key.block(b), the same
+// bits as key.uniform_at(i) (and as the CPU twin, which also draws one block per four elements).
+// y may alias x: each element is read and then written by one thread.
+template <class T>
+__global__ void dropout_forward_kernel(core::RngKey key, T p, T scale, const T* x, T* y, uint8_t* __restrict__ mask,
+                                       int64_t n) {
+  const int64_t blocks = (n + 3) / 4;
+  for (int64_t b = util::global_thread(); b < blocks; b += util::grid_threads()) {
+    const core::PhiloxCounter bits = key.block(static_cast<uint64_t>(b));
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t i = 4 * b + j;
+      if (i < n) {
+        const float uniform = static_cast<float>(bits[j] >> 8) * (1.0f / 16777216.0f);
+        const bool keep = static_cast<T>(uniform) >= p;
+        mask[i] = keep ? 1 : 0;
+        y[i] = keep ? mul_rn(x[i], scale) : T{0};
+      }
+    }
+  }
+}
+
+// p == 0: the identity, every element kept (no bits drawn).
+template <class T>
+__global__ void dropout_identity_kernel(const T* x, T* y, uint8_t* __restrict__ mask, int64_t n) {
+  for (int64_t i = util::global_thread(); i < n; i += util::grid_threads()) {
+    mask[i] = 1;
+    y[i] = x[i];
+  }
+}
+
+// dx may alias dy.
+template <class T>
+__global__ void dropout_backward_kernel(const uint8_t* __restrict__ mask, T scale, const T* dy, T* dx, int64_t n) {
+  for (int64_t i = util::global_thread(); i < n; i += util::grid_threads()) {
+    dx[i] = mask[i] != 0 ? mul_rn(dy[i], scale) : T{0};
+  }
+}
+
+template <class T>
+__global__ void scale_kernel(T* __restrict__ x, int64_t n, T s) {
+  for (int64_t i = util::global_thread(); i < n; i += util::grid_threads()) x[i] = mul_rn(x[i], s);
+}
+
+template <class T>
+__global__ void convert_from_float_kernel(const float* __restrict__ src, T* __restrict__ dst, int64_t n) {
+  for (int64_t i = util::global_thread(); i < n; i += util::grid_threads()) dst[i] = static_cast<T>(src[i]);
+}
+
+}  // namespace
+
+template <class T>
+void launch_bias_add(T* y, int64_t rows, int64_t cols, const T* bias, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  bias_add_kernel<T><<<util::grid_for(rows, util::kWarpsPerBlock), kBlockThreads, 0, stream>>>(y, rows, cols, bias);
+  GNNPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+void launch_bias_grad_accumulate(const T* dy, int64_t rows, int64_t cols, T* dbias, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  bias_grad_accumulate_kernel<T>
+      <<<util::column_sum_grid(cols), util::kSumThreads, 0, stream>>>(RowMajorTerm<T>{dy, cols}, rows, dbias);
+  GNNPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+void launch_activation(ActivationKind kind, const T* x, T* y, int64_t n, T param, cudaStream_t stream) {
+  if (n <= 0) return;
+  const unsigned blocks = elementwise_grid(n);
+  switch (kind) {
+    case ActivationKind::kRelu:
+      activation_kernel<ActivationKind::kRelu, T><<<blocks, kBlockThreads, 0, stream>>>(x, y, n, param);
+      break;
+    case ActivationKind::kElu:
+      activation_kernel<ActivationKind::kElu, T><<<blocks, kBlockThreads, 0, stream>>>(x, y, n, param);
+      break;
+    case ActivationKind::kLeakyRelu:
+      activation_kernel<ActivationKind::kLeakyRelu, T><<<blocks, kBlockThreads, 0, stream>>>(x, y, n, param);
+      break;
+  }
+  GNNPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+void launch_activation_backward(ActivationKind kind, const T* y, const T* dy, T* dx, int64_t n, T param,
+                                cudaStream_t stream) {
+  if (n <= 0) return;
+  const unsigned blocks = elementwise_grid(n);
+  switch (kind) {
+    case ActivationKind::kRelu:
+      activation_backward_kernel<ActivationKind::kRelu, T><<<blocks, kBlockThreads, 0, stream>>>(y, dy, dx, n, param);
+      break;
+    case ActivationKind::kElu:
+      activation_backward_kernel<ActivationKind::kElu, T><<<blocks, kBlockThreads, 0, stream>>>(y, dy, dx, n, param);
+      break;
+    case ActivationKind::kLeakyRelu:
+      activation_backward_kernel<ActivationKind::kLeakyRelu, T>
+          <<<blocks, kBlockThreads, 0, stream>>>(y, dy, dx, n, param);
+      break;
+  }
+  GNNPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+void launch_dropout_forward(core::RngKey key, T p, const T* x, T* y, uint8_t* mask, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  if (p == T{0}) {
+    dropout_identity_kernel<T><<<elementwise_grid(n), kBlockThreads, 0, stream>>>(x, y, mask, n);
+  } else {
+    const T scale = T{1} / (T{1} - p);  // in T, as the CPU twin
+    dropout_forward_kernel<T>
+        <<<elementwise_grid((n + 3) / 4), kBlockThreads, 0, stream>>>(key, p, scale, x, y, mask, n);
+  }
+  GNNPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+void launch_dropout_backward(const uint8_t* mask, T p, const T* dy, T* dx, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  const T scale = T{1} / (T{1} - p);
+  dropout_backward_kernel<T><<<elementwise_grid(n), kBlockThreads, 0, stream>>>(mask, scale, dy, dx, n);
+  GNNPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+void launch_scale(T* x, int64_t n, T s, cudaStream_t stream) {
+  if (n <= 0) return;
+  scale_kernel<T><<<elementwise_grid(n), kBlockThreads, 0, stream>>>(x, n, s);
+  GNNPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+void launch_convert_from_float(const float* src, T* dst, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return;
+  convert_from_float_kernel<T><<<elementwise_grid(n), kBlockThreads, 0, stream>>>(src, dst, n);
+  GNNPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
+#define GNNPIPE_INSTANTIATE(T)                                                                                   \
+  template void launch_bias_add<T>(T*, int64_t, int64_t, const T*, cudaStream_t);                                \
+  template void launch_bias_grad_accumulate<T>(const T*, int64_t, int64_t, T*, cudaStream_t);                    \
+  template void launch_activation<T>(ActivationKind, const T*, T*, int64_t, T, cudaStream_t);                    \
+  template void launch_activation_backward<T>(ActivationKind, const T*, const T*, T*, int64_t, T, cudaStream_t); \
+  template void launch_dropout_forward<T>(core::RngKey, T, const T*, T*, uint8_t*, int64_t, cudaStream_t);       \
+  template void launch_dropout_backward<T>(const uint8_t*, T, const T*, T*, int64_t, cudaStream_t);              \
+  template void launch_scale<T>(T*, int64_t, T, cudaStream_t);                                                   \
+  template void launch_convert_from_float<T>(const float*, T*, int64_t, cudaStream_t);
+GNNPIPE_INSTANTIATE(float)
+GNNPIPE_INSTANTIATE(double)
+#undef GNNPIPE_INSTANTIATE
+
+}  // namespace gnnpipe::models::cuda

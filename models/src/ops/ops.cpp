@@ -1,0 +1,291 @@
+#include "gnnpipe/models/ops/ops.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "gnnpipe/models/ops/dropout.hpp"
+#include "gnnpipe/models/ops/elementwise.hpp"
+#include "gnnpipe/models/ops/gat.hpp"
+#include "gnnpipe/models/ops/gemm.hpp"
+#include "gnnpipe/models/ops/loss.hpp"
+#include "gnnpipe/models/ops/spmm.hpp"
+
+#if defined(GNNPIPE_MODELS_CUDA)
+#include "cuda_ops.hpp"
+// Runs the CUDA twin and returns when `ctx` is on a GPU; falls through to the CPU twin otherwise.
+#define GNNPIPE_ON_CUDA(call)   \
+  if (ctx.is_cuda()) {          \
+    cuda::call;                 \
+    return;                     \
+  }
+#else
+// A build without CUDA cannot make a CUDA context (OpContext throws), so only the CPU twin runs.
+#define GNNPIPE_ON_CUDA(call) GNNPIPE_CHECK(!ctx.is_cuda(), "this build has no CUDA backend")
+#endif
+
+namespace gnnpipe::models::ops {
+
+template <class T>
+void gemm(const OpContext& ctx, bool trans_a, bool trans_b, std::type_identity_t<T> alpha, ConstView<T> a,
+          ConstView<T> b, std::type_identity_t<T> beta, MatrixView<T> c) {
+  GNNPIPE_ON_CUDA(gemm<T>(ctx, trans_a, trans_b, alpha, a, b, beta, c));
+  cpu::gemm<T>(trans_a, trans_b, alpha, a, b, beta, c);
+}
+
+template <class T>
+void spmm(const OpContext& ctx, const graph::Block& block, ConstView<T> x, MatrixView<T> y) {
+  GNNPIPE_ON_CUDA(spmm<T>(ctx, block, x, y));
+  cpu::spmm<T>(block, x, y);
+}
+
+template <class T>
+void spmm_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> dy, MatrixView<T> dx) {
+  GNNPIPE_ON_CUDA(spmm_backward<T>(ctx, block, dy, dx));
+  cpu::spmm_backward<T>(block, dy, dx);
+}
+
+template <class T>
+void spmm_edge_weighted(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> x,
+                        MatrixView<T> y) {
+  GNNPIPE_ON_CUDA(spmm_edge_weighted<T>(ctx, block, alpha, x, y));
+  cpu::spmm_edge_weighted<T>(block, alpha, x, y);
+}
+
+template <class T>
+void spmm_edge_weighted_backward_x(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> dy,
+                                   MatrixView<T> dx) {
+  GNNPIPE_ON_CUDA(spmm_edge_weighted_backward_x<T>(ctx, block, alpha, dy, dx));
+  cpu::spmm_edge_weighted_backward_x<T>(block, alpha, dy, dx);
+}
+
+template <class T>
+void spmm_edge_weighted_backward_alpha(const OpContext& ctx, const graph::Block& block, ConstView<T> x,
+                                       ConstView<T> dy, MatrixView<T> dalpha) {
+  GNNPIPE_ON_CUDA(spmm_edge_weighted_backward_alpha<T>(ctx, block, x, dy, dalpha));
+  cpu::spmm_edge_weighted_backward_alpha<T>(block, x, dy, dalpha);
+}
+
+template <class T>
+void sddmm_add(const OpContext& ctx, const graph::Block& block, ConstView<T> a_src, ConstView<T> a_dst,
+               MatrixView<T> scores) {
+  GNNPIPE_ON_CUDA(sddmm_add<T>(ctx, block, a_src, a_dst, scores));
+  cpu::sddmm_add<T>(block, a_src, a_dst, scores);
+}
+
+template <class T>
+void sddmm_add_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> dscores, MatrixView<T> da_src,
+                        MatrixView<T> da_dst) {
+  GNNPIPE_ON_CUDA(sddmm_add_backward<T>(ctx, block, dscores, da_src, da_dst));
+  cpu::sddmm_add_backward<T>(block, dscores, da_src, da_dst);
+}
+
+template <class T>
+void edge_softmax(const OpContext& ctx, const graph::Block& block, MatrixView<T> scores_to_alpha) {
+  GNNPIPE_ON_CUDA(edge_softmax<T>(ctx, block, scores_to_alpha));
+  cpu::edge_softmax<T>(block, scores_to_alpha);
+}
+
+template <class T>
+void edge_softmax_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> dalpha,
+                           MatrixView<T> dscores) {
+  GNNPIPE_ON_CUDA(edge_softmax_backward<T>(ctx, block, alpha, dalpha, dscores));
+  cpu::edge_softmax_backward<T>(block, alpha, dalpha, dscores);
+}
+
+template <class T>
+void head_dot(const OpContext& ctx, ConstView<T> m, ConstView<T> att, MatrixView<T> a) {
+  GNNPIPE_ON_CUDA(head_dot<T>(ctx, m, att, a));
+  cpu::head_dot<T>(m, att, a);
+}
+
+template <class T>
+void head_dot_backward(const OpContext& ctx, ConstView<T> m, ConstView<T> att, ConstView<T> da, MatrixView<T> dm,
+                       MatrixView<T> datt) {
+  GNNPIPE_ON_CUDA(head_dot_backward<T>(ctx, m, att, da, dm, datt));
+  cpu::head_dot_backward<T>(m, att, da, dm, datt);
+}
+
+template <class T>
+void head_mean(const OpContext& ctx, ConstView<T> x, MatrixView<T> y) {
+  GNNPIPE_ON_CUDA(head_mean<T>(ctx, x, y));
+  cpu::head_mean<T>(x, y);
+}
+
+template <class T>
+void head_mean_backward(const OpContext& ctx, ConstView<T> dy, MatrixView<T> dx) {
+  GNNPIPE_ON_CUDA(head_mean_backward<T>(ctx, dy, dx));
+  cpu::head_mean_backward<T>(dy, dx);
+}
+
+template <class T>
+void bias_add(const OpContext& ctx, MatrixView<T> y, ConstView<T> bias) {
+  GNNPIPE_ON_CUDA(bias_add<T>(ctx, y, bias));
+  cpu::bias_add<T>(y, bias.flat());
+}
+
+template <class T>
+void bias_grad_accumulate(const OpContext& ctx, ConstView<T> dy, MatrixView<T> dbias) {
+  GNNPIPE_ON_CUDA(bias_grad_accumulate<T>(ctx, dy, dbias));
+  GNNPIPE_CHECK(dbias.size() == dy.cols, "bias_grad_accumulate: dbias of {} values for dy {}", dbias.size(),
+                shape_str(dy));
+  std::vector<T> column_sums(static_cast<std::size_t>(dbias.size()));
+  cpu::bias_add_backward<T>(dy, column_sums);
+  for (std::size_t c = 0; c < column_sums.size(); ++c) dbias.data[c] += column_sums[c];
+}
+
+template <class T>
+void activation(const OpContext& ctx, Activation kind, std::type_identity_t<T> param, ConstView<T> x, MatrixView<T> y) {
+  GNNPIPE_ON_CUDA(activation<T>(ctx, kind, param, x, y));
+  switch (kind) {
+    case Activation::kRelu: cpu::relu<T>(x, y); break;
+    case Activation::kElu: cpu::elu<T>(x, y, param); break;
+    case Activation::kLeakyRelu: cpu::leaky_relu<T>(x, y, param); break;
+  }
+}
+
+template <class T>
+void activation_backward(const OpContext& ctx, Activation kind, std::type_identity_t<T> param, ConstView<T> y,
+                         ConstView<T> dy, MatrixView<T> dx) {
+  GNNPIPE_ON_CUDA(activation_backward<T>(ctx, kind, param, y, dy, dx));
+  switch (kind) {
+    case Activation::kRelu: cpu::relu_backward<T>(y, dy, dx); break;
+    case Activation::kElu: cpu::elu_backward<T>(y, dy, dx, param); break;
+    case Activation::kLeakyRelu: cpu::leaky_relu_backward<T>(y, dy, dx, param); break;
+  }
+}
+
+template <class T>
+void leaky_relu(const OpContext& ctx, std::type_identity_t<T> slope, ConstView<T> x, MatrixView<T> y) {
+  activation<T>(ctx, Activation::kLeakyRelu, slope, x, y);
+}
+
+template <class T>
+void leaky_relu_backward(const OpContext& ctx, std::type_identity_t<T> slope, ConstView<T> y, ConstView<T> dy,
+                         MatrixView<T> dx) {
+  activation_backward<T>(ctx, Activation::kLeakyRelu, slope, y, dy, dx);
+}
+
+template <class T>
+void dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, ConstView<T> x, MatrixView<T> y,
+                     uint8_t* mask) {
+  GNNPIPE_ON_CUDA(dropout_forward<T>(ctx, key, p, x, y, mask));
+  cpu::dropout_forward<T>(key, p, x, y, std::span<uint8_t>(mask, static_cast<std::size_t>(x.size())));
+}
+
+template <class T>
+void dropout_backward(const OpContext& ctx, const uint8_t* mask, std::type_identity_t<T> p, ConstView<T> dy,
+                      MatrixView<T> dx) {
+  GNNPIPE_ON_CUDA(dropout_backward<T>(ctx, mask, p, dy, dx));
+  cpu::dropout_backward<T>(std::span<const uint8_t>(mask, static_cast<std::size_t>(dy.size())), p, dy, dx);
+}
+
+template <class T>
+void log_softmax_nll(const OpContext& ctx, ConstView<T> logits, std::span<const int32_t> labels,
+                     std::span<const int32_t> rows, std::span<const float> weights, MatrixView<T> dlogits,
+                     double* row_scratch, double* loss) {
+  GNNPIPE_ON_CUDA(log_softmax_nll<T>(ctx, logits, labels, rows, weights, dlogits, row_scratch, loss));
+  GNNPIPE_CHECK(loss != nullptr, "log_softmax_nll: no loss output");
+  (void)row_scratch;  // the CPU twin reduces in order without scratch
+  *loss = static_cast<double>(cpu::log_softmax_nll<T>(logits, labels, rows, weights, dlogits));
+}
+
+template <class T>
+void bce_with_logits(const OpContext& ctx, ConstView<T> logits, MatrixView<const uint8_t> targets,
+                     std::span<const int32_t> rows, MatrixView<T> dlogits, double* row_scratch, double* loss) {
+  GNNPIPE_ON_CUDA(bce_with_logits<T>(ctx, logits, targets, rows, dlogits, row_scratch, loss));
+  GNNPIPE_CHECK(loss != nullptr, "bce_with_logits: no loss output");
+  (void)row_scratch;
+  *loss = static_cast<double>(cpu::bce_with_logits<T>(logits, targets, rows, dlogits));
+}
+
+template <class T>
+void zero(const OpContext& ctx, MatrixView<T> x) {
+  GNNPIPE_ON_CUDA(zero<T>(ctx, x));
+  std::fill(x.data, x.data + x.size(), T{0});
+}
+
+template <class T>
+void copy(const OpContext& ctx, ConstView<T> src, MatrixView<T> dst) {
+  GNNPIPE_ON_CUDA(copy<T>(ctx, src, dst));
+  GNNPIPE_CHECK(src.rows == dst.rows && src.cols == dst.cols, "copy: src {} and dst {} differ in shape",
+                shape_str(src), shape_str(dst));
+  if (src.size() > 0 && src.data != dst.data) {
+    std::memmove(dst.data, src.data, static_cast<std::size_t>(src.size()) * sizeof(T));
+  }
+}
+
+template <class T>
+void adam_update(const OpContext& ctx, const AdamUpdate<T>& u, T* w, const T* grad, T* m, T* v, const T* decay,
+                 int64_t n) {
+  GNNPIPE_ON_CUDA(adam_step<T>(ctx, w, grad, m, v, decay, n, u.b1, u.b2, u.step_size, u.sqrt_c2, u.eps));
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 1 << 14), [&](const auto& r) {
+    for (int64_t i = r.begin(); i < r.end(); ++i) {
+      const T g = grad[i] + decay[i] * w[i];
+      m[i] = u.b1 * m[i] + (T{1} - u.b1) * g;
+      v[i] = u.b2 * v[i] + (T{1} - u.b2) * g * g;
+      w[i] -= u.step_size * m[i] / (std::sqrt(v[i]) / u.sqrt_c2 + u.eps);
+    }
+  });
+}
+
+template <class T>
+void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const T* grad, T* velocity, const T* decay,
+                int64_t n) {
+  GNNPIPE_ON_CUDA(sgd_step<T>(ctx, w, grad, velocity, decay, n, lr, momentum, first));
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 1 << 14), [&](const auto& r) {
+    for (int64_t i = r.begin(); i < r.end(); ++i) {
+      const T g = grad[i] + decay[i] * w[i];
+      velocity[i] = first ? g : momentum * velocity[i] + g;  // torch: the buffer starts at g
+      w[i] -= lr * (momentum > T{0} ? velocity[i] : g);
+    }
+  });
+}
+
+#define GNNPIPE_INSTANTIATE(T)                                                                                        \
+  template void gemm<T>(const OpContext&, bool, bool, T, ConstView<T>, ConstView<T>, T, MatrixView<T>);              \
+  template void spmm<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);                         \
+  template void spmm_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);                \
+  template void spmm_edge_weighted<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>,             \
+                                      MatrixView<T>);                                                                 \
+  template void spmm_edge_weighted_backward_x<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>,  \
+                                                 MatrixView<T>);                                                      \
+  template void spmm_edge_weighted_backward_alpha<T>(const OpContext&, const graph::Block&, ConstView<T>,            \
+                                                     ConstView<T>, MatrixView<T>);                                    \
+  template void sddmm_add<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>);      \
+  template void sddmm_add_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>,            \
+                                      MatrixView<T>);                                                                 \
+  template void edge_softmax<T>(const OpContext&, const graph::Block&, MatrixView<T>);                               \
+  template void edge_softmax_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>,          \
+                                         MatrixView<T>);                                                              \
+  template void head_dot<T>(const OpContext&, ConstView<T>, ConstView<T>, MatrixView<T>);                            \
+  template void head_dot_backward<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, MatrixView<T>,      \
+                                     MatrixView<T>);                                                                  \
+  template void head_mean<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                         \
+  template void head_mean_backward<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                \
+  template void bias_add<T>(const OpContext&, MatrixView<T>, ConstView<T>);                                          \
+  template void bias_grad_accumulate<T>(const OpContext&, ConstView<T>, MatrixView<T>);                              \
+  template void activation<T>(const OpContext&, Activation, T, ConstView<T>, MatrixView<T>);                         \
+  template void activation_backward<T>(const OpContext&, Activation, T, ConstView<T>, ConstView<T>, MatrixView<T>);  \
+  template void leaky_relu<T>(const OpContext&, T, ConstView<T>, MatrixView<T>);                                     \
+  template void leaky_relu_backward<T>(const OpContext&, T, ConstView<T>, ConstView<T>, MatrixView<T>);              \
+  template void dropout_forward<T>(const OpContext&, core::RngKey, T, ConstView<T>, MatrixView<T>, uint8_t*);        \
+  template void dropout_backward<T>(const OpContext&, const uint8_t*, T, ConstView<T>, MatrixView<T>);               \
+  template void log_softmax_nll<T>(const OpContext&, ConstView<T>, std::span<const int32_t>,                         \
+                                   std::span<const int32_t>, std::span<const float>, MatrixView<T>, double*,         \
+                                   double*);                                                                          \
+  template void bce_with_logits<T>(const OpContext&, ConstView<T>, MatrixView<const uint8_t>,                        \
+                                   std::span<const int32_t>, MatrixView<T>, double*, double*);                       \
+  template void zero<T>(const OpContext&, MatrixView<T>);                                                            \
+  template void copy<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                              \
+  template void adam_update<T>(const OpContext&, const AdamUpdate<T>&, T*, const T*, T*, T*, const T*, int64_t);     \
+  template void sgd_update<T>(const OpContext&, T, T, bool, T*, const T*, T*, const T*, int64_t);
+GNNPIPE_INSTANTIATE(float)
+GNNPIPE_INSTANTIATE(double)
+#undef GNNPIPE_INSTANTIATE
+
+}  // namespace gnnpipe::models::ops

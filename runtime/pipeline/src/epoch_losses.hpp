@@ -1,0 +1,64 @@
+#pragma once
+// EpochLosses: the per-batch training losses of one epoch without a host synchronisation inside a
+// step (DESIGN §6.8). Each step writes its loss into its own slot in the op context's memory;
+// at the epoch's end one copy brings every slot to (pinned) host memory, and mean() waits for that
+// copy only when someone asks for the number (the evaluation thread, after the next epoch started).
+// The mean weights each batch by its loss rows and adds in batch order, as the CPU always did.
+// Used by the train thread (slot, end_epoch) and then by one reader (mean); end_epoch must not be
+// called again before the previous mean() returned.
+#include <cstdint>
+#include <vector>
+
+#include "gnnpipe/core/buffer.hpp"
+#include "gnnpipe/core/stream.hpp"
+#include "gnnpipe/models/device_array.hpp"
+#include "gnnpipe/models/op_context.hpp"
+
+namespace gnnpipe::pipeline::detail {
+
+class EpochLosses {
+ public:
+  explicit EpochLosses(const models::OpContext& ctx) : ctx_(ctx), ready_(ctx.device()) {}
+
+  // Where batch `index` (of `batches` in its epoch) writes its loss; records its loss rows. The
+  // first batch of an epoch sizes the slots (growth is ordered after earlier work on the stream).
+  double* slot(int64_t index, int64_t batches, std::size_t loss_rows) {
+    if (rows_.size() != static_cast<std::size_t>(batches)) rows_.assign(static_cast<std::size_t>(batches), 0);
+    rows_[static_cast<std::size_t>(index)] = loss_rows;
+    return losses_.ensure(ctx_, static_cast<std::size_t>(batches)) + index;
+  }
+
+  // Queues the copy of this epoch's losses to the host on the context's stream.
+  void end_epoch() {
+    reported_rows_ = rows_;
+    const std::size_t n = reported_rows_.size();
+    if (n > 0) {
+      if (pinned_.size() < n) pinned_ = core::Buffer<double>(n, core::MemoryKind::kPinned);
+      core::copy_bytes_async(pinned_.data(), losses_.data(), n * sizeof(double), ctx_.stream());
+    }
+    ready_.record(ctx_.stream());
+    rows_.assign(rows_.size(), 0);
+  }
+
+  // The rows-weighted mean loss of the epoch passed to end_epoch (waits for its copy).
+  double mean() {
+    ready_.synchronize();
+    double weighted = 0;
+    std::size_t rows = 0;
+    for (std::size_t i = 0; i < reported_rows_.size(); ++i) {
+      if (reported_rows_[i] == 0) continue;  // not trained (no loss rows): its slot holds nothing
+      weighted += pinned_.data()[i] * static_cast<double>(reported_rows_[i]);
+      rows += reported_rows_[i];
+    }
+    return rows > 0 ? weighted / static_cast<double>(rows) : 0.0;
+  }
+
+ private:
+  const models::OpContext& ctx_;
+  models::DeviceArray<double> losses_;
+  core::Buffer<double> pinned_;
+  std::vector<std::size_t> rows_, reported_rows_;
+  core::Event ready_;
+};
+
+}  // namespace gnnpipe::pipeline::detail

@@ -1,0 +1,42 @@
+#pragma once
+// Runs an experiment given as YAML text (with --set overrides) through the runner into `out`, the
+// way `gnnpipe run` does, and returns its summary and metrics.csv. Shared by the runner, pipeline
+// and GPU training tests.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/trainer.hpp"
+
+namespace gnnpipe::test {
+
+struct ExperimentRun {
+  nlohmann::json summary;
+  std::string metrics;  // metrics.csv
+};
+
+inline ExperimentRun run_experiment(const std::string& yaml, const std::vector<std::string>& sets,
+                                    const std::filesystem::path& out, const experiments::TrainOptions& options = {}) {
+  const auto config = experiments::config::parse_experiment(YAML::Load(yaml), sets);
+  experiments::check_training_supported(config);
+  const auto dataset = experiments::load_training_dataset(config, ".");
+  experiments::RunDirectoryOptions dir_options;
+  dir_options.out = out;
+  dir_options.mirror_log = false;
+  experiments::RunDirectory run_dir(config, dir_options);
+  ExperimentRun r{experiments::train_experiment(config, dataset, run_dir, options), {}};
+  std::ifstream in(out / "metrics.csv");
+  std::stringstream text;
+  text << in.rdbuf();
+  r.metrics = text.str();
+  return r;
+}
+
+}  // namespace gnnpipe::test
