@@ -1,0 +1,194 @@
+// gnnpipe_bench_gpu: GPU numbers for docs/BENCHMARKS.md (issue #7), one JSON line per measurement.
+//   copy      device-to-device copy of 1 GiB: the bandwidth ceiling (bytes read + written per s)
+//   spmm      A x over a whole graph's GCN-normalised block (self-loops, sorted CSR), for widths
+//             32..256, with gnnpipe's kernel and cuSPARSE; "effective" bandwidth counts every byte an
+//             edge-by-edge SpMM touches: offsets, ids and weights once, one x row per edge, one y row
+//             per node (cache hits make the true DRAM traffic lower)
+//   gcn       full-batch training epochs of a GCN (forward + loss + backward + Adam, no dropout)
+//             on random features, both SpMM implementations, TF32 off and on
+// Graphs: --graph arxiv (the real ogbn-arxiv graph, symmetrised; $GNNPIPE_DATA_DIR or
+// ../shared/datasets) or products (the products-size synthetic graph, ~35 s to generate).
+// Timing: CUDA events around --reps repetitions after --warmup. Exits 77 without a GPU.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bench_graphs.hpp"
+#include "gnnpipe/core/buffer.hpp"
+#include "gnnpipe/core/device.hpp"
+#include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/core/stream.hpp"
+#include "gnnpipe/graph/block.hpp"
+#include "gnnpipe/graph/device_block.hpp"
+#include "gnnpipe/memory/caching_allocator.hpp"
+#include "gnnpipe/models/device_array.hpp"
+#include "gnnpipe/models/gnn_model.hpp"
+#include "gnnpipe/models/ops/ops.hpp"
+#include "gnnpipe/models/optimizer.hpp"
+
+using namespace gnnpipe;
+
+namespace {
+
+struct Args {
+  std::string graph = "arxiv";
+  int features = 128, hidden = 128, layers = 3, classes = 40;
+  int warmup = 5, reps = 50;
+  std::string only;  // copy | spmm | gcn; empty: all
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error("missing value after " + k);
+      return argv[++i];
+    };
+    if (k == "--graph") a.graph = value();
+    else if (k == "--features") a.features = std::stoi(value());
+    else if (k == "--hidden") a.hidden = std::stoi(value());
+    else if (k == "--layers") a.layers = std::stoi(value());
+    else if (k == "--warmup") a.warmup = std::stoi(value());
+    else if (k == "--reps") a.reps = std::stoi(value());
+    else if (k == "--only") a.only = value();
+    else throw std::runtime_error("unknown argument " + k + " (see the comment at the top of gpu_bench.cpp)");
+  }
+  return a;
+}
+
+// Milliseconds per call of `body` on `stream`, measured with timing events.
+template <class F>
+double time_ms(const core::Stream& stream, int warmup, int reps, F&& body) {
+  for (int i = 0; i < warmup; ++i) body();
+  core::Event start(stream.device(), {.enable_timing = true}), end(stream.device(), {.enable_timing = true});
+  start.record(stream);
+  for (int i = 0; i < reps; ++i) body();
+  end.record(stream);
+  end.synchronize();
+  return static_cast<double>(core::Event::elapsed_ms(start, end)) / reps;
+}
+
+// A rows x cols float matrix of uniform [-1, 1) values in device memory.
+core::Buffer<float> random_device(int64_t rows, int64_t cols, uint64_t seed, const core::Stream& stream) {
+  std::vector<float> host(static_cast<std::size_t>(rows * cols));
+  core::Rng rng(seed, {1});
+  for (float& v : host) v = 2.0f * rng.uniform() - 1.0f;
+  core::Buffer<float> dev(host.size(), core::MemoryKind::kDevice, stream.device());
+  core::copy_bytes_async(dev.data(), host.data(), host.size() * sizeof(float), stream);
+  stream.synchronize();
+  return dev;
+}
+
+void copy_bench(const Args& a, const core::Stream& stream, const std::string& gpu) {
+  const std::size_t bytes = std::size_t{1} << 30;
+  core::Buffer<std::byte> src(bytes, core::MemoryKind::kDevice, stream.device()), dst(bytes, core::MemoryKind::kDevice, stream.device());
+  const double ms = time_ms(stream, 2, 10, [&] { core::copy_bytes_async(dst.data(), src.data(), bytes, stream); });
+  std::printf("%s\n", fmt::format(R"({{"bench":"copy","gpu":"{}","bytes":{},"ms":{:.4f},"read_write_GBps":{:.1f}}})",
+                                   gpu, bytes, ms, 2.0 * static_cast<double>(bytes) / ms / 1e6).c_str());
+  (void)a;
+}
+
+void spmm_bench(const Args& a, const graph::Block& host_block, const core::Stream& stream, const std::string& gpu,
+                const std::string& graph_name) {
+  const graph::DeviceBlockCopy block(host_block, stream);
+  const int64_t n = host_block.num_dst, e = host_block.num_edges();
+  for (const int64_t f : {32, 64, 128, 256}) {
+    const core::Buffer<float> x = random_device(n, f, 7, stream);
+    core::Buffer<float> y(static_cast<std::size_t>(n * f), core::MemoryKind::kDevice, stream.device());
+    for (const auto impl : {models::SpmmImpl::kKernel, models::SpmmImpl::kCusparse}) {
+      const models::OpContext ctx(stream, {.allow_tf32 = false, .spmm = impl});
+      const models::MatrixView<const float> xv{x.data(), n, f};
+      const models::MatrixView<float> yv{y.data(), n, f};
+      const double fwd = time_ms(stream, a.warmup, a.reps, [&] { models::ops::spmm<float>(ctx, block.block(), xv, yv); });
+      const double bwd =
+          time_ms(stream, a.warmup, a.reps, [&] { models::ops::spmm_backward<float>(ctx, block.block(), xv, yv); });
+      const double bytes = static_cast<double>((n + 1) * 8 + e * (4 + 4) + e * f * 4 + n * f * 4);
+      std::printf("%s\n", fmt::format(R"({{"bench":"spmm","gpu":"{}","graph":"{}","nodes":{},"edges":{},"f":{},)"
+                                       R"("impl":"{}","forward_ms":{:.4f},"backward_ms":{:.4f},"effective_GBps":{:.1f}}})",
+                                       gpu, graph_name, n, e, f, models::to_string(impl), fwd, bwd, bytes / fwd / 1e6)
+                              .c_str());
+    }
+  }
+}
+
+void gcn_bench(const Args& a, const graph::Block& host_block, const std::vector<graph::NodeId>& train,
+               const core::Stream& stream, const std::string& gpu, const std::string& graph_name) {
+  const graph::DeviceBlockCopy block(host_block, stream);
+  const int64_t n = host_block.num_dst;
+  const core::Buffer<float> x = random_device(n, a.features, 11, stream);
+  std::vector<int32_t> labels_host(static_cast<std::size_t>(n));
+  core::Rng rng(3, {2});
+  for (auto& l : labels_host) l = static_cast<int32_t>(rng.below(static_cast<uint64_t>(a.classes)));
+  core::Buffer<int32_t> labels(labels_host.size(), core::MemoryKind::kDevice, stream.device());
+  core::Buffer<int32_t> rows(train.size(), core::MemoryKind::kDevice, stream.device());
+  core::copy_bytes_async(labels.data(), labels_host.data(), labels.bytes(), stream);
+  core::copy_bytes_async(rows.data(), train.data(), rows.bytes(), stream);
+  stream.synchronize();
+  for (const bool tf32 : {false, true}) {
+    for (const auto impl : {models::SpmmImpl::kKernel, models::SpmmImpl::kCusparse}) {
+      memory::CachingAllocator allocator(stream.device(), std::size_t{64} << 30);
+      const models::OpContext ctx(stream, {.allow_tf32 = tf32, .spmm = impl}, &allocator);
+      models::ModelOptions mo;
+      mo.type = models::ModelType::kGcn;
+      mo.layers = a.layers;
+      mo.hidden = a.hidden;
+      mo.dropout = 0;
+      models::GnnModel<float> model(mo, a.features, a.classes, 0, ctx);
+      models::OptimizerOptions oo;
+      oo.lr = 0.01;
+      const auto opt = models::make_optimizer(model.params(), oo, ctx);
+      const std::vector<const graph::Block*> blocks(static_cast<std::size_t>(a.layers), &block.block());
+      models::DeviceArray<float> dlogits;
+      models::DeviceArray<double> scratch, loss;
+      const auto epoch = [&] {
+        model.params().zero_grad(ctx);
+        const auto logits = model.forward(blocks, {x.data(), n, a.features}, true, core::RngKey{});
+        const auto d = dlogits.matrix(ctx, logits.rows, logits.cols);
+        models::ops::log_softmax_nll<float>(ctx, logits, {labels.data(), labels.size()}, {rows.data(), rows.size()}, {},
+                                            d, scratch.ensure(ctx, rows.size()), loss.ensure(ctx, 1));
+        model.backward(blocks, d);
+        opt->step(model.params());
+      };
+      const double ms = time_ms(stream, a.warmup, a.reps, epoch);
+      std::printf("%s\n", fmt::format(R"({{"bench":"gcn_fullbatch","gpu":"{}","graph":"{}","nodes":{},"edges":{},)"
+                                       R"("features":{},"hidden":{},"layers":{},"spmm":"{}","tf32":{},"epoch_ms":{:.3f},)"
+                                       R"("peak_device_bytes":{}}})",
+                                       gpu, graph_name, n, host_block.num_edges(), a.features, a.hidden, a.layers,
+                                       models::to_string(impl), tf32, ms, allocator.stats().peak_in_use_bytes)
+                              .c_str());
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Args a = parse(argc, argv);
+    if (!core::cuda_available()) {
+      std::printf("gnnpipe_bench_gpu: SKIP: no CUDA device visible (or a build without CUDA)\n");
+      return 77;
+    }
+    const core::Device gpu = core::Device::cuda(0);
+    const std::string name = core::list_gpus().front().name;
+    const core::Stream stream(gpu);
+    if (a.only.empty() || a.only == "copy") copy_bench(a, stream, name);
+    if (a.only == "copy") return 0;
+    const bench::Graph* g = a.graph == "products" ? bench::products() : bench::arxiv();
+    if (g == nullptr) {
+      std::printf("gnnpipe_bench_gpu: SKIP: ogbn-arxiv not found under %s\n", bench::data_dir().string().c_str());
+      return 77;
+    }
+    const graph::Block block = graph::full_graph_block(g->graph, graph::BlockNorm::kGcn);
+    if (a.only.empty() || a.only == "spmm") spmm_bench(a, block, stream, name, a.graph);
+    if (a.only.empty() || a.only == "gcn") gcn_bench(a, block, g->train, stream, name, a.graph);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gnnpipe_bench_gpu: %s\n", e.what());
+    return 1;
+  }
+}
