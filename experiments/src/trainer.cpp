@@ -76,21 +76,19 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
   auto& log = core::logger();
   for (const auto& line : d.synthesized) log.info("synthetic: {}", line);
 
-  // On a GPU the model's ops run on the train stream, with device memory from a caching allocator
-  // under memory.limit; on the CPU they run inline.
-  std::unique_ptr<memory::CachingAllocator> allocator;
-  std::unique_ptr<core::Stream> train_stream;
-  std::unique_ptr<models::OpContext> gpu_ops;
+  // The model's ops run on the train stream of run.device, with their memory (activations,
+  // workspaces) from a caching allocator under memory.limit: device memory on a GPU, host memory on
+  // the CPU backend, where the same budget is enforced (a CPU run shows whether a config fits).
+  memory::CachingAllocator allocator(c.run.device, c.memory.limit_bytes);
+  const core::Stream train_stream(c.run.device);
+  const models::OpContext ops(train_stream, c.run.ops, &allocator);
   if (c.run.device.is_cuda()) {
-    allocator = std::make_unique<memory::CachingAllocator>(c.run.device, c.memory.limit_bytes);
-    train_stream = std::make_unique<core::Stream>(c.run.device);
-    gpu_ops = std::make_unique<models::OpContext>(*train_stream, c.run.ops, allocator.get());
     for (const auto& gpu : core::list_gpus()) {
-      if (gpu.index == c.run.device.index()) log.info("device: {} ({}), memory.limit {}", c.run.device.str(), gpu.name,
-                                                      core::format_bytes(c.memory.limit_bytes));
+      if (gpu.index == c.run.device.index()) {
+        log.info("device: {} ({}), memory.limit {}", c.run.device.str(), gpu.name, core::format_bytes(c.memory.limit_bytes));
+      }
     }
   }
-  const models::OpContext& ops = gpu_ops ? *gpu_ops : models::OpContext::host();
   models::GnnModel<float> model(c.model, d.features.cols(), d.labels.num_classes, c.run.seed, ops);
   const auto sampler = make_training_sampler(c, d, model.block_norm(), model.num_layers());
   const auto optimizer = models::make_optimizer(model.params(), c.optimizer, ops);
@@ -148,8 +146,8 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
       {"max_batches_in_flight", result.max_in_flight},
       {"memory",
        {{"peak_host_bytes", core::peak_rss_bytes()},
-        {"peak_device_bytes", allocator ? allocator->stats().peak_in_use_bytes : 0},
-        {"device_driver_allocations", allocator ? allocator->stats().driver_allocations : 0},
+        {"peak_device_bytes", allocator.stats().peak_in_use_bytes},
+        {"device_driver_allocations", allocator.stats().driver_allocations},
         {"staging_bytes", result.staging_bytes},
         {"budget_bytes", c.memory.limit_bytes},
         {"batches_split", 0},

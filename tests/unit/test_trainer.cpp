@@ -116,3 +116,12 @@ TEST_CASE("patience stops training early; eval_every thins evaluation", "[runner
   const auto t = train(kTiny, {"pipeline.eval_every=10"}, dir, "q");
   CHECK(t["best_epoch"].get<int>() % 10 == 0);
 }
+
+TEST_CASE("a run whose activations exceed memory.limit fails with OutOfBudget and writes no summary", "[runner]") {
+  gnnpipe::test::TempDir dir;
+  CHECK_THROWS_AS(train(kTiny, {"memory.limit=4KiB"}, dir, "small"), gnnpipe::core::OutOfBudget);
+  CHECK_FALSE(std::filesystem::exists(dir / "small" / "summary.json"));
+  const nlohmann::json s = train(kTiny, {"memory.limit=64MiB"}, dir, "fits");
+  CHECK(s["memory"]["peak_device_bytes"].get<std::size_t>() > 0);
+  CHECK(s["memory"]["peak_device_bytes"].get<std::size_t>() <= std::size_t{64} << 20);
+}
