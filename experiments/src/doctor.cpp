@@ -4,6 +4,8 @@
 #include <fmt/ostream.h>
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 #include <cstring>
 #include <functional>
 #include <ostream>
@@ -16,6 +18,10 @@
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/core/timer.hpp"
 #include "gnnpipe/core/units.hpp"
+#include "gnnpipe/graph/block.hpp"
+#include "gnnpipe/graph/device_block.hpp"
+#include "gnnpipe/models/matrix.hpp"
+#include "gnnpipe/models/ops/ops.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
@@ -72,6 +78,60 @@ double h2d_gbps(Buffer<uint32_t>& dst, const Buffer<uint32_t>& src, const Stream
   return best;
 }
 
+// A random 1,000 x 64 matrix times a 64 x 48 one, then aggregated over a random weighted block,
+// on `device` and on the CPU: the largest difference relative to the largest value.
+std::string check_model_ops(Device device) {
+  constexpr int64_t kNodes = 1000, kIn = 64, kOut = 48;
+  core::Rng rng(42, {7});
+  models::Matrix<float> x(kNodes, kIn), w(kIn, kOut);
+  for (float& v : x.flat()) v = 2 * rng.uniform() - 1;
+  for (float& v : w.flat()) v = 2 * rng.uniform() - 1;
+  std::vector<graph::EdgeOffset> offsets{0};
+  std::vector<graph::NodeId> indices;
+  std::vector<float> weights;
+  for (int64_t v = 0; v < kNodes; ++v) {
+    for (int k = 0; k < 8; ++k) {
+      indices.push_back(static_cast<graph::NodeId>(rng.below(kNodes)));
+      weights.push_back(rng.uniform());
+    }
+    offsets.push_back(static_cast<graph::EdgeOffset>(indices.size()));
+  }
+  const graph::Block block = graph::Block::from_csr(
+      kNodes, kNodes, graph::HostArray<graph::EdgeOffset>(std::move(offsets)),
+      graph::HostArray<graph::NodeId>(std::move(indices)), graph::HostArray<float>(std::move(weights)), "doctor block");
+  models::Matrix<float> h(kNodes, kOut), y(kNodes, kOut);
+  models::ops::gemm<float>(models::OpContext::host(), false, false, 1, x.view(), w.view(), 0, h.view());
+  models::ops::spmm<float>(models::OpContext::host(), block, h.view(), y.view());
+
+  const Stream stream(device);
+  const models::OpContext ctx(stream);
+  const auto upload = [&](const models::Matrix<float>& m) {
+    auto b = Buffer<float>(static_cast<std::size_t>(m.size()), MemoryKind::kDevice, device);
+    core::copy_bytes_async(b.data(), m.data(), b.bytes(), stream);
+    return b;
+  };
+  const Buffer<float> dx = upload(x), dw = upload(w);
+  Buffer<float> dh(static_cast<std::size_t>(h.size()), MemoryKind::kDevice, device);
+  Buffer<float> dy(static_cast<std::size_t>(y.size()), MemoryKind::kDevice, device);
+  const graph::DeviceBlockCopy dblock(block, stream);
+  models::ops::gemm<float>(ctx, false, false, 1, {dx.data(), kNodes, kIn}, {dw.data(), kIn, kOut}, 0,
+                           {dh.data(), kNodes, kOut});
+  models::ops::spmm<float>(ctx, dblock.block(), {dh.data(), kNodes, kOut}, {dy.data(), kNodes, kOut});
+  std::vector<float> got(static_cast<std::size_t>(y.size()));
+  core::copy_bytes_async(got.data(), dy.data(), dy.bytes(), stream);
+  stream.synchronize();
+  double largest = 0, worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    largest = std::max(largest, static_cast<double>(std::abs(y.flat()[i])));
+    const double diff = std::abs(static_cast<double>(got[i]) - static_cast<double>(y.flat()[i]));
+    worst = std::isnan(diff) ? INFINITY : std::max(worst, diff);
+  }
+  const double relative = worst / std::max(largest, 1e-30);
+  GNNPIPE_CHECK(relative <= 1e-4, "GEMM + SpMM on {} differ from the CPU by {:.3g} (relative to the largest value)",
+                device.str(), relative);
+  return fmt::format("largest difference {:.2g} of the largest value", relative);
+}
+
 void check_device(Checker& checker, Device device, const DoctorOptions& options, std::ostream& out) {
   fmt::print(out, "device {}\n", device.str());
   const std::size_t count = options.copy_bytes / sizeof(uint32_t);
@@ -114,6 +174,7 @@ void check_device(Checker& checker, Device device, const DoctorOptions& options,
     return fmt::format("{} from pinned {:.1f} GB/s, from pageable {:.1f} GB/s", core::format_bytes(pinned.bytes()),
                        from_pinned, from_pageable);
   });
+  checker.check("model ops (GEMM, SpMM) agree with the CPU twins", [&] { return check_model_ops(device); });
 }
 
 }  // namespace
