@@ -8,6 +8,13 @@
 #include "gnnpipe/core/check.hpp"
 
 namespace gnnpipe::models::cuda {
+namespace {
+
+// Bitwise reproducible (cuSPARSE documents CSR_ALG3, not CSR_ALG2, as deterministic); without
+// cusparseSpMM_preprocess, so a cached descriptor may be re-pointed freely between calls.
+constexpr cusparseSpMMAlg_t kAlgorithm = CUSPARSE_SPMM_CSR_ALG3;
+
+}  // namespace
 
 CusparseSpmm::~CusparseSpmm() {
   for (Entry& e : entries_) destroy(e);
@@ -78,7 +85,7 @@ void CusparseSpmm::run(const OpContext& ctx, cusparseHandle_t handle, const Bloc
       const T alpha{1}, beta{0};
       GNNPIPE_CUSPARSE_CHECK(cusparseSpMM_bufferSize(handle, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                                      CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, e.a, e.x, &beta, e.y,
-                                                     kType, CUSPARSE_SPMM_CSR_ALG2, &e.workspace_bytes));
+                                                     kType, kAlgorithm, &e.workspace_bytes));
     } catch (...) {
       destroy(e);
       throw;
@@ -93,7 +100,7 @@ void CusparseSpmm::run(const OpContext& ctx, cusparseHandle_t handle, const Bloc
   void* workspace = workspace_.ensure(ctx, e.workspace_bytes);
   const T alpha{1}, beta{0};
   GNNPIPE_CUSPARSE_CHECK(cusparseSpMM(handle, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                      &alpha, e.a, e.x, &beta, e.y, kType, CUSPARSE_SPMM_CSR_ALG2, workspace));
+                                      &alpha, e.a, e.x, &beta, e.y, kType, kAlgorithm, workspace));
 }
 
 template void CusparseSpmm::run<float>(const OpContext&, cusparseHandle_t, const BlockArrays&, bool, const float*,

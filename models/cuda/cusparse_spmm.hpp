@@ -1,7 +1,8 @@
 #pragma once
 // CusparseSpmm: y = A x through cuSPARSE's generic SpMM (CSR, row-major dense matrices,
-// CUSPARSE_SPMM_CSR_ALG2: bitwise deterministic) over a block's forward CSR, or its transpose for
-// the backward (the sampler-built transpose: cuSPARSE's own transposed CSR SpMM is not
+// CUSPARSE_SPMM_CSR_ALG3: the CSR algorithm documented as bitwise deterministic for op(A) = A;
+// CSR_ALG2, the row-major fast path, may differ between runs) over a block's forward CSR, or its
+// transpose for the backward (the sampler-built transpose: cuSPARSE's own transposed CSR SpMM is not
 // deterministic). Descriptors are cached per shape (rows, cols, nnz, width, type, direction) and
 // re-pointed with cusparseCsrSetPointers / cusparseDnMatSetValues on a hit, so a full-batch run
 // creates them once; the workspace grows to the largest shape seen. Offsets are narrowed to 32 bits
