@@ -54,6 +54,13 @@ int64_t heads_of(const graph::Block& block, int64_t alpha_rows, int64_t heads, i
 
 }  // namespace
 
+void make_current(const OpContext& ctx) {
+  const int device = ctx.device().index();
+  int current = -1;
+  GNNPIPE_CUDA_CHECK(cudaGetDevice(&current));
+  if (current != device) GNNPIPE_CUDA_CHECK(cudaSetDevice(device));
+}
+
 template <class T>
 void gemm(const OpContext& ctx, bool trans_a, bool trans_b, T alpha, ConstView<T> a, ConstView<T> b, T beta,
           MatrixView<T> c) {
@@ -285,7 +292,7 @@ void zero(const OpContext& ctx, MatrixView<T> x) {
 template <class T>
 void copy(const OpContext& ctx, ConstView<T> src, MatrixView<T> dst) {
   check_same_shape<T>(src, dst, "copy: src and dst");
-  if (src.size() == 0) return;
+  if (src.size() == 0 || src.data == dst.data) return;  // as the CPU twin: a copy onto itself is a no-op
   GNNPIPE_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, static_cast<std::size_t>(src.size()) * sizeof(T),
                                      cudaMemcpyDefault, stream_of(ctx)));
 }

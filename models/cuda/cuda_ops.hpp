@@ -7,6 +7,11 @@
 
 namespace gnnpipe::models::cuda {
 
+// Makes ctx's device the calling thread's current device (ops.cpp calls it before every CUDA op):
+// kernels launched into a stream of another device fail, and cuBLAS / cuSPARSE handles belong to
+// the device they were created on. Pipeline threads that never allocated have device 0 current.
+void make_current(const OpContext& ctx);
+
 template <class T>
 void gemm(const OpContext& ctx, bool trans_a, bool trans_b, T alpha, ConstView<T> a, ConstView<T> b, T beta,
           MatrixView<T> c);

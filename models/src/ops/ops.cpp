@@ -17,9 +17,11 @@
 
 #if defined(GNNPIPE_MODELS_CUDA)
 #include "cuda_ops.hpp"
-// Runs the CUDA twin and returns when `ctx` is on a GPU; falls through to the CPU twin otherwise.
+// Runs the CUDA twin (on ctx's device, made current first) and returns when `ctx` is on a GPU;
+// falls through to the CPU twin otherwise.
 #define GNNPIPE_ON_CUDA(call)   \
   if (ctx.is_cuda()) {          \
+    cuda::make_current(ctx);    \
     cuda::call;                 \
     return;                     \
   }
