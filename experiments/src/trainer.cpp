@@ -95,9 +95,9 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
   pipeline::PipelineOptions pipe = c.pipeline;
   if (options.mode) pipe.mode = *options.mode;
   pipeline::StageRecorder recorder;
-  const pipeline::TrainingSetup setup{d,           *sampler,    model,        *optimizer,         c.model,
-                                      pipe,        c.run.device, c.run.epochs, c.run.seed,         c.run.patience,
-                                      c.sampler.eval_chunk_nodes, recorder,   options.fault};
+  const pipeline::TrainingSetup setup{d,           *sampler,     model,          *optimizer,
+                                      c.model,     pipe,         c.run.epochs,   c.run.seed,
+                                      c.run.patience, c.sampler.eval_chunk_nodes, recorder, options.fault};
   log.info("training: {} sampler, {} mode, {} sampler threads, {} staging slots", samplers::to_string(c.sampler.type),
            pipeline::to_string(pipe.mode), pipe.sampler_threads, pipe.staging_slots);
   core::Stopwatch run_watch;

@@ -66,6 +66,13 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const int64_t in_cols = l == 0 ? features.cols() : previous.cols();
     models::Matrix<float> out(graph.num_nodes(), model.layer_out_dim(l));
+    // On the GPU, chunks are packed from the layer's input: the features, then a feature-store view
+    // of the previous layer's outputs.
+    const graph::FeatureStore source =
+        l == 0 || !on_gpu ? features
+                          : graph::FeatureStore(graph::HostArray<float>::view(nullptr, previous.data(),
+                                                                              static_cast<std::size_t>(previous.size())),
+                                                previous.rows(), previous.cols(), "layer outputs");
     for (std::size_t begin = 0; begin < plan.size(); begin += window) {
       const std::size_t end = std::min(plan.size(), begin + window);
       const auto chunks = parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(begin, end - begin));
@@ -77,12 +84,6 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
                       "inference: chunk {} does not hold consecutive destinations", chunk.index);
         const models::MatrixView<float> y{out.data() + static_cast<int64_t>(first) * out.cols(), block.num_dst, out.cols()};
         if (on_gpu) {
-          // Layer l > 0 reads the previous layer's rows through a feature-store view of them.
-          const graph::FeatureStore source =
-              l == 0 ? features
-                     : graph::FeatureStore(graph::HostArray<float>::view(nullptr, previous.data(),
-                                                                         static_cast<std::size_t>(previous.size())),
-                                           previous.rows(), previous.cols(), "layer outputs");
           gpu->run(model, l, chunk, source, y);
           continue;
         }

@@ -35,12 +35,13 @@ struct Item {
   BatchSpec spec;
   int epoch = 0;
   int64_t seq = 0;           // position in the whole run (the sequencer's order)
-  int64_t batches = 0;       // in its epoch
-  bool last_in_epoch = false;
+  int64_t batches = 0;       // in its epoch (spec.index is the batch's position in it)
   int slot = -1;             // staging slot held from the join until the copy completed
   int device_slot = -1;      // device slot held from the second join until the train step was queued
   BatchLayout layout;
   std::size_t loss_rows = 0;  // 0: nothing to train on (a subgraph without training nodes)
+
+  bool last_in_epoch() const { return spec.index + 1 == batches; }
 };
 
 std::string describe(const Item& item) { return fmt::format("batch {} of epoch {}", item.spec.index, item.epoch); }
@@ -75,23 +76,22 @@ class Stages {
  public:
   explicit Stages(const TrainingSetup& s)
       : s_(s),
+        device_(s.model.context().device()),
         staging_(std::max(1, s.pipeline.staging_slots),
-                 s.device.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost, core::Device::cpu()),
-        device_slots_(std::max(1, s.pipeline.staging_slots), core::MemoryKind::kDevice, s.device),
-        copy_stream_(s.device),
+                 device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost, core::Device::cpu()),
+        device_slots_(std::max(1, s.pipeline.staging_slots), core::MemoryKind::kDevice, device_),
+        copy_stream_(device_),
         train_ctx_(s.model.context()),
         train_stream_(train_ctx_.stream()),
-        eval_stream_(s.device),
+        eval_stream_(device_),
         eval_ctx_(eval_stream_, train_ctx_.options(), train_ctx_.allocator()),
-        epoch_end_(s.device),
-        snapshot_done_(s.device),
+        epoch_end_(device_),
+        snapshot_done_(device_),
         eval_model_(s.model_options, s.data.features.cols(), s.data.labels.num_classes, s.seed, eval_ctx_),
         losses_(train_ctx_) {
-    GNNPIPE_CHECK(train_ctx_.device() == s.device, "the model runs on {}, the run on {}", train_ctx_.device().str(),
-                  s.device.str());
     for (int i = 0; i < device_slots_.size(); ++i) {
-      copied_.emplace_back(s.device);
-      released_.emplace_back(s.device);
+      copied_.emplace_back(device_);
+      released_.emplace_back(device_);
     }
   }
 
@@ -205,7 +205,6 @@ class Stages {
   // Early stop: put the snapshot of the stopping epoch back into the model (the pipelined run may
   // already have stepped into the next epoch).
   void restore_snapshot() {
-    train_stream_.synchronize();
     s_.model.params().copy_values_from(eval_model_.params(), train_stream_);
     train_stream_.synchronize();
   }
@@ -218,6 +217,7 @@ class Stages {
 
  private:
   const TrainingSetup& s_;
+  core::Device device_;  // the model's op context's
   memory::StagingPool staging_;
   memory::StagingPool device_slots_;
   core::Stream copy_stream_;
@@ -266,7 +266,7 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
     const double start = s.recorder.now();
     const std::vector<BatchSpec> plan = s.sampler.plan_epoch(epoch);
     for (const BatchSpec& spec : plan) {
-      Item item{spec, epoch, 0, static_cast<int64_t>(plan.size()), false, 0, 0, {}, 0};
+      Item item{spec, epoch, 0, static_cast<int64_t>(plan.size()), 0, 0, {}, 0};
       // Each stage in turn, synchronised; a failure names its stage and batch like the pipeline's.
       const auto guarded = [&](Stage stage, auto&& fn) {
         try {
@@ -420,8 +420,7 @@ RunResult run_pipelined(const TrainingSetup& s, const std::function<void(const E
         }
       }
       if (next < plan.size()) {
-        Item item{std::move(plan[next]), epoch, seq++, static_cast<int64_t>(plan.size()), next + 1 == plan.size(),
-                  -1, -1, {}, 0};
+        Item item{std::move(plan[next]), epoch, seq++, static_cast<int64_t>(plan.size()), -1, -1, {}, 0};
         ++next;
         return item;
       }
@@ -490,7 +489,7 @@ RunResult run_pipelined(const TrainingSetup& s, const std::function<void(const E
           }
         }
         device_tokens.try_put(item.device_slot);  // its reads are queued on the train stream
-        if (!item.last_in_epoch || !active) return;
+        if (!item.last_in_epoch() || !active) return;
         // The loss is filled in by the evaluation thread (EpochLosses: no wait for the GPU here).
         EpochResult r{item.epoch, 0, s.recorder.now() - epoch_start, evaluates(s, item.epoch), 0, 0, 0, {}};
         r.verdict = epoch_verdict(s.recorder.totals(item.epoch), r.epoch_time_s, s.pipeline.sampler_threads, true);

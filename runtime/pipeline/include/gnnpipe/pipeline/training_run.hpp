@@ -18,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "gnnpipe/core/device.hpp"
 #include "gnnpipe/graph/dataset.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/models/optimizer.hpp"
@@ -31,11 +30,10 @@ namespace gnnpipe::pipeline {
 struct TrainingSetup {
   const graph::Dataset& data;  // single-label, with features and a train split
   const samplers::Sampler& sampler;
-  models::GnnModel<float>& model;
+  models::GnnModel<float>& model;  // runs on its op context: that context's device is the run's
   models::Optimizer<float>& optimizer;
   models::ModelOptions model_options;  // to build the evaluation twin of `model`
   PipelineOptions pipeline;
-  core::Device device = core::Device::cpu();
   int epochs = 1;
   uint64_t seed = 0;
   int patience = 0;             // stop after this many epochs without a better validation score; 0: never
