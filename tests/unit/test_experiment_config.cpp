@@ -169,7 +169,7 @@ TEST_CASE("every range check names the key and the value", "[config]") {
   CHECK(with("sampler: {fanouts: [-1, 5]}").sampler.fanouts == std::vector<int>{-1, 5});
 }
 
-TEST_CASE("name is required and must be a safe file name; dataset is required", "[config]") {
+TEST_CASE("name is required and must be a safe file name, dataset is required", "[config]") {
   CHECK_THROWS_WITH(parse("{dataset: {path: cora}}"), Catch::Contains("name: missing"));
   CHECK_THROWS_WITH(parse("{name: ../up, dataset: {path: cora}}"), Catch::Contains("name: '../up' is not a safe file name"));
   CHECK_THROWS_WITH(parse("{name: 'a b', dataset: {path: cora}}"), Catch::Contains("is not a safe file name"));

@@ -11,7 +11,7 @@ using gnnpipe::core::DataError;
 using gnnpipe::core::MappedFile;
 using gnnpipe::test::TempDir;
 
-TEST_CASE("MappedFile maps a file; writes go to private pages, not the file", "[core][mapped_file]") {
+TEST_CASE("MappedFile maps a file, writes go to private pages, not the file", "[core][mapped_file]") {
   TempDir dir;
   gnnpipe::test::write_file(dir / "f.bin", "hello");
   MappedFile file = MappedFile::open(dir / "f.bin");

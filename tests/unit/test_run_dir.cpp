@@ -84,7 +84,7 @@ TEST_CASE("an --out directory: an existing empty directory is used, a non-empty 
   CHECK_THROWS_WITH(RunDirectory(tiny_config(), options), Catch::Contains("is not a directory"));
 }
 
-TEST_CASE("two runs of one name get distinct directories; bad metric names are refused", "[run_dir]") {
+TEST_CASE("two runs of one name get distinct directories, bad metric names are refused", "[run_dir]") {
   gnnpipe::test::TempDir dir;
   RunDirectoryOptions options;
   options.mirror_log = false;

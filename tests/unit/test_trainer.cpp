@@ -3,6 +3,7 @@
 #include <tbb/global_control.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "gnnpipe/core/device.hpp"
@@ -43,6 +44,10 @@ std::size_t lines_of(const std::filesystem::path& p) {
 
 TEST_CASE("full-batch training learns a synthetic graph and writes the run directory", "[runner]") {
   gnnpipe::test::TempDir dir;
+  // Test accuracy these runs reach on the dev VM (120 test nodes; chance is 1/3): GCN 0.917, SAGE
+  // 0.933, GAT 0.900. The bounds sit 4 points (5 nodes) below, since another CPU's BLAS kernels
+  // may round differently and move a node or two.
+  const std::map<std::string, double> reached{{"gcn", 0.917}, {"sage", 0.933}, {"gat", 0.900}};
   for (const char* type : {"gcn", "sage", "gat"}) {
     INFO(type);
     const nlohmann::json s = train(kTiny, {std::string("model.type=") + type}, dir, type);
@@ -51,7 +56,7 @@ TEST_CASE("full-batch training learns a synthetic graph and writes the run direc
       CHECK(s.contains(key));
     }
     CHECK(s["epochs"] == 30);
-    CHECK(s["test_accuracy"].get<double>() > 0.6);  // chance is 1/3
+    CHECK(s["test_accuracy"].get<double>() >= reached.at(type) - 0.04);
     CHECK(s["best_epoch"].get<int>() >= 1);
     CHECK(std::filesystem::exists(dir / type / "summary.json"));
     CHECK(std::filesystem::exists(dir / type / "config.yaml"));
@@ -59,7 +64,7 @@ TEST_CASE("full-batch training learns a synthetic graph and writes the run direc
   }
 }
 
-TEST_CASE("the same seed gives bitwise-equal parameters for 1 and 2 threads; another seed does not", "[runner]") {
+TEST_CASE("the same seed gives bitwise-equal parameters for 1 and 2 threads, another seed does not", "[runner]") {
   gnnpipe::test::TempDir dir;
   std::string one;
   {
@@ -98,7 +103,7 @@ TEST_CASE("neighbor-sampled training learns, reports its stages and is thread-co
   {
     tbb::global_control single(tbb::global_control::max_allowed_parallelism, 1);
     const auto s = train(kTiny, sampled, dir, "s1");
-    CHECK(s["test_accuracy"].get<double>() > 0.6);
+    CHECK(s["test_accuracy"].get<double>() >= 0.917 - 0.04);  // reached on the dev VM: 0.917
     CHECK(s["mode"] == "pipelined");
     CHECK(s["sampler"] == "neighbor");
     CHECK(s["stages"]["sample"].get<double>() > 0);
@@ -109,7 +114,7 @@ TEST_CASE("neighbor-sampled training learns, reports its stages and is thread-co
   CHECK(train(kTiny, {"sampler.type=full"}, dir, "s3")["params_checksum"].get<std::string>() != one);
 }
 
-TEST_CASE("patience stops training early; eval_every thins evaluation", "[runner]") {
+TEST_CASE("patience stops training early, eval_every thins evaluation", "[runner]") {
   gnnpipe::test::TempDir dir;
   const auto s = train(kTiny, {"run.epochs=200", "run.patience=5", "optimizer.lr=0.5"}, dir, "p");
   CHECK(s["epochs"].get<int>() < 200);

@@ -27,7 +27,7 @@ TEST_CASE("Block::from_csr sorts rows with their weights and builds the transpos
                     Catch::Contains("source id 5 at edge 0 is outside [0, 2)"));
 }
 
-TEST_CASE("full_graph_block: GCN weights follow PyG's gcn_norm; mean weights are 1/in-degree", "[graph][block]") {
+TEST_CASE("full_graph_block: GCN weights follow PyG's gcn_norm, mean weights are 1/in-degree", "[graph][block]") {
   // 0->1, 2->1, 1->2 ; with self-loops deg = {1, 3, 2}
   const CsrGraph g = CsrGraph::from_coo(3, std::vector<NodeId>{0, 2, 1}, std::vector<NodeId>{1, 1, 2});
   const Block gcn = full_graph_block(g, BlockNorm::kGcn);

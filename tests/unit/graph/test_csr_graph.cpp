@@ -68,7 +68,7 @@ TEST_CASE("dedupe, self-loop removal and addition", "[graph][csr]") {
   CHECK(with_loops.rows_sorted(true));
 }
 
-TEST_CASE("symmetrize adds every reverse edge; transposed reverses edges", "[graph][csr]") {
+TEST_CASE("symmetrize adds every reverse edge, transposed reverses edges", "[graph][csr]") {
   const std::vector<NodeId> src{0, 0, 1};
   const std::vector<NodeId> dst{1, 2, 2};
   const CsrGraph g = CsrGraph::from_coo(3, src, dst);

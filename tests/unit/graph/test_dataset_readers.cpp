@@ -213,7 +213,8 @@ TEST_CASE("real datasets load with the counts of shared/datasets/README.md", "[g
   for (const Expect& e : expected) {
     INFO(e.path);
     if (!std::filesystem::exists(root / e.path)) {
-      WARN("SKIP: " << e.path << " not found");
+      if (gnnpipe::test::running_in_ci()) FAIL_CHECK("missing under CI=true: " << (root / e.path));
+      else WARN("SKIP: " << e.path << " not found");
       continue;
     }
     CHECK(io::detect_dataset(root / e.path).format == e.format);

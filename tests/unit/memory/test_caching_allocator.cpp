@@ -85,7 +85,7 @@ TEST_CASE("the per-batch high-water mark resets to what is in use", "[memory][al
   CHECK(alloc.stats().cached_bytes == 0);
 }
 
-TEST_CASE("moved blocks free once; concurrent use keeps the books balanced", "[memory][allocator]") {
+TEST_CASE("moved blocks free once, concurrent use keeps the books balanced", "[memory][allocator]") {
   const core::Stream stream(core::Device::cpu());
   CachingAllocator alloc(core::Device::cpu(), 256 * kMiB);
   auto a = alloc.allocate(4096, stream);

@@ -127,7 +127,7 @@ TEST_CASE("GAT pieces: shape mismatches name the shapes", "[models][gat][errors]
         }).find("a_dst (num_dst x H): shape [3 x 1]") != std::string::npos);
 }
 
-TEST_CASE("head_dot: per-head dot products of the first rows; its backward accumulates", "[models][gat]") {
+TEST_CASE("head_dot: per-head dot products of the first rows, its backward accumulates", "[models][gat]") {
   // m: 3 rows of 2 heads x 2 channels; att: [[1, 2], [3, 4]]; a over the first 2 rows only.
   const Matrix<double> m(3, 4, {1, 2, 3, 4, 5, 6, 7, 8, 100, 100, 100, 100});
   const Matrix<double> att(2, 2, {1, 2, 3, 4});

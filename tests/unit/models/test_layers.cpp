@@ -63,7 +63,8 @@ graph::CsrGraph reference_graph(const std::filesystem::path& dir) {
 template <class LayerT>
 void check_layer_against_reference(const char* prefix, graph::BlockNorm norm,
                                    const std::vector<std::pair<std::string, std::string>>& params) {
-  GNNPIPE_REQUIRE_DATASET(dir, "../reference");
+  GNNPIPE_REQUIRE_REFERENCE(layers_npz, "layers.npz");
+  const std::filesystem::path dir = layers_npz.parent_path();
   Reference ref{graph::io::NpzArchive::open(dir / "layers.npz")};
   const graph::Block block = graph::full_graph_block(reference_graph(dir), norm);
   models::ParamStore<double> store;
@@ -109,7 +110,8 @@ TEST_CASE("SAGE layer matches PyG's SAGEConv (mean) outputs and gradients (refer
 
 TEST_CASE("GAT layer (2 heads x 5, concat) matches PyG's GATConv outputs and gradients (reference/layers.npz)",
           "[models][layers]") {
-  GNNPIPE_REQUIRE_DATASET(dir, "../reference");
+  GNNPIPE_REQUIRE_REFERENCE(layers_npz, "layers.npz");
+  const std::filesystem::path dir = layers_npz.parent_path();
   Reference ref{graph::io::NpzArchive::open(dir / "layers.npz")};
   const graph::Block block = graph::full_graph_block(reference_graph(dir), graph::BlockNorm::kSelfLoops);
   models::ParamStore<double> store;

@@ -30,7 +30,7 @@ TEST_CASE("log_softmax_nll: mean over the listed rows, stable, zero gradient els
   CHECK(models::cpu::log_softmax_nll<float>(lf.view(), labels, std::vector<int32_t>{}, df.view()) == 0.0f);
 }
 
-TEST_CASE("log_softmax_nll: weighted sum with gradients scaled per row; wrong weight count throws", "[models][loss]") {
+TEST_CASE("log_softmax_nll: weighted sum with gradients scaled per row, wrong weight count throws", "[models][loss]") {
   const Matrix<double> logits(3, 4, {0, 0, 0, 0, 1000, 0, 0, 0, 5, 6, 7, 8});
   const std::vector<int32_t> labels{2, 0, 3};
   const std::vector<int32_t> rows{0, 2};

@@ -18,7 +18,7 @@ const Matrix<double> kDy(3, 2, {1, 1, 2, 3, 5, 7});         // num_dst x 2
 
 }  // namespace
 
-TEST_CASE("spmm: weighted and unweighted sums over in-edges; empty rows are zero", "[models][spmm]") {
+TEST_CASE("spmm: weighted and unweighted sums over in-edges, empty rows are zero", "[models][spmm]") {
   Matrix<double> y(3, 2);
   y.fill(9);
   models::cpu::spmm<double>(test::tiny_block(true), kX.view(), y.view());
@@ -32,7 +32,7 @@ TEST_CASE("spmm: weighted and unweighted sums over in-edges; empty rows are zero
   CHECK(test::values_of(yf.cview()) == std::vector<float>{10.5f, 13, 1.75f, 3, 0, 0});
 }
 
-TEST_CASE("spmm_backward: walks the transpose; sources without edges get zero", "[models][spmm]") {
+TEST_CASE("spmm_backward: walks the transpose, sources without edges get zero", "[models][spmm]") {
   Matrix<double> dx(4, 2);
   dx.fill(9);
   models::cpu::spmm_backward<double>(test::tiny_block(true), kDy.view(), dx.view());

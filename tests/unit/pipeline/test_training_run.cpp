@@ -3,11 +3,14 @@
 
 #include <tbb/global_control.h>
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -53,7 +56,7 @@ TEST_CASE("pipelined and sequential runs give identical parameters and per-epoch
   test::TempDir dir;
   const Run base = train({"pipeline.mode=sequential"}, dir, "seq");
   CHECK(base.summary["mode"] == "sequential");
-  CHECK(base.summary["test_accuracy"].get<double>() > 0.6);
+  CHECK(base.summary["test_accuracy"].get<double>() >= 0.84375 - 0.04);  // reached on the dev VM (160 test nodes)
   for (int threads : {1, 2, 8}) {
     for (int slots : {1, 3}) {
       INFO("sampler_threads " << threads << ", staging_slots " << slots);
@@ -94,6 +97,39 @@ TEST_CASE("batches reach the trainer in plan order and in-flight batches never e
   CHECK(detail["train"]["items"] == 30);
   CHECK(detail["eval"]["items"] == 3);
   CHECK(r.summary["trainer_wait_s"].get<double>() >= 0);
+}
+
+TEST_CASE("with a slow train stage, sampling runs ahead: batches overlap, up to the slots", "[pipeline][tsan]") {
+  test::TempDir dir;
+  using Clock = std::chrono::steady_clock;
+  std::mutex mutex;
+  std::map<std::pair<int, int64_t>, Clock::time_point> sample_start;
+  std::vector<std::tuple<int, int64_t, Clock::time_point, Clock::time_point>> train_spans;
+  TrainOptions options;
+  options.fault = [&](pipeline::Stage stage, int epoch, int64_t batch) {
+    if (stage == pipeline::Stage::kSample) {
+      std::lock_guard lock(mutex);
+      sample_start[{epoch, batch}] = Clock::now();
+    } else if (stage == pipeline::Stage::kTrain) {
+      const auto t0 = Clock::now();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // training is the bottleneck
+      std::lock_guard lock(mutex);
+      train_spans.emplace_back(epoch, batch, t0, Clock::now());
+    }
+  };
+  const Run r = train({"pipeline.sampler_threads=2", "pipeline.staging_slots=3", "run.epochs=2"}, dir, "slow", options);
+  // Every staging slot fills while the trainer sleeps: more than one batch in flight, never more than 3.
+  CHECK(r.summary["max_batches_in_flight"].get<int>() > 1);
+  CHECK(r.summary["max_batches_in_flight"].get<int>() <= 3);
+  // Overlap, seen directly: later batches were sampled while an earlier one trained.
+  REQUIRE(train_spans.size() == 20);
+  int sampled_during_training = 0;
+  for (const auto& [epoch, batch, t0, t1] : train_spans) {
+    for (const auto& [key, start] : sample_start) {
+      if (key > std::make_pair(epoch, batch) && start >= t0 && start < t1) ++sampled_during_training;
+    }
+  }
+  CHECK(sampled_during_training > 0);
 }
 
 TEST_CASE("a failure in any stage stops the run once, naming the stage and the batch", "[pipeline][tsan]") {
@@ -189,18 +225,21 @@ TEST_CASE("gnnpipe bench runs both modes, prints the table and writes bench.json
 
 TEST_CASE("every sampler type trains through the pipeline exactly as through the baseline", "[pipeline]") {
   test::TempDir dir;
-  const std::vector<std::pair<std::string, std::string>> samplers{
-      {"saint_node", "sampler={type: saint_node, batch_size: 200}"},
-      {"saint_edge", "sampler={type: saint_edge, batch_size: 150}"},
-      {"saint_rw", "sampler={type: saint_rw, batch_size: 60, walk_length: 2}"},
-      {"cluster", "sampler={type: cluster, num_parts: 16, batch_size: 4, cache_dir: " + (dir / "cache").string() + "}"},
+  // With the test accuracy each reaches on the dev VM (160 test nodes; chance is 1/3). GraphSAINT
+  // node sampling learns slowest in 20 epochs. The bounds sit 4 points below (BLAS rounding on
+  // another CPU may move a few nodes).
+  const std::vector<std::tuple<std::string, std::string, double>> samplers{
+      {"saint_node", "sampler={type: saint_node, batch_size: 200}", 0.650},
+      {"saint_edge", "sampler={type: saint_edge, batch_size: 150}", 0.831},
+      {"saint_rw", "sampler={type: saint_rw, batch_size: 60, walk_length: 2}", 0.831},
+      {"cluster", "sampler={type: cluster, num_parts: 16, batch_size: 4, cache_dir: " + (dir / "cache").string() + "}", 0.8375},
   };
-  for (const auto& [name, set] : samplers) {
+  for (const auto& [name, set, reached] : samplers) {
     INFO(name);
     const Run seq = train({set, "pipeline.mode=sequential", "run.epochs=20"}, dir, name + "-s");
     const Run pipe = train({set, "pipeline.sampler_threads=3", "pipeline.staging_slots=2", "run.epochs=20"}, dir, name + "-p");
     CHECK(seq.summary["sampler"] == name);
-    CHECK(seq.summary["test_accuracy"].get<double>() > 0.6);
+    CHECK(seq.summary["test_accuracy"].get<double>() >= reached - 0.04);
     CHECK(pipe.summary["params_checksum"] == seq.summary["params_checksum"]);
     CHECK(without_times(pipe.metrics) == without_times(seq.metrics));
   }

@@ -129,7 +129,7 @@ TEST_CASE("mini-batches are byte-identical with 1, 2 and 8 threads", "[samplers]
   for (std::size_t i = 0; i < plan.size(); ++i) REQUIRE(fingerprint(sampler.sample(plan[i], *ws)) == one[i]);
 }
 
-TEST_CASE("an epoch's plan covers every training node once; epochs are shuffled differently", "[samplers][neighbor]") {
+TEST_CASE("an epoch's plan covers every training node once, epochs are shuffled differently", "[samplers][neighbor]") {
   const auto g = random_graph(500, 2000, 1);
   std::vector<NodeId> train;
   for (NodeId v = 0; v < 500; v += 3) train.push_back(v);
