@@ -20,6 +20,9 @@ endif()
 
 if(GNNPIPE_WITH_CUDA)
   set(CMAKE_CUDA_ARCHITECTURES "${GNNPIPE_CUDA_ARCHS}")
+  # One CUDA runtime: the shared libcudart that cuBLAS and cuSPARSE use too (CMake's default for
+  # nvcc-linked targets is the static one, which put both on the link line).
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
 endif()

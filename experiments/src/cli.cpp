@@ -30,7 +30,9 @@ std::string version_text() {
   std::string text = fmt::format("gnnpipe {}\nbuild: {}, {}\ncuda: {}", info.version, info.build_type, info.compiler,
                                  info.cuda ? "on (archs " + info.cuda_archs + ")" : std::string("off"));
   const auto gpus = core::list_gpus();
-  if (gpus.empty()) {
+  if (!core::cuda_probe().error.empty()) {
+    text += "\ngpus: CUDA cannot be used: " + core::cuda_probe().error;
+  } else if (gpus.empty()) {
     text += "\ngpus: none detected";
   }
   for (const auto& gpu : gpus) {

@@ -195,6 +195,15 @@ DoctorReport run_doctor(const DoctorOptions& options, std::ostream& out) {
     return std::string();
   });
 
+  if (info.cuda) {
+    // A driver that cannot be asked is a failed check, not "no GPU".
+    checker.check("CUDA driver answers the device query", [] {
+      const core::CudaProbe& probe = core::cuda_probe();
+      GNNPIPE_CHECK_AS(CudaError, probe.error.empty(), "{}", probe.error);
+      return fmt::format("{} device(s)", probe.device_count);
+    });
+  }
+
   std::vector<Device> devices = options.devices;
   if (devices.empty()) {
     devices.push_back(Device::cpu());

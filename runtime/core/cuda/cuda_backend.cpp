@@ -1,5 +1,7 @@
 // The CUDA implementation of backend.hpp: thin, checked wrappers over the CUDA runtime API.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <fmt/format.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include "backend.hpp"
@@ -13,26 +15,50 @@ namespace {
 cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
 
-// Counts devices once: cudaGetDeviceCount fails on a machine without a driver or GPU, which is
-// "no device", not an error. The failure is cleared so later calls do not see it.
-int count_devices() noexcept {
+// True when the NVIDIA driver's library can be loaded. Without it the runtime reports
+// cudaErrorInsufficientDriver, the same status as for a driver too old for this runtime: this
+// tells "no driver installed" (a machine without a GPU) from "a driver that cannot serve us".
+bool driver_library_present() noexcept {
+  void* handle = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (handle == nullptr) return false;
+  dlclose(handle);
+  return true;
+}
+
+// Only "no device" answers are quiet: cudaErrorNoDevice (a driver without GPUs, or
+// CUDA_VISIBLE_DEVICES hiding them) and no driver library at all. Any other failure (an old
+// driver, the toolkit's stub libcuda, a broken installation) is kept as the probe's error, so it
+// is reported instead of reading as "no GPU". The failure is cleared so later calls do not see it.
+CudaProbe probe_devices() noexcept {
+  CudaProbe result;
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
-  if (status != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
+  if (status == cudaSuccess) {
+    result.device_count = count;
+    return result;
   }
-  return count;
+  (void)cudaGetLastError();
+  if (status == cudaErrorNoDevice) return result;
+  if (status == cudaErrorInsufficientDriver && !driver_library_present()) return result;
+  try {
+    result.error = fmt::format("cudaGetDeviceCount failed with {} ({}); CUDA runtime {}.{}", cudaGetErrorName(status),
+                               cudaGetErrorString(status), CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10);
+  } catch (...) {
+    result.error = "cudaGetDeviceCount failed";
+  }
+  return result;
 }
 
 }  // namespace
 
 bool compiled() { return true; }
 
-int device_count() noexcept {
-  static const int count = count_devices();
-  return count;
+const CudaProbe& probe() noexcept {
+  static const CudaProbe result = probe_devices();
+  return result;
 }
+
+int device_count() noexcept { return probe().device_count; }
 
 std::vector<GpuInfo> gpus() {
   std::vector<GpuInfo> result;

@@ -2,7 +2,7 @@
 // Internal to gnnpipe::core: the device operations behind Device, Stream, Event and the raw
 // allocators. Exactly one implementation is linked: cuda/cuda_backend.cpp on CUDA builds,
 // src/no_cuda_backend.cpp otherwise. Handles are opaque pointers (cudaStream_t, cudaEvent_t).
-// Every function except device_count and the *_free/_destroy ones throws CudaError on failure.
+// Every function except probe, device_count and the *_free/_destroy ones throws CudaError on failure.
 #include <cstddef>
 #include <vector>
 
@@ -11,6 +11,8 @@
 namespace gnnpipe::core::backend {
 
 bool compiled();
+// Asks the driver once per process how many devices there are (see cuda_probe() in device.hpp).
+const CudaProbe& probe() noexcept;
 int device_count() noexcept;
 std::vector<GpuInfo> gpus();
 

@@ -34,11 +34,14 @@ void Device::require_available() const {
   GNNPIPE_CHECK_AS(CudaError, backend::compiled(),
                    "device {} requested, but this gnnpipe was built without CUDA (configure with -DGNNPIPE_CUDA=ON)",
                    str());
-  const int count = backend::device_count();
-  GNNPIPE_CHECK_AS(CudaError, index_ < count, "device {} requested, but {} CUDA device(s) are visible", str(), count);
+  const CudaProbe& probe = backend::probe();
+  GNNPIPE_CHECK_AS(CudaError, probe.error.empty(), "device {} requested, but CUDA cannot be used: {}", str(), probe.error);
+  GNNPIPE_CHECK_AS(CudaError, index_ < probe.device_count, "device {} requested, but {} CUDA device(s) are visible", str(),
+                   probe.device_count);
 }
 
 bool cuda_compiled() { return backend::compiled(); }
+const CudaProbe& cuda_probe() { return backend::probe(); }
 int cuda_device_count() { return backend::device_count(); }
 std::vector<GpuInfo> list_gpus() { return backend::gpus(); }
 

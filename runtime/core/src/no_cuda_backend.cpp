@@ -11,6 +11,10 @@ namespace {
 }  // namespace
 
 bool compiled() { return false; }
+const CudaProbe& probe() noexcept {
+  static const CudaProbe none{};
+  return none;
+}
 int device_count() noexcept { return 0; }
 std::vector<GpuInfo> gpus() { return {}; }
 void* device_malloc(int, std::size_t) { no_cuda(); }

@@ -44,10 +44,20 @@ struct GpuInfo {
   int compute_capability_minor = 0;
 };
 
+// What asking the CUDA driver for devices gave, once per process.
+struct CudaProbe {
+  int device_count = 0;
+  // Empty when the answer can be trusted: GPUs found, a CPU-only build, no NVIDIA driver
+  // installed, or a driver that reports no device. Otherwise why the driver could not be asked
+  // (a driver older than the runtime, the toolkit's stub library, a broken installation); the
+  // count is then 0, but that is an error to report, never "no GPU".
+  std::string error;
+};
+
 // True when this build has the CUDA backend (GNNPIPE_CUDA) compiled in.
 bool cuda_compiled();
-// Number of usable GPUs; 0 on a CPU-only build or when the driver reports none or fails
-// ("no device" is never an error here).
+const CudaProbe& cuda_probe();
+// Number of usable GPUs: cuda_probe().device_count.
 int cuda_device_count();
 inline bool cuda_available() { return cuda_device_count() > 0; }
 // The visible GPUs (empty without any).
