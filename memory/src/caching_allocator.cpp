@@ -1,5 +1,6 @@
 #include "gnnpipe/memory/caching_allocator.hpp"
 
+#include <iterator>
 #include <utility>
 
 #include "gnnpipe/core/check.hpp"
@@ -32,7 +33,8 @@ void DeviceBlock::free() noexcept {
   size_ = 0;
 }
 
-CachingAllocator::CachingAllocator(core::Device device, std::size_t budget_bytes) : device_(device), budget_(budget_bytes) {
+CachingAllocator::CachingAllocator(core::Device device, std::size_t budget_bytes, FenceFactory fences)
+    : device_(device), budget_(budget_bytes), make_fence_(fences ? std::move(fences) : event_fences(device)) {
   GNNPIPE_CHECK_CONFIG(budget_bytes >= 1, "memory.limit: must be >= 1 byte");
   stats_.budget_bytes = budget_bytes;
 }
@@ -43,8 +45,16 @@ CachingAllocator::~CachingAllocator() {
     core::logger().error("CachingAllocator: destroyed with {} blocks still in use ({}); they are leaked", live_.size(),
                          core::format_bytes(stats_.in_use_bytes));
   }
+  // Never throws: after a device fault every wait fails, and the fault was (or will be) reported
+  // where it happened. Each block is still handed back (cudaFree itself waits for the device).
+  bool reported = false;
   for (auto& [size, cached] : bins_) {
-    if (cached.done) cached.done->synchronize();
+    try {
+      cached.done->synchronize();
+    } catch (const std::exception& e) {
+      if (!reported) core::logger().warn("CachingAllocator: waiting for cached blocks at teardown failed: {}", e.what());
+      reported = true;
+    }
     core::free_bytes(cached.allocation);
   }
 }
@@ -59,19 +69,45 @@ bool CachingAllocator::reusable(const Cached& c, const core::Stream& stream) con
   return c.stream == &stream || c.done->query();
 }
 
-void CachingAllocator::release_cached_locked(std::size_t wanted) {
-  std::size_t freed = 0;
-  for (auto it = bins_.begin(); it != bins_.end() && freed < wanted;) {
-    if (!it->second.done->query()) {
-      ++it;
-      continue;
-    }
-    core::free_bytes(it->second.allocation);
-    freed += it->first;
-    stats_.cached_bytes -= it->first;
-    ++stats_.driver_frees;
-    it = bins_.erase(it);
+std::unique_ptr<FreeFence> CachingAllocator::take_fence_locked() {
+  if (!fence_pool_.empty()) {
+    auto fence = std::move(fence_pool_.back());
+    fence_pool_.pop_back();
+    return fence;
   }
+  ++fences_created_;
+  return make_fence_();
+}
+
+CachingAllocator::Bins::iterator CachingAllocator::release_locked(Bins::iterator it) {
+  core::free_bytes(it->second.allocation);
+  stats_.cached_bytes -= it->first;
+  ++stats_.driver_frees;
+  fence_pool_.push_back(std::move(it->second.done));
+  return bins_.erase(it);
+}
+
+std::size_t CachingAllocator::release_cached_locked(std::size_t wanted, bool wait) {
+  std::size_t freed = 0;
+  if (!wait) {
+    for (auto it = bins_.begin(); it != bins_.end() && freed < wanted;) {
+      if (!it->second.done->query()) {
+        ++it;
+        continue;
+      }
+      freed += it->first;
+      it = release_locked(it);
+    }
+    return freed;
+  }
+  // Largest first: the fewest waits for the bytes wanted.
+  while (!bins_.empty() && freed < wanted) {
+    auto it = std::prev(bins_.end());
+    it->second.done->synchronize();
+    freed += it->first;
+    release_locked(it);
+  }
+  return freed;
 }
 
 DeviceBlock CachingAllocator::allocate(std::size_t bytes, const core::Stream& stream) {
@@ -90,17 +126,22 @@ DeviceBlock CachingAllocator::allocate(std::size_t bytes, const core::Stream& st
   }
   if (hit != last) {
     allocation = hit->second.allocation;
+    fence_pool_.push_back(std::move(hit->second.done));
     bins_.erase(hit);
     stats_.cached_bytes -= size;
     ++stats_.cache_hits;
   } else {
-    if (stats_.in_use_bytes + stats_.cached_bytes + size > budget_) {
-      release_cached_locked(stats_.in_use_bytes + stats_.cached_bytes + size - budget_);
+    const auto excess = [&] { return stats_.in_use_bytes + stats_.cached_bytes + size - budget_; };
+    if (over_budget_locked(size)) release_cached_locked(excess(), false);
+    if (over_budget_locked(size) && stats_.in_use_bytes + size <= budget_) {
+      // What is cached would make room once its work on other streams completes: wait for it
+      // rather than fail a request whose fit would depend on another stream's timing.
+      ++stats_.budget_waits;
+      release_cached_locked(excess(), true);
     }
-    if (stats_.in_use_bytes + stats_.cached_bytes + size > budget_) {
+    if (over_budget_locked(size)) {
       GNNPIPE_THROW(OutOfBudget,
-                    "memory.limit: a request of {} does not fit the budget of {} on {} ({} in use, {} cached and still "
-                    "in flight)",
+                    "memory.limit: a request of {} does not fit the budget of {} on {} ({} in use, {} cached)",
                     core::format_bytes(size), core::format_bytes(budget_), device_.str(),
                     core::format_bytes(stats_.in_use_bytes), core::format_bytes(stats_.cached_bytes));
     }
@@ -120,27 +161,42 @@ DeviceBlock CachingAllocator::allocate(std::size_t bytes, const core::Stream& st
 }
 
 void CachingAllocator::give_back(void* ptr, std::size_t size, const core::Stream* stream) noexcept {
+  std::lock_guard lock(mutex_);
+  auto it = live_.find(ptr);
+  if (it == live_.end()) {
+    core::logger().error("CachingAllocator: a block of {} freed twice or not ours", core::format_bytes(size));
+    return;
+  }
+  const core::Allocation allocation = it->second;
+  live_.erase(it);
+  stats_.in_use_bytes -= size;
   try {
-    std::lock_guard lock(mutex_);
-    auto it = live_.find(ptr);
-    if (it == live_.end()) {
-      core::logger().error("CachingAllocator: a block of {} freed twice or not ours", core::format_bytes(size));
-      return;
-    }
-    auto done = std::make_unique<core::Event>(device_);
+    auto done = take_fence_locked();
     done->record(*stream);
-    bins_.emplace(size, Cached{it->second, stream, std::move(done)});
-    live_.erase(it);
-    stats_.in_use_bytes -= size;
+    bins_.emplace(size, Cached{allocation, stream, std::move(done)});
     stats_.cached_bytes += size;
   } catch (const std::exception& e) {
-    core::logger().error("CachingAllocator: freeing a block failed: {}", e.what());
+    // The free cannot be ordered after the stream's work (after a device fault, every record
+    // fails): hand the block straight back; cudaFree waits for the device, so nothing still
+    // running can see the memory reused.
+    if (!unordered_free_logged_) {
+      core::logger().warn("CachingAllocator: a free could not be stream-ordered ({}); such blocks go back to the driver",
+                          e.what());
+    }
+    unordered_free_logged_ = true;
+    core::free_bytes(allocation);
+    ++stats_.driver_frees;
   }
 }
 
 void CachingAllocator::release_cached() {
   std::lock_guard lock(mutex_);
-  release_cached_locked(static_cast<std::size_t>(-1));
+  release_cached_locked(static_cast<std::size_t>(-1), false);
+}
+
+std::size_t CachingAllocator::fences_created() const {
+  std::lock_guard lock(mutex_);
+  return fences_created_;
 }
 
 AllocatorStats CachingAllocator::stats() const {

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "gnnpipe/core/error.hpp"
+#include "gnnpipe/core/simulated_fault.hpp"
 #include "gnnpipe/core/stream.hpp"
 
 using namespace gnnpipe::core;
@@ -49,4 +50,20 @@ TEST_CASE("a stream or event on a missing GPU cannot be created", "[core][stream
   const Device missing = Device::cuda(cuda_device_count());
   CHECK_THROWS_AS(Stream(missing), CudaError);
   CHECK_THROWS_AS(Event(missing), CudaError);
+}
+
+TEST_CASE("a simulated device fault makes every CPU stream and event call fail until it is cleared", "[core][stream]") {
+  const Stream stream(Device::cpu());
+  Event event(Device::cpu());
+  {
+    const gnnpipe::core::ScopedSimulatedDeviceFault fault("an illegal memory access was encountered");
+    CHECK_THROWS_WITH(stream.synchronize(), Catch::Contains("stream synchronize: an illegal memory access was encountered"));
+    CHECK_THROWS_AS(stream.wait(event), gnnpipe::core::CudaError);
+    CHECK_THROWS_AS(event.record(stream), gnnpipe::core::CudaError);
+    CHECK_THROWS_AS(event.query(), gnnpipe::core::CudaError);
+    CHECK_THROWS_AS(event.synchronize(), gnnpipe::core::CudaError);
+  }
+  CHECK_NOTHROW(stream.synchronize());
+  CHECK_NOTHROW(event.record(stream));
+  CHECK(event.query());
 }

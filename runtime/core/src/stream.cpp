@@ -4,6 +4,7 @@
 
 #include "backend.hpp"
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/simulated_fault.hpp"
 
 namespace gnnpipe::core {
 
@@ -28,13 +29,21 @@ Stream::~Stream() {
 }
 
 void Stream::synchronize() const {
-  if (handle_ != nullptr) backend::stream_synchronize(handle_);
+  if (handle_ != nullptr) {
+    backend::stream_synchronize(handle_);
+  } else {
+    detail::throw_if_simulated_fault("stream synchronize");
+  }
 }
 
 void Stream::wait(const Event& event) const {
   GNNPIPE_CHECK(event.device() == device_, "stream on {} cannot wait on an event of {}", device_.str(),
                 event.device().str());
-  if (handle_ != nullptr) backend::stream_wait_event(handle_, event.native_handle());
+  if (handle_ != nullptr) {
+    backend::stream_wait_event(handle_, event.native_handle());
+  } else {
+    detail::throw_if_simulated_fault("stream wait");
+  }
 }
 
 Event::Event(Device device, EventOptions options) : device_(device), options_(options) {
@@ -71,15 +80,24 @@ void Event::record(const Stream& stream) {
   if (handle_ != nullptr) {
     backend::event_record(handle_, stream.native_handle());
   } else {
+    detail::throw_if_simulated_fault("event record");
     host_stamp_ = std::chrono::steady_clock::now();  // inline work: recorded == completed
   }
   recorded_ = true;
 }
 
-bool Event::query() const { return handle_ == nullptr || backend::event_query(handle_); }
+bool Event::query() const {
+  if (handle_ != nullptr) return backend::event_query(handle_);
+  detail::throw_if_simulated_fault("event query");
+  return true;
+}
 
 void Event::synchronize() const {
-  if (handle_ != nullptr) backend::event_synchronize(handle_);
+  if (handle_ != nullptr) {
+    backend::event_synchronize(handle_);
+  } else {
+    detail::throw_if_simulated_fault("event synchronize");
+  }
 }
 
 float Event::elapsed_ms(const Event& start, const Event& end) {

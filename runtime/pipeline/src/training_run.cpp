@@ -15,6 +15,7 @@
 #include "dedicated_stage.hpp"
 #include "epoch_losses.hpp"
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/log.hpp"
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/core/trace_range.hpp"
 #include "gnnpipe/memory/staging_pool.hpp"
@@ -209,10 +210,23 @@ class Stages {
     train_stream_.synchronize();
   }
 
+  // Waits for the work queued on every stream.
   void drain() {
     copy_stream_.synchronize();
     train_stream_.synchronize();
     eval_stream_.synchronize();
+  }
+
+  // The same after a stage failed: nothing may replace the first error, which names the stage and
+  // batch. After a device fault every wait fails with the same sticky error; those are logged.
+  void drain_after_failure() noexcept {
+    for (const core::Stream* stream : std::initializer_list<const core::Stream*>{&copy_stream_, &train_stream_, &eval_stream_}) {
+      try {
+        stream->synchronize();
+      } catch (const std::exception& e) {
+        core::logger().debug("after the run failed, waiting for a stream failed too: {}", e.what());
+      }
+    }
   }
 
  private:
@@ -255,6 +269,21 @@ RunResult finish(const TrainingSetup& s, const EvalTracker& tracker, int epochs_
   return r;
 }
 
+// Runs `fn`; what it throws comes out with `where` before its message (same error type), after
+// the streams were drained without letting a later error replace it.
+template <class Fn>
+auto run_guarded(Stages& stages, const std::string& where, Fn&& fn) {
+  try {
+    return fn();
+  } catch (...) {
+    detail::Failure failure;
+    failure.record(std::current_exception(), where);
+    stages.drain_after_failure();
+    failure.rethrow_if_failed();
+    throw;  // unreachable: rethrow_if_failed threw
+  }
+}
+
 RunResult run_sequential(const TrainingSetup& s, const std::function<void(const EpochResult&)>& on_epoch) {
   Stages stages(s);
   samplers::ParallelSampler sampler(s.sampler);
@@ -269,15 +298,7 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
       Item item{spec, epoch, 0, static_cast<int64_t>(plan.size()), 0, 0, {}, 0};
       // Each stage in turn, synchronised; a failure names its stage and batch like the pipeline's.
       const auto guarded = [&](Stage stage, auto&& fn) {
-        try {
-          return fn();
-        } catch (...) {
-          detail::Failure failure;
-          failure.record(std::current_exception(), context(stage, item));
-          stages.drain();
-          failure.rethrow_if_failed();
-          throw;  // unreachable: rethrow_if_failed threw
-        }
+        return run_guarded(stages, context(stage, item), fn);
       };
       const graph::MiniBatch batch = guarded(Stage::kSample, [&] { return stages.sample(item, sampler); });
       guarded(Stage::kGather, [&] { stages.gather(item, batch); });
@@ -285,19 +306,17 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
       guarded(Stage::kTransfer, [&] { stages.transfer(item); });
       guarded(Stage::kTrain, [&] { stages.train(item); });
     }
-    stages.end_epoch_losses();
-    EpochResult r{epoch, stages.epoch_loss(), 0, false, 0, 0, 0, {}};
+    EpochResult r{epoch, 0, 0, false, 0, 0, 0, {}};
+    r.loss = run_guarded(stages, fmt::format("stage train, end of epoch {}: ", epoch), [&] {
+      stages.end_epoch_losses();
+      return stages.epoch_loss();
+    });
     bool stop = false;
     if (evaluates(s, epoch)) {
-      stages.snapshot();
-      try {
+      run_guarded(stages, fmt::format("stage eval, epoch {}: ", epoch), [&] {
+        stages.snapshot();
         stages.evaluate(r);
-      } catch (...) {
-        detail::Failure failure;
-        failure.record(std::current_exception(), fmt::format("stage eval, epoch {}: ", epoch));
-        stages.drain();
-        failure.rethrow_if_failed();
-      }
+      });
       stop = tracker.add(r);
     }
     r.epoch_time_s = s.recorder.now() - start;
@@ -522,8 +541,11 @@ RunResult run_pipelined(const TrainingSetup& s, const std::function<void(const E
   g.wait_for_all();
   if (!failure.failed()) eval_worker->wait_idle();
   eval_worker.reset();  // joins the evaluation thread
+  if (failure.failed()) {
+    stages.drain_after_failure();  // the first failure is the one reported
+    failure.rethrow_if_failed();
+  }
   stages.drain();
-  failure.rethrow_if_failed();
 
   int epochs_run = last_trained_epoch;
   if (stop_epoch.load() < std::max(last_trained_epoch, last_stepped_epoch)) {

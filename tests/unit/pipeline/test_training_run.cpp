@@ -16,6 +16,7 @@
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/error.hpp"
+#include "gnnpipe/core/simulated_fault.hpp"
 #include "gnnpipe/experiments/bench_command.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
@@ -155,6 +156,38 @@ TEST_CASE("a failure in any stage stops the run once, naming the stage and the b
       CHECK_FALSE(std::filesystem::exists(dir / sub / "summary.json"));
     }
   }
+}
+
+TEST_CASE("after a device fault, the first failure is the one reported, and teardown does not throw", "[pipeline][tsan]") {
+  // A kernel fault in a train step, as CUDA shows it: the step's check throws, and from then on
+  // every stream and event call of the context fails with the same sticky error (simulated on the
+  // CPU backend). The run must still report "stage train, batch 3 of epoch 2: ...", not the
+  // generic error of a later wait, and no destructor may throw on the way out (std::terminate).
+  test::TempDir dir;
+  struct ClearFault {
+    ~ClearFault() { core::clear_simulated_device_fault(); }
+  };
+  for (const auto mode : {"pipelined", "sequential"}) {
+    INFO(mode);
+    const ClearFault clear;
+    TrainOptions options;
+    options.fault = [](pipeline::Stage stage, int epoch, int64_t batch) {
+      if (stage == pipeline::Stage::kTrain && epoch == 2 && batch == 3) {
+        core::simulate_device_fault("an illegal memory access was encountered");
+        GNNPIPE_THROW(CudaError, "an illegal memory access was encountered");
+      }
+    };
+    const std::string sub = std::string("fault-") + mode;
+    try {
+      train({std::string("pipeline.mode=") + mode, "pipeline.staging_slots=3"}, dir, sub, options);
+      FAIL("no error");
+    } catch (const core::CudaError& e) {
+      CHECK(e.message() == "stage train, batch 3 of epoch 2: an illegal memory access was encountered");
+    }
+    CHECK_FALSE(std::filesystem::exists(dir / sub / "summary.json"));
+  }
+  // The process goes on: a run after the fault was cleared trains normally.
+  CHECK(train({"run.epochs=1"}, dir, "after").summary["epochs"] == 1);
 }
 
 TEST_CASE("early stopping stops both modes at the same epoch with the same parameters", "[pipeline][tsan]") {

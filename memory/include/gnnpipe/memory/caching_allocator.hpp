@@ -5,8 +5,14 @@
 //  - Stream-ordered reuse: a block freed on stream S is reusable at once by later work on S (stream
 //    order protects it) and by other streams only after an event recorded at the free has completed.
 //  - The budget counts bytes the driver holds for us (in use + cached). A request that would exceed
-//    it first returns completed cached blocks to the driver; if it still does not fit it throws
+//    it first returns completed cached blocks to the driver; then it waits for the cached blocks
+//    whose work is still pending on other streams (largest first) and returns those, so whether a
+//    request fits never depends on another stream's timing; if it still does not fit it throws
 //    OutOfBudget and never reaches the driver.
+//  - Completion is tracked by FreeFences (events by default), pooled and recorded again, so a
+//    steady run creates no event per free.
+//  - Never throws from a destructor or a free: after a device fault (a sticky CUDA error) the
+//    first error reported stays the one the user sees; later failures are logged.
 //  - Statistics: bytes in use and their peak, cached bytes, per-batch high-water mark, counts of
 //    requests, cache hits and driver allocations.
 // Works on both backends (on the CPU "device" memory is host memory and events complete at once),
@@ -21,6 +27,7 @@
 #include "gnnpipe/core/device.hpp"
 #include "gnnpipe/core/memory_kind.hpp"
 #include "gnnpipe/core/stream.hpp"
+#include "gnnpipe/memory/free_fence.hpp"
 
 namespace gnnpipe::memory {
 
@@ -31,6 +38,7 @@ struct AllocatorStats {
   std::size_t batch_peak_bytes = 0;  // peak in use since the last reset_batch_peak()
   std::size_t budget_bytes = 0;
   int64_t requests = 0, cache_hits = 0, driver_allocations = 0, driver_frees = 0;
+  int64_t budget_waits = 0;  // requests that waited for pending cached blocks to fit the budget
 };
 
 class CachingAllocator;
@@ -63,8 +71,9 @@ class DeviceBlock {
 
 class CachingAllocator {
  public:
-  // `budget_bytes` >= 1 (ConfigError naming memory.limit otherwise).
-  CachingAllocator(core::Device device, std::size_t budget_bytes);
+  // `budget_bytes` >= 1 (ConfigError naming memory.limit otherwise). `fences` makes the fences that
+  // track frees (default: events of `device`; tests pass fences they control).
+  CachingAllocator(core::Device device, std::size_t budget_bytes, FenceFactory fences = {});
   ~CachingAllocator();  // frees every cached block (blocks still handed out must be gone: checked in debug logs)
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -74,6 +83,8 @@ class CachingAllocator {
 
   // Returns every cached block whose work has completed to the driver.
   void release_cached();
+  // How many fences exist (pooled or tracking a cached block): stays flat in a steady run.
+  std::size_t fences_created() const;
   AllocatorStats stats() const;
   void reset_batch_peak();
 
@@ -84,16 +95,26 @@ class CachingAllocator {
   struct Cached {
     core::Allocation allocation;
     const core::Stream* stream;  // freed on this stream
-    std::unique_ptr<core::Event> done;  // completes when the work before the free has
+    std::unique_ptr<FreeFence> done;  // completes when the work before the free has
   };
+  using Bins = std::multimap<std::size_t, Cached>;
   void give_back(void* ptr, std::size_t size, const core::Stream* stream) noexcept;
   bool reusable(const Cached& c, const core::Stream& stream) const;
-  void release_cached_locked(std::size_t wanted);
+  // Returns cached blocks to the driver until `wanted` bytes are freed: only completed ones, or
+  // with `wait`, pending ones too (largest first), after waiting for their fences.
+  std::size_t release_cached_locked(std::size_t wanted, bool wait);
+  Bins::iterator release_locked(Bins::iterator it);
+  bool over_budget_locked(std::size_t size) const { return stats_.in_use_bytes + stats_.cached_bytes + size > budget_; }
+  std::unique_ptr<FreeFence> take_fence_locked();
 
   core::Device device_;
   std::size_t budget_;
+  FenceFactory make_fence_;
+  std::vector<std::unique_ptr<FreeFence>> fence_pool_;
+  std::size_t fences_created_ = 0;
+  bool unordered_free_logged_ = false;  // a free that could not be stream-ordered was reported
   mutable std::mutex mutex_;
-  std::multimap<std::size_t, Cached> bins_;             // size class -> cached blocks
+  Bins bins_;                                           // size class -> cached blocks
   std::map<void*, core::Allocation> live_;              // handed out
   AllocatorStats stats_;
 };
