@@ -126,7 +126,7 @@ TEST_CASE("layer-wise inference on the GPU gives the CPU's logits", "[gpu][train
 }
 
 TEST_CASE("GPU runs: reruns are bitwise equal, pipelined equals sequential, accuracy matches the CPU",
-          "[gpu][training]") {
+          "[gpu][training][runs]") {
   const char* yaml = R"(
 name: gpu
 dataset: {synthetic: {nodes: 2000, avg_degree: 8, features: 16, classes: 4, seed: 1, feature_noise: 2.0}}
@@ -149,8 +149,10 @@ run: {epochs: 8, seed: 2}
   CHECK(a.summary["test_accuracy"].get<double>() > 0.6);  // chance is 1/4
   for (const char* type : {"gcn", "gat"}) {
     INFO(type);
-    const auto full = test::run_experiment(yaml, {"run.device=cuda:0", std::string("model.type=") + type, "sampler.type=full"},
-                                           dir / type);
+    // The whole sampler section replaced: `sampler.type=full` alone keeps the neighbor keys, which
+    // a full-batch sampler refuses (ConfigError "sampler.fanouts: only for type neighbor").
+    const auto full = test::run_experiment(
+        yaml, {"run.device=cuda:0", std::string("model.type=") + type, "sampler={type: full}"}, dir / type);
     CHECK(full.summary["test_accuracy"].get<double>() > 0.6);
   }
 }
