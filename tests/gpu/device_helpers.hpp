@@ -120,13 +120,15 @@ inline graph::Block to_device(const graph::Block& host, const core::Stream& stre
   return graph::DeviceBlockCopy(host, stream).block();
 }
 
-// `n` elements at device pointer `device` (e.g. a model's output view), copied to the host.
+// `n` elements at device pointer `device` (e.g. a model's output view), copied to the host through
+// pinned memory (an asynchronous copy into pageable memory is not what the runtime does).
 template <class T>
 std::vector<T> to_host(const T* device, std::size_t n, const core::Stream& stream) {
-  std::vector<T> host(n);
-  core::copy_bytes_async(host.data(), device, n * sizeof(T), stream);
+  auto staging = core::Buffer<T>::pinned(n);
+  if (n > 0) core::copy_bytes_async(staging.data(), device, n * sizeof(T), stream);
   stream.synchronize();
-  return host;
+  const std::span<const T> values = std::as_const(staging).span();
+  return {values.begin(), values.end()};
 }
 
 // --- comparisons -----------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 # Sourced by the tools/device/ scripts on the GPU machine: unpacks the carried .deb files into a
 # prefix, puts CUDA on PATH and the prefix's libraries on LD_LIBRARY_PATH, and defines
-# device_build BUILD_DIR [cmake args...] (configure with CUDA on for $ARCHS, default 90, and build;
-# the log goes to $OUT/build.log or /tmp/build.log).
+# device_build BUILD_DIR [cmake args...] (configure with CUDA on for $ARCHS, default 90, and build
+# everything, or only the targets named in $BUILD_TARGETS (space-separated); the log goes to
+# $OUT/build.log or /tmp/build.log).
 root=${root:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 prefix=${PREFIX:-/tmp/gnnpipe-prefix}
 archs=${ARCHS:-90}
@@ -16,10 +17,12 @@ device_build() {
   local dir=$1
   shift
   local log=${OUT:-/tmp}/build.log
+  local targets=() target
+  for target in ${BUILD_TARGETS:-}; do targets+=(--target "$target"); done
   {
     cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGNNPIPE_CUDA=ON \
       -DGNNPIPE_CUDA_ARCHS="$archs" -DCMAKE_PREFIX_PATH="$prefix/usr" "$@" &&
-      cmake --build "$dir" -j "$(nproc)"
+      cmake --build "$dir" -j "$(nproc)" "${targets[@]}"
   } > "$log" 2>&1
   local rc=$?
   grep -E "CMake Error|error:|FAILED" -A6 "$log" | head -60

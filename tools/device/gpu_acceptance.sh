@@ -1,15 +1,35 @@
 #!/usr/bin/env bash
-# On the GPU machine: issue #7's acceptance runs, in two phases that each fit one device call.
-#   tests  build (CUDA on), ctest, gnnpipe_gpu_tests, compute-sanitizer memcheck on it, and Cora
-#          GCN trained on the CPU and on cuda:0 (accuracies side by side)
-#   bench  gnnpipe_bench_gpu on ogbn-arxiv (device copy rate, SpMM kernel vs cuSPARSE, full-batch
-#          GCN epochs), the PyG baseline of the same GCN, and `gnnpipe bench` (pipelined vs
-#          sequential) of SAGE [15,10,5] on arxiv and on the products-size synthetic graph
-# Usage: bash tools/device/gpu_acceptance.sh tests|bench   (carry .deps with cora and ogbn-arxiv:
-#        bash tools/device/prepare.sh cora ogbn-arxiv here first). Results go to $OUT.
+# On the GPU machine: issue #7's acceptance runs and the sanitizer pass, in phases that each fit
+# one device call.
+#   tests     build (CUDA on), ctest, gnnpipe_gpu_tests, and Cora GCN trained on the CPU and on
+#             cuda:0 (accuracies side by side)
+#   sanitize  build gnnpipe_gpu_tests, then run it under compute-sanitizer, each tool time-boxed:
+#               memcheck   every test case                               (SANITIZE_MEMCHECK_S, 180 s)
+#               racecheck  the ops with shared-memory reductions: losses, (SANITIZE_RACECHECK_S, 60 s)
+#                          elementwise (bias column sums), head_dot backward
+#               synccheck  every op parity test but the 2^20-row ones    (SANITIZE_SYNCCHECK_S, 75 s)
+#               initcheck  every op parity test but the 2^20-row ones,   (SANITIZE_INITCHECK_S, 75 s)
+#                          and the training steps (not whole runs)
+#             and once plainly with CUDA_LAUNCH_BLOCKING=1 (every test case; SANITIZE_PLAIN_S, 90 s).
+#             The budgets add up to 480 s; a budget of 0 skips that run.
+#             racecheck and initcheck are slow, hence their subsets (Catch2 test specs below;
+#             override with SANITIZE_<TOOL>_TESTS). One verdict line per tool, e.g.
+#               sanitize memcheck: clean (0 errors, 61 test cases)
+#               sanitize racecheck: 3 errors (see racecheck.log)
+#               sanitize initcheck: timed out after 75 s (see initcheck.log)
+#             Logs: $OUT/<tool>.log. A tool whose budget would pass SANITIZE_DEADLINE_S (540 s
+#             after the script started: the device call's 600 s, less the tail) is skipped, and
+#             says so. Exits 0 only when every tool ran clean.
+#   bench     gnnpipe_bench_gpu on ogbn-arxiv (device copy rate, SpMM kernel vs cuSPARSE, full-batch
+#             GCN epochs), the PyG baseline of the same GCN, and `gnnpipe bench` (pipelined vs
+#             sequential) of SAGE [15,10,5] on arxiv and on the products-size synthetic graph
+# Usage: bash tools/device/gpu_acceptance.sh tests|sanitize|bench   (carry .deps; tests and bench
+#        need cora and ogbn-arxiv: bash tools/device/prepare.sh cora ogbn-arxiv here first).
+#        Results go to $OUT.
 set -uo pipefail
+started=$SECONDS
 root=$(cd "$(dirname "$0")/../.." && pwd)
-phase=${1:?usage: gpu_acceptance.sh tests|bench}
+phase=${1:?usage: gpu_acceptance.sh tests|sanitize|bench}
 out=${OUT:-/tmp/gnnpipe-out}
 mkdir -p "$out"
 build_dir=${BUILD_DIR:-$root/build-device}
@@ -17,28 +37,113 @@ data=$root/.deps/datasets
 # shellcheck source=tools/device/env.sh
 source "$root/tools/device/env.sh"
 gnnpipe=$build_dir/experiments/gnnpipe
+gpu_tests=$build_dir/tests/gnnpipe_gpu_tests
 
-if [ ! -x "$gnnpipe" ] || [ "$phase" = tests ]; then
-  device_build "$build_dir" || { echo "gpu_acceptance: build failed (see $out/build.log)"; exit 1; }
-fi
+case "$phase" in
+  tests)
+    device_build "$build_dir" || { echo "gpu_acceptance: build failed (see $out/build.log)"; exit 1; }
+    ;;
+  sanitize)
+    BUILD_TARGETS=gnnpipe_gpu_tests device_build "$build_dir" ||
+      { echo "gpu_acceptance: build failed (see $out/build.log)"; exit 1; }
+    ;;
+  bench)
+    if [ ! -x "$gnnpipe" ]; then
+      device_build "$build_dir" || { echo "gpu_acceptance: build failed (see $out/build.log)"; exit 1; }
+    fi
+    ;;
+esac
+
+# Test cases Catch2 reports in `log` ("All tests passed (N assertions in M test cases)" or
+# "test cases: M | ..."); empty when it printed neither.
+test_cases_in() {
+  grep -oE '(in [0-9]+ test cases?\)|test cases: +[0-9]+)' "$1" | tail -1 | grep -oE '[0-9]+'
+}
+
+# sanitize_with TOOL BUDGET_S TEST_SPEC: gnnpipe_gpu_tests (the test cases TEST_SPEC selects, all
+# when empty) under compute-sanitizer --tool TOOL, killed after BUDGET_S seconds; prints the
+# verdict line and returns 0 only when it ran clean.
+sanitize_with() {
+  local tool=$1 budget=$2 spec=$3 log=$out/$1.log
+  local left=$((deadline - (SECONDS - started)))
+  if [ "$budget" -eq 0 ]; then
+    echo "sanitize $tool: skipped (budget 0)"
+    return 1
+  elif [ "$budget" -gt "$left" ]; then
+    echo "sanitize $tool: skipped (its $budget s would pass the ${deadline} s deadline; $left s left)"
+    return 1
+  fi
+  local args=()
+  [ -n "$spec" ] && args+=("$spec")
+  timeout --kill-after=10 "$budget" compute-sanitizer --tool "$tool" --error-exitcode 86 \
+    "$gpu_tests" "${args[@]}" > "$log" 2>&1
+  local rc=$?
+  local errors cases
+  errors=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$log" | tail -1 | grep -oE '[0-9]+$')
+  cases=$(test_cases_in "$log")
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    echo "sanitize $tool: timed out after $budget s (see $tool.log)"
+  elif [ -z "$errors" ]; then
+    echo "sanitize $tool: no ERROR SUMMARY, exit $rc (see $tool.log)"
+  elif [ "$errors" -gt 0 ]; then
+    echo "sanitize $tool: $errors errors (see $tool.log)"
+  elif [ "$rc" -ne 0 ]; then
+    echo "sanitize $tool: 0 errors, but the tests failed (exit $rc, ${cases:-?} test cases; see $tool.log)"
+  else
+    echo "sanitize $tool: clean (0 errors, ${cases:-?} test cases)"
+    return 0
+  fi
+  return 1
+}
 
 case "$phase" in
   tests)
     (cd "$build_dir" && ctest --output-on-failure -j 8) > "$out/ctest.log" 2>&1; echo "ctest exit $?"
-    "$build_dir/tests/gnnpipe_gpu_tests" > "$out/gpu_tests.log" 2>&1; echo "gnnpipe_gpu_tests exit $?"
+    "$gpu_tests" > "$out/gpu_tests.log" 2>&1; echo "gnnpipe_gpu_tests exit $?"
     tail -4 "$out/gpu_tests.log"
-    if command -v compute-sanitizer > /dev/null; then
-      compute-sanitizer --tool memcheck --error-exitcode 9 "$build_dir/tests/gnnpipe_gpu_tests" \
-        > "$out/memcheck.log" 2>&1
-      echo "compute-sanitizer memcheck exit $?"; grep -E "ERROR SUMMARY|test cases" "$out/memcheck.log" | tail -3
-    else
-      echo "compute-sanitizer: not found"
-    fi
+    echo "(compute-sanitizer: run the sanitize phase)"
     for device in cpu cuda:0; do
       "$gnnpipe" run "$root/configs/cora_gcn.yaml" --data-dir "$data" --out "$out/runs/cora_gcn_${device/:/}" --set "run.device=$device" \
         > "$out/cora_gcn_${device/:/}.log" 2>&1
       echo "cora_gcn on $device: exit $?; $(grep -E 'best epoch' "$out/cora_gcn_${device/:/}.log" | tail -1)"
     done
+    ;;
+  sanitize)
+    command -v compute-sanitizer > /dev/null || { echo "sanitize: compute-sanitizer not found"; exit 1; }
+    compute-sanitizer --version | tail -1
+    deadline=${SANITIZE_DEADLINE_S:-540}
+    failed=0
+    sanitize_with memcheck "${SANITIZE_MEMCHECK_S:-180}" "${SANITIZE_MEMCHECK_TESTS:-}" || failed=1
+    # racecheck sees shared memory only: the kernels with block reductions in shared memory are
+    # the loss totals, the fixed-order column sums (bias_grad_accumulate, head_dot_backward).
+    sanitize_with racecheck "${SANITIZE_RACECHECK_S:-60}" \
+      "${SANITIZE_RACECHECK_TESTS:-[loss],[elementwise]~[wrap],ops::head_dot*}" || failed=1
+    # synccheck: the warp shuffles with partial masks (SpMM lane groups) and the barriers.
+    sanitize_with synccheck "${SANITIZE_SYNCCHECK_S:-75}" "${SANITIZE_SYNCCHECK_TESTS:-[ops]~[wrap]}" || failed=1
+    sanitize_with initcheck "${SANITIZE_INITCHECK_S:-75}" \
+      "${SANITIZE_INITCHECK_TESTS:-[ops]~[wrap],[training]~[runs]}" || failed=1
+    # Every launch synchronous: an asynchronous error surfaces at the launch that caused it.
+    plain_budget=${SANITIZE_PLAIN_S:-90}
+    left=$((deadline - (SECONDS - started)))
+    if [ "$plain_budget" -eq 0 ]; then
+      echo "sanitize launch-blocking: skipped (budget 0)"
+      failed=1
+    elif [ "$plain_budget" -gt "$left" ]; then
+      echo "sanitize launch-blocking: skipped (its $plain_budget s would pass the ${deadline} s deadline; $left s left)"
+      failed=1
+    else
+      CUDA_LAUNCH_BLOCKING=1 timeout --kill-after=10 "$plain_budget" "$gpu_tests" > "$out/launch_blocking.log" 2>&1
+      rc=$?
+      cases=$(test_cases_in "$out/launch_blocking.log")
+      if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+        echo "sanitize launch-blocking: timed out after $plain_budget s (see launch_blocking.log)"; failed=1
+      elif [ "$rc" -ne 0 ]; then
+        echo "sanitize launch-blocking: failed (exit $rc, ${cases:-?} test cases; see launch_blocking.log)"; failed=1
+      else
+        echo "sanitize launch-blocking: passed (${cases:-?} test cases)"
+      fi
+    fi
+    exit "$failed"
     ;;
   bench)
     GNNPIPE_DATA_DIR=$data "$build_dir/tools/bench/gnnpipe_bench_gpu" --graph arxiv | tee "$out/bench_gpu_arxiv.jsonl"
@@ -53,5 +158,5 @@ case "$phase" in
       echo "bench_products_sage: exit $?"; tail -15 "$out/bench_products_sage.log"
     fi
     ;;
-  *) echo "gpu_acceptance: unknown phase '$phase' (tests | bench)"; exit 2 ;;
+  *) echo "gpu_acceptance: unknown phase '$phase' (tests | sanitize | bench)"; exit 2 ;;
 esac
