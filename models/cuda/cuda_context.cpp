@@ -1,12 +1,13 @@
 #include "cuda_context.hpp"
 
 #include "cuda_check.hpp"
+#include "current_device.hpp"
 
 namespace gnnpipe::models::cuda {
 
 Context::Context(const core::Stream& stream, const OpOptions& options)
     : stream_(static_cast<cudaStream_t>(stream.native_handle())) {
-  GNNPIPE_CUDA_CHECK(cudaSetDevice(stream.device().index()));
+  GNNPIPE_CUDA_CHECK(core::cuda::make_device_current(stream.device().index()));
   GNNPIPE_CUBLAS_CHECK(cublasCreate(&cublas_));
   try {
     GNNPIPE_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));

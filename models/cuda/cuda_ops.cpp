@@ -4,6 +4,7 @@
 
 #include "cuda_check.hpp"
 #include "cuda_context.hpp"
+#include "current_device.hpp"
 #include "kernels.hpp"
 
 namespace gnnpipe::models::cuda {
@@ -55,10 +56,8 @@ int64_t heads_of(const graph::Block& block, int64_t alpha_rows, int64_t heads, i
 }  // namespace
 
 void make_current(const OpContext& ctx) {
-  const int device = ctx.device().index();
-  int current = -1;
-  GNNPIPE_CUDA_CHECK(cudaGetDevice(&current));
-  if (current != device) GNNPIPE_CUDA_CHECK(cudaSetDevice(device));
+  // No cudaGetDevice per op: the per-thread record of core::cuda::make_device_current.
+  GNNPIPE_CUDA_CHECK(core::cuda::make_device_current(ctx.device().index()));
 }
 
 template <class T>

@@ -30,9 +30,8 @@ OptimizerState<T>::OptimizerState(const ParamStore<T>& params, const OptimizerOp
   const std::vector<T> decay_host = weight_decay_per_element(params, options);
   const auto n = static_cast<int64_t>(params.size());
   for (DeviceArray<T>& m : moments) ops::zero<T>(ctx, m.matrix(ctx, 1, n));
-  core::copy_bytes_async(decay.ensure(ctx, decay_host.size()), decay_host.data(), decay_host.size() * sizeof(T),
-                         ctx.stream());
-  ctx.stream().synchronize();  // decay_host is pageable and goes away here
+  core::copy_from_host_sync(decay.ensure(ctx, decay_host.size()), decay_host.data(), decay_host.size() * sizeof(T),
+                            ctx.stream());
 }
 }  // namespace detail
 

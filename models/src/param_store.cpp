@@ -49,9 +49,8 @@ void ParamStore<T>::place(const OpContext& ctx) {
   device_ = ctx.device();
   placed_values_ = core::Buffer<T>(size_, core::MemoryKind::kDevice, device_);
   placed_grads_ = core::Buffer<T>(size_, core::MemoryKind::kDevice, device_);
-  core::copy_bytes_async(placed_values_.data(), host_values_.data(), size_ * sizeof(T), ctx.stream());
-  core::copy_bytes_async(placed_grads_.data(), host_grads_.data(), size_ * sizeof(T), ctx.stream());
-  ctx.stream().synchronize();  // the host vectors go away below
+  core::copy_from_host_sync(placed_values_.data(), host_values_.data(), size_ * sizeof(T), ctx.stream());
+  core::copy_from_host_sync(placed_grads_.data(), host_grads_.data(), size_ * sizeof(T), ctx.stream());
   values_ = placed_values_.data();
   grads_ = placed_grads_.data();
   host_values_ = {};
@@ -82,15 +81,15 @@ void ParamStore<T>::initialize(uint64_t seed) {
 }
 
 template <class T>
-std::vector<T> ParamStore<T>::values_to_host() const {
+std::vector<T> ParamStore<T>::values_to_host(const core::Stream& after) const {
   std::vector<T> out(size_);
   if (device_.is_cpu()) {
     std::copy(values_, values_ + size_, out.begin());
     return out;
   }
-  const core::Stream stream(device_);  // a pageable destination: the copy completes before the sync returns
-  core::copy_bytes_async(out.data(), values_, size_ * sizeof(T), stream);
-  stream.synchronize();
+  GNNPIPE_CHECK(after.device() == device_, "values_to_host: parameters on {}, stream on {}", device_.str(),
+                after.device().str());
+  core::copy_to_host_sync(out.data(), values_, size_ * sizeof(T), after);
   return out;
 }
 
@@ -102,8 +101,8 @@ void ParamStore<T>::copy_values_from(const ParamStore& from, const core::Stream&
 }
 
 template <class T>
-uint64_t ParamStore<T>::checksum() const {
-  const std::vector<T> values = values_to_host();
+uint64_t ParamStore<T>::checksum(const core::Stream& after) const {
+  const std::vector<T> values = values_to_host(after);
   uint64_t h = 0xcbf29ce484222325ull;
   const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
   for (std::size_t i = 0; i < values.size() * sizeof(T); ++i) {

@@ -108,7 +108,7 @@ TEST_CASE("the caching allocator on the GPU: past memory.limit OutOfBudget befor
   CHECK(std::all_of(zeros.begin(), zeros.end(), [](float v) { return v == 0.0f; }));
 }
 
-TEST_CASE("a GPU run past memory.limit fails with OutOfBudget (exit code 4); the next run on the device succeeds",
+TEST_CASE("a GPU run past memory.limit fails with OutOfBudget (exit code 4), the next run on the device succeeds",
           "[gpu][runs][errors]") {
   test::TempDir dir;
   CHECK_THROWS_AS(test::run_experiment(kTiny, {"run.device=cuda:0", "memory.limit=4KiB"}, dir / "small"),

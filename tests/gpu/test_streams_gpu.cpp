@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <vector>
 
 #include "gnnpipe/core/buffer.hpp"
 #include "gnnpipe/core/stream.hpp"
@@ -116,5 +117,32 @@ TEST_CASE("a CPU stream refuses device memory, and cross-device waits are refuse
   CHECK_THROWS_AS(copy_async(host, dev, cpu), Error);
   Event gpu_event(kGpu);
   CHECK_THROWS_AS(cpu.wait(gpu_event), Error);
+}
+
+TEST_CASE("a CUDA stream refuses pageable host memory for copies and fills, the synchronous copies stage it",
+          "[gpu][stream]") {
+  Stream stream(kGpu);
+  auto dev = Buffer<int32_t>::on(kGpu, 1000);
+  std::vector<int32_t> pageable(1000);
+  std::iota(pageable.begin(), pageable.end(), 3);
+  CHECK_THROWS_WITH(copy_bytes_async(dev.data(), pageable.data(), 4000, stream),
+                    Catch::Contains("pageable host memory: stage it through pinned memory"));
+  CHECK_THROWS_AS(copy_bytes_async(pageable.data(), dev.data(), 4000, stream), Error);
+  auto host = Buffer<int32_t>::host(1000);  // kHost: pageable too
+  CHECK_THROWS_AS(copy_async(dev, host, stream), Error);
+  CHECK_THROWS_WITH(fill_async(host, int32_t{1}, stream), Catch::Contains("into pageable host memory"));
+  // Pinned memory, an interior pointer of it included, is accepted.
+  auto pinned = Buffer<int32_t>::pinned(1000);
+  CHECK_NOTHROW(copy_bytes_async(dev.data(), pinned.data() + 17, 400, stream));
+  // Staged copies of pageable data, both ways, ordered after earlier work on the stream.
+  copy_from_host_sync(dev.data(), pageable.data(), 4000, stream);
+  fill_async(dev, int32_t{-1}, stream);  // queued before the copy back: the copy must see it
+  std::vector<int32_t> back(1000, 0);
+  copy_to_host_sync(back.data(), dev.data(), 4000, stream);
+  CHECK(std::all_of(back.begin(), back.end(), [](int32_t v) { return v == -1; }));
+  copy_from_host_sync(dev.data(), pageable.data(), 4000, stream);
+  copy_to_host_sync(back.data(), dev.data(), 4000, stream);
+  CHECK(back == pageable);
+  stream.synchronize();
 }
 #endif

@@ -106,7 +106,8 @@ void check_training_step(const graph::Dataset& d, const models::ModelOptions& mo
                  cpu_model.params().grads()));
   cpu_opt->step(cpu_model.params());
   gpu_opt->step(gpu_model.params());
-  CHECK(close<T>(gpu_model.params().values_to_host(), cpu_model.params().values()));
+  // Ordered after the optimizer step queued on the model's stream.
+  CHECK(close<T>(gpu_model.params().values_to_host(stream), cpu_model.params().values()));
 }
 
 models::ModelOptions step_options(models::ModelType type, int heads = 2) {

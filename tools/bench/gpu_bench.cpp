@@ -78,8 +78,7 @@ core::Buffer<float> random_device(int64_t rows, int64_t cols, uint64_t seed, con
   core::Rng rng(seed, {1});
   for (float& v : host) v = 2.0f * rng.uniform() - 1.0f;
   core::Buffer<float> dev(host.size(), core::MemoryKind::kDevice, stream.device());
-  core::copy_bytes_async(dev.data(), host.data(), host.size() * sizeof(float), stream);
-  stream.synchronize();
+  core::copy_from_host_sync(dev.data(), host.data(), host.size() * sizeof(float), stream);
   return dev;
 }
 
@@ -125,9 +124,8 @@ void gcn_bench(const Args& a, const graph::Block& host_block, const std::vector<
   for (auto& l : labels_host) l = static_cast<int32_t>(rng.below(static_cast<uint64_t>(a.classes)));
   core::Buffer<int32_t> labels(labels_host.size(), core::MemoryKind::kDevice, stream.device());
   core::Buffer<int32_t> rows(train.size(), core::MemoryKind::kDevice, stream.device());
-  core::copy_bytes_async(labels.data(), labels_host.data(), labels.bytes(), stream);
-  core::copy_bytes_async(rows.data(), train.data(), rows.bytes(), stream);
-  stream.synchronize();
+  core::copy_from_host_sync(labels.data(), labels_host.data(), labels.bytes(), stream);
+  core::copy_from_host_sync(rows.data(), train.data(), rows.bytes(), stream);
   for (const bool tf32 : {false, true}) {
     for (const auto impl : {models::SpmmImpl::kKernel, models::SpmmImpl::kCusparse}) {
       memory::CachingAllocator allocator(stream.device(), std::size_t{64} << 30);

@@ -6,7 +6,9 @@
 
 #include "backend.hpp"
 #include "cuda_check.hpp"
+#include "current_device.hpp"
 #include "fill.hpp"
+#include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/log.hpp"
 
 namespace gnnpipe::core::backend {
@@ -49,6 +51,14 @@ CudaProbe probe_devices() noexcept {
   return result;
 }
 
+// True when `ptr` is ordinary host memory that CUDA does not know (neither device, managed nor
+// page-locked memory). cudaPointerGetAttributes answers for any address inside an allocation.
+bool pageable(const void* ptr) {
+  cudaPointerAttributes attributes{};
+  GNNPIPE_CUDA_CHECK(cudaPointerGetAttributes(&attributes, ptr));
+  return attributes.type == cudaMemoryTypeUnregistered;
+}
+
 }  // namespace
 
 bool compiled() { return true; }
@@ -72,14 +82,14 @@ std::vector<GpuInfo> gpus() {
 
 void* device_malloc(int device, std::size_t bytes) {
   void* ptr = nullptr;
-  GNNPIPE_CUDA_CHECK(cudaSetDevice(device));
+  GNNPIPE_CUDA_CHECK(cuda::make_device_current(device));
   GNNPIPE_CUDA_CHECK(cudaMalloc(&ptr, bytes));
   return ptr;
 }
 
 void device_free(int device, void* ptr) noexcept {
   // Frees may run during unwinding: report, never throw.
-  if (cudaSetDevice(device) != cudaSuccess || cudaFree(ptr) != cudaSuccess) {
+  if (cuda::make_device_current(device) != cudaSuccess || cudaFree(ptr) != cudaSuccess) {
     logger().error("cudaFree failed on cuda:{}: {}", device, cudaGetErrorString(cudaGetLastError()));
   }
 }
@@ -98,14 +108,14 @@ void pinned_free(void* ptr) noexcept {
 
 void* stream_create(int device) {
   cudaStream_t stream = nullptr;
-  GNNPIPE_CUDA_CHECK(cudaSetDevice(device));
+  GNNPIPE_CUDA_CHECK(cuda::make_device_current(device));
   // Non-blocking: never serialises with the legacy default stream, which we never use.
   GNNPIPE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   return stream;
 }
 
 void stream_destroy(int device, void* stream) noexcept {
-  if (cudaSetDevice(device) != cudaSuccess || cudaStreamDestroy(as_stream(stream)) != cudaSuccess) {
+  if (cuda::make_device_current(device) != cudaSuccess || cudaStreamDestroy(as_stream(stream)) != cudaSuccess) {
     logger().error("cudaStreamDestroy failed on cuda:{}: {}", device, cudaGetErrorString(cudaGetLastError()));
   }
 }
@@ -114,13 +124,13 @@ void stream_synchronize(void* stream) { GNNPIPE_CUDA_CHECK(cudaStreamSynchronize
 
 void* event_create(int device, bool timing) {
   cudaEvent_t event = nullptr;
-  GNNPIPE_CUDA_CHECK(cudaSetDevice(device));
+  GNNPIPE_CUDA_CHECK(cuda::make_device_current(device));
   GNNPIPE_CUDA_CHECK(cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming));
   return event;
 }
 
 void event_destroy(int device, void* event) noexcept {
-  if (cudaSetDevice(device) != cudaSuccess || cudaEventDestroy(as_event(event)) != cudaSuccess) {
+  if (cuda::make_device_current(device) != cudaSuccess || cudaEventDestroy(as_event(event)) != cudaSuccess) {
     logger().error("cudaEventDestroy failed on cuda:{}: {}", device, cudaGetErrorString(cudaGetLastError()));
   }
 }
@@ -149,11 +159,22 @@ float event_elapsed_ms(void* start, void* end) {
   return ms;
 }
 
-void memcpy_async(void* dst, const void* src, std::size_t bytes, void* stream) {
+void memcpy_async(int device, void* dst, const void* src, std::size_t bytes, void* stream, bool allow_pageable) {
+  GNNPIPE_CUDA_CHECK(cuda::make_device_current(device));
+  if (!allow_pageable) {
+    GNNPIPE_CHECK(!pageable(src) && !pageable(dst),
+                  "a copy of {} bytes on a cuda:{} stream {} pageable host memory: stage it through pinned memory "
+                  "(MemoryKind::kPinned, or core::copy_from_host_sync / copy_to_host_sync)",
+                  bytes, device, pageable(src) ? "reads" : "writes");
+  }
   GNNPIPE_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, as_stream(stream)));
 }
 
-void fill_async(void* dst, std::size_t count, std::size_t element_size, unsigned long long pattern, void* stream) {
+void fill_async(int device, void* dst, std::size_t count, std::size_t element_size, unsigned long long pattern,
+                void* stream) {
+  GNNPIPE_CUDA_CHECK(cuda::make_device_current(device));
+  GNNPIPE_CHECK(!pageable(dst), "a fill of {} elements on a cuda:{} stream into pageable host memory (a kernel cannot "
+                "write it): fill device or pinned memory", count, device);
   cuda::launch_fill(dst, count, element_size, pattern, as_stream(stream));
 }
 

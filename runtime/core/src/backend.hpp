@@ -33,12 +33,17 @@ bool event_query(void* event);
 void event_synchronize(void* event);
 float event_elapsed_ms(void* start, void* end);
 
-void memcpy_async(void* dst, const void* src, std::size_t bytes, void* stream);
+// Copies on `stream` of `device`. Unless `allow_pageable`, refuses (Error) a host pointer that is
+// not page-locked: such a copy would block the calling thread (the driver stages it) and is not
+// ordered like a stream operation.
+void memcpy_async(int device, void* dst, const void* src, std::size_t bytes, void* stream, bool allow_pageable);
 // Profiler ranges (NVTX push/pop on CUDA builds; no-ops otherwise). Never throw.
 void range_push(const char* name) noexcept;
 void range_pop() noexcept;
 
-// Fills `count` elements of `element_size` bytes with `pattern` (a kernel in cuda/fill.cu).
-void fill_async(void* dst, std::size_t count, std::size_t element_size, unsigned long long pattern, void* stream);
+// Fills `count` elements of `element_size` bytes with `pattern` (a kernel in cuda/fill.cu) on
+// `stream` of `device`. Refuses (Error) pageable host memory, which a kernel cannot touch.
+void fill_async(int device, void* dst, std::size_t count, std::size_t element_size, unsigned long long pattern,
+                void* stream);
 
 }  // namespace gnnpipe::core::backend

@@ -1,5 +1,7 @@
 #include "gnnpipe/core/memory_kind.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
@@ -62,14 +64,71 @@ void free_bytes(const Allocation& a) noexcept {
   }
 }
 
-void copy_bytes_async(void* dst, const void* src, std::size_t bytes, const Stream& stream) {
+namespace {
+
+void copy_bytes(void* dst, const void* src, std::size_t bytes, const Stream& stream, bool allow_pageable) {
   if (bytes == 0) return;
   GNNPIPE_CHECK(dst != nullptr && src != nullptr, "copy of {} bytes with a null pointer", bytes);
   if (stream.native_handle() == nullptr) {
     std::memmove(dst, src, bytes);  // CPU backend: inline, and overlap-safe
     return;
   }
-  backend::memcpy_async(dst, src, bytes, stream.native_handle());
+  backend::memcpy_async(stream.device().index(), dst, src, bytes, stream.native_handle(), allow_pageable);
+}
+
+// Pinned staging memory for the synchronous copies, freed on scope exit.
+struct PinnedStaging {
+  explicit PinnedStaging(std::size_t bytes) : allocation(allocate_bytes(MemoryKind::kPinned, Device::cpu(), bytes)) {}
+  ~PinnedStaging() { free_bytes(allocation); }
+  PinnedStaging(const PinnedStaging&) = delete;
+  PinnedStaging& operator=(const PinnedStaging&) = delete;
+  std::byte* data() const { return static_cast<std::byte*>(allocation.ptr); }
+  Allocation allocation;
+};
+
+constexpr std::size_t kStagingPiece = std::size_t{64} << 20;  // bounds the pinned memory of a sync copy
+
+}  // namespace
+
+void copy_bytes_async(void* dst, const void* src, std::size_t bytes, const Stream& stream) {
+  copy_bytes(dst, src, bytes, stream, false);
+}
+
+void copy_bytes_pageable(void* dst, const void* src, std::size_t bytes, const Stream& stream) {
+  copy_bytes(dst, src, bytes, stream, true);
+}
+
+void copy_from_host_sync(void* dst, const void* host_src, std::size_t bytes, const Stream& stream) {
+  if (stream.native_handle() == nullptr || bytes == 0) {
+    copy_bytes(dst, host_src, bytes, stream, false);
+    return;
+  }
+  GNNPIPE_CHECK(dst != nullptr && host_src != nullptr, "copy of {} bytes with a null pointer", bytes);
+  const PinnedStaging staging(std::min(bytes, kStagingPiece));
+  for (std::size_t done = 0; done < bytes;) {
+    const std::size_t n = std::min(kStagingPiece, bytes - done);
+    if (done > 0) stream.synchronize();  // the previous piece has left the staging memory
+    std::memcpy(staging.data(), static_cast<const std::byte*>(host_src) + done, n);
+    copy_bytes(static_cast<std::byte*>(dst) + done, staging.data(), n, stream, false);
+    done += n;
+  }
+  stream.synchronize();
+}
+
+void copy_to_host_sync(void* host_dst, const void* src, std::size_t bytes, const Stream& stream) {
+  if (stream.native_handle() == nullptr || bytes == 0) {
+    copy_bytes(host_dst, src, bytes, stream, false);
+    return;
+  }
+  GNNPIPE_CHECK(host_dst != nullptr && src != nullptr, "copy of {} bytes with a null pointer", bytes);
+  const PinnedStaging staging(std::min(bytes, kStagingPiece));
+  for (std::size_t done = 0; done < bytes;) {
+    const std::size_t n = std::min(kStagingPiece, bytes - done);
+    copy_bytes(staging.data(), static_cast<const std::byte*>(src) + done, n, stream, false);
+    stream.synchronize();
+    std::memcpy(static_cast<std::byte*>(host_dst) + done, staging.data(), n);
+    done += n;
+  }
 }
 
 void fill_bytes_async(void* dst, std::size_t count, std::size_t element_size, unsigned long long pattern,
@@ -79,7 +138,7 @@ void fill_bytes_async(void* dst, std::size_t count, std::size_t element_size, un
   if (count == 0) return;
   GNNPIPE_CHECK(dst != nullptr, "fill of {} elements into a null pointer", count);
   if (stream.native_handle() != nullptr) {
-    backend::fill_async(dst, count, element_size, pattern, stream.native_handle());
+    backend::fill_async(stream.device().index(), dst, count, element_size, pattern, stream.native_handle());
     return;
   }
   auto* out = static_cast<unsigned char*>(dst);

@@ -31,9 +31,9 @@ void stream_wait_event(void*, void*) { no_cuda(); }
 bool event_query(void*) { no_cuda(); }
 void event_synchronize(void*) { no_cuda(); }
 float event_elapsed_ms(void*, void*) { no_cuda(); }
-void memcpy_async(void*, const void*, std::size_t, void*) { no_cuda(); }
+void memcpy_async(int, void*, const void*, std::size_t, void*, bool) { no_cuda(); }
 void range_push(const char*) noexcept {}
 void range_pop() noexcept {}
-void fill_async(void*, std::size_t, std::size_t, unsigned long long, void*) { no_cuda(); }
+void fill_async(int, void*, std::size_t, std::size_t, unsigned long long, void*) { no_cuda(); }
 
 }  // namespace gnnpipe::core::backend

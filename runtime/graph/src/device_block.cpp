@@ -16,7 +16,7 @@ template <class T>
 HostArray<T> upload(const HostArray<T>& src, const std::shared_ptr<Storage>& storage, const core::Stream& stream) {
   if (src.empty()) return HostArray<T>();
   auto& buffer = storage->buffers.emplace_back(src.size() * sizeof(T), core::MemoryKind::kDevice, stream.device());
-  core::copy_bytes_async(buffer.data(), src.data(), buffer.bytes(), stream);
+  core::copy_from_host_sync(buffer.data(), src.data(), buffer.bytes(), stream);  // HostArrays may be pageable
   return HostArray<T>::view(storage, reinterpret_cast<T*>(buffer.data()), src.size());
 }
 
@@ -33,7 +33,6 @@ DeviceBlockCopy::DeviceBlockCopy(const Block& source, const core::Stream& stream
   block_.t_offsets = upload(source.t_offsets, storage, stream);
   block_.t_indices = upload(source.t_indices, storage, stream);
   block_.t_edges = upload(source.t_edges, storage, stream);
-  stream.synchronize();
 }
 
 }  // namespace gnnpipe::graph

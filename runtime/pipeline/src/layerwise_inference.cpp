@@ -3,6 +3,8 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <cstring>
+#include <exception>
 #include <optional>
 #include <vector>
 
@@ -16,39 +18,146 @@
 namespace gnnpipe::pipeline {
 namespace {
 
-// One chunk through layer l on the model's GPU: the chunk (its input rows gathered from `source`,
-// its block) is packed into pinned memory, copied to the device in one copy, run, and its outputs
-// copied back into their rows of `out`. Synchronous per chunk (evaluation runs on its own thread
-// and stream; the pinned buffer is reused by the next chunk).
+// Runs chunks through a layer on the model's GPU, with a ring of pinned staging pairs: chunk c is
+// packed into slot c % kRingSlots (its input rows gathered from `source`, its block) while the
+// chunks before it still run, copied to the device in one piece, run on the context's stream, and
+// its outputs copied back into the slot's pinned output buffer. A slot is retired (its event waited
+// for, its outputs copied into their rows of the result) before it is packed again; flush()
+// retires them all. The device arrays are shared: every chunk runs in order on the one stream.
 class DeviceChunkRunner {
  public:
-  explicit DeviceChunkRunner(const models::OpContext& ctx) : ctx_(ctx) {}
+  static constexpr std::size_t kRingSlots = 2;
 
+  explicit DeviceChunkRunner(const models::OpContext& ctx) : ctx_(ctx) {
+    for (std::size_t i = 0; i < kRingSlots; ++i) slots_.emplace_back(ctx.device());
+  }
+  ~DeviceChunkRunner() { discard(); }
+  DeviceChunkRunner(const DeviceChunkRunner&) = delete;
+  DeviceChunkRunner& operator=(const DeviceChunkRunner&) = delete;
+
+  const models::OpContext& context() const { return ctx_; }
+  std::size_t pinned_bytes() const {
+    std::size_t total = 0;
+    for (const Slot& s : slots_) total += s.in.size() + s.out.size();
+    return total;
+  }
+  int64_t pinned_allocations() const { return pinned_allocations_; }
+
+  // Queues chunk `chunk` through layer l; its outputs are in `out_rows` once a later run() has
+  // retired its slot or flush() returned.
   void run(models::GnnModel<float>& model, std::size_t l, const graph::MiniBatch& chunk,
            const graph::FeatureStore& source, models::MatrixView<float> out_rows) {
+    Slot& slot = slots_[next_++ % slots_.size()];
+    retire(slot);
     const BatchLayout layout = BatchLayout::of(chunk, source.cols());
-    if (pinned_.size() < layout.total_bytes) pinned_ = core::Buffer<std::byte>(layout.total_bytes, core::MemoryKind::kPinned);
-    pack_batch(chunk, source, {}, layout, pinned_.data());
+    grow(slot.in, layout.total_bytes);
+    pack_batch(chunk, source, {}, layout, slot.in.data());
     std::byte* dev = packed_.ensure(ctx_, layout.total_bytes);
-    core::copy_bytes_async(dev, pinned_.data(), layout.total_bytes, ctx_.stream());
+    core::copy_bytes_async(dev, slot.in.data(), layout.total_bytes, ctx_.stream());
     const PackedBatchView view = PackedBatchView::of(layout, nullptr, dev);
     const models::MatrixView<float> y = y_.matrix(ctx_, out_rows.rows, out_rows.cols);
     model.infer_layer(l, view.blocks.front(), view.features, y);
-    core::copy_bytes_async(out_rows.data, y.data, static_cast<std::size_t>(y.size()) * sizeof(float), ctx_.stream());
-    ctx_.stream().synchronize();
+    const std::size_t out_bytes = static_cast<std::size_t>(y.size()) * sizeof(float);
+    grow(slot.out, out_bytes);
+    core::copy_bytes_async(slot.out.data(), y.data, out_bytes, ctx_.stream());
+    slot.done.record(ctx_.stream());
+    slot.target = out_rows;
+    slot.pending = true;
+  }
+
+  // Waits for every queued chunk and puts its outputs in place.
+  void flush() {
+    for (Slot& slot : slots_) retire(slot);
+  }
+
+  // Forgets queued chunks (after a failure): waits, ignoring errors, until the device no longer
+  // uses the pinned buffers; outputs are not copied.
+  void discard() noexcept {
+    for (Slot& slot : slots_) {
+      if (!slot.pending) continue;
+      try {
+        slot.done.synchronize();
+      } catch (const std::exception&) {
+        // A device fault: the error was reported where it happened.
+      }
+      slot.pending = false;
+    }
   }
 
  private:
+  struct Slot {
+    explicit Slot(core::Device device) : done(device) {}
+    core::Buffer<std::byte> in, out;  // pinned
+    core::Event done;                 // recorded after the chunk's outputs were copied into `out`
+    models::MatrixView<float> target{};
+    bool pending = false;
+  };
+
+  void retire(Slot& slot) {
+    if (!slot.pending) return;
+    slot.done.synchronize();
+    std::memcpy(slot.target.data, slot.out.data(), static_cast<std::size_t>(slot.target.size()) * sizeof(float));
+    slot.pending = false;
+  }
+
+  // Pinned memory grows with 1/4 headroom and is kept: a retired slot is not in use.
+  void grow(core::Buffer<std::byte>& buffer, std::size_t bytes) {
+    if (buffer.size() >= bytes) return;
+    buffer = core::Buffer<std::byte>();
+    buffer = core::Buffer<std::byte>(bytes + bytes / 4, core::MemoryKind::kPinned);
+    ++pinned_allocations_;
+  }
+
   const models::OpContext& ctx_;
-  core::Buffer<std::byte> pinned_;
+  std::vector<Slot> slots_;
+  std::size_t next_ = 0;
+  int64_t pinned_allocations_ = 0;
   models::DeviceArray<std::byte> packed_;
   models::DeviceArray<float> y_;
 };
 
+// Discards what a failed call left queued in the runner.
+struct DiscardOnFailure {
+  DeviceChunkRunner* runner;
+  int exceptions = std::uncaught_exceptions();
+  ~DiscardOnFailure() {
+    if (runner != nullptr && std::uncaught_exceptions() > exceptions) runner->discard();
+  }
+};
+
 }  // namespace
+
+struct InferenceWorkspace::State {
+  std::optional<DeviceChunkRunner> runner;
+
+  DeviceChunkRunner& runner_for(const models::OpContext& ctx) {
+    if (!runner || &runner->context() != &ctx) {
+      runner.reset();
+      runner.emplace(ctx);
+    }
+    return *runner;
+  }
+};
+
+InferenceWorkspace::InferenceWorkspace() : state_(std::make_unique<State>()) {}
+InferenceWorkspace::~InferenceWorkspace() = default;
+InferenceWorkspace::InferenceWorkspace(InferenceWorkspace&&) noexcept = default;
+InferenceWorkspace& InferenceWorkspace::operator=(InferenceWorkspace&&) noexcept = default;
+InferenceWorkspace::State& InferenceWorkspace::state() { return *state_; }
+std::size_t InferenceWorkspace::pinned_bytes() const { return state_->runner ? state_->runner->pinned_bytes() : 0; }
+int64_t InferenceWorkspace::pinned_allocations() const {
+  return state_->runner ? state_->runner->pinned_allocations() : 0;
+}
 
 models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const graph::CsrGraph& graph,
                                       const graph::FeatureStore& features, const LayerwiseInferenceOptions& options) {
+  InferenceWorkspace workspace;
+  return infer_layerwise(model, graph, features, options, workspace);
+}
+
+models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const graph::CsrGraph& graph,
+                                      const graph::FeatureStore& features, const LayerwiseInferenceOptions& options,
+                                      InferenceWorkspace& workspace) {
   GNNPIPE_CHECK_CONFIG(options.parallel_chunks >= 1, "inference: parallel_chunks must be >= 1, got {}",
                        options.parallel_chunks);
   GNNPIPE_CHECK(features.rows() == graph.num_nodes(), "inference: {} feature rows for a graph of {} nodes",
@@ -61,8 +170,9 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
   models::Matrix<float> previous;  // the last layer's outputs for every node (empty before layer 0)
   std::vector<float> input;        // one chunk's input rows, reused (CPU)
   const bool on_gpu = model.context().is_cuda();
-  std::optional<DeviceChunkRunner> gpu;
-  if (on_gpu) gpu.emplace(model.context());
+  DeviceChunkRunner* gpu = on_gpu ? &workspace.state().runner_for(model.context()) : nullptr;
+  if (gpu != nullptr) gpu->discard();  // nothing of an earlier, failed call stays queued
+  const DiscardOnFailure guard{gpu};
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const int64_t in_cols = l == 0 ? features.cols() : previous.cols();
     models::Matrix<float> out(graph.num_nodes(), model.layer_out_dim(l));
@@ -103,6 +213,7 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
         model.infer_layer(l, block, models::MatrixView<const float>{input.data(), static_cast<int64_t>(rows), in_cols}, y);
       }
     }
+    if (gpu != nullptr) gpu->flush();  // every output of the layer in place before the next reads them
     previous = std::move(out);
   }
   return previous;

@@ -80,8 +80,8 @@ class Stages {
         device_(s.model.context().device()),
         staging_(std::max(1, s.pipeline.staging_slots),
                  device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost, core::Device::cpu()),
-        device_slots_(std::max(1, s.pipeline.staging_slots), core::MemoryKind::kDevice, device_),
         copy_stream_(device_),
+        device_slots_(static_cast<std::size_t>(std::max(1, s.pipeline.staging_slots))),
         train_ctx_(s.model.context()),
         train_stream_(train_ctx_.stream()),
         eval_stream_(device_),
@@ -90,7 +90,7 @@ class Stages {
         snapshot_done_(device_),
         eval_model_(s.model_options, s.data.features.cols(), s.data.labels.num_classes, s.seed, eval_ctx_),
         losses_(train_ctx_) {
-    for (int i = 0; i < device_slots_.size(); ++i) {
+    for (std::size_t i = 0; i < device_slots_.size(); ++i) {
       copied_.emplace_back(device_);
       released_.emplace_back(device_);
     }
@@ -133,14 +133,17 @@ class Stages {
     const core::TraceRange range("gnnpipe transfer");
     const double t0 = s_.recorder.now();
     fault(Stage::kTransfer, item);
-    memory::StagingSlot& dst = device_slots_.slot(item.device_slot);
-    if (dst.capacity() < item.layout.total_bytes) {
-      released_[static_cast<std::size_t>(item.device_slot)].synchronize();  // no step still reads it
-      dst.ensure(item.layout.total_bytes);
-    }
-    copy_stream_.wait(released_[static_cast<std::size_t>(item.device_slot)]);
-    core::copy_async(dst.buffer(), 0, staging_.slot(item.slot).buffer(), 0, item.layout.total_bytes, copy_stream_);
-    auto& copied = copied_[static_cast<std::size_t>(item.device_slot)];
+    const auto dev = static_cast<std::size_t>(item.device_slot);
+    const std::size_t bytes = item.layout.total_bytes;
+    copy_stream_.wait(released_[dev]);  // the last train step that read this device slot comes first
+    models::DeviceArray<std::byte>& dst = device_slots_[dev];
+    // Growth (1/8 headroom) frees the old memory in copy-stream order, after that wait: no host
+    // synchronisation and no cudaFree (the run's caching allocator, under its budget).
+    if (dst.capacity() < bytes) dst.ensure(train_ctx_.allocator(), copy_stream_, bytes + bytes / 8);
+    const memory::StagingSlot& src = staging_.slot(item.slot);
+    GNNPIPE_CHECK(src.capacity() >= bytes, "staging slot {} holds {} bytes, batch needs {}", item.slot, src.capacity(), bytes);
+    core::copy_bytes_async(dst.data(), src.data(), bytes, copy_stream_);
+    auto& copied = copied_[dev];
     copied.record(copy_stream_);
     copied.synchronize();
     s_.recorder.record(Stage::kTransfer, item.epoch, item.spec.index, t0, s_.recorder.now());
@@ -153,8 +156,7 @@ class Stages {
     fault(Stage::kTrain, item);
     const auto dev = static_cast<std::size_t>(item.device_slot);
     train_stream_.wait(copied_[dev]);
-    const PackedBatchView view =
-        PackedBatchView::of(item.layout, nullptr, device_slots_.slot(item.device_slot).data());
+    const PackedBatchView view = PackedBatchView::of(item.layout, nullptr, device_slots_[dev].data());
     const auto blocks = graph::layer_blocks(view.blocks, s_.model.num_layers(), item.spec.index);
     s_.model.params().zero_grad(train_ctx_);
     const auto logits = s_.model.forward(
@@ -192,7 +194,8 @@ class Stages {
     const double t0 = s_.recorder.now();
     if (s_.fault) s_.fault(Stage::kEval, r.epoch, -1);
     const auto logits = infer_layerwise(eval_model_, s_.data.graph, s_.data.features,
-                                        {.chunk_nodes = s_.eval_chunk_nodes, .parallel_chunks = s_.pipeline.sampler_threads});
+                                        {.chunk_nodes = s_.eval_chunk_nodes, .parallel_chunks = s_.pipeline.sampler_threads},
+                                        eval_workspace_);
     const auto labels = s_.data.labels.single.span();
     const auto& sp = s_.data.splits;
     r.evaluated = true;
@@ -233,8 +236,10 @@ class Stages {
   const TrainingSetup& s_;
   core::Device device_;  // the model's op context's
   memory::StagingPool staging_;
-  memory::StagingPool device_slots_;
   core::Stream copy_stream_;
+  // One per staging slot: a batch on the device. After copy_stream_, which their frees are ordered
+  // on, so they are destroyed before it.
+  std::vector<models::DeviceArray<std::byte>> device_slots_;
   const models::OpContext& train_ctx_;  // the model's: its stream is the train stream
   const core::Stream& train_stream_;
   core::Stream eval_stream_;
@@ -242,6 +247,7 @@ class Stages {
   std::vector<core::Event> copied_, released_;  // per device slot
   core::Event epoch_end_, snapshot_done_;
   models::GnnModel<float> eval_model_;
+  InferenceWorkspace eval_workspace_;  // pinned and device buffers of every evaluation of the run
   models::DeviceArray<float> dlogits_;
   models::DeviceArray<double> loss_scratch_;
   detail::EpochLosses losses_;
@@ -264,7 +270,7 @@ RunResult finish(const TrainingSetup& s, const EvalTracker& tracker, int epochs_
   r.best_val = tracker.best_val;
   r.test_at_best = tracker.test_at_best;
   r.train_at_best = tracker.train_at_best;
-  r.params_checksum = s.model.params().checksum();
+  r.params_checksum = s.model.params().checksum(s.model.context().stream());
   r.epoch_times = std::move(times);
   return r;
 }

@@ -70,7 +70,7 @@ TEST_CASE("a budget miss waits for blocks still pending on another stream, then 
   CHECK(s.in_use_bytes == 2 * kKiB);
 }
 
-TEST_CASE("completed blocks go back first; the wait takes the largest pending ones, only as many as needed",
+TEST_CASE("completed blocks go back first, then the wait takes the largest pending ones, only as many as needed",
           "[memory][allocator]") {
   const core::Stream train(core::Device::cpu()), eval(core::Device::cpu());
   FenceLog log;
@@ -93,7 +93,7 @@ TEST_CASE("completed blocks go back first; the wait takes the largest pending on
   CHECK(alloc.stats().in_use_bytes == 15 * kKiB);
 }
 
-TEST_CASE("a block pending on the requesting stream is reused without a wait; one on another stream is not",
+TEST_CASE("a block pending on the requesting stream is reused without a wait, one on another stream is not",
           "[memory][allocator]") {
   const core::Stream train(core::Device::cpu()), eval(core::Device::cpu());
   FenceLog log;

@@ -24,16 +24,22 @@ class DeviceArray {
 
   // At least `n` elements in ctx's memory; returns the data pointer (nullptr when n == 0 and
   // nothing was allocated yet). Reallocation frees the old memory in the order of ctx's stream.
-  T* ensure(const OpContext& ctx, std::size_t n) {
+  T* ensure(const OpContext& ctx, std::size_t n) { return ensure(ctx.allocator(), ctx.stream(), n); }
+
+  // The same for memory used on `stream` (a copy stream, say) from `allocator` (the driver when
+  // null). The old memory's free is ordered after the work queued on `stream` so far: a caller
+  // whose other streams read it makes `stream` wait for them first.
+  T* ensure(memory::CachingAllocator* allocator, const core::Stream& stream, std::size_t n) {
     if (n <= capacity_) return data();
     capacity_ = 0;
+    if (block_) block_.use_on(stream);
     block_ = memory::DeviceBlock{};
     buffer_ = core::Buffer<T>{};
-    if (ctx.allocator() != nullptr) {
-      block_ = ctx.allocator()->allocate(n * sizeof(T), ctx.stream());
-      block_.use_on(ctx.stream());
+    if (allocator != nullptr) {
+      block_ = allocator->allocate(n * sizeof(T), stream);
+      block_.use_on(stream);
     } else {
-      buffer_ = core::Buffer<T>(n, core::MemoryKind::kDevice, ctx.device());
+      buffer_ = core::Buffer<T>(n, core::MemoryKind::kDevice, stream.device());
     }
     capacity_ = n;
     return data();

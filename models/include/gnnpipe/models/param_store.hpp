@@ -60,20 +60,24 @@ class ParamStore {
   // Where the store lives (cpu until placed on a CUDA context).
   core::Device device() const { return device_; }
 
-  // Moves values and gradients into ctx's memory (a synchronous copy; once, after initialize()).
+  // Moves values and gradients into ctx's memory (a synchronous copy staged through pinned memory,
+  // ordered on ctx's stream; once, after initialize()).
   void place(const OpContext& ctx);
   // Zeroes every gradient, in the order of ctx's stream (ctx on the store's device).
   void zero_grad(const OpContext& ctx = OpContext::host());
   // Initialises every parameter by its Init; parameter i draws from the Philox stream
   // (seed, 0x696e6974, i), so initialisation is reproducible. Before place().
   void initialize(uint64_t seed);
-  // A host copy of every value (synchronous for a store in device memory).
-  std::vector<T> values_to_host() const;
+  // A host copy of every value, ordered after the work queued so far on `after`: the stream that
+  // updates the store (the model's context stream, where the optimizer steps), so that a pending
+  // step is included. Synchronous; for a store in host memory the stream is not used.
+  std::vector<T> values_to_host(const core::Stream& after) const;
   // Copies every value of `from` (same registration) into this store, in the order of `stream`
   // (which both stores' memory must be reachable from).
   void copy_values_from(const ParamStore& from, const core::Stream& stream);
-  // FNV-1a over the bytes of every value: equal checksums mean bitwise-equal parameters.
-  uint64_t checksum() const;
+  // FNV-1a over the bytes of every value (read as values_to_host(after) does): equal checksums
+  // mean bitwise-equal parameters.
+  uint64_t checksum(const core::Stream& after) const;
 
  private:
   std::vector<Param> params_;

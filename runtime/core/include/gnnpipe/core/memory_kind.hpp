@@ -38,12 +38,25 @@ class Stream;
 
 // Copies `bytes` from `src` to `dst` in the order of `stream` (cudaMemcpyAsync with the direction
 // inferred by unified addressing; a plain memcpy on the CPU backend). The caller keeps both
-// ranges alive until the stream reaches this point. Pageable host memory makes a CUDA copy
-// effectively synchronous: stage through kPinned.
+// ranges alive until the stream reaches this point. On a CUDA stream, host memory must be pinned
+// (kPinned): pageable memory is refused with an Error, since the driver would stage it while the
+// calling thread waits, outside stream order. Use the synchronous copies below for pageable data.
 void copy_bytes_async(void* dst, const void* src, std::size_t bytes, const Stream& stream);
 
+// Synchronous copies between pageable host memory and any memory `stream` can reach, staged
+// through pinned memory in pieces of at most 64 MiB: for setup and results (parameters, a whole
+// graph's arrays, test data), not for a hot path. Ordered after the work queued on `stream`
+// before the call; they return once the copy is complete (the stream is synchronised).
+void copy_from_host_sync(void* dst, const void* host_src, std::size_t bytes, const Stream& stream);
+void copy_to_host_sync(void* host_dst, const void* src, std::size_t bytes, const Stream& stream);
+
+// A cudaMemcpyAsync that accepts pageable host memory (the driver stages it and returns once the
+// host side was read). Only for measuring what pageable copies cost (`gnnpipe doctor`).
+void copy_bytes_pageable(void* dst, const void* src, std::size_t bytes, const Stream& stream);
+
 // Fills `count` elements of `element_size` bytes (1, 2, 4 or 8) at `dst` with the bit pattern
-// `pattern` (its low element_size bytes), in the order of `stream`.
+// `pattern` (its low element_size bytes), in the order of `stream`. On a CUDA stream `dst` must be
+// device or pinned memory (pageable host memory is refused with an Error).
 void fill_bytes_async(void* dst, std::size_t count, std::size_t element_size, unsigned long long pattern,
                       const Stream& stream);
 

@@ -6,6 +6,7 @@
 // [nodes x width] activation matrices, never an [edges x width] intermediate of the whole graph.
 // Chunks of a window are sampled in parallel; each chunk's layer runs with its ops' own threads.
 #include <cstdint>
+#include <memory>
 
 #include "gnnpipe/graph/csr_graph.hpp"
 #include "gnnpipe/graph/feature_store.hpp"
@@ -19,8 +20,36 @@ struct LayerwiseInferenceOptions {
   int parallel_chunks = 2;  // chunks sampled concurrently, >= 1
 };
 
+// What layer-wise inference on a GPU keeps from one call to the next: a ring of pinned staging
+// buffers (a packed chunk going in, its outputs coming back) and the chunk's device arrays. A run
+// keeps one for all its evaluations, so that once its largest chunk was seen an evaluation
+// allocates no pinned memory (cudaHostAlloc and cudaFreeHost synchronise the whole device).
+// Unused on the CPU backend. Move-only; one call at a time.
+class InferenceWorkspace {
+ public:
+  InferenceWorkspace();
+  ~InferenceWorkspace();
+  InferenceWorkspace(InferenceWorkspace&&) noexcept;
+  InferenceWorkspace& operator=(InferenceWorkspace&&) noexcept;
+  // Pinned bytes held (0 before a GPU call).
+  std::size_t pinned_bytes() const;
+  // How many times a pinned buffer was (re)allocated: stays flat once the largest chunk was seen.
+  int64_t pinned_allocations() const;
+
+  struct State;  // defined in layerwise_inference.cpp
+  State& state();
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
 // The logits of every node of `graph` [num_nodes x out_dim] under `model` in inference mode.
-// `features` has one row per node of `graph`.
+// `features` has one row per node of `graph`. On a GPU, a chunk's outputs come back through the
+// pinned ring while the next chunk is packed; the call returns when every output is in place.
+models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const graph::CsrGraph& graph,
+                                      const graph::FeatureStore& features, const LayerwiseInferenceOptions& options,
+                                      InferenceWorkspace& workspace);
+// The same with a workspace of its own (allocated and freed by this call).
 models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const graph::CsrGraph& graph,
                                       const graph::FeatureStore& features, const LayerwiseInferenceOptions& options);
 
