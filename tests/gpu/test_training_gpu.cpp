@@ -153,6 +153,18 @@ TEST_CASE("layer-wise inference on the GPU gives the CPU's logits", "[gpu][train
   const auto cpu_logits = pipeline::infer_layerwise(cpu_model, d.graph, d.features, {.chunk_nodes = 97});
   const auto gpu_logits = pipeline::infer_layerwise(gpu_model, d.graph, d.features, {.chunk_nodes = 97});
   CHECK(close(std::vector<float>(gpu_logits.flat().begin(), gpu_logits.flat().end()), cpu_logits.flat()));
+  // A workspace kept across calls (a run's evaluations): the pinned ring is allocated in the first
+  // call only, and later calls (the ring reused; then chunks of another size) give the same logits.
+  pipeline::InferenceWorkspace workspace;
+  const auto first = pipeline::infer_layerwise(gpu_model, d.graph, d.features, {.chunk_nodes = 97}, workspace);
+  const int64_t allocations = workspace.pinned_allocations();
+  CHECK(allocations > 0);
+  CHECK(workspace.pinned_bytes() > 0);
+  const auto again = pipeline::infer_layerwise(gpu_model, d.graph, d.features, {.chunk_nodes = 97}, workspace);
+  CHECK(workspace.pinned_allocations() == allocations);
+  CHECK(std::equal(again.flat().begin(), again.flat().end(), first.flat().begin()));
+  const auto smaller = pipeline::infer_layerwise(gpu_model, d.graph, d.features, {.chunk_nodes = 13}, workspace);
+  CHECK(close(std::vector<float>(smaller.flat().begin(), smaller.flat().end()), cpu_logits.flat()));
 }
 
 TEST_CASE("GPU runs: reruns are bitwise equal, pipelined equals sequential, accuracy matches the CPU",
