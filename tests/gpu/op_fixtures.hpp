@@ -1,7 +1,9 @@
 #pragma once
 // Inputs of the CPU-vs-CUDA op tests (test_ops_gpu.cpp, test_edge_cases_gpu.cpp): a CUDA op
 // context on a stream of its own, random matrices, and blocks with the rows that break kernels,
-// each with its device copy.
+// each with its device copy; the SpMM parity check both use.
+#include <catch2/catch.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -16,6 +18,7 @@
 #include "gnnpipe/memory/caching_allocator.hpp"
 #include "gnnpipe/models/matrix.hpp"
 #include "gnnpipe/models/op_context.hpp"
+#include "gnnpipe/models/ops/ops.hpp"
 #include "model_helpers.hpp"
 
 namespace gnnpipe::test {
@@ -109,6 +112,38 @@ inline std::vector<BlockCase> block_cases(const core::Stream& stream) {
       graph::Block::from_csr(5, 9, graph::HostArray<graph::EdgeOffset>(std::vector<graph::EdgeOffset>(6, 0)),
                              graph::HostArray<graph::NodeId>(), graph::HostArray<float>()));
   return cases;
+}
+
+// ops::spmm and ops::spmm_backward on `cuda` against the CPU twins for one block and width F:
+// outputs poisoned first, compared within the reduction tolerance, and each run twice to be
+// bitwise equal (determinism).
+template <class T>
+void check_spmm_against_cpu(Cuda& cuda, const BlockCase& bc, int64_t f, core::Rng& rng) {
+  const models::OpContext& host = models::OpContext::host();
+  const models::Matrix<T> x = random_values<T>(rng, bc.host.num_src, f);
+  const models::Matrix<T> dy = random_values<T>(rng, bc.host.num_dst, f);
+  models::Matrix<T> y(bc.host.num_dst, f);
+  models::Matrix<T> dx(bc.host.num_src, f);
+  models::ops::spmm<T>(host, bc.host, x.cview(), y.view());
+  models::ops::spmm_backward<T>(host, bc.host, dy.cview(), dx.view());
+  const auto x_dev = to_device(x, cuda.stream);
+  const auto dy_dev = to_device(dy, cuda.stream);
+  auto forward = [&] {
+    auto out = poisoned<T>(bc.host.num_dst, f, cuda.stream);
+    models::ops::spmm<T>(cuda.ctx, bc.device, x_dev.cview(), out.view());
+    return to_host(out, cuda.stream);
+  };
+  auto backward = [&] {
+    auto out = poisoned<T>(bc.host.num_src, f, cuda.stream);
+    models::ops::spmm_backward<T>(cuda.ctx, bc.device, dy_dev.cview(), out.view());
+    return to_host(out, cuda.stream);
+  };
+  const models::Matrix<T> y_gpu = forward();
+  CHECK(compare(y_gpu, y, reduction_tolerance<T>()));
+  CHECK(bitwise_equal(y_gpu, forward()));
+  const models::Matrix<T> dx_gpu = backward();
+  CHECK(compare(dx_gpu, dx, reduction_tolerance<T>()));
+  CHECK(bitwise_equal(dx_gpu, backward()));
 }
 
 }  // namespace gnnpipe::test

@@ -191,30 +191,7 @@ TEMPLATE_TEST_CASE("ops::spmm and spmm_backward at widths 256, 512 and 1028: the
     for (const BlockCase& bc : blocks) {
       for (const int64_t f : {int64_t{256}, int64_t{512}, int64_t{1028}}) {
         INFO(models::to_string(impl) << ", " << bc.name << ", F " << f);
-        const Matrix<T> x = random_values<T>(rng, bc.host.num_src, f);
-        const Matrix<T> dy = random_values<T>(rng, bc.host.num_dst, f);
-        Matrix<T> y(bc.host.num_dst, f);
-        Matrix<T> dx(bc.host.num_src, f);
-        ops::spmm<T>(host(), bc.host, x.cview(), y.view());
-        ops::spmm_backward<T>(host(), bc.host, dy.cview(), dx.view());
-        const auto x_dev = to_device(x, cuda.stream);
-        const auto dy_dev = to_device(dy, cuda.stream);
-        auto forward = [&] {
-          auto out = poisoned<T>(bc.host.num_dst, f, cuda.stream);
-          ops::spmm<T>(cuda.ctx, bc.device, x_dev.cview(), out.view());
-          return to_host(out, cuda.stream);
-        };
-        auto backward = [&] {
-          auto out = poisoned<T>(bc.host.num_src, f, cuda.stream);
-          ops::spmm_backward<T>(cuda.ctx, bc.device, dy_dev.cview(), out.view());
-          return to_host(out, cuda.stream);
-        };
-        const Matrix<T> y_gpu = forward();
-        CHECK(compare(y_gpu, y, reduction_tolerance<T>()));
-        CHECK(bitwise_equal(y_gpu, forward()));
-        const Matrix<T> dx_gpu = backward();
-        CHECK(compare(dx_gpu, dx, reduction_tolerance<T>()));
-        CHECK(bitwise_equal(dx_gpu, backward()));
+        test::check_spmm_against_cpu<T>(cuda, bc, f, rng);
       }
     }
   }
