@@ -254,7 +254,7 @@ TEST_CASE("loss rows are the positions of the training nodes among the targets",
   }
 }
 
-TEST_CASE("cluster batches are byte-identical with 1 or 2 or 8 threads", "[samplers][cluster]") {
+TEST_CASE("cluster batches are byte-identical with 1 or 2 or 8 threads", "[samplers][cluster][tsan]") {
   const auto g = random_graph(3000, 30000, 16);
   ClusterSampler sampler(g, all_nodes(3000), {.num_parts = 30, .parts_per_batch = 4, .diag_lambda = 0.5f, .seed = 4, .norm = BlockNorm::kGcn});
   const auto plan = sampler.plan_epoch(1);

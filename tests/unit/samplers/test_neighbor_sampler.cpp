@@ -109,7 +109,7 @@ TEST_CASE("seeds get fanouts[0] neighbors, as in PyG's order", "[samplers][neigh
   CHECK(b.input_nodes.size() == 6);
 }
 
-TEST_CASE("mini-batches are byte-identical with 1, 2 and 8 threads", "[samplers][neighbor]") {
+TEST_CASE("mini-batches are byte-identical with 1, 2 and 8 threads", "[samplers][neighbor][tsan]") {
   const auto g = random_graph(3000, 30000, 8);
   NeighborSampler sampler(g, all_nodes(3000), {.fanouts = {10, 5}, .batch_size = 100, .seed = 4});
   const auto plan = sampler.plan_epoch(1);

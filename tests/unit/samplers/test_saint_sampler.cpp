@@ -371,7 +371,7 @@ TEST_CASE("normalized weights are base times C_v over C_uv and loss weights N ov
   }
 }
 
-TEST_CASE("GraphSAINT batches and norms are identical with 1 2 and 8 threads", "[samplers][saint]") {
+TEST_CASE("GraphSAINT batches and norms are identical with 1 2 and 8 threads", "[samplers][saint][tsan]") {
   const auto g = random_graph(3000, 30000, 8);
   for (SaintMode mode : {SaintMode::kNode, SaintMode::kEdge, SaintMode::kRandomWalk}) {
     INFO("mode " << static_cast<int>(mode));
