@@ -3,6 +3,8 @@
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
+#include "gnnpipe/core/tsan_annotations.hpp"
+
 namespace gnnpipe::samplers {
 
 struct ParallelSampler::Workspaces {
@@ -22,9 +24,10 @@ graph::MiniBatch ParallelSampler::sample_one(const BatchSpec& spec) {
 std::vector<graph::MiniBatch> ParallelSampler::sample(std::span<const BatchSpec> specs) {
   std::vector<graph::MiniBatch> batches(specs.size());
   // One batch per task: batches are large units of work (milliseconds), so grain 1 balances best.
-  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, specs.size(), 1), [&](const tbb::blocked_range<std::size_t>& r) {
+  using Range = tbb::blocked_range<std::size_t>;
+  tbb::parallel_for(Range(0, specs.size(), 1), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t i = r.begin(); i != r.end(); ++i) batches[i] = sample_one(specs[i]);
-  });
+  }));
   return batches;
 }
 

@@ -11,6 +11,7 @@
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "induced_subgraph.hpp"
 #include "node_set_drawer.hpp"
 
@@ -77,7 +78,8 @@ struct ResetOnExit {
 template <class Visit>
 void for_each_presample(const NodeSetDrawer& drawer, NodeId num_nodes, uint64_t seed, int64_t count, Visit visit) {
   tbb::enumerable_thread_specific<SaintWorkspace> workspaces([num_nodes] { return SaintWorkspace(num_nodes); });
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, count), [&](const tbb::blocked_range<int64_t>& r) {
+  using Range = tbb::blocked_range<int64_t>;
+  tbb::parallel_for(Range(0, count), core::tsan::fork_join([&](const Range& r) {
     SaintWorkspace& ws = workspaces.local();
     for (int64_t i = r.begin(); i < r.end(); ++i) {
       core::Rng rng(seed, {kNormStream, static_cast<uint64_t>(i)});
@@ -85,7 +87,7 @@ void for_each_presample(const NodeSetDrawer& drawer, NodeId num_nodes, uint64_t 
       visit(i, ws);
       ws.set.reset();
     }
-  });
+  }));
 }
 
 }  // namespace

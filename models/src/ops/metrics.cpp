@@ -2,6 +2,7 @@
 
 #include <oneapi/tbb/parallel_reduce.h>
 
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "ops/parallel.hpp"
 
 namespace gnnpipe::models::cpu {
@@ -43,7 +44,7 @@ double micro_f1(MatrixView<const T> logits, MatrixView<const uint8_t> targets, s
   detail::check_row_list(rows, logits.rows, "micro_f1");
   const auto counts = oneapi::tbb::parallel_reduce(
       oneapi::tbb::blocked_range<std::size_t>(0, rows.size(), 256), F1Counts{},
-      [&](const oneapi::tbb::blocked_range<std::size_t>& range, F1Counts acc) {
+      core::tsan::fork_join([&](const oneapi::tbb::blocked_range<std::size_t>& range, F1Counts acc) {
         for (std::size_t i = range.begin(); i < range.end(); ++i) {
           const T* x = logits.row(rows[i]).data();
           const uint8_t* t = targets.row(rows[i]).data();
@@ -56,7 +57,7 @@ double micro_f1(MatrixView<const T> logits, MatrixView<const uint8_t> targets, s
           }
         }
         return acc;
-      },
+      }),
       [](F1Counts a, F1Counts b) { return F1Counts{a.tp + b.tp, a.fp + b.fp, a.fn + b.fn}; });
   const int64_t denominator = 2 * counts.tp + counts.fp + counts.fn;
   return denominator == 0 ? 0.0 : static_cast<double>(2 * counts.tp) / static_cast<double>(denominator);

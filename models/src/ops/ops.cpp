@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/models/ops/dropout.hpp"
 #include "gnnpipe/models/ops/elementwise.hpp"
 #include "gnnpipe/models/ops/gat.hpp"
@@ -225,27 +226,27 @@ template <class T>
 void adam_update(const OpContext& ctx, const AdamUpdate<T>& u, T* w, const T* grad, T* m, T* v, const T* decay,
                  int64_t n) {
   GNNPIPE_ON_CUDA(adam_step<T>(ctx, w, grad, m, v, decay, n, u.b1, u.b2, u.step_size, u.sqrt_c2, u.eps));
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 1 << 14), [&](const auto& r) {
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 1 << 14), core::tsan::fork_join([&](const auto& r) {
     for (int64_t i = r.begin(); i < r.end(); ++i) {
       const T g = grad[i] + decay[i] * w[i];
       m[i] = u.b1 * m[i] + (T{1} - u.b1) * g;
       v[i] = u.b2 * v[i] + (T{1} - u.b2) * g * g;
       w[i] -= u.step_size * m[i] / (std::sqrt(v[i]) / u.sqrt_c2 + u.eps);
     }
-  });
+  }));
 }
 
 template <class T>
 void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const T* grad, T* velocity, const T* decay,
                 int64_t n) {
   GNNPIPE_ON_CUDA(sgd_step<T>(ctx, w, grad, velocity, decay, n, lr, momentum, first));
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 1 << 14), [&](const auto& r) {
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 1 << 14), core::tsan::fork_join([&](const auto& r) {
     for (int64_t i = r.begin(); i < r.end(); ++i) {
       const T g = grad[i] + decay[i] * w[i];
       velocity[i] = first ? g : momentum * velocity[i] + g;  // torch: the buffer starts at g
       w[i] -= lr * (momentum > T{0} ? velocity[i] : g);
     }
-  });
+  }));
 }
 
 #define GNNPIPE_INSTANTIATE(T)                                                                                        \

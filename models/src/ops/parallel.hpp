@@ -7,6 +7,7 @@
 #include <span>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/models/matrix.hpp"
 
@@ -21,8 +22,9 @@ void parallel_rows(int64_t n, int64_t grain, F&& body) {
     if (n > 0) body(int64_t{0}, n);
     return;
   }
-  oneapi::tbb::parallel_for(oneapi::tbb::blocked_range<int64_t>(0, n, grain),
-                            [&](const oneapi::tbb::blocked_range<int64_t>& r) { body(r.begin(), r.end()); });
+  oneapi::tbb::parallel_for(
+      oneapi::tbb::blocked_range<int64_t>(0, n, grain),
+      core::tsan::fork_join([&](const oneapi::tbb::blocked_range<int64_t>& r) { body(r.begin(), r.end()); }));
 }
 
 // A grain of about 16K element-operations per task: rows of `work_per_row` operations.

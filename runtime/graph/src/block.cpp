@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "parallel_find.hpp"
 
 namespace gnnpipe::graph {
@@ -54,14 +55,14 @@ Block Block::from_csr(NodeId num_dst, NodeId num_src, HostArray<EdgeOffset> offs
   GNNPIPE_CHECK_DATA(bad == indices.size(), "{}: source id {} at edge {} is outside [0, {})", what,
                      bad < indices.size() ? indices[bad] : 0, bad, num_src);
 
-  tbb::parallel_for(Range(0, nd, 256), [&](const Range& r) {
+  tbb::parallel_for(Range(0, nd, 256), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t v = r.begin(); v < r.end(); ++v) {
       const auto b = static_cast<std::size_t>(offsets[v]);
       const auto n = static_cast<std::size_t>(offsets[v + 1] - offsets[v]);
       sort_row_with_weights(indices.span().subspan(b, n),
                             weights.empty() ? std::span<float>() : weights.span().subspan(b, n));
     }
-  });
+  }));
 
   // Transpose by counting sort over sources; walking destinations in order keeps every
   // transposed row sorted by destination id, so the result is deterministic.
@@ -107,7 +108,7 @@ Block full_graph_block(const CsrGraph& graph, BlockNorm norm) {
       const auto deg = static_cast<double>(offsets[v + 1] - offsets[v]);
       inv_sqrt[v] = deg > 0 ? 1.0 / std::sqrt(deg) : 0.0;
     }
-    tbb::parallel_for(Range(0, nn, 1024), [&](const Range& r) {
+    tbb::parallel_for(Range(0, nn, 1024), core::tsan::fork_join([&](const Range& r) {
       for (std::size_t v = r.begin(); v < r.end(); ++v) {
         const auto deg = offsets[v + 1] - offsets[v];
         for (auto e = offsets[v]; e < offsets[v + 1]; ++e) {
@@ -117,7 +118,7 @@ Block full_graph_block(const CsrGraph& graph, BlockNorm norm) {
                                        : static_cast<float>(inv_sqrt[u] * inv_sqrt[v]);
         }
       }
-    });
+    }));
   }
   return Block::from_csr(n, n, std::move(offsets), std::move(indices), std::move(weights), "full graph");
 }

@@ -11,6 +11,7 @@
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "parallel_find.hpp"
 
 namespace gnnpipe::graph {
@@ -31,11 +32,11 @@ HostArray<EdgeOffset> offsets_from_counts(std::span<const EdgeOffset> counts) {
 
 void sort_rows(std::span<const EdgeOffset> offsets, std::span<NodeId> indices) {
   const std::size_t n = offsets.size() - 1;
-  tbb::parallel_for(Range(0, n, kRowGrain), [&](const Range& r) {
+  tbb::parallel_for(Range(0, n, kRowGrain), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t v = r.begin(); v < r.end(); ++v) {
       std::sort(indices.begin() + offsets[v], indices.begin() + offsets[v + 1]);
     }
-  });
+  }));
 }
 
 // Writes sorted row v of the compacted graph into `out` (or only counts it when out is null).
@@ -69,16 +70,16 @@ CsrGraph compact_sorted_rows(std::span<const EdgeOffset> offsets, std::span<cons
   auto row = [&](std::size_t v) {
     return indices.subspan(static_cast<std::size_t>(offsets[v]), static_cast<std::size_t>(offsets[v + 1] - offsets[v]));
   };
-  tbb::parallel_for(Range(0, n, kRowGrain), [&](const Range& r) {
+  tbb::parallel_for(Range(0, n, kRowGrain), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t v = r.begin(); v < r.end(); ++v) counts[v] = emit_row(static_cast<NodeId>(v), row(v), options, nullptr);
-  });
+  }));
   HostArray<EdgeOffset> new_offsets = offsets_from_counts(counts);
   HostArray<NodeId> new_indices(static_cast<std::size_t>(new_offsets[n]));
-  tbb::parallel_for(Range(0, n, kRowGrain), [&](const Range& r) {
+  tbb::parallel_for(Range(0, n, kRowGrain), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t v = r.begin(); v < r.end(); ++v) {
       emit_row(static_cast<NodeId>(v), row(v), options, new_indices.data() + new_offsets[v]);
     }
-  });
+  }));
   return CsrGraph::from_arrays(std::move(new_offsets), std::move(new_indices), "compacted graph");
 }
 
@@ -121,21 +122,21 @@ CsrGraph CsrGraph::from_coo(NodeId num_nodes, std::span<const NodeId> src, std::
   auto edge_src = [&](std::size_t k) { return k < e ? src[k] : dst[k - e]; };
 
   std::vector<EdgeOffset> counts(n, 0);
-  tbb::parallel_for(Range(0, total, kEdgeGrain), [&](const Range& r) {
+  tbb::parallel_for(Range(0, total, kEdgeGrain), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t k = r.begin(); k < r.end(); ++k) {
       std::atomic_ref<EdgeOffset>(counts[static_cast<std::size_t>(edge_dst(k))]).fetch_add(1, std::memory_order_relaxed);
     }
-  });
+  }));
   HostArray<EdgeOffset> offsets = offsets_from_counts(counts);
   std::copy(offsets.begin(), offsets.end() - 1, counts.begin());  // counts become per-row cursors
   HostArray<NodeId> indices(total);
-  tbb::parallel_for(Range(0, total, kEdgeGrain), [&](const Range& r) {
+  tbb::parallel_for(Range(0, total, kEdgeGrain), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t k = r.begin(); k < r.end(); ++k) {
       const auto pos = std::atomic_ref<EdgeOffset>(counts[static_cast<std::size_t>(edge_dst(k))])
                            .fetch_add(1, std::memory_order_relaxed);
       indices[static_cast<std::size_t>(pos)] = edge_src(k);
     }
-  });
+  }));
   counts = {};
   // Slots within a row were claimed in a scheduling-dependent order: sorting makes it canonical.
   sort_rows(offsets.span(), indices.span());
@@ -145,11 +146,11 @@ CsrGraph CsrGraph::from_coo(NodeId num_nodes, std::span<const NodeId> src, std::
 
 std::vector<EdgeOffset> CsrGraph::out_degrees() const {
   std::vector<EdgeOffset> degrees(static_cast<std::size_t>(num_nodes()), 0);
-  tbb::parallel_for(Range(0, indices_.size(), kEdgeGrain), [&](const Range& r) {
+  tbb::parallel_for(Range(0, indices_.size(), kEdgeGrain), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t k = r.begin(); k < r.end(); ++k) {
       std::atomic_ref<EdgeOffset>(degrees[static_cast<std::size_t>(indices_[k])]).fetch_add(1, std::memory_order_relaxed);
     }
-  });
+  }));
   return degrees;
 }
 
@@ -169,23 +170,24 @@ EdgeOffset CsrGraph::count_self_loops() const {
   const auto n = static_cast<std::size_t>(num_nodes());
   return tbb::parallel_reduce(
       Range(0, n, kRowGrain), EdgeOffset{0},
-      [&](const Range& r, EdgeOffset sum) {
+      core::tsan::fork_join([&](const Range& r, EdgeOffset sum) {
         for (std::size_t v = r.begin(); v < r.end(); ++v) {
           for (NodeId u : in_neighbors(static_cast<NodeId>(v))) sum += u == static_cast<NodeId>(v) ? 1 : 0;
         }
         return sum;
-      },
+      }),
       std::plus<>());
 }
 
 CsrGraph CsrGraph::transposed() const {
   // Edge (row v, column u) is u -> v; in the transpose it is v -> u, i.e. row u, column v.
   std::vector<NodeId> rows(indices_.size());
-  tbb::parallel_for(Range(0, static_cast<std::size_t>(num_nodes()), kRowGrain), [&](const Range& r) {
+  const Range nodes(0, static_cast<std::size_t>(num_nodes()), kRowGrain);
+  tbb::parallel_for(nodes, core::tsan::fork_join([&](const Range& r) {
     for (std::size_t v = r.begin(); v < r.end(); ++v) {
       std::fill(rows.begin() + offsets_[v], rows.begin() + offsets_[v + 1], static_cast<NodeId>(v));
     }
-  });
+  }));
   return from_coo(num_nodes(), rows, indices_.span());
 }
 
@@ -213,9 +215,9 @@ uint64_t CsrGraph::structure_hash() const {
   };
   const std::size_t chunks = (indices_.size() + kChunk - 1) / kChunk;
   std::vector<uint64_t> partial(chunks);
-  tbb::parallel_for(std::size_t{0}, chunks, [&](std::size_t c) {
+  tbb::parallel_for(std::size_t{0}, chunks, core::tsan::fork_join([&](std::size_t c) {
     partial[c] = hash_range(indices_.data(), c * kChunk, std::min(indices_.size(), (c + 1) * kChunk), c);
-  });
+  }));
   uint64_t h = hash_range(offsets_.data(), 0, offsets_.size(), 0x6e6e7069706521ull);
   for (uint64_t p : partial) h = core::splitmix64(h ^ p);
   return h;

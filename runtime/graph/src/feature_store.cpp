@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "parallel_find.hpp"
 
 namespace gnnpipe::graph {
@@ -120,7 +121,7 @@ void FeatureStore::gather(std::span<const NodeId> ids, std::span<float> out) con
   const auto cols = static_cast<std::size_t>(cols_);
   GNNPIPE_CHECK(out.size() == ids.size() * cols, "gather of {} rows x {} columns into {} floats", ids.size(), cols,
                 out.size());
-  tbb::parallel_for(Range(0, ids.size(), gather_grain(cols_)), [&](const Range& r) {
+  tbb::parallel_for(Range(0, ids.size(), gather_grain(cols_)), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t i = r.begin(); i < r.end(); ++i) {
       const NodeId v = ids[i];
       GNNPIPE_CHECK(v >= 0 && v < rows_, "gather: id {} at position {} is outside [0, {})", v, i, rows_);
@@ -136,7 +137,7 @@ void FeatureStore::gather(std::span<const NodeId> ids, std::span<float> out) con
           break;
       }
     }
-  });
+  }));
 }
 
 FeatureStore FeatureStore::converted(FeatureDType dtype) const {
@@ -153,11 +154,11 @@ FeatureStore FeatureStore::converted(FeatureDType dtype) const {
   const FeatureStore source = dtype_ == FeatureDType::kFloat32 ? *this : converted(FeatureDType::kFloat32);
   HostArray<uint16_t> bits(count);
   const float* in = source.f32_.data();
-  tbb::parallel_for(Range(0, count, 1 << 16), [&](const Range& r) {
+  tbb::parallel_for(Range(0, count, 1 << 16), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t i = r.begin(); i < r.end(); ++i) {
       bits[i] = dtype == FeatureDType::kFloat16 ? float_to_half(in[i]) : float_to_bfloat16(in[i]);
     }
-  });
+  }));
   return FeatureStore(std::move(bits), dtype, rows_, cols_);
 }
 
@@ -180,7 +181,7 @@ FeatureStore normalize_feature_rows(const FeatureStore& features) {
   const FeatureStore f = features.converted(FeatureDType::kFloat32);
   const auto cols = static_cast<std::size_t>(f.cols());
   HostArray<float> values = HostArray<float>(std::vector<float>(f.float_values().begin(), f.float_values().end()));
-  tbb::parallel_for(Range(0, static_cast<std::size_t>(f.rows()), 256), [&](const Range& r) {
+  tbb::parallel_for(Range(0, static_cast<std::size_t>(f.rows()), 256), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t v = r.begin(); v < r.end(); ++v) {
       float* row = values.data() + v * cols;
       double sum = 0;
@@ -188,7 +189,7 @@ FeatureStore normalize_feature_rows(const FeatureStore& features) {
       if (sum == 0) continue;
       for (std::size_t c = 0; c < cols; ++c) row[c] = static_cast<float>(row[c] / sum);
     }
-  });
+  }));
   return FeatureStore(std::move(values), f.rows(), f.cols());
 }
 

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "gnnpipe/core/tsan_annotations.hpp"
+
 namespace gnnpipe::graph::detail {
 
 // The smallest i in [0, n) with bad(i), or n when there is none. `bad` must be thread-safe.
@@ -15,12 +17,12 @@ std::size_t first_index_where(std::size_t n, Pred bad, std::size_t grain = 1 << 
   using Range = tbb::blocked_range<std::size_t>;
   return tbb::parallel_reduce(
       Range(0, n, grain), n,
-      [&](const Range& r, std::size_t found) {
+      core::tsan::fork_join([&](const Range& r, std::size_t found) {
         for (std::size_t i = r.begin(); i < r.end() && i < found; ++i) {
           if (bad(i)) return i;
         }
         return found;
-      },
+      }),
       [](std::size_t a, std::size_t b) { return std::min(a, b); });
 }
 

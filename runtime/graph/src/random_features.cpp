@@ -6,6 +6,7 @@
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 
 namespace gnnpipe::graph {
 
@@ -13,13 +14,14 @@ FeatureStore random_features(int64_t rows, int64_t cols, uint64_t seed) {
   GNNPIPE_CHECK_CONFIG(rows >= 0 && cols > 0, "random features need rows >= 0 and width > 0, got {} x {}", rows, cols);
   HostArray<float> values(static_cast<std::size_t>(rows * cols));
   const core::RngKey base = core::rng_key(seed, {0x66656174ull /* "feat" */});
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, rows, 256), [&](const tbb::blocked_range<int64_t>& r) {
+  using Range = tbb::blocked_range<int64_t>;
+  tbb::parallel_for(Range(0, rows, 256), core::tsan::fork_join([&](const Range& r) {
     for (int64_t v = r.begin(); v < r.end(); ++v) {
       core::Rng rng(base.with(static_cast<uint64_t>(v)));
       float* out = values.data() + v * cols;
       for (int64_t c = 0; c < cols; ++c) out[c] = static_cast<float>(rng.normal());
     }
-  });
+  }));
   return FeatureStore(std::move(values), rows, cols);
 }
 

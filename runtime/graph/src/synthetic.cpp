@@ -14,6 +14,7 @@
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "synthetic_streams.hpp"
 
 namespace gnnpipe::graph {
@@ -75,14 +76,14 @@ HostArray<float> make_synthetic_features(const SyntheticOptions& o, std::span<co
   for (double& x : centroids) x = centroid_rng.normal();
 
   HostArray<float> values(labels.size() * f);
-  tbb::parallel_for(Range(0, labels.size(), 1 << 10), [&](const Range& r) {
+  tbb::parallel_for(Range(0, labels.size(), 1 << 10), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t v = r.begin(); v < r.end(); ++v) {
       core::Rng rng(o.seed, {synthetic_streams::kFeatures, v});
       const double* centroid = centroids.data() + static_cast<std::size_t>(labels[v]) * f;
       float* row = values.data() + v * f;
       for (std::size_t j = 0; j < f; ++j) row[j] = static_cast<float>(centroid[j] + o.feature_noise * rng.normal());
     }
-  });
+  }));
   return values;
 }
 

@@ -13,6 +13,7 @@
 #include "alias_table.hpp"
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/graph/synthetic.hpp"
 #include "synthetic_streams.hpp"
 
@@ -51,13 +52,13 @@ std::vector<double> degree_weights(const SyntheticOptions& o) {
   const core::RngKey key = core::rng_key(o.seed, {synthetic_streams::kWeights});
   const double inv_alpha = 1.0 / (o.power_law_exponent - 1.0);
   std::vector<double> raw(n);
-  tbb::parallel_for(Range(0, n, 1 << 14), [&](const Range& r) {
+  tbb::parallel_for(Range(0, n, 1 << 14), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t v = r.begin(); v < r.end(); ++v) {
       const uint64_t bits = (static_cast<uint64_t>(key.u32_at(2 * v)) << 21) | (key.u32_at(2 * v + 1) >> 11);
       const double u = static_cast<double>(bits) * 0x1p-53;  // 53 random bits in [0, 1)
       raw[v] = std::pow(1.0 - u, -inv_alpha);                                              // >= 1
     }
-  });
+  }));
   const double cap = std::sqrt(static_cast<double>(o.nodes) * o.avg_degree);  // >= 2 * avg (validate)
   auto capped_mean = [&](double scale) {
     double sum = 0;
@@ -97,12 +98,12 @@ class EndpointSampler {
       members[slot] = static_cast<NodeId>(v);
       member_weights[slot] = weights[v];
     }
-    tbb::parallel_for(std::size_t{0}, static_cast<std::size_t>(classes), [&](std::size_t c) {
+    tbb::parallel_for(std::size_t{0}, static_cast<std::size_t>(classes), core::tsan::fork_join([&](std::size_t c) {
       const std::size_t b = begin_[c];
       const std::size_t len = begin_[c + 1] - b;
       detail::build_alias(std::span(members).subspan(b, len), std::span(member_weights).subspan(b, len),
                           std::span(grouped_).subspan(b, len));
-    });
+    }));
   }
 
   // u in proportion to weight; v in proportion to weight inside u's community (`inside`), or
@@ -145,7 +146,8 @@ struct EdgeKind {
     const std::size_t first = raw;
     src.resize(want);
     dst.resize(want);
-    tbb::parallel_for(first / kEdgeChunk, (want + kEdgeChunk - 1) / kEdgeChunk, [&](std::size_t c) {
+    const std::size_t chunks_end = (want + kEdgeChunk - 1) / kEdgeChunk;
+    tbb::parallel_for(first / kEdgeChunk, chunks_end, core::tsan::fork_join([&](std::size_t c) {
       core::Rng rng(seed, {stream, c});
       const std::size_t end = std::min(want, (c + 1) * kEdgeChunk);
       for (std::size_t k = c * kEdgeChunk; k < end; ++k) {
@@ -156,7 +158,7 @@ struct EdgeKind {
           dst[k] = v;
         }
       }
-    });
+    }));
     prev_raw = raw;
     prev_distinct = distinct;
     raw = want;
@@ -179,12 +181,12 @@ struct EdgeKind {
 EdgeOffset count_inside_entries(const CsrGraph& g, std::span<const int32_t> community) {
   return tbb::parallel_reduce(
       Range(0, static_cast<std::size_t>(g.num_nodes()), 1 << 12), EdgeOffset{0},
-      [&](const Range& r, EdgeOffset sum) {
+      core::tsan::fork_join([&](const Range& r, EdgeOffset sum) {
         for (std::size_t v = r.begin(); v < r.end(); ++v) {
           for (NodeId u : g.in_neighbors(static_cast<NodeId>(v))) sum += community[static_cast<std::size_t>(u)] == community[v];
         }
         return sum;
-      },
+      }),
       std::plus<>());
 }
 

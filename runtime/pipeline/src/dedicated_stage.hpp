@@ -17,6 +17,7 @@
 #include <thread>
 #include <utility>
 
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/pipeline/stage_stats.hpp"
 #include "stage_failure.hpp"
 
@@ -34,6 +35,7 @@ class DedicatedStage {
                  std::function<int(const In&)> epoch_of)
       : node(g, tbb::flow::serial,
              [this](const In& item, Gateway& gateway) {
+               core::tsan::received(item);  // the predecessor's output, copied into this body's task
                gateway.reserve_wait();
                {
                  std::lock_guard lock(mutex_);

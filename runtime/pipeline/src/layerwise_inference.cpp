@@ -10,6 +10,7 @@
 
 #include "gnnpipe/core/buffer.hpp"
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/pipeline/packed_batch.hpp"
 #include "gnnpipe/samplers/inference_sampler.hpp"
@@ -203,12 +204,13 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
           features.gather(chunk.input_nodes.span(), input);
         } else {
           const auto cols = static_cast<std::size_t>(in_cols);
-          tbb::parallel_for(tbb::blocked_range<std::size_t>(0, rows, 1024), [&](const tbb::blocked_range<std::size_t>& r) {
+          using Range = tbb::blocked_range<std::size_t>;
+          tbb::parallel_for(Range(0, rows, 1024), core::tsan::fork_join([&](const Range& r) {
             for (std::size_t i = r.begin(); i != r.end(); ++i) {
               const float* src = previous.data() + static_cast<std::size_t>(chunk.input_nodes[i]) * cols;
               std::copy(src, src + cols, input.begin() + static_cast<std::ptrdiff_t>(i * cols));
             }
-          });
+          }));
         }
         model.infer_layer(l, block, models::MatrixView<const float>{input.data(), static_cast<int64_t>(rows), in_cols}, y);
       }

@@ -18,6 +18,7 @@
 #include "gnnpipe/core/log.hpp"
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/core/trace_range.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/memory/staging_pool.hpp"
 #include "gnnpipe/models/ops/metrics.hpp"
 #include "gnnpipe/models/ops/ops.hpp"
@@ -41,6 +42,7 @@ struct Item {
   int device_slot = -1;      // device slot held from the second join until the train step was queued
   BatchLayout layout;
   std::size_t loss_rows = 0;  // 0: nothing to train on (a subgraph without training nodes)
+  [[no_unique_address]] core::tsan::Published published{};  // last member: see core::tsan::Published
 
   bool last_in_epoch() const { return spec.index + 1 == batches; }
 };
@@ -122,8 +124,10 @@ class Stages {
     item.layout = BatchLayout::of(batch, s_.data.features.cols());
     item.loss_rows = batch.loss_rows.size();
     memory::StagingSlot& slot = staging_.slot(item.slot);
+    core::tsan::acquire(&slot);  // slot hand-off: its token came back after its last copy (transfer)
     slot.ensure(item.layout.total_bytes);
     pack_batch(batch, s_.data.features, s_.data.labels.single.span(), item.layout, slot.data());
+    core::tsan::release(&slot);  // slot hand-off: the item names it on its way to the transfer thread
     s_.recorder.record(Stage::kGather, item.epoch, item.spec.index, t0, s_.recorder.now());
   }
 
@@ -137,6 +141,8 @@ class Stages {
     const std::size_t bytes = item.layout.total_bytes;
     copy_stream_.wait(released_[dev]);  // the last train step that read this device slot comes first
     models::DeviceArray<std::byte>& dst = device_slots_[dev];
+    core::tsan::acquire(&staging_.slot(item.slot));  // slot hand-offs: filled by gather, and the device
+    core::tsan::acquire(&dst);                       // slot's token returned by train after its step
     // Growth (1/8 headroom) frees the old memory in copy-stream order, after that wait: no host
     // synchronisation and no cudaFree (the run's caching allocator, under its budget).
     if (dst.capacity() < bytes) dst.ensure(train_ctx_.allocator(), copy_stream_, bytes + bytes / 8);
@@ -146,6 +152,8 @@ class Stages {
     auto& copied = copied_[dev];
     copied.record(copy_stream_);
     copied.synchronize();
+    core::tsan::release(&staging_.slot(item.slot));  // slot hand-offs: the staging slot's token goes
+    core::tsan::release(&dst);                       // back, the device slot on to the train thread
     s_.recorder.record(Stage::kTransfer, item.epoch, item.spec.index, t0, s_.recorder.now());
   }
 
@@ -155,6 +163,7 @@ class Stages {
     const double t0 = s_.recorder.now();
     fault(Stage::kTrain, item);
     const auto dev = static_cast<std::size_t>(item.device_slot);
+    core::tsan::acquire(&device_slots_[dev]);  // slot hand-off: filled by transfer
     train_stream_.wait(copied_[dev]);
     const PackedBatchView view = PackedBatchView::of(item.layout, nullptr, device_slots_[dev].data());
     const auto blocks = graph::layer_blocks(view.blocks, s_.model.num_layers(), item.spec.index);
@@ -169,6 +178,7 @@ class Stages {
     s_.model.backward(blocks, dlogits);
     s_.optimizer.step(s_.model.params());
     released_[dev].record(train_stream_);
+    core::tsan::release(&device_slots_[dev]);  // slot hand-off: its token goes back
     s_.recorder.record(Stage::kTrain, item.epoch, item.spec.index, t0, s_.recorder.now());
   }
 
@@ -435,6 +445,7 @@ RunResult run_pipelined(const TrainingSetup& s, const std::function<void(const E
   std::size_t next = 0;
   int64_t seq = 0;
   flow::input_node<Item> specs(g, [&](tbb::flow_control& fc) -> Item {
+    core::tsan::received();  // the graph start: see core::tsan::graph_started()
     while (epoch <= s.epochs && epoch <= stop_epoch.load() && !failure.failed()) {
       if (next == 0) {
         try {
@@ -460,6 +471,7 @@ RunResult run_pipelined(const TrainingSetup& s, const std::function<void(const E
   flow::join_node<std::tuple<Item, int>, flow::reserving> take_slot(g);
   flow::function_node<std::tuple<Item, int>, Item> sample(
       g, static_cast<std::size_t>(std::max(1, s.pipeline.sampler_threads)), [&](const std::tuple<Item, int>& in) {
+        core::tsan::received(in);  // the join's output, copied into this body's task
         Item item = std::get<0>(in);
         item.slot = std::get<1>(in);
         const int now = ++in_flight;
@@ -539,12 +551,14 @@ RunResult run_pipelined(const TrainingSetup& s, const std::function<void(const E
   flow::make_edge(take_device_slot, transfer.node);
   flow::make_edge(transfer.node, train.node);
   eval_worker.emplace(stages, tracker, on_epoch, failure, g, stop_epoch);
+  core::tsan::graph_started();  // the graph is built; its first messages follow
   for (int i = 0; i < stages.slots(); ++i) {
     slot_tokens.try_put(i);
     device_tokens.try_put(i);
   }
   specs.activate();
   g.wait_for_all();
+  core::tsan::acquire_graph_wait(g);  // what every task and dedicated thread did for the graph
   if (!failure.failed()) eval_worker->wait_idle();
   eval_worker.reset();  // joins the evaluation thread
   if (failure.failed()) {

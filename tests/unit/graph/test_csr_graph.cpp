@@ -106,7 +106,7 @@ TEST_CASE("invariants on a random multigraph", "[graph][csr]") {
   CHECK(clean.count_self_loops() == 0);
 }
 
-TEST_CASE("results do not depend on the thread count", "[graph][csr]") {
+TEST_CASE("results do not depend on the thread count", "[graph][csr][tsan]") {
   const Coo c = random_coo(3000, 200000, 11);
   uint64_t h1 = 0, h2 = 0;
   {

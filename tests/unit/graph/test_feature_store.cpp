@@ -33,6 +33,26 @@ TEST_CASE("gather slices rows in id order into the caller's buffer", "[graph][fe
   CHECK_THROWS_WITH(f.gather(std::vector<NodeId>{4}, out1), Catch::Contains("id 4 at position 0 is outside [0, 4)"));
 }
 
+TEST_CASE("a gather of many rows runs in parallel tasks and equals a row-by-row copy", "[graph][features][tsan]") {
+  // 64 columns: 256 bytes per row, so 2000 rows are several oneTBB tasks (gather_grain). Both
+  // float32 and fp16 storage (converted in the tasks; integers below 2048 are exact in fp16).
+  constexpr int64_t kRows = 500, kCols = 64;
+  std::vector<float> v(static_cast<std::size_t>(kRows * kCols));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 1000);
+  const FeatureStore f(HostArray<float>(std::move(v)), kRows, kCols);
+  gnnpipe::core::Rng rng(3, {});
+  std::vector<NodeId> ids(2000);
+  for (NodeId& id : ids) id = static_cast<NodeId>(rng.below(kRows));
+  for (const FeatureStore& store : {f, f.converted(FeatureDType::kFloat16)}) {
+    std::vector<float> out(ids.size() * kCols, -1.0f);
+    store.gather(ids, out);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const auto row = f.row(ids[i]);
+      REQUIRE(std::equal(row.begin(), row.end(), out.begin() + static_cast<std::ptrdiff_t>(i * kCols)));
+    }
+  }
+}
+
 TEST_CASE("fp16 and bf16 conversions are exact where representable and round to nearest even", "[graph][features]") {
   for (float x : {0.0f, 1.0f, -2.5f, 65504.0f, 6.103515625e-05f /* smallest normal */, 5.9604644775390625e-08f}) {
     INFO(x);

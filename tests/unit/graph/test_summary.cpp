@@ -11,7 +11,7 @@
 
 using namespace gnnpipe::graph;
 
-TEST_CASE("random features are standard normal, seeded, and thread-count independent", "[graph][features]") {
+TEST_CASE("random features are standard normal, seeded, and thread-count independent", "[graph][features][tsan]") {
   const FeatureStore a = random_features(300, 16, 7);
   FeatureStore b;
   {

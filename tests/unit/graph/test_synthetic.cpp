@@ -55,7 +55,7 @@ TEST_CASE("synthetic: the same seed gives the same dataset, another seed another
   CHECK_FALSE(same_labels(a, c));
 }
 
-TEST_CASE("synthetic: output does not depend on the thread count", "[graph][synthetic]") {
+TEST_CASE("synthetic: output does not depend on the thread count", "[graph][synthetic][tsan]") {
   // Large enough for several edge chunks per kind and several feature blocks.
   const SyntheticOptions o{.nodes = 20000, .avg_degree = 8, .features = 8, .classes = 5, .seed = 3};
   auto build = [&](int threads) {

@@ -104,7 +104,7 @@ TEST_CASE("bias and activations: finite-difference gradients", "[models][element
   }
 }
 
-TEST_CASE("bias_add_backward: bitwise identical with 1 and 2 threads", "[models][elementwise][determinism]") {
+TEST_CASE("bias_add_backward: bitwise identical with 1 and 2 threads", "[models][elementwise][determinism][tsan]") {
   core::Rng rng(8, {9});
   const Matrix<double> dy = test::random_matrix(rng, 10000, 7);
   auto run = [&](int threads) {

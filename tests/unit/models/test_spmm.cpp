@@ -90,7 +90,7 @@ TEST_CASE("spmm and spmm_edge_weighted: finite-difference gradients on random bl
   CHECK(test::check_gradient(loss, alpha.flat(), dalpha.flat()).max_error < 1e-6);
 }
 
-TEST_CASE("spmm and spmm_backward: bitwise identical with 1 and 2 threads", "[models][spmm][determinism]") {
+TEST_CASE("spmm and spmm_backward: bitwise identical with 1 and 2 threads", "[models][spmm][determinism][tsan]") {
   core::Rng rng(11, {2});
   const graph::Block block = test::random_block(rng, 3000, 5000, 12, true);
   const Matrix<double> x = test::random_matrix(rng, 5000, 16);

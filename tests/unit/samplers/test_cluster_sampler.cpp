@@ -11,6 +11,7 @@
 
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/graph/csr_graph.hpp"
 #include "gnnpipe/samplers/cluster_sampler.hpp"
@@ -253,17 +254,17 @@ TEST_CASE("loss rows are the positions of the training nodes among the targets",
   }
 }
 
-TEST_CASE("cluster batches are byte-identical with 1 or 2 or 8 threads", "[samplers][cluster]") {
+TEST_CASE("cluster batches are byte-identical with 1 or 2 or 8 threads", "[samplers][cluster][tsan]") {
   const auto g = random_graph(3000, 30000, 16);
   ClusterSampler sampler(g, all_nodes(3000), {.num_parts = 30, .parts_per_batch = 4, .diag_lambda = 0.5f, .seed = 4, .norm = BlockNorm::kGcn});
   const auto plan = sampler.plan_epoch(1);
   auto run = [&](int threads) {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
     std::vector<uint64_t> prints(plan.size());
-    tbb::parallel_for(std::size_t{0}, plan.size(), [&](std::size_t i) {
+    tbb::parallel_for(std::size_t{0}, plan.size(), core::tsan::fork_join([&](std::size_t i) {
       auto ws = sampler.make_workspace();
       prints[i] = fingerprint(sampler.sample(plan[i], *ws));
-    });
+    }));
     return prints;
   };
   const auto one = run(1);

@@ -9,6 +9,7 @@
 
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/graph/csr_graph.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
 #include "sampler_helpers.hpp"
@@ -108,17 +109,17 @@ TEST_CASE("seeds get fanouts[0] neighbors, as in PyG's order", "[samplers][neigh
   CHECK(b.input_nodes.size() == 6);
 }
 
-TEST_CASE("mini-batches are byte-identical with 1, 2 and 8 threads", "[samplers][neighbor]") {
+TEST_CASE("mini-batches are byte-identical with 1, 2 and 8 threads", "[samplers][neighbor][tsan]") {
   const auto g = random_graph(3000, 30000, 8);
   NeighborSampler sampler(g, all_nodes(3000), {.fanouts = {10, 5}, .batch_size = 100, .seed = 4});
   const auto plan = sampler.plan_epoch(1);
   auto run = [&](int threads) {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
     std::vector<uint64_t> prints(plan.size());
-    tbb::parallel_for(std::size_t{0}, plan.size(), [&](std::size_t i) {
+    tbb::parallel_for(std::size_t{0}, plan.size(), core::tsan::fork_join([&](std::size_t i) {
       auto ws = sampler.make_workspace();
       prints[i] = fingerprint(sampler.sample(plan[i], *ws));
-    });
+    }));
     return prints;
   };
   const auto one = run(1);

@@ -13,6 +13,7 @@
 
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/graph/csr_graph.hpp"
 #include "gnnpipe/samplers/saint_sampler.hpp"
 #include "sampler_helpers.hpp"
@@ -370,7 +371,7 @@ TEST_CASE("normalized weights are base times C_v over C_uv and loss weights N ov
   }
 }
 
-TEST_CASE("GraphSAINT batches and norms are identical with 1 2 and 8 threads", "[samplers][saint]") {
+TEST_CASE("GraphSAINT batches and norms are identical with 1 2 and 8 threads", "[samplers][saint][tsan]") {
   const auto g = random_graph(3000, 30000, 8);
   for (SaintMode mode : {SaintMode::kNode, SaintMode::kEdge, SaintMode::kRandomWalk}) {
     INFO("mode " << static_cast<int>(mode));
@@ -391,10 +392,10 @@ TEST_CASE("GraphSAINT batches and norms are identical with 1 2 and 8 threads", "
     auto run = [&](int threads) {
       tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
       std::vector<uint64_t> prints(plan.size());
-      tbb::parallel_for(std::size_t{0}, plan.size(), [&](std::size_t i) {
+      tbb::parallel_for(std::size_t{0}, plan.size(), core::tsan::fork_join([&](std::size_t i) {
         auto ws = sampler->make_workspace();
         prints[i] = fingerprint(sampler->sample(plan[i], *ws));
-      });
+      }));
       return prints;
     };
     const auto one = run(1);

@@ -4,6 +4,7 @@
 #include <tbb/parallel_for.h>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 
 namespace gnnpipe::graph::io {
 
@@ -22,7 +23,8 @@ FeatureStore dense_from_csr(const HostArray<int64_t>& indptr, const HostArray<in
                        "{}: indptr decreases at row {}", what, r);
   }
   HostArray<float> dense(static_cast<std::size_t>(rows * cols));
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, rows, 64), [&](const tbb::blocked_range<int64_t>& range) {
+  using Range = tbb::blocked_range<int64_t>;
+  tbb::parallel_for(Range(0, rows, 64), core::tsan::fork_join([&](const Range& range) {
     for (int64_t r = range.begin(); r < range.end(); ++r) {
       for (int64_t k = indptr[static_cast<std::size_t>(r)]; k < indptr[static_cast<std::size_t>(r + 1)]; ++k) {
         const int64_t c = indices[static_cast<std::size_t>(k)];
@@ -30,7 +32,7 @@ FeatureStore dense_from_csr(const HostArray<int64_t>& indptr, const HostArray<in
         dense[static_cast<std::size_t>(r * cols + c)] += values[static_cast<std::size_t>(k)];
       }
     }
-  });
+  }));
   return FeatureStore(std::move(dense), rows, cols, what);
 }
 
