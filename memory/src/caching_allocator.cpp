@@ -33,8 +33,15 @@ void DeviceBlock::free() noexcept {
   size_ = 0;
 }
 
-CachingAllocator::CachingAllocator(core::Device device, std::size_t budget_bytes, FenceFactory fences)
-    : device_(device), budget_(budget_bytes), make_fence_(fences ? std::move(fences) : event_fences(device)) {
+CachingAllocator::CachingAllocator(core::Device device, std::size_t budget_bytes, AllocatorHooks hooks)
+    : device_(device),
+      budget_(budget_bytes),
+      make_fence_(hooks.fences ? std::move(hooks.fences) : event_fences(device)),
+      driver_allocate_(hooks.driver_allocate ? std::move(hooks.driver_allocate) : [device](std::size_t bytes) {
+        return core::try_allocate_bytes(core::MemoryKind::kDevice, device, bytes);
+      }),
+      driver_free_(hooks.driver_free ? std::move(hooks.driver_free)
+                                     : [](const core::Allocation& a) { core::free_bytes(a); }) {
   GNNPIPE_CHECK_CONFIG(budget_bytes >= 1, "memory.limit: must be >= 1 byte");
   stats_.budget_bytes = budget_bytes;
 }
@@ -55,7 +62,7 @@ CachingAllocator::~CachingAllocator() {
       if (!reported) core::logger().warn("CachingAllocator: waiting for cached blocks at teardown failed: {}", e.what());
       reported = true;
     }
-    core::free_bytes(cached.allocation);
+    driver_free_(cached.allocation);
   }
 }
 
@@ -80,7 +87,7 @@ std::unique_ptr<FreeFence> CachingAllocator::take_fence_locked() {
 }
 
 CachingAllocator::Bins::iterator CachingAllocator::release_locked(Bins::iterator it) {
-  core::free_bytes(it->second.allocation);
+  driver_free_(it->second.allocation);
   stats_.cached_bytes -= it->first;
   ++stats_.driver_frees;
   fence_pool_.push_back(std::move(it->second.done));
@@ -145,10 +152,25 @@ DeviceBlock CachingAllocator::allocate(std::size_t bytes, const core::Stream& st
                     core::format_bytes(size), core::format_bytes(budget_), device_.str(),
                     core::format_bytes(stats_.in_use_bytes), core::format_bytes(stats_.cached_bytes));
     }
-    allocation = core::allocate_bytes(core::MemoryKind::kDevice, device_, size);
+    allocation = driver_allocate_(size);
+    if (allocation.ptr == nullptr) {
+      // The driver has less than our books say (another process, a reserve too small): give it
+      // every cached block back, waiting for pending ones, and try once more.
+      ++stats_.driver_out_of_memory;
+      release_cached_locked(static_cast<std::size_t>(-1), true);
+      allocation = driver_allocate_(size);
+    }
+    if (allocation.ptr == nullptr) {
+      GNNPIPE_THROW(OutOfBudget,
+                    "memory.limit: the driver is out of device memory for a request of {} on {} ({} in use by this "
+                    "run, budget {}): lower memory.limit or raise memory.reserve",
+                    core::format_bytes(size), device_.str(), core::format_bytes(stats_.in_use_bytes),
+                    core::format_bytes(budget_));
+    }
     ++stats_.driver_allocations;
   }
-  live_[allocation.ptr] = allocation;
+  live_[allocation.ptr] = Live{allocation, &stream};
+  in_use_by_stream_[&stream] += size;
   stats_.in_use_bytes += size;
   stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
   stats_.batch_peak_bytes = std::max(stats_.batch_peak_bytes, stats_.in_use_bytes);
@@ -167,7 +189,10 @@ void CachingAllocator::give_back(void* ptr, std::size_t size, const core::Stream
     core::logger().error("CachingAllocator: a block of {} freed twice or not ours", core::format_bytes(size));
     return;
   }
-  const core::Allocation allocation = it->second;
+  const core::Allocation allocation = it->second.allocation;
+  auto& on_stream = in_use_by_stream_[it->second.stream];
+  on_stream -= size;
+  if (on_stream == 0) in_use_by_stream_.erase(it->second.stream);
   live_.erase(it);
   stats_.in_use_bytes -= size;
   try {
@@ -184,7 +209,7 @@ void CachingAllocator::give_back(void* ptr, std::size_t size, const core::Stream
                           e.what());
     }
     unordered_free_logged_ = true;
-    core::free_bytes(allocation);
+    driver_free_(allocation);
     ++stats_.driver_frees;
   }
 }
@@ -192,6 +217,12 @@ void CachingAllocator::give_back(void* ptr, std::size_t size, const core::Stream
 void CachingAllocator::release_cached() {
   std::lock_guard lock(mutex_);
   release_cached_locked(static_cast<std::size_t>(-1), false);
+}
+
+std::size_t CachingAllocator::in_use_bytes_on(const core::Stream& stream) const {
+  std::lock_guard lock(mutex_);
+  const auto it = in_use_by_stream_.find(&stream);
+  return it == in_use_by_stream_.end() ? 0 : it->second;
 }
 
 std::size_t CachingAllocator::fences_created() const {

@@ -22,6 +22,10 @@ Context::Context(const core::Stream& stream, const OpOptions& options)
   }
 }
 
+void Context::set_cublas_workspace(void* workspace, std::size_t bytes) {
+  GNNPIPE_CUBLAS_CHECK(cublasSetWorkspace(cublas_, workspace, bytes));
+}
+
 Context::~Context() {
   // The SpMM descriptors (spmm_, destroyed after this body) do not refer to the handles. Destroying
   // a handle does not wait for work already queued with it.

@@ -24,6 +24,9 @@ class Context {
   cublasHandle_t cublas() const { return cublas_; }
   cusparseHandle_t cusparse() const { return cusparse_; }
   CusparseSpmm& spmm() { return spmm_; }
+  // Gives cuBLAS `bytes` of device memory at `workspace` (which must outlive the handle's work)
+  // instead of the workspace it would allocate itself.
+  void set_cublas_workspace(void* workspace, std::size_t bytes);
 
  private:
   cudaStream_t stream_ = nullptr;

@@ -1,5 +1,7 @@
 #include "gnnpipe/models/gnn_model.hpp"
 
+#include <algorithm>
+
 #include "gnnpipe/models/layers/gat_layer.hpp"
 #include "gnnpipe/models/layers/gcn_layer.hpp"
 #include "gnnpipe/models/layers/sage_layer.hpp"
@@ -93,7 +95,12 @@ template <class T>
 void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits) {
   const T p = static_cast<T>(options_.dropout);
   // grad_/next_ are members so their memory is reused by every backward (no allocation per step).
-  MatrixView<T> dz = grad_.matrix(ctx_, dlogits.rows, dlogits.cols);
+  // They alternate through pointers local to this call, so every call uses them in the same way
+  // (grad_ for dlogits and the even steps down, next_ for the odd ones): the memory governor's
+  // arithmetic (training_arrays) depends on it.
+  DeviceArray<T>* current = &grad_;
+  DeviceArray<T>* spare = &next_;
+  MatrixView<T> dz = current->matrix(ctx_, dlogits.rows, dlogits.cols);
   ops::copy<T>(ctx_, dlogits, dz);
   for (std::size_t l = layers_.size(); l-- > 0;) {
     const graph::Block& block = *blocks[l];
@@ -108,12 +115,53 @@ void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixVi
       layers_[l]->backward(block, dz, MatrixView<T>{nullptr, block.num_src, layers_[l]->in_dim()});
       break;
     }
-    const MatrixView<T> da = next_.matrix(ctx_, block.num_src, layers_[l]->in_dim());  // overwritten by backward
+    const MatrixView<T> da = spare->matrix(ctx_, block.num_src, layers_[l]->in_dim());  // overwritten by backward
     layers_[l]->backward(block, dz, da);
     if (training_ && p > T{0}) ops::dropout_backward<T>(ctx_, masks_[l].data(), p, da, da);
-    std::swap(grad_, next_);
-    dz = grad_.view(block.num_src, layers_[l]->in_dim());
+    std::swap(current, spare);
+    dz = current->view(block.num_src, layers_[l]->in_dim());
   }
+}
+
+template <class T>
+std::vector<std::size_t> GnnModel<T>::training_arrays(std::span<const BlockShape> shapes, bool training) const {
+  GNNPIPE_CHECK(shapes.size() == layers_.size(), "{} block shapes for a {}-layer model", shapes.size(), layers_.size());
+  const auto t = [](int64_t elements) { return static_cast<std::size_t>(elements) * sizeof(T); };
+  const bool dropout = training && options_.dropout > 0;
+  std::vector<std::size_t> bytes;
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const BlockShape& s = shapes[l];
+    const int64_t in = layers_[l]->in_dim();
+    bytes.push_back(dropout ? t(s.num_src * in) : 0);                                  // inputs_[l]
+    bytes.push_back(dropout ? static_cast<std::size_t>(s.num_src * in) : 0);            // masks_[l]
+    bytes.push_back(t(s.num_dst * layers_[l]->out_dim()));                              // outputs_[l]
+    layers_[l]->training_arrays(s, training, l > 0, bytes);
+  }
+  // grad_ and next_, as backward alternates them.
+  std::size_t grad = t(shapes.back().num_dst * layers_.back()->out_dim()), next = 0;
+  bool spare_is_next = true;
+  for (std::size_t l = layers_.size(); l-- > 1;) {
+    std::size_t& spare = spare_is_next ? next : grad;
+    spare = std::max(spare, t(shapes[l].num_src * layers_[l]->in_dim()));
+    spare_is_next = !spare_is_next;
+  }
+  bytes.push_back(grad);
+  bytes.push_back(next);
+  return bytes;
+}
+
+template <class T>
+std::vector<std::size_t> GnnModel<T>::inference_arrays(std::size_t layer, const BlockShape& shape) const {
+  GNNPIPE_CHECK(layer < layers_.size(), "layer {} of a {}-layer model", layer, layers_.size());
+  std::vector<std::size_t> bytes;
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    bytes.insert(bytes.end(), 3, 0);  // inputs_, masks_, outputs_: not used by infer_layer
+    const std::size_t begin = bytes.size();
+    layers_[l]->inference_arrays(l == layer ? shape : BlockShape{}, bytes);
+    if (l != layer) std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(begin), bytes.end(), 0);
+  }
+  bytes.insert(bytes.end(), 2, 0);  // grad_, next_
+  return bytes;
 }
 
 template class GnnModel<float>;

@@ -38,6 +38,14 @@ OpContext::OpContext(const core::Stream& stream, OpOptions options, memory::Cach
   if (stream.device().is_cuda()) {
 #if defined(GNNPIPE_MODELS_CUDA)
     cuda_ = std::make_unique<cuda::Context>(stream, options);
+    if (allocator_ != nullptr) {
+      const auto gpus = core::list_gpus();
+      const int index = stream.device().index();
+      const bool hopper = index < static_cast<int>(gpus.size()) && gpus[static_cast<std::size_t>(index)].compute_capability_major >= 9;
+      const std::size_t bytes = (hopper ? std::size_t{32} : std::size_t{4}) << 20;
+      cublas_workspace_ = allocator_->allocate(bytes, stream);
+      cuda_->set_cublas_workspace(cublas_workspace_.data(), cublas_workspace_.size());
+    }
 #else
     GNNPIPE_THROW(CudaError, "a CUDA op context needs a build with the CUDA backend");
 #endif

@@ -45,10 +45,13 @@ template <class T>
 void ParamStore<T>::place(const OpContext& ctx) {
   GNNPIPE_CHECK(!placed_, "the parameter store was already placed (on {})", device_.str());
   placed_ = true;
-  if (!ctx.is_cuda()) return;  // host memory already
+  // On the CPU without an allocator the host vectors are the store's memory already. With one
+  // (either backend), values and gradients are drawn from it, so they count against the budget.
+  if (!ctx.is_cuda() && ctx.allocator() == nullptr) return;
   device_ = ctx.device();
-  placed_values_ = core::Buffer<T>(size_, core::MemoryKind::kDevice, device_);
-  placed_grads_ = core::Buffer<T>(size_, core::MemoryKind::kDevice, device_);
+  if (size_ == 0) return;
+  placed_values_.ensure(ctx, size_);
+  placed_grads_.ensure(ctx, size_);
   core::copy_from_host_sync(placed_values_.data(), host_values_.data(), size_ * sizeof(T), ctx.stream());
   core::copy_from_host_sync(placed_grads_.data(), host_grads_.data(), size_ * sizeof(T), ctx.stream());
   values_ = placed_values_.data();

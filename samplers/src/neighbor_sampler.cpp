@@ -123,7 +123,9 @@ graph::MiniBatch NeighborSampler::sample(const BatchSpec& spec, SamplerWorkspace
   std::size_t expanded = 0;
   for (std::size_t h = 0; h < o_.fanouts.size(); ++h) {
     const std::size_t num_dst = ws.nodes.size();
-    core::Rng rng(o_.seed, {kSampleStream, static_cast<uint64_t>(spec.epoch), static_cast<uint64_t>(spec.index), h});
+    core::RngKey key = core::rng_key(o_.seed, {kSampleStream, static_cast<uint64_t>(spec.epoch), static_cast<uint64_t>(spec.index), h});
+    if (spec.attempt > 0) key = key.with(static_cast<uint64_t>(spec.attempt));  // the plan's batch keeps its stream
+    core::Rng rng(key);
     for (std::size_t p = expanded; p < num_dst; ++p) {
       const NodeId v = ws.nodes[p];
       const auto neighbors = graph_.in_neighbors(v);

@@ -214,7 +214,9 @@ graph::HostArray<float> SaintSampler::edge_weights(std::span<const NodeId> nodes
 graph::MiniBatch SaintSampler::sample(const BatchSpec& spec, SamplerWorkspace& workspace) const {
   auto& ws = dynamic_cast<SaintWorkspace&>(workspace);
   const ResetOnExit reset{ws.set};
-  core::Rng rng(o_.seed, {kBatchStream, static_cast<uint64_t>(spec.epoch), static_cast<uint64_t>(spec.index)});
+  core::RngKey key = core::rng_key(o_.seed, {kBatchStream, static_cast<uint64_t>(spec.epoch), static_cast<uint64_t>(spec.index)});
+  if (spec.attempt > 0) key = key.with(static_cast<uint64_t>(spec.attempt));  // the plan's batch keeps its stream
+  core::Rng rng(key);
   drawer_->draw(rng, ws.set);
   order_ascending(ws.set);  // local order = ascending global id
   const std::vector<NodeId>& nodes = ws.set.nodes;

@@ -123,6 +123,11 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
 
   YAML::Node memory(YAML::NodeType::Map);
   memory["limit"] = bytes_text(c.memory.limit_bytes);
+  memory["reserve"] = c.memory.reserve_bytes ? bytes_text(*c.memory.reserve_bytes) : std::string("auto");
+  memory["policy"] = std::string(to_string(c.memory.policy));
+  if (c.memory.policy == memory::MemoryPolicy::kResample || every_key) memory["max_tries"] = c.memory.max_tries;
+  if (c.memory.policy == memory::MemoryPolicy::kCut || every_key) memory["cut"] = std::string(to_string(c.memory.cut));
+  memory["tolerance"] = number(c.memory.tolerance);
   root["memory"] = memory;
 
   YAML::Node run(YAML::NodeType::Map);

@@ -182,14 +182,36 @@ pipeline::PipelineOptions parse_pipeline_section(ConfigMap s) {
 
 memory::MemoryOptions parse_memory_section(ConfigMap s) {
   memory::MemoryOptions o;
-  if (auto limit = s.get_optional<std::string>("limit")) {
+  const auto bytes = [&](const char* key, const std::string& text) {
     try {
-      o.limit_bytes = core::parse_bytes(*limit);
+      return core::parse_bytes(text);
     } catch (const core::ConfigError& e) {
-      GNNPIPE_THROW(ConfigError, "{}: {}", s.key_path("limit"), e.message());
+      GNNPIPE_THROW(ConfigError, "{}: {}", s.key_path(key), e.message());
     }
+  };
+  if (auto limit = s.get_optional<std::string>("limit")) {
+    o.limit_bytes = bytes("limit", *limit);
     GNNPIPE_CHECK_CONFIG(o.limit_bytes > 0, "{}: must be > 0", s.key_path("limit"));
   }
+  if (auto reserve = s.get_optional<std::string>("reserve"); reserve && *reserve != "auto") {
+    o.reserve_bytes = bytes("reserve", *reserve);
+    GNNPIPE_CHECK_CONFIG(*o.reserve_bytes < o.limit_bytes, "{}: {} leaves nothing of memory.limit ({})",
+                         s.key_path("reserve"), core::format_bytes(*o.reserve_bytes), core::format_bytes(o.limit_bytes));
+  }
+  if (auto policy = s.get_optional<std::string>("policy")) o.policy = memory::parse_memory_policy(*policy, s.key_path("policy"));
+  if (o.policy == memory::MemoryPolicy::kResample) {
+    o.max_tries = s.get("max_tries", o.max_tries);
+    check_at_least(s, "max_tries", o.max_tries, 1);
+  } else {
+    reject_keys(s, {"max_tries"}, "policy resample");
+  }
+  if (o.policy == memory::MemoryPolicy::kCut) {
+    if (auto cut = s.get_optional<std::string>("cut")) o.cut = memory::parse_cut_strategy(*cut, s.key_path("cut"));
+  } else {
+    reject_keys(s, {"cut"}, "policy cut");
+  }
+  o.tolerance = s.get("tolerance", o.tolerance);
+  check_fraction(s, "tolerance", o.tolerance);
   s.finish();
   return o;
 }

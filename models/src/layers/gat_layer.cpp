@@ -88,6 +88,27 @@ void GatLayer<T>::backward(const graph::Block& block, MatrixView<const T> dy, Ma
   if (dx.data != nullptr) ops::gemm<T>(ctx_, false, true, T{1}, dh, params_.value(weight_), T{0}, dx);
 }
 
+// In member order: h_, e_, alpha_, alpha_dropped_, mask_, a_src_, a_dst_, heads_out_, dheads_, dh_,
+// dalpha_, da_src_, da_dst_ (see forward and backward for when each is used).
+template <class T>
+void GatLayer<T>::training_arrays(const BlockShape& s, bool training, bool, std::vector<std::size_t>& bytes) const {
+  const auto t = [](int64_t elements) { return static_cast<std::size_t>(elements) * sizeof(T); };
+  const int64_t hc = s_.heads * s_.channels, eh = s.edges * s_.heads;
+  const bool dropped = training && s_.attention_dropout > 0;
+  bytes.insert(bytes.end(), {t(s.num_src * hc), t(eh), t(eh), dropped ? t(eh) : 0,
+                             dropped ? static_cast<std::size_t>(eh) : 0, t(s.num_src * s_.heads), t(s.num_dst * s_.heads),
+                             s_.concat ? 0 : t(s.num_dst * hc), s_.concat ? 0 : t(s.num_dst * hc), t(s.num_src * hc), t(eh),
+                             t(s.num_src * s_.heads), t(s.num_dst * s_.heads)});
+}
+
+template <class T>
+void GatLayer<T>::inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const {
+  const auto t = [](int64_t elements) { return static_cast<std::size_t>(elements) * sizeof(T); };
+  const int64_t hc = s_.heads * s_.channels, eh = s.edges * s_.heads;
+  bytes.insert(bytes.end(), {t(s.num_src * hc), t(eh), t(eh), 0, 0, t(s.num_src * s_.heads), t(s.num_dst * s_.heads),
+                             s_.concat ? 0 : t(s.num_dst * hc), 0, 0, 0, 0, 0});
+}
+
 template class GatLayer<float>;
 template class GatLayer<double>;
 

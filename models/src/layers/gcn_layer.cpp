@@ -36,6 +36,19 @@ void GcnLayer<T>::backward(const graph::Block& block, MatrixView<const T> dy, Ma
   if (dx.data != nullptr) ops::gemm<T>(ctx_, false, true, T{1}, dh, params_.value(weight_), T{0}, dx);  // dx = dh W^T
 }
 
+// h_ [num_src x out] in forward, dh_ [num_src x out] in backward.
+template <class T>
+void GcnLayer<T>::training_arrays(const BlockShape& s, bool, bool, std::vector<std::size_t>& bytes) const {
+  bytes.push_back(static_cast<std::size_t>(s.num_src * out_) * sizeof(T));
+  bytes.push_back(static_cast<std::size_t>(s.num_src * out_) * sizeof(T));
+}
+
+template <class T>
+void GcnLayer<T>::inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const {
+  bytes.push_back(static_cast<std::size_t>(s.num_src * out_) * sizeof(T));
+  bytes.push_back(0);
+}
+
 template class GcnLayer<float>;
 template class GcnLayer<double>;
 

@@ -45,6 +45,19 @@ void SageLayer<T>::backward(const graph::Block& block, MatrixView<const T> dy, M
   ops::gemm<T>(ctx_, false, true, T{1}, dy, params_.value(weight_r_), T{1}, dx_dst);  // dx[:dst] += dy W_r^T
 }
 
+// agg_ [num_dst x in] in forward, dagg_ [num_dst x in] in a backward that computes dx.
+template <class T>
+void SageLayer<T>::training_arrays(const BlockShape& s, bool, bool has_dx, std::vector<std::size_t>& bytes) const {
+  bytes.push_back(static_cast<std::size_t>(s.num_dst * in_) * sizeof(T));
+  bytes.push_back(has_dx ? static_cast<std::size_t>(s.num_dst * in_) * sizeof(T) : 0);
+}
+
+template <class T>
+void SageLayer<T>::inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const {
+  bytes.push_back(static_cast<std::size_t>(s.num_dst * in_) * sizeof(T));
+  bytes.push_back(0);
+}
+
 template class SageLayer<float>;
 template class SageLayer<double>;
 

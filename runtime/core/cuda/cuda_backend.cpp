@@ -83,8 +83,18 @@ std::vector<GpuInfo> gpus() {
 void* device_malloc(int device, std::size_t bytes) {
   void* ptr = nullptr;
   GNNPIPE_CUDA_CHECK(cuda::make_device_current(device));
-  GNNPIPE_CUDA_CHECK(cudaMalloc(&ptr, bytes));
+  const cudaError_t status = cudaMalloc(&ptr, bytes);
+  if (status == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // not sticky: clear it so that later calls do not report it
+    return nullptr;
+  }
+  GNNPIPE_CUDA_CHECK(status);
   return ptr;
+}
+
+void device_memory_info(int device, std::size_t& free_bytes, std::size_t& total_bytes) {
+  GNNPIPE_CUDA_CHECK(cuda::make_device_current(device));
+  GNNPIPE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
 }
 
 void device_free(int device, void* ptr) noexcept {

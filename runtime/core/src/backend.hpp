@@ -16,7 +16,11 @@ const CudaProbe& probe() noexcept;
 int device_count() noexcept;
 std::vector<GpuInfo> gpus();
 
+// Device memory; nullptr when the device is out of memory (the error is cleared: a failed
+// cudaMalloc is not sticky); CudaError on any other failure.
 void* device_malloc(int device, std::size_t bytes);
+// Free and total bytes of the device (cudaMemGetInfo).
+void device_memory_info(int device, std::size_t& free_bytes, std::size_t& total_bytes);
 void device_free(int device, void* ptr) noexcept;
 void* pinned_malloc(std::size_t bytes);
 void pinned_free(void* ptr) noexcept;

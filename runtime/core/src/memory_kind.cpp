@@ -8,6 +8,7 @@
 #include "backend.hpp"
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/stream.hpp"
+#include "gnnpipe/core/units.hpp"
 
 namespace gnnpipe::core {
 namespace {
@@ -33,6 +34,21 @@ const char* to_string(MemoryKind kind) {
 }
 
 Allocation allocate_bytes(MemoryKind kind, Device device, std::size_t bytes) {
+  Allocation a = try_allocate_bytes(kind, device, bytes);
+  GNNPIPE_CHECK_AS(CudaError, bytes == 0 || a.ptr != nullptr, "{}: out of device memory allocating {}", device.str(),
+                   format_bytes(bytes));
+  return a;
+}
+
+DeviceMemoryInfo device_memory_info(Device device) {
+  DeviceMemoryInfo info;
+  if (device.is_cpu()) return info;
+  device.require_available();
+  backend::device_memory_info(device.index(), info.free_bytes, info.total_bytes);
+  return info;
+}
+
+Allocation try_allocate_bytes(MemoryKind kind, Device device, std::size_t bytes) {
   Allocation a;
   a.kind = kind;
   a.bytes = bytes;

@@ -18,6 +18,7 @@ const CudaProbe& probe() noexcept {
 int device_count() noexcept { return 0; }
 std::vector<GpuInfo> gpus() { return {}; }
 void* device_malloc(int, std::size_t) { no_cuda(); }
+void device_memory_info(int, std::size_t&, std::size_t&) { no_cuda(); }
 void device_free(int, void*) noexcept {}
 void* pinned_malloc(std::size_t) { no_cuda(); }
 void pinned_free(void*) noexcept {}

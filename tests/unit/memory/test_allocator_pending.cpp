@@ -52,12 +52,18 @@ memory::FenceFactory manual_fences(FenceLog& log) {
   };
 }
 
+memory::AllocatorHooks fence_hooks(FenceLog& log) {
+  memory::AllocatorHooks hooks;
+  hooks.fences = manual_fences(log);
+  return hooks;
+}
+
 }  // namespace
 
 TEST_CASE("a budget miss waits for blocks still pending on another stream, then fits", "[memory][allocator]") {
   const core::Stream train(core::Device::cpu()), eval(core::Device::cpu());
   FenceLog log;
-  CachingAllocator alloc(core::Device::cpu(), 4 * kKiB, manual_fences(log));
+  CachingAllocator alloc(core::Device::cpu(), 4 * kKiB, fence_hooks(log));
   alloc.allocate(3 * kKiB, eval).free();  // freed on the eval stream, its work still running
   CHECK(alloc.stats().cached_bytes == 3 * kKiB);
   // 3 KiB cached + 2 KiB wanted > 4 KiB: without the wait this would throw, depending on timing.
@@ -74,7 +80,7 @@ TEST_CASE("completed blocks go back first, then the wait takes the largest pendi
           "[memory][allocator]") {
   const core::Stream train(core::Device::cpu()), eval(core::Device::cpu());
   FenceLog log;
-  CachingAllocator alloc(core::Device::cpu(), 16 * kKiB, manual_fences(log));
+  CachingAllocator alloc(core::Device::cpu(), 16 * kKiB, fence_hooks(log));
   {
     auto small = alloc.allocate(1 * kKiB, eval);
     auto mid = alloc.allocate(4 * kKiB, eval);
@@ -97,7 +103,7 @@ TEST_CASE("a block pending on the requesting stream is reused without a wait, on
           "[memory][allocator]") {
   const core::Stream train(core::Device::cpu()), eval(core::Device::cpu());
   FenceLog log;
-  CachingAllocator alloc(core::Device::cpu(), 64 * kKiB, manual_fences(log));
+  CachingAllocator alloc(core::Device::cpu(), 64 * kKiB, fence_hooks(log));
   void* first = nullptr;
   {
     auto a = alloc.allocate(kKiB, train);
@@ -115,7 +121,7 @@ TEST_CASE("a block pending on the requesting stream is reused without a wait, on
 TEST_CASE("a request that cannot fit even with nothing cached throws at once, without waiting", "[memory][allocator]") {
   const core::Stream train(core::Device::cpu()), eval(core::Device::cpu());
   FenceLog log;
-  CachingAllocator alloc(core::Device::cpu(), 4 * kKiB, manual_fences(log));
+  CachingAllocator alloc(core::Device::cpu(), 4 * kKiB, fence_hooks(log));
   auto held = alloc.allocate(3 * kKiB, train);
   alloc.allocate(kKiB, eval).free();
   CHECK_THROWS_AS(alloc.allocate(2 * kKiB, train), core::OutOfBudget);  // 3 KiB in use + 2 KiB > 4 KiB
@@ -126,7 +132,7 @@ TEST_CASE("a request that cannot fit even with nothing cached throws at once, wi
 TEST_CASE("fences are pooled: a steady alloc/free cycle creates no fence per free", "[memory][allocator]") {
   const core::Stream train(core::Device::cpu()), eval(core::Device::cpu());
   FenceLog log;
-  CachingAllocator alloc(core::Device::cpu(), 64 * kKiB, manual_fences(log));
+  CachingAllocator alloc(core::Device::cpu(), 64 * kKiB, fence_hooks(log));
   for (int i = 0; i < 100; ++i) {
     auto a = alloc.allocate(kKiB, train);
     auto b = alloc.allocate(2 * kKiB, train);
@@ -156,4 +162,60 @@ TEST_CASE("after a device fault, frees and the allocator's teardown log instead 
     alloc.reset();  // waits on the cached block's event, which fails: logged, never thrown
   }
   CHECK_NOTHROW(stream.synchronize());  // the scope ended: the simulated fault is gone
+}
+
+TEST_CASE("a driver out of memory gets the cache back and one more try, then an OutOfBudget", "[memory][allocator]") {
+  const core::Stream stream(core::Device::cpu()), eval(core::Device::cpu());
+  // A fake driver with 8 KiB of device memory, though the budget says 64 KiB (another process has
+  // the rest, say).
+  std::size_t driver_used = 0;
+  int driver_calls = 0;
+  FenceLog log;
+  memory::AllocatorHooks hooks;
+  hooks.fences = manual_fences(log);
+  hooks.driver_allocate = [&](std::size_t bytes) {
+    ++driver_calls;
+    if (driver_used + bytes > 8 * kKiB) return core::Allocation{};
+    driver_used += bytes;
+    return core::allocate_bytes(core::MemoryKind::kDevice, core::Device::cpu(), bytes);
+  };
+  hooks.driver_free = [&](const core::Allocation& a) {
+    driver_used -= a.bytes;
+    core::free_bytes(a);
+  };
+  CachingAllocator alloc(core::Device::cpu(), 64 * kKiB, hooks);
+  alloc.allocate(6 * kKiB, eval).free();  // cached, pending on eval
+  {
+    auto b = alloc.allocate(4 * kKiB, stream);  // 6 + 4 > 8: fails, the cache goes back, the retry fits
+    CHECK(b);
+    const auto s = alloc.stats();
+    CHECK(s.driver_out_of_memory == 1);
+    CHECK(s.cached_bytes == 0);
+    CHECK(log.waits == 1);  // the pending block was waited for before it went back
+  }
+  CHECK(driver_used == 4 * kKiB);  // the 6 KiB block went back to the driver
+  auto held = alloc.allocate(4 * kKiB, stream);  // reuses the cached 4 KiB block
+  try {
+    (void)alloc.allocate(5 * kKiB, stream);  // 4 + 5 > 8 with nothing cached: no way
+    FAIL("no OutOfBudget");
+  } catch (const core::OutOfBudget& e) {
+    CHECK_THAT(e.message(), Catch::Contains("the driver is out of device memory for a request of 5.00 KiB"));
+  }
+  CHECK(alloc.stats().driver_out_of_memory == 2);
+  CHECK(alloc.stats().in_use_bytes == 4 * kKiB);
+  CHECK(driver_calls == 5);  // 6 KiB; 4 KiB failed, then fitted; 5 KiB failed twice
+}
+
+TEST_CASE("in-use bytes are kept per stream", "[memory][allocator]") {
+  const core::Stream train(core::Device::cpu()), eval(core::Device::cpu());
+  CachingAllocator alloc(core::Device::cpu(), 64 * kKiB);
+  auto a = alloc.allocate(kKiB, train);
+  auto b = alloc.allocate(2 * kKiB, eval);
+  auto c = alloc.allocate(3 * kKiB, train);
+  CHECK(alloc.in_use_bytes_on(train) == 4 * kKiB);
+  CHECK(alloc.in_use_bytes_on(eval) == 2 * kKiB);
+  c.free();
+  CHECK(alloc.in_use_bytes_on(train) == kKiB);
+  b.free();
+  CHECK(alloc.in_use_bytes_on(eval) == 0);
 }

@@ -8,7 +8,9 @@
 //    it first returns completed cached blocks to the driver; then it waits for the cached blocks
 //    whose work is still pending on other streams (largest first) and returns those, so whether a
 //    request fits never depends on another stream's timing; if it still does not fit it throws
-//    OutOfBudget and never reaches the driver.
+//    OutOfBudget and never reaches the driver. A driver that is out of memory anyway (other
+//    processes, the reserve too small) gets every cached block back and one more try; then the
+//    request is an OutOfBudget too, never a raw CUDA error, and no CUDA error is left behind.
 //  - Completion is tracked by FreeFences (events by default), pooled and recorded again, so a
 //    steady run creates no event per free.
 //  - Never throws from a destructor or a free: after a device fault (a sticky CUDA error) the
@@ -19,6 +21,7 @@
 // so its logic is tested without a GPU. Thread-safe (one mutex; a handful of calls per batch).
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,9 +42,21 @@ struct AllocatorStats {
   std::size_t budget_bytes = 0;
   int64_t requests = 0, cache_hits = 0, driver_allocations = 0, driver_frees = 0;
   int64_t budget_waits = 0;  // requests that waited for pending cached blocks to fit the budget
+  int64_t driver_out_of_memory = 0;  // driver allocations that failed for lack of device memory
 };
 
 class CachingAllocator;
+
+// What the allocator asks of the outside world; tests substitute both.
+struct AllocatorHooks {
+  // Makes the fences that track frees (default: events of the allocator's device).
+  FenceFactory fences;
+  // Asks the driver for `bytes` of device memory; an allocation with ptr == nullptr means the
+  // device is out of memory (default: core::try_allocate_bytes(kDevice, device, bytes)).
+  std::function<core::Allocation(std::size_t bytes)> driver_allocate;
+  // Returns an allocation of driver_allocate to the driver; never throws (default: core::free_bytes).
+  std::function<void(const core::Allocation&)> driver_free;
+};
 
 // One allocation; returns itself to the allocator when destroyed (or on free()), ordered after the
 // work queued so far on the stream it was last used on.
@@ -71,9 +86,8 @@ class DeviceBlock {
 
 class CachingAllocator {
  public:
-  // `budget_bytes` >= 1 (ConfigError naming memory.limit otherwise). `fences` makes the fences that
-  // track frees (default: events of `device`; tests pass fences they control).
-  CachingAllocator(core::Device device, std::size_t budget_bytes, FenceFactory fences = {});
+  // `budget_bytes` >= 1 (ConfigError naming memory.limit otherwise).
+  CachingAllocator(core::Device device, std::size_t budget_bytes, AllocatorHooks hooks = {});
   ~CachingAllocator();  // frees every cached block (blocks still handed out must be gone: checked in debug logs)
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -85,6 +99,11 @@ class CachingAllocator {
   void release_cached();
   // How many fences exist (pooled or tracking a cached block): stays flat in a steady run.
   std::size_t fences_created() const;
+  // Bytes handed out for work on `stream` (a block counts for the stream it was allocated on) and
+  // not freed: what one stream's arrays hold (the train stream's, say, apart from evaluation's).
+  std::size_t in_use_bytes_on(const core::Stream& stream) const;
+  core::Device device() const { return device_; }
+  std::size_t budget() const { return budget_; }
   AllocatorStats stats() const;
   void reset_batch_peak();
 
@@ -107,15 +126,23 @@ class CachingAllocator {
   bool over_budget_locked(std::size_t size) const { return stats_.in_use_bytes + stats_.cached_bytes + size > budget_; }
   std::unique_ptr<FreeFence> take_fence_locked();
 
+  struct Live {
+    core::Allocation allocation;
+    const core::Stream* stream;  // allocated for work on this stream
+  };
+
   core::Device device_;
   std::size_t budget_;
   FenceFactory make_fence_;
+  std::function<core::Allocation(std::size_t)> driver_allocate_;
+  std::function<void(const core::Allocation&)> driver_free_;
+  std::map<const core::Stream*, std::size_t> in_use_by_stream_;
   std::vector<std::unique_ptr<FreeFence>> fence_pool_;
   std::size_t fences_created_ = 0;
   bool unordered_free_logged_ = false;  // a free that could not be stream-ordered was reported
   mutable std::mutex mutex_;
   Bins bins_;                                           // size class -> cached blocks
-  std::map<void*, core::Allocation> live_;              // handed out
+  std::map<void*, Live> live_;                          // handed out
   AllocatorStats stats_;
 };
 

@@ -1,12 +1,50 @@
 #pragma once
 // The `memory:` section of an experiment (DESIGN §4, §5) as plain options with in-class defaults.
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace gnnpipe::memory {
+
+// What the governor does with a training batch whose predicted peak does not fit the budget.
+enum class MemoryPolicy {
+  kSplit,     // split its loss targets into k micro-batches, accumulate their gradients (exact)
+  kResample,  // draw another batch instead, up to max_tries times (the seed paper's behaviour)
+  kCut,       // remove the fewest edges needed, lowest-scored first (memory.cut)
+};
+
+// How edges are scored for `cut`; the lowest-scored edges go first. d = full-graph in-degree + 1,
+// pr = PageRank of the full graph.
+enum class CutStrategy {
+  kRandom,           // a seeded random order
+  kDegreeSum,        // 1 / (d_u + d_v)
+  kDegreeProduct,    // 1 / (d_u * d_v)
+  kPagerankSum,      // 1 / (pr_u + pr_v)
+  kPagerankProduct,  // 1 / (pr_u * pr_v)
+};
+
+std::string_view to_string(MemoryPolicy policy);
+std::string_view to_string(CutStrategy strategy);
+// Parse the YAML names; throw ConfigError naming `key` and the allowed values otherwise.
+MemoryPolicy parse_memory_policy(std::string_view text, std::string_view key);
+CutStrategy parse_cut_strategy(std::string_view text, std::string_view key);
 
 struct MemoryOptions {
   // The device memory budget (YAML `limit`, e.g. 16GiB): the governor and allocator never exceed it.
   uint64_t limit_bytes = uint64_t{16} << 30;
+  // Device memory the budget leaves to what the allocator cannot see (YAML `reserve`: bytes, or
+  // `auto`): the CUDA context's lazily loaded kernels, library-internal allocations,
+  // fragmentation. Unset = auto: kAutoReserveCuda on a GPU, 0 on the CPU backend.
+  std::optional<uint64_t> reserve_bytes;
+  MemoryPolicy policy = MemoryPolicy::kSplit;
+  int max_tries = 10;  // resample: batches drawn before giving up on one
+  CutStrategy cut = CutStrategy::kDegreeSum;
+  // Safety margin of a prediction: a batch fits when predicted / (1 - tolerance) <= what is left.
+  double tolerance = 0.05;
+
+  static constexpr uint64_t kAutoReserveCuda = uint64_t{256} << 20;
+  // The reserve on a device of this kind (`cuda`: a GPU).
+  uint64_t reserve_for(bool cuda) const { return reserve_bytes.value_or(cuda ? kAutoReserveCuda : 0); }
 };
 
 }  // namespace gnnpipe::memory

@@ -49,6 +49,15 @@ class GnnModel {
   // Accumulates parameter gradients for d(loss)/d(logits) of the last forward.
   void backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits);
 
+  // The memory governor's arithmetic: the bytes each grow-only array of the model (its own and its
+  // layers', see Layer::training_arrays) needs for a forward (with `training`) and backward on
+  // blocks of these shapes (one per layer), in a fixed order. The memory a model holds after a
+  // step is the sum over arrays of the size class of the largest need so far (arrays never
+  // shrink); tests check this against the allocator. inference_arrays: infer_layer(layer) on a
+  // block of `shape`, in the same positions (0 for every other array).
+  std::vector<std::size_t> training_arrays(std::span<const BlockShape> shapes, bool training) const;
+  std::vector<std::size_t> inference_arrays(std::size_t layer, const BlockShape& shape) const;
+
  private:
   static constexpr double kLeakySlope = 0.01;  // torch's default negative slope
   void activate(MatrixView<T> z) const;

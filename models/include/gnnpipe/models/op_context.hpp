@@ -47,7 +47,9 @@ class OpContext {
   OpContext();
   // Ops on `stream` (which must outlive the context). On a CUDA stream this creates the cuBLAS and
   // cuSPARSE handles; throws CudaError when this build or machine has no CUDA. `allocator`, when
-  // given, must be on the stream's device and outlive the context.
+  // given, must be on the stream's device and outlive the context; on a CUDA stream cuBLAS's
+  // workspace is then drawn from it too (NVIDIA's recommended size: 32 MiB on Hopper and later,
+  // 4 MiB before), so the library's memory counts against the budget.
   explicit OpContext(const core::Stream& stream, OpOptions options = {}, memory::CachingAllocator* allocator = nullptr);
   OpContext(OpContext&&) noexcept;
   OpContext& operator=(OpContext&&) noexcept;
@@ -62,12 +64,15 @@ class OpContext {
   memory::CachingAllocator* allocator() const { return allocator_; }
   // The CUDA state (handles, descriptor cache) for code under models/cuda/; nullptr on the CPU.
   cuda::Context* cuda() const { return cuda_.get(); }
+  // Device memory the context holds for libraries (cuBLAS's workspace; 0 on the CPU).
+  std::size_t library_workspace_bytes() const { return cublas_workspace_.size(); }
 
  private:
   std::unique_ptr<core::Stream> own_stream_;  // the CPU context's inline stream
   const core::Stream* stream_ = nullptr;
   OpOptions options_;
   memory::CachingAllocator* allocator_ = nullptr;
+  memory::DeviceBlock cublas_workspace_;  // outlives the handles that use it
   std::unique_ptr<cuda::Context> cuda_;
 };
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gnnpipe/core/buffer.hpp"
+#include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/matrix.hpp"
 #include "gnnpipe/models/op_context.hpp"
 
@@ -61,7 +62,9 @@ class ParamStore {
   core::Device device() const { return device_; }
 
   // Moves values and gradients into ctx's memory (a synchronous copy staged through pinned memory,
-  // ordered on ctx's stream; once, after initialize()).
+  // ordered on ctx's stream; once, after initialize()). With an allocator in ctx (either backend)
+  // the memory comes from it and counts against the run's budget; the store must then be
+  // destroyed before the allocator and ctx's stream.
   void place(const OpContext& ctx);
   // Zeroes every gradient, in the order of ctx's stream (ctx on the store's device).
   void zero_grad(const OpContext& ctx = OpContext::host());
@@ -83,7 +86,7 @@ class ParamStore {
   std::vector<Param> params_;
   std::size_t size_ = 0;
   std::vector<T> host_values_, host_grads_;  // before place()
-  core::Buffer<T> placed_values_, placed_grads_;  // after place()
+  DeviceArray<T> placed_values_, placed_grads_;  // after place() on a CUDA context or one with an allocator
   T* values_ = nullptr;
   T* grads_ = nullptr;
   bool placed_ = false;

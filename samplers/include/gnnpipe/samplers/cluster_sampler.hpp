@@ -63,6 +63,7 @@ class ClusterSampler final : public Sampler {
   // Error for a part outside [0, num_parts) or listed twice. Thread-safe for different workspaces.
   graph::MiniBatch sample(const BatchSpec& spec, SamplerWorkspace& workspace) const override;
   std::size_t num_layers() const override { return o_.num_layers; }
+  bool redraws() const override { return false; }  // the plan fixes every batch
 
   // The part of each node, in [0, num_parts).
   std::span<const int32_t> parts() const { return parts_; }

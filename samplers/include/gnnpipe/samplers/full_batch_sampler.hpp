@@ -21,6 +21,7 @@ class FullBatchSampler final : public Sampler {
   std::unique_ptr<SamplerWorkspace> make_workspace() const override;
   graph::MiniBatch sample(const BatchSpec& spec, SamplerWorkspace& workspace) const override;
   std::size_t num_layers() const override { return num_layers_; }
+  bool redraws() const override { return false; }  // the plan fixes every batch
 
  private:
   graph::Block block_;

@@ -16,6 +16,10 @@ struct BatchSpec {
   int64_t index = 0;                  // position in the epoch's plan
   std::vector<graph::NodeId> seeds;   // target nodes of this batch (global ids; neighbor, inference)
   std::vector<int32_t> parts;         // partitions joined into this batch (Cluster-GCN)
+  // 0 for the batch of the plan; k > 0 draws the k-th replacement of it (memory.policy: resample)
+  // from a stream of its own. Samplers whose batches are fixed by the plan (full batch,
+  // Cluster-GCN) give the same batch for every attempt: redraws() says so.
+  int attempt = 0;
 };
 
 // Per-thread scratch reused across batches (no allocation per batch on the hot path once warm).
@@ -32,6 +36,9 @@ class Sampler {
   virtual graph::MiniBatch sample(const BatchSpec& spec, SamplerWorkspace& workspace) const = 0;
   // The number of model layers the batches are built for (blocks per batch, or uses of the shared block).
   virtual std::size_t num_layers() const = 0;
+  // True when BatchSpec::attempt > 0 draws a different batch (random samplers); false when the
+  // plan fixes each batch (full batch, Cluster-GCN's parts).
+  virtual bool redraws() const { return true; }
 };
 
 }  // namespace gnnpipe::samplers

@@ -19,6 +19,8 @@ class GcnLayer final : public Layer<T> {
   graph::BlockNorm block_norm() const override { return graph::BlockNorm::kGcn; }
   void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, const LayerContext& context) override;
   void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) override;
+  void training_arrays(const BlockShape& s, bool training, bool has_dx, std::vector<std::size_t>& bytes) const override;
+  void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const override;
 
  private:
   ParamStore<T>& params_;

@@ -3,13 +3,20 @@
 // parameters in a ParamStore at construction, keeps what its backward needs from the last
 // forward, and adds (never overwrites) its parameter gradients. GGNN and GaAN fit the same
 // interface: a layer sees the block, its input rows (num_src) and writes its output rows (num_dst).
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/models/matrix.hpp"
 
 namespace gnnpipe::models {
+
+// The sizes of one block, as the memory governor sees them (memory::BatchShape per layer).
+struct BlockShape {
+  int64_t num_dst = 0, num_src = 0, edges = 0;
+};
 
 // Per-call state of a forward: whether this is training (dropout inside the layer, e.g. GAT's
 // attention dropout) and the Philox key that layer-internal randomness must derive from.
@@ -32,6 +39,15 @@ class Layer {
   // Gradient of the last forward: dy [num_dst x out_dim] -> dx [num_src x in_dim] (not computed
   // when dx.data is null, e.g. for the first layer); parameter gradients are accumulated.
   virtual void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) = 0;
+
+  // The memory governor's arithmetic: the bytes each of the layer's grow-only arrays
+  // (DeviceArray members) needs for a block of shape `s`, appended to `bytes` in a fixed order
+  // with 0 for arrays the call leaves alone, so positions mean the same array in every call.
+  // Training: a forward with `training` and a backward (computing dx when `has_dx`). Inference:
+  // forward without training (infer_layer). These mirror forward/backward exactly; tests check
+  // them against the allocator.
+  virtual void training_arrays(const BlockShape& s, bool training, bool has_dx, std::vector<std::size_t>& bytes) const = 0;
+  virtual void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const = 0;
 };
 
 }  // namespace gnnpipe::models

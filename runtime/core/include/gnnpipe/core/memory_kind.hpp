@@ -29,8 +29,19 @@ struct Allocation {
 };
 
 // Allocates `bytes` (0 gives an empty allocation with ptr == nullptr). `device` matters for
-// kDevice only. Throws Error on host exhaustion, CudaError on a device failure.
+// kDevice only. Throws Error on host exhaustion, CudaError on a device failure (out of memory
+// included).
 Allocation allocate_bytes(MemoryKind kind, Device device, std::size_t bytes);
+// The same, but a device that is out of memory gives an allocation with ptr == nullptr (and no
+// CUDA error left behind), so a caller can free cached memory and try again.
+Allocation try_allocate_bytes(MemoryKind kind, Device device, std::size_t bytes);
+
+// Free and total memory of a GPU (cudaMemGetInfo); both 0 for the CPU.
+struct DeviceMemoryInfo {
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+};
+DeviceMemoryInfo device_memory_info(Device device);
 // Frees what allocate_bytes returned; safe on an empty allocation. Never throws.
 void free_bytes(const Allocation& allocation) noexcept;
 
