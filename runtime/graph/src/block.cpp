@@ -36,7 +36,7 @@ void sort_row_with_weights(std::span<NodeId> ids, std::span<float> w) {
 }  // namespace
 
 Block Block::from_csr(NodeId num_dst, NodeId num_src, HostArray<EdgeOffset> offsets, HostArray<NodeId> indices,
-                      HostArray<float> weights, std::string_view what) {
+                      HostArray<float> weights, std::string_view what, RowOrder order) {
   GNNPIPE_CHECK_DATA(num_dst >= 0 && num_dst <= num_src, "{}: {} destinations but {} sources (destinations are a "
                      "prefix of sources)", what, num_dst, num_src);
   GNNPIPE_CHECK_DATA(offsets.size() == static_cast<std::size_t>(num_dst) + 1, "{}: {} offsets for {} destinations",
@@ -55,14 +55,16 @@ Block Block::from_csr(NodeId num_dst, NodeId num_src, HostArray<EdgeOffset> offs
   GNNPIPE_CHECK_DATA(bad == indices.size(), "{}: source id {} at edge {} is outside [0, {})", what,
                      bad < indices.size() ? indices[bad] : 0, bad, num_src);
 
-  tbb::parallel_for(Range(0, nd, 256), core::tsan::fork_join([&](const Range& r) {
-    for (std::size_t v = r.begin(); v < r.end(); ++v) {
-      const auto b = static_cast<std::size_t>(offsets[v]);
-      const auto n = static_cast<std::size_t>(offsets[v + 1] - offsets[v]);
-      sort_row_with_weights(indices.span().subspan(b, n),
-                            weights.empty() ? std::span<float>() : weights.span().subspan(b, n));
-    }
-  }));
+  if (order == RowOrder::kSort) {
+    tbb::parallel_for(Range(0, nd, 256), core::tsan::fork_join([&](const Range& r) {
+      for (std::size_t v = r.begin(); v < r.end(); ++v) {
+        const auto b = static_cast<std::size_t>(offsets[v]);
+        const auto n = static_cast<std::size_t>(offsets[v + 1] - offsets[v]);
+        sort_row_with_weights(indices.span().subspan(b, n),
+                              weights.empty() ? std::span<float>() : weights.span().subspan(b, n));
+      }
+    }));
+  }
 
   // Transpose by counting sort over sources; walking destinations in order keeps every
   // transposed row sorted by destination id, so the result is deterministic.

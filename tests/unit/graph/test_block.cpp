@@ -27,6 +27,24 @@ TEST_CASE("Block::from_csr sorts rows with their weights and builds the transpos
                     Catch::Contains("source id 5 at edge 0 is outside [0, 2)"));
 }
 
+TEST_CASE("Block::from_csr with RowOrder::kKeep keeps the rows as given, and the transpose still sorted",
+          "[graph][block][split]") {
+  // The same CSR as above: dst 0 <- {2, 0}, dst 1 <- {1, 0}, left unsorted.
+  const Block b = Block::from_csr(2, 3, HostArray<EdgeOffset>(std::vector<EdgeOffset>{0, 2, 4}),
+                                  HostArray<NodeId>(std::vector<NodeId>{2, 0, 1, 0}),
+                                  HostArray<float>(std::vector<float>{0.2f, 0.0f, 1.1f, 1.0f}), "kept",
+                                  Block::RowOrder::kKeep);
+  CHECK(std::vector<NodeId>(b.indices.begin(), b.indices.end()) == std::vector<NodeId>{2, 0, 1, 0});
+  CHECK(std::vector<float>(b.weights.begin(), b.weights.end()) == std::vector<float>{0.2f, 0.0f, 1.1f, 1.0f});
+  CHECK(std::vector<EdgeOffset>(b.t_offsets.begin(), b.t_offsets.end()) == std::vector<EdgeOffset>{0, 2, 3, 4});
+  CHECK(std::vector<NodeId>(b.t_indices.begin(), b.t_indices.end()) == std::vector<NodeId>{0, 1, 1, 0});
+  CHECK(std::vector<EdgeOffset>(b.t_edges.begin(), b.t_edges.end()) == std::vector<EdgeOffset>{1, 3, 2, 0});
+  CHECK_THROWS_WITH(Block::from_csr(1, 2, HostArray<EdgeOffset>(std::vector<EdgeOffset>{0, 1}),
+                                    HostArray<NodeId>(std::vector<NodeId>{5}), HostArray<float>(), "kept",
+                                    Block::RowOrder::kKeep),
+                    Catch::Contains("kept: source id 5 at edge 0 is outside [0, 2)"));
+}
+
 TEST_CASE("full_graph_block: GCN weights follow PyG's gcn_norm, mean weights are 1/in-degree", "[graph][block]") {
   // 0->1, 2->1, 1->2 ; with self-loops deg = {1, 3, 2}
   const CsrGraph g = CsrGraph::from_coo(3, std::vector<NodeId>{0, 2, 1}, std::vector<NodeId>{1, 1, 2});
