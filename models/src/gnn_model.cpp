@@ -64,7 +64,7 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
     const graph::Block& block = *blocks[l];
     if (training && p > T{0}) {
       const MatrixView<T> a = inputs_[l].matrix(ctx_, h.rows, h.cols);
-      ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, h, a,
+      ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, h, {}, a,
                               masks_[l].ensure(ctx_, static_cast<std::size_t>(h.rows * h.cols)));
       input_views_[l] = a;
     } else {

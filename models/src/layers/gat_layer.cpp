@@ -44,7 +44,7 @@ void GatLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, Matr
   MatrixView<const T> used = alpha;
   if (dropped_) {
     const MatrixView<T> dropped = alpha_dropped_.matrix(ctx_, e, s_.heads);
-    ops::dropout_forward<T>(ctx_, ctx.key.with(0x617474), static_cast<T>(s_.attention_dropout), alpha, dropped,
+    ops::dropout_forward<T>(ctx_, ctx.key.with(0x617474), static_cast<T>(s_.attention_dropout), alpha, {}, dropped,
                             mask_.ensure(ctx_, static_cast<std::size_t>(e * s_.heads)));
     used = dropped;
   }
