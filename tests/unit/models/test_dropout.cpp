@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "finite_difference.hpp"
+#include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/models/ops/dropout.hpp"
+#include "gnnpipe/models/ops/ops.hpp"
 #include "model_helpers.hpp"
 
 using namespace gnnpipe;
@@ -385,4 +387,104 @@ TEST_CASE("edge dropout: bad shapes and row ids are refused", "[models][dropout]
           models::cpu::edge_dropout_forward<double>(core::RngKey{}, 0.5, block, ids, alpha.view(), alpha.view(),
                                                     short_mask);
         }).find("mask of 7 bytes") != std::string::npos);
+}
+
+// --- the model: masks follow the nodes, so a renumbered batch is the same computation --------------
+
+TEST_CASE("a model's training forward and gradients do not depend on the batch's local numbering, dropout included",
+          "[models][dropout][layers]") {
+  // A 2-layer neighbor-style batch: block 0 is 60 destinations of 150 sources, block 1 20 of those
+  // 60; global ids random. Renumbering the local ids (destinations stay a prefix) and permuting the
+  // features and ids along must give the same logits per global node and the same parameter
+  // gradients, up to summation order: the micro-batches of a split batch rely on it (DESIGN §4).
+  for (const auto type : {models::ModelType::kGcn, models::ModelType::kSage, models::ModelType::kGat}) {
+    INFO(models::to_string(type));
+    core::Rng rng(31, {static_cast<uint64_t>(type)});
+    const bool weighted = type != models::ModelType::kGat;
+    const graph::Block b0 = test::random_block(rng, 60, 150, 8, weighted);
+    const graph::Block b1 = test::random_block(rng, 20, 60, 8, weighted);
+    const Ids ids = distinct_ids(rng, 1'000'000, 150);
+    const Matrix<double> x = test::random_matrix(rng, 150, 6);
+    const Matrix<double> r = test::random_matrix(rng, 20, 3);
+    models::ModelOptions o;
+    o.type = type;
+    o.layers = 2;
+    o.hidden = 8;
+    o.heads = 2;
+    o.dropout = 0.5;
+    o.attention_dropout = 0.3;
+    models::GnnModel<double> model(o, 6, 3, 17);
+    const core::RngKey key = core::rng_key(2, {4, 9});
+
+    // The renumbered batch: new_of maps old local ids to new ones, keeping [0, 20), [20, 60) and
+    // [60, 150) in place as sets, so each block's destinations stay a prefix of its sources.
+    Ids new_of(150);
+    std::iota(new_of.begin(), new_of.end(), 0);
+    for (const auto& [first, last] : {std::pair{0, 20}, std::pair{20, 60}, std::pair{60, 150}}) {
+      for (int i = last - 1; i > first; --i) {
+        std::swap(new_of[static_cast<std::size_t>(i)],
+                  new_of[static_cast<std::size_t>(first +
+                                                  static_cast<int>(rng.below(static_cast<uint64_t>(i - first + 1))))]);
+      }
+    }
+    const graph::Block m0 = renumbered(b0, new_of);
+    const graph::Block m1 = renumbered(b1, Ids(new_of.begin(), new_of.begin() + 60));
+    const Ids moved_ids = renumbered_ids(ids, new_of);
+    Matrix<double> moved_x(150, 6);
+    Matrix<double> moved_r(20, 3);
+    for (std::size_t i = 0; i < 150; ++i) {
+      const auto to = static_cast<int64_t>(new_of[i]);
+      for (int64_t c = 0; c < 6; ++c) moved_x(to, c) = x(static_cast<int64_t>(i), c);
+      if (i < 20) {
+        for (int64_t c = 0; c < 3; ++c) moved_r(to, c) = r(static_cast<int64_t>(i), c);
+      }
+    }
+
+    auto run = [&](const graph::Block& a, const graph::Block& b, const Matrix<double>& features, const Ids& row_ids,
+                   const Matrix<double>& dlogits) {
+      const std::vector<const graph::Block*> blocks{&a, &b};
+      const auto logits = model.forward(blocks, features.cview(), row_ids, true, key);
+      Matrix<double> out(logits.rows, logits.cols, std::vector<double>(logits.data, logits.data + logits.size()));
+      model.params().zero_grad();
+      model.backward(blocks, dlogits.cview());
+      return std::pair{std::move(out),
+                       std::vector<double>(model.params().grads().begin(), model.params().grads().end())};
+    };
+    const auto [logits, grads] = run(b0, b1, x, ids, r);
+    const auto [moved_logits, moved_grads] = run(m0, m1, moved_x, moved_ids, moved_r);
+    double worst = 0, scale = 1e-12;
+    for (int64_t t = 0; t < 20; ++t) {
+      for (int64_t c = 0; c < 3; ++c) {
+        worst = std::max(worst, std::abs(logits(t, c) - moved_logits(new_of[static_cast<std::size_t>(t)], c)));
+        scale = std::max(scale, std::abs(logits(t, c)));
+      }
+    }
+    CHECK(worst <= 1e-12 * scale);
+    double worst_grad = 0, grad_scale = 1e-12;
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      worst_grad = std::max(worst_grad, std::abs(grads[i] - moved_grads[i]));
+      grad_scale = std::max(grad_scale, std::abs(grads[i]));
+    }
+    CHECK(worst_grad <= 1e-12 * grad_scale);
+    // Dropout is on: with other ids (same positions) the logits change.
+    Ids other_ids = ids;
+    for (NodeId& id : other_ids) id += 1'000'000;
+    const auto [other_logits, other_grads] = run(b0, b1, x, other_ids, r);
+    CHECK(test::values_of(other_logits.cview()) != test::values_of(logits.cview()));
+  }
+}
+
+TEST_CASE("a model refuses to train without the global id of every input row", "[models][dropout][errors]") {
+  models::ModelOptions o;
+  o.type = models::ModelType::kGcn;
+  o.layers = 1;
+  models::GnnModel<double> model(o, 4, 2, 1);
+  const graph::Block block = test::tiny_block(true);  // 4 sources
+  const std::vector<const graph::Block*> blocks{&block};
+  const Matrix<double> x(4, 4);
+  CHECK(test::error_of([&] { model.forward(blocks, x.cview(), {}, true, core::RngKey{}); }).find("0 ids for 4 rows") !=
+        std::string::npos);
+  const Ids ids{5, 6, 7, 8};
+  CHECK_NOTHROW(model.forward(blocks, x.cview(), ids, true, core::RngKey{}));
+  CHECK_NOTHROW(model.forward(blocks, x.cview(), {}, false, core::RngKey{}));  // inference: no ids needed
 }
