@@ -239,10 +239,26 @@ void activation_backward(const OpContext& ctx, Activation kind, T param, ConstVi
 }
 
 template <class T>
-void dropout_forward(const OpContext& ctx, core::RngKey key, T p, ConstView<T> x, MatrixView<T> y, uint8_t* mask) {
+void dropout_forward(const OpContext& ctx, core::RngKey key, T p, ConstView<T> x,
+                     std::span<const graph::NodeId> row_ids, MatrixView<T> y, uint8_t* mask) {
   GNNPIPE_CHECK(p >= T{0} && p < T{1}, "dropout: p must be in [0, 1), got {}", p);
   check_same_shape<T>(x, y, "dropout: x and y");
-  launch_dropout_forward<T>(key, p, x.data, y.data, mask, x.size(), stream_of(ctx));
+  GNNPIPE_CHECK(row_ids.empty() || static_cast<int64_t>(row_ids.size()) == x.rows, "dropout: {} row ids for {} rows",
+                row_ids.size(), x.rows);
+  launch_dropout_forward<T>(key, p, x.data, row_ids.empty() ? nullptr : row_ids.data(), x.rows, x.cols, y.data, mask,
+                            stream_of(ctx));
+}
+
+template <class T>
+void edge_dropout_forward(const OpContext& ctx, core::RngKey key, T p, const graph::Block& block,
+                          std::span<const graph::NodeId> row_ids, ConstView<T> alpha, MatrixView<T> y, uint8_t* mask) {
+  GNNPIPE_CHECK(p >= T{0} && p < T{1}, "edge_dropout: p must be in [0, 1), got {}", p);
+  check_shape(alpha, block.num_edges(), alpha.cols, "edge_dropout: alpha (E x H)");
+  check_same_shape<T>(alpha, y, "edge_dropout: alpha and y");
+  GNNPIPE_CHECK(row_ids.empty() || static_cast<int64_t>(row_ids.size()) == block.num_src,
+                "edge_dropout: {} row ids for {} sources", row_ids.size(), block.num_src);
+  launch_edge_dropout_forward<T>(arrays(block), row_ids.empty() ? nullptr : row_ids.data(), key, p, alpha.data,
+                                 alpha.cols, y.data, mask, stream_of(ctx));
 }
 
 template <class T>
@@ -333,7 +349,10 @@ void sgd_step(const OpContext& ctx, T* w, const T* grad, T* velocity, const T* d
   template void bias_grad_accumulate<T>(const OpContext&, ConstView<T>, MatrixView<T>);                              \
   template void activation<T>(const OpContext&, Activation, T, ConstView<T>, MatrixView<T>);                         \
   template void activation_backward<T>(const OpContext&, Activation, T, ConstView<T>, ConstView<T>, MatrixView<T>);  \
-  template void dropout_forward<T>(const OpContext&, core::RngKey, T, ConstView<T>, MatrixView<T>, uint8_t*);        \
+  template void dropout_forward<T>(const OpContext&, core::RngKey, T, ConstView<T>,                                  \
+                                   std::span<const graph::NodeId>, MatrixView<T>, uint8_t*);                         \
+  template void edge_dropout_forward<T>(const OpContext&, core::RngKey, T, const graph::Block&,                      \
+                                        std::span<const graph::NodeId>, ConstView<T>, MatrixView<T>, uint8_t*);      \
   template void dropout_backward<T>(const OpContext&, const uint8_t*, T, ConstView<T>, MatrixView<T>);               \
   template void log_softmax_nll<T>(const OpContext&, ConstView<T>, std::span<const int32_t>,                         \
                                    std::span<const int32_t>, std::span<const float>, MatrixView<T>, double*,         \

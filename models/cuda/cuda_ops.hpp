@@ -58,7 +58,11 @@ template <class T>
 void activation_backward(const OpContext& ctx, Activation kind, T param, ConstView<T> y, ConstView<T> dy,
                          MatrixView<T> dx);
 template <class T>
-void dropout_forward(const OpContext& ctx, core::RngKey key, T p, ConstView<T> x, MatrixView<T> y, uint8_t* mask);
+void dropout_forward(const OpContext& ctx, core::RngKey key, T p, ConstView<T> x,
+                     std::span<const graph::NodeId> row_ids, MatrixView<T> y, uint8_t* mask);
+template <class T>
+void edge_dropout_forward(const OpContext& ctx, core::RngKey key, T p, const graph::Block& block,
+                          std::span<const graph::NodeId> row_ids, ConstView<T> alpha, MatrixView<T> y, uint8_t* mask);
 template <class T>
 void dropout_backward(const OpContext& ctx, const uint8_t* mask, T p, ConstView<T> dy, MatrixView<T> dx);
 template <class T>

@@ -77,19 +77,32 @@ __global__ void activation_backward_kernel(const T* y, const T* dy, T* dx, int64
   }
 }
 
-// One thread per Philox block: elements 4b .. 4b+3 take the four words of key.block(b), the same
-// bits as key.uniform_at(i) (and as the CPU twin, which also draws one block per four elements).
-// y may alias x: each element is read and then written by one thread.
+// Row r's elements sit at positions [first, first + cols) of the key's stream, first = id(r) * cols
+// (id(r) = row_ids[r], or r without ids), which touch at most dropout_slots(cols) = (cols + 6) / 4
+// Philox blocks (cols + 3 positions counted from the start of the first block). One thread per (row,
+// slot): slot s is block (first >> 2) + s, whose four words give the uniforms of the row's
+// positions in [4b, 4b + 4) (the same bits as key.uniform_at, as the CPU twin). Threads of slots
+// past the row's last block have nothing to do. y may alias x: each element is read and then
+// written by one thread.
+inline int64_t dropout_slots(int64_t cols) { return (cols + 6) / 4; }
+
 template <class T>
-__global__ void dropout_forward_kernel(core::RngKey key, T p, T scale, const T* x, T* y, uint8_t* __restrict__ mask,
-                                       int64_t n) {
-  const int64_t blocks = (n + 3) / 4;
-  for (int64_t b = util::global_thread(); b < blocks; b += util::grid_threads()) {
-    const core::PhiloxCounter bits = key.block(static_cast<uint64_t>(b));
+__global__ void dropout_forward_kernel(core::RngKey key, T p, T scale, const T* x, const int32_t* __restrict__ row_ids,
+                                       int64_t rows, int64_t cols, int64_t slots, T* y, uint8_t* __restrict__ mask) {
+  for (int64_t t = util::global_thread(); t < rows * slots; t += util::grid_threads()) {
+    const int64_t r = t / slots;
+    const int64_t s = t - r * slots;
+    const uint64_t id = row_ids != nullptr ? static_cast<uint64_t>(row_ids[r]) : static_cast<uint64_t>(r);
+    const uint64_t first = id * static_cast<uint64_t>(cols);
+    const uint64_t end = first + static_cast<uint64_t>(cols);
+    const uint64_t b = (first >> 2) + static_cast<uint64_t>(s);
+    if (4 * b >= end) continue;
+    const core::PhiloxCounter bits = key.block(b);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const int64_t i = 4 * b + j;
-      if (i < n) {
+      const uint64_t pos = 4 * b + static_cast<uint64_t>(j);
+      if (pos >= first && pos < end) {
+        const int64_t i = r * cols + static_cast<int64_t>(pos - first);
         const float uniform = static_cast<float>(bits[j] >> 8) * (1.0f / 16777216.0f);
         const bool keep = static_cast<T>(uniform) >= p;
         mask[i] = keep ? 1 : 0;
@@ -182,14 +195,17 @@ void launch_activation_backward(ActivationKind kind, const T* y, const T* dy, T*
 }
 
 template <class T>
-void launch_dropout_forward(core::RngKey key, T p, const T* x, T* y, uint8_t* mask, int64_t n, cudaStream_t stream) {
-  if (n <= 0) return;
+void launch_dropout_forward(core::RngKey key, T p, const T* x, const int32_t* row_ids, int64_t rows, int64_t cols, T* y,
+                            uint8_t* mask, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
   if (p == T{0}) {
+    const int64_t n = rows * cols;
     dropout_identity_kernel<T><<<elementwise_grid(n), kBlockThreads, 0, stream>>>(x, y, mask, n);
   } else {
     const T scale = T{1} / (T{1} - p);  // in T, as the CPU twin
-    dropout_forward_kernel<T>
-        <<<elementwise_grid((n + 3) / 4), kBlockThreads, 0, stream>>>(key, p, scale, x, y, mask, n);
+    const int64_t slots = dropout_slots(cols);
+    dropout_forward_kernel<T><<<elementwise_grid(rows * slots), kBlockThreads, 0, stream>>>(key, p, scale, x, row_ids,
+                                                                                            rows, cols, slots, y, mask);
   }
   GNNPIPE_CUDA_CHECK(cudaGetLastError());
 }
@@ -221,7 +237,8 @@ void launch_convert_from_float(const float* src, T* dst, int64_t n, cudaStream_t
   template void launch_bias_grad_accumulate<T>(const T*, int64_t, int64_t, T*, cudaStream_t);                    \
   template void launch_activation<T>(ActivationKind, const T*, T*, int64_t, T, cudaStream_t);                    \
   template void launch_activation_backward<T>(ActivationKind, const T*, const T*, T*, int64_t, T, cudaStream_t); \
-  template void launch_dropout_forward<T>(core::RngKey, T, const T*, T*, uint8_t*, int64_t, cudaStream_t);       \
+  template void launch_dropout_forward<T>(core::RngKey, T, const T*, const int32_t*, int64_t, int64_t, T*,       \
+                                          uint8_t*, cudaStream_t);                                               \
   template void launch_dropout_backward<T>(const uint8_t*, T, const T*, T*, int64_t, cudaStream_t);              \
   template void launch_scale<T>(T*, int64_t, T, cudaStream_t);                                                   \
   template void launch_convert_from_float<T>(const float*, T*, int64_t, cudaStream_t);

@@ -1,7 +1,8 @@
-// GAT attention pieces (cpu twins: models/src/ops/gat.cpp and the head_dot / head mean loops of
-// models/src/layers/gat_layer.cpp). Per-destination reductions run one warp per row: lanes load the
-// row's (edge, head) pairs in parallel and fold them per head in edge order through shuffles
-// (util::fold_chunk), so every sum has the CPU's order and two runs agree bitwise.
+// GAT attention pieces (cpu twins: models/src/ops/gat.cpp, the attention dropout of
+// models/src/ops/dropout.cpp and the head_dot / head mean loops of models/src/layers/gat_layer.cpp).
+// Per-destination reductions run one warp per row: lanes load the row's (edge, head) pairs in
+// parallel and fold them per head in edge order through shuffles (util::fold_chunk), so every sum
+// has the CPU's order and two runs agree bitwise.
 #include <cstdint>
 #include <limits>
 
@@ -46,6 +47,50 @@ __global__ void sddmm_add_kernel(int64_t rows, const int64_t* __restrict__ offse
       const T* s = a_src + static_cast<int64_t>(indices[e]) * heads;
       for (int64_t h = 0; h < heads; ++h) scores[e * heads + h] = add_rn(s[h], d[h]);
     }
+  }
+}
+
+// Attention dropout keyed by (global destination, global source, head): a group of G lanes per
+// destination v (key.with(id(v)) derived once per lane), one lane per edge; for edge e = (u -> v)
+// the heads take positions id(u) * heads + h of that stream, one Philox block per four positions
+// (the CPU twin's walk: same bits). y may alias alpha: each pair is read and then written by one lane.
+template <class T, int G>
+__global__ void edge_dropout_kernel(int64_t rows, const int64_t* __restrict__ offsets,
+                                    const int32_t* __restrict__ indices, const int32_t* __restrict__ row_ids,
+                                    core::RngKey key, T p, T scale, const T* alpha, int64_t heads, T* y,
+                                    uint8_t* __restrict__ mask) {
+  const int lane = static_cast<int>(threadIdx.x % G);
+  for (int64_t v = util::global_thread() / G; v < rows; v += util::grid_threads() / G) {
+    const core::RngKey dst_key =
+        key.with(row_ids != nullptr ? static_cast<uint64_t>(row_ids[v]) : static_cast<uint64_t>(v));
+    for (int64_t e = offsets[v] + lane, end = offsets[v + 1]; e < end; e += G) {
+      const int32_t u = indices[e];
+      const uint64_t first = (row_ids != nullptr ? static_cast<uint64_t>(row_ids[u]) : static_cast<uint64_t>(u)) *
+                             static_cast<uint64_t>(heads);
+      core::PhiloxCounter bits{};
+      uint64_t block_of_bits = ~uint64_t{0};
+      for (int64_t h = 0; h < heads; ++h) {
+        const uint64_t pos = first + static_cast<uint64_t>(h);
+        if ((pos >> 2) != block_of_bits) {
+          block_of_bits = pos >> 2;
+          bits = dst_key.block(block_of_bits);
+        }
+        const float uniform = static_cast<float>(bits[pos & 3u] >> 8) * (1.0f / 16777216.0f);
+        const bool keep = static_cast<T>(uniform) >= p;
+        const int64_t i = e * heads + h;
+        mask[i] = keep ? 1 : 0;
+        y[i] = keep ? mul_rn(alpha[i], scale) : T{0};
+      }
+    }
+  }
+}
+
+// p == 0: the identity over the E * H pairs (no bits drawn).
+template <class T>
+__global__ void edge_dropout_identity_kernel(const T* alpha, T* y, uint8_t* __restrict__ mask, int64_t n) {
+  for (int64_t i = util::global_thread(); i < n; i += util::grid_threads()) {
+    mask[i] = 1;
+    y[i] = alpha[i];
   }
 }
 
@@ -265,6 +310,24 @@ void launch_edge_softmax_backward(const BlockArrays& b, int64_t heads, const T* 
 }
 
 template <class T>
+void launch_edge_dropout_forward(const BlockArrays& b, const int32_t* row_ids, core::RngKey key, T p, const T* alpha,
+                                 int64_t heads, T* y, uint8_t* mask, cudaStream_t stream) {
+  if (b.num_dst <= 0 || b.num_edges <= 0 || heads <= 0) return;
+  if (p == T{0}) {
+    const int64_t n = b.num_edges * heads;
+    edge_dropout_identity_kernel<T><<<util::grid_for(n, kBlockThreads), kBlockThreads, 0, stream>>>(alpha, y, mask, n);
+    GNNPIPE_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  const T scale = T{1} / (T{1} - p);  // in T, as the CPU twin
+  util::with_group_size(util::group_size_for(b.num_edges / b.num_dst + 1), [&]<int G>() {
+    edge_dropout_kernel<T, G><<<util::grid_for(b.num_dst, kBlockThreads / G), kBlockThreads, 0, stream>>>(
+        b.num_dst, b.offsets, b.indices, row_ids, key, p, scale, alpha, heads, y, mask);
+    GNNPIPE_CUDA_CHECK(cudaGetLastError());
+  });
+}
+
+template <class T>
 void launch_head_dot(const T* m, int64_t rows, const T* att, int64_t heads, int64_t channels, T* a,
                      cudaStream_t stream) {
   if (rows <= 0 || heads <= 0) return;
@@ -317,6 +380,8 @@ void launch_head_mean_backward(const T* dy, int64_t rows, int64_t heads, int64_t
   template void launch_sddmm_add_backward<T>(const BlockArrays&, const T*, int64_t, T*, T*, cudaStream_t);          \
   template void launch_edge_softmax<T>(const BlockArrays&, int64_t, T*, cudaStream_t);                              \
   template void launch_edge_softmax_backward<T>(const BlockArrays&, int64_t, const T*, const T*, T*, cudaStream_t); \
+  template void launch_edge_dropout_forward<T>(const BlockArrays&, const int32_t*, core::RngKey, T, const T*,       \
+                                               int64_t, T*, uint8_t*, cudaStream_t);                                \
   template void launch_head_dot<T>(const T*, int64_t, const T*, int64_t, int64_t, T*, cudaStream_t);                \
   template void launch_head_dot_backward_m<T>(const T*, int64_t, const T*, int64_t, int64_t, T*, cudaStream_t);     \
   template void launch_head_dot_backward_att<T>(const T*, const T*, int64_t, int64_t, int64_t, T*, cudaStream_t);   \

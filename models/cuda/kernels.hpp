@@ -74,6 +74,13 @@ void launch_edge_softmax(const BlockArrays& b, int64_t heads, T* scores, cudaStr
 template <class T>
 void launch_edge_softmax_backward(const BlockArrays& b, int64_t heads, const T* alpha, const T* dalpha, T* dscores,
                                   cudaStream_t stream);
+// Attention dropout with the CPU twin's bits (ops/dropout.hpp, cpu::edge_dropout_forward): for
+// edge e = (u -> v) and head h, keep = p == 0 || T(key.with(id(v)).uniform_at(id(u) * heads + h)) >= p,
+// id(n) = row_ids ? row_ids[n] : n (the global ids of the block's sources, in device memory);
+// mask[e * heads + h] = keep; y = alpha * keep / (1 - p). y may equal alpha.
+template <class T>
+void launch_edge_dropout_forward(const BlockArrays& b, const int32_t* row_ids, core::RngKey key, T p, const T* alpha,
+                                 int64_t heads, T* y, uint8_t* mask, cudaStream_t stream);
 // a[n, h] = sum over c (increasing) of m[n, h*C+c] * att[h, c] for n < rows; m has heads*channels columns.
 template <class T>
 void launch_head_dot(const T* m, int64_t rows, const T* att, int64_t heads, int64_t channels, T* a,
@@ -112,10 +119,13 @@ void launch_activation(ActivationKind kind, const T* x, T* y, int64_t n, T param
 template <class T>
 void launch_activation_backward(ActivationKind kind, const T* y, const T* dy, T* dx, int64_t n, T param,
                                 cudaStream_t stream);
-// Inverted dropout with the CPU twin's bits: keep[i] = p == 0 || T(key.uniform_at(i)) >= p;
-// mask[i] = keep; y[i] = p == 0 ? x[i] : (keep ? x[i] * (1 / (1 - p)) : 0). y may equal x.
+// Inverted dropout with the CPU twin's bits over x [rows x cols]: element i = r * cols + c has
+// keep = p == 0 || T(key.uniform_at(id(r) * cols + c)) >= p, id(r) = row_ids ? row_ids[r] : r
+// (global node ids in device memory, or nullptr for the identity numbering); mask[i] = keep;
+// y[i] = p == 0 ? x[i] : (keep ? x[i] * (1 / (1 - p)) : 0). y may equal x.
 template <class T>
-void launch_dropout_forward(core::RngKey key, T p, const T* x, T* y, uint8_t* mask, int64_t n, cudaStream_t stream);
+void launch_dropout_forward(core::RngKey key, T p, const T* x, const int32_t* row_ids, int64_t rows, int64_t cols, T* y,
+                            uint8_t* mask, cudaStream_t stream);
 // dx[i] = mask[i] ? dy[i] * (1 / (1 - p)) : 0. dx may equal dy.
 template <class T>
 void launch_dropout_backward(const uint8_t* mask, T p, const T* dy, T* dx, int64_t n, cudaStream_t stream);

@@ -57,23 +57,33 @@ void GnnModel<T>::activate_backward(MatrixView<const T> y, MatrixView<T> dz) con
 
 template <class T>
 MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> blocks, MatrixView<const T> x,
-                                         bool training, core::RngKey dropout_key) {
+                                         std::span<const graph::NodeId> row_ids, bool training,
+                                         core::RngKey dropout_key) {
   GNNPIPE_CHECK(blocks.size() == layers_.size(), "{} blocks for a {}-layer model", blocks.size(), layers_.size());
+  GNNPIPE_CHECK(!training || static_cast<int64_t>(row_ids.size()) == x.rows,
+                "forward: training needs the global id of every input row: {} ids for {} rows", row_ids.size(), x.rows);
   training_ = training;
   const T p = static_cast<T>(options_.dropout);
   MatrixView<const T> h = x;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const graph::Block& block = *blocks[l];
+    // This layer's input rows (its block's sources) are the first h.rows nodes of the batch.
+    std::span<const graph::NodeId> ids;
+    if (training) {
+      GNNPIPE_CHECK(h.rows <= x.rows, "forward: layer {} reads {} rows, more than the batch's {} nodes", l, h.rows,
+                    x.rows);
+      ids = row_ids.first(static_cast<std::size_t>(h.rows));
+    }
     if (training && p > T{0}) {
       const MatrixView<T> a = inputs_[l].matrix(ctx_, h.rows, h.cols);
-      ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, h, a,
+      ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, h, ids, a,
                               masks_[l].ensure(ctx_, static_cast<std::size_t>(h.rows * h.cols)));
       input_views_[l] = a;
     } else {
       input_views_[l] = h;
     }
     const MatrixView<T> z = outputs_[l].matrix(ctx_, block.num_dst, layers_[l]->out_dim());
-    layers_[l]->forward(block, input_views_[l], z, LayerContext{training, dropout_key.with(l).with(1)});
+    layers_[l]->forward(block, input_views_[l], z, LayerContext{training, dropout_key.with(l).with(1), ids});
     if (l + 1 < layers_.size()) activate(z);  // in place: z now holds act(z)
     h = z;
   }

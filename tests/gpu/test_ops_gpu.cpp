@@ -484,6 +484,18 @@ TEMPLATE_TEST_CASE("ops::leaky_relu and leaky_relu_backward, slopes 0.2 and 0", 
   }
 }
 
+namespace {
+
+// Row-id lists of the dropout tests for `rows` rows: none (row r is node r), and distinct ids in
+// random order just under 2^31 (positions id * cols + c far past 32 bits).
+std::vector<std::vector<graph::NodeId>> dropout_id_cases(core::Rng& rng, int64_t rows) {
+  std::vector<graph::NodeId> high = distinct_ids(rng, 1'000'000, static_cast<int32_t>(rows));
+  for (graph::NodeId& id : high) id = 2'147'483'647 - id;
+  return {{}, std::move(high)};
+}
+
+}  // namespace
+
 TEMPLATE_TEST_CASE("ops::dropout_forward and dropout_backward: masks bitwise equal to the CPU's",
                    "[gpu][ops][elementwise][dropout]", float, double) {
   using T = TestType;
@@ -491,37 +503,91 @@ TEMPLATE_TEST_CASE("ops::dropout_forward and dropout_backward: masks bitwise equ
   core::Rng rng(10, {1});
   const core::RngKey key = core::rng_key(42, {3, 7, 1});  // (epoch, batch, layer)
   for (const Shape s : kPointwiseShapes) {
-    for (const double p : {0.0, 0.3, 0.5}) {
-      INFO(s.rows << " x " << s.cols << ", p " << p);
-      const T pt = static_cast<T>(p);
-      const Matrix<T> x = random_values<T>(rng, s.rows, s.cols);
-      const Matrix<T> dy = random_values<T>(rng, s.rows, s.cols);
-      Matrix<T> y(s.rows, s.cols);
-      Matrix<uint8_t> mask(s.rows, s.cols);
-      Matrix<T> dx(s.rows, s.cols);
-      ops::dropout_forward<T>(host(), key, pt, x.cview(), y.view(), mask.data());
-      ops::dropout_backward<T>(host(), mask.data(), pt, dy.cview(), dx.view());
+    for (const std::vector<graph::NodeId>& ids : dropout_id_cases(rng, s.rows)) {
+      const auto ids_dev = to_device<graph::NodeId>(ids, cuda.stream);
+      const std::span<const graph::NodeId> ids_span =
+          ids.empty() ? std::span<const graph::NodeId>{} : test::device_span(ids_dev);
+      for (const double p : {0.0, 0.3, 0.5}) {
+        INFO(s.rows << " x " << s.cols << ", " << (ids.empty() ? "no row ids" : "row ids") << ", p " << p);
+        const T pt = static_cast<T>(p);
+        const Matrix<T> x = random_values<T>(rng, s.rows, s.cols);
+        const Matrix<T> dy = random_values<T>(rng, s.rows, s.cols);
+        Matrix<T> y(s.rows, s.cols);
+        Matrix<uint8_t> mask(s.rows, s.cols);
+        Matrix<T> dx(s.rows, s.cols);
+        ops::dropout_forward<T>(host(), key, pt, x.cview(), ids, y.view(), mask.data());
+        ops::dropout_backward<T>(host(), mask.data(), pt, dy.cview(), dx.view());
 
-      const auto x_dev = to_device(x, cuda.stream);
-      auto y_dev = poisoned<T>(s.rows, s.cols, cuda.stream);
-      auto mask_dev = poisoned<uint8_t>(s.rows, s.cols, cuda.stream);
-      ops::dropout_forward<T>(cuda.ctx, key, pt, x_dev.cview(), y_dev.view(), mask_dev.buffer().data());
-      CHECK(compare(to_host(y_dev, cuda.stream), y, elementwise_tolerance<T>()));
-      CHECK(bitwise_equal(to_host(mask_dev, cuda.stream), mask));
-      auto in_place = to_device(x, cuda.stream);
-      auto mask_in_place = poisoned<uint8_t>(s.rows, s.cols, cuda.stream);
-      ops::dropout_forward<T>(cuda.ctx, key, pt, in_place.cview(), in_place.view(), mask_in_place.buffer().data());
-      CHECK(compare(to_host(in_place, cuda.stream), y, elementwise_tolerance<T>()));
-      CHECK(bitwise_equal(to_host(mask_in_place, cuda.stream), mask));
+        const auto x_dev = to_device(x, cuda.stream);
+        auto y_dev = poisoned<T>(s.rows, s.cols, cuda.stream);
+        auto mask_dev = poisoned<uint8_t>(s.rows, s.cols, cuda.stream);
+        ops::dropout_forward<T>(cuda.ctx, key, pt, x_dev.cview(), ids_span, y_dev.view(), mask_dev.buffer().data());
+        CHECK(compare(to_host(y_dev, cuda.stream), y, elementwise_tolerance<T>()));
+        CHECK(bitwise_equal(to_host(mask_dev, cuda.stream), mask));
+        auto in_place = to_device(x, cuda.stream);
+        auto mask_in_place = poisoned<uint8_t>(s.rows, s.cols, cuda.stream);
+        ops::dropout_forward<T>(cuda.ctx, key, pt, in_place.cview(), ids_span, in_place.view(),
+                                mask_in_place.buffer().data());
+        CHECK(compare(to_host(in_place, cuda.stream), y, elementwise_tolerance<T>()));
+        CHECK(bitwise_equal(to_host(mask_in_place, cuda.stream), mask));
 
-      const auto cpu_mask_dev = to_device(mask, cuda.stream);  // the backward alone
-      const auto dy_dev = to_device(dy, cuda.stream);
-      auto dx_dev = poisoned<T>(s.rows, s.cols, cuda.stream);
-      ops::dropout_backward<T>(cuda.ctx, cpu_mask_dev.buffer().data(), pt, dy_dev.cview(), dx_dev.view());
-      CHECK(compare(to_host(dx_dev, cuda.stream), dx, elementwise_tolerance<T>()));
-      auto dx_in_place = to_device(dy, cuda.stream);
-      ops::dropout_backward<T>(cuda.ctx, cpu_mask_dev.buffer().data(), pt, dx_in_place.cview(), dx_in_place.view());
-      CHECK(compare(to_host(dx_in_place, cuda.stream), dx, elementwise_tolerance<T>()));
+        const auto cpu_mask_dev = to_device(mask, cuda.stream);  // the backward alone
+        const auto dy_dev = to_device(dy, cuda.stream);
+        auto dx_dev = poisoned<T>(s.rows, s.cols, cuda.stream);
+        ops::dropout_backward<T>(cuda.ctx, cpu_mask_dev.buffer().data(), pt, dy_dev.cview(), dx_dev.view());
+        CHECK(compare(to_host(dx_dev, cuda.stream), dx, elementwise_tolerance<T>()));
+        auto dx_in_place = to_device(dy, cuda.stream);
+        ops::dropout_backward<T>(cuda.ctx, cpu_mask_dev.buffer().data(), pt, dx_in_place.cview(), dx_in_place.view());
+        CHECK(compare(to_host(dx_in_place, cuda.stream), dx, elementwise_tolerance<T>()));
+      }
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE(
+    "ops::edge_dropout_forward: GAT attention masks keyed by (dst, src, head) bitwise equal to the CPU's",
+    "[gpu][ops][gat][dropout]", float, double) {
+  using T = TestType;
+  Cuda cuda;
+  core::Rng rng(12, {1});
+  const core::RngKey key = core::rng_key(42, {3, 7, 1, 2});
+  for (const BlockCase& bc : block_cases(cuda.stream)) {
+    const int64_t e = bc.host.num_edges();
+    for (const std::vector<graph::NodeId>& ids : dropout_id_cases(rng, bc.host.num_src)) {
+      const auto ids_dev = to_device<graph::NodeId>(ids, cuda.stream);
+      const std::span<const graph::NodeId> ids_span =
+          ids.empty() ? std::span<const graph::NodeId>{} : test::device_span(ids_dev);
+      for (const int64_t heads : kHeadCounts) {
+        for (const double p : {0.0, 0.3}) {
+          INFO(bc.name << ", " << (ids.empty() ? "no row ids" : "row ids") << ", heads " << heads << ", p " << p);
+          const T pt = static_cast<T>(p);
+          const Matrix<T> alpha = random_values<T>(rng, e, heads, 0, 1);
+          Matrix<T> y(e, heads);
+          Matrix<uint8_t> mask(e, heads);
+          ops::edge_dropout_forward<T>(host(), key, pt, bc.host, ids, alpha.cview(), y.view(), mask.data());
+
+          const auto alpha_dev = to_device(alpha, cuda.stream);
+          auto forward = [&] {
+            auto out = poisoned<T>(e, heads, cuda.stream);
+            auto out_mask = poisoned<uint8_t>(e, heads, cuda.stream);
+            ops::edge_dropout_forward<T>(cuda.ctx, key, pt, bc.device, ids_span, alpha_dev.cview(), out.view(),
+                                         out_mask.buffer().data());
+            return std::pair{to_host(out, cuda.stream), to_host(out_mask, cuda.stream)};
+          };
+          const auto [y_gpu, mask_gpu] = forward();
+          CHECK(compare(y_gpu, y, elementwise_tolerance<T>()));
+          CHECK(bitwise_equal(mask_gpu, mask));
+          const auto [y_again, mask_again] = forward();
+          CHECK(bitwise_equal(y_again, y_gpu));
+          CHECK(bitwise_equal(mask_again, mask_gpu));
+          auto in_place = to_device(alpha, cuda.stream);
+          auto mask_in_place = poisoned<uint8_t>(e, heads, cuda.stream);
+          ops::edge_dropout_forward<T>(cuda.ctx, key, pt, bc.device, ids_span, in_place.cview(), in_place.view(),
+                                       mask_in_place.buffer().data());
+          CHECK(compare(to_host(in_place, cuda.stream), y, elementwise_tolerance<T>()));
+          CHECK(bitwise_equal(to_host(mask_in_place, cuda.stream), mask));
+        }
+      }
     }
   }
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -79,9 +80,12 @@ void check_training_step(const graph::Dataset& d, const models::ModelOptions& mo
   const graph::Block dblock = test::to_device(block, stream);
   const std::vector<const graph::Block*> cpu_blocks(2, &block), gpu_blocks(2, &dblock);
   const core::RngKey key = core::rng_key(5, {1, 2});
+  std::vector<graph::NodeId> ids(static_cast<std::size_t>(n));  // full batch: row r is node r
+  std::iota(ids.begin(), ids.end(), 0);
+  const auto ids_dev = test::to_device<graph::NodeId>(ids, stream);
 
   cpu_model.params().zero_grad();
-  const auto cpu_logits = cpu_model.forward(cpu_blocks, {features.data(), n, f}, true, key);
+  const auto cpu_logits = cpu_model.forward(cpu_blocks, {features.data(), n, f}, ids, true, key);
   models::Matrix<T> cpu_d(cpu_logits.rows, cpu_logits.cols);
   double cpu_loss = 0;
   models::ops::log_softmax_nll<T>(models::OpContext::host(), cpu_logits, d.labels.single.span(), d.splits.train.span(),
@@ -89,7 +93,7 @@ void check_training_step(const graph::Dataset& d, const models::ModelOptions& mo
   cpu_model.backward(cpu_blocks, cpu_d.cview());
 
   gpu_model.params().zero_grad(gpu);
-  const auto gpu_logits = gpu_model.forward(gpu_blocks, {x_dev.data(), n, f}, true, key);
+  const auto gpu_logits = gpu_model.forward(gpu_blocks, {x_dev.data(), n, f}, test::device_span(ids_dev), true, key);
   models::DeviceArray<T> gpu_d;
   models::DeviceArray<double> scratch, loss;
   const auto d_view = gpu_d.matrix(gpu, gpu_logits.rows, gpu_logits.cols);

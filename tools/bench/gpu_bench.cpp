@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,11 @@ void gcn_bench(const Args& a, const graph::Block& host_block, const std::vector<
   core::Buffer<int32_t> rows(train.size(), core::MemoryKind::kDevice, stream.device());
   core::copy_from_host_sync(labels.data(), labels_host.data(), labels.bytes(), stream);
   core::copy_from_host_sync(rows.data(), train.data(), rows.bytes(), stream);
+  // Full batch: the rows are nodes 0..n-1 (the global ids that key dropout, in device memory).
+  std::vector<graph::NodeId> ids_host(static_cast<std::size_t>(n));
+  std::iota(ids_host.begin(), ids_host.end(), graph::NodeId{0});
+  core::Buffer<graph::NodeId> ids(ids_host.size(), core::MemoryKind::kDevice, stream.device());
+  core::copy_from_host_sync(ids.data(), ids_host.data(), ids.bytes(), stream);
   for (const bool tf32 : {false, true}) {
     for (const auto impl : {models::SpmmImpl::kKernel, models::SpmmImpl::kCusparse}) {
       memory::CachingAllocator allocator(stream.device(), std::size_t{64} << 30);
@@ -144,7 +150,8 @@ void gcn_bench(const Args& a, const graph::Block& host_block, const std::vector<
       models::DeviceArray<double> scratch, loss;
       const auto epoch = [&] {
         model.params().zero_grad(ctx);
-        const auto logits = model.forward(blocks, {x.data(), n, a.features}, true, core::RngKey{});
+        const auto logits =
+            model.forward(blocks, {x.data(), n, a.features}, {ids.data(), ids.size()}, true, core::RngKey{});
         const auto d = dlogits.matrix(ctx, logits.rows, logits.cols);
         models::ops::log_softmax_nll<float>(ctx, logits, {labels.data(), labels.size()}, {rows.data(), rows.size()}, {},
                                             d, scratch.ensure(ctx, rows.size()), loss.ensure(ctx, 1));

@@ -44,8 +44,10 @@ void GatLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, Matr
   MatrixView<const T> used = alpha;
   if (dropped_) {
     const MatrixView<T> dropped = alpha_dropped_.matrix(ctx_, e, s_.heads);
-    ops::dropout_forward<T>(ctx_, ctx.key.with(0x617474), static_cast<T>(s_.attention_dropout), alpha, dropped,
-                            mask_.ensure(ctx_, static_cast<std::size_t>(e * s_.heads)));
+    // Keyed by (global destination, global source, head): the same edge draws the same bit in any
+    // batch or micro-batch that holds it (ops/dropout.hpp).
+    ops::edge_dropout_forward<T>(ctx_, ctx.key.with(0x617474), static_cast<T>(s_.attention_dropout), block, ctx.row_ids,
+                                 alpha, dropped, mask_.ensure(ctx_, static_cast<std::size_t>(e * s_.heads)));
     used = dropped;
   }
   if (s_.concat) {

@@ -174,10 +174,18 @@ void leaky_relu_backward(const OpContext& ctx, std::type_identity_t<T> slope, Co
 }
 
 template <class T>
-void dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, ConstView<T> x, MatrixView<T> y,
-                     uint8_t* mask) {
-  GNNPIPE_ON_CUDA(dropout_forward<T>(ctx, key, p, x, y, mask));
-  cpu::dropout_forward<T>(key, p, x, y, std::span<uint8_t>(mask, static_cast<std::size_t>(x.size())));
+void dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, ConstView<T> x,
+                     std::span<const graph::NodeId> row_ids, MatrixView<T> y, uint8_t* mask) {
+  GNNPIPE_ON_CUDA(dropout_forward<T>(ctx, key, p, x, row_ids, y, mask));
+  cpu::dropout_forward<T>(key, p, x, row_ids, y, std::span<uint8_t>(mask, static_cast<std::size_t>(x.size())));
+}
+
+template <class T>
+void edge_dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, const graph::Block& block,
+                          std::span<const graph::NodeId> row_ids, ConstView<T> alpha, MatrixView<T> y, uint8_t* mask) {
+  GNNPIPE_ON_CUDA(edge_dropout_forward<T>(ctx, key, p, block, row_ids, alpha, y, mask));
+  cpu::edge_dropout_forward<T>(key, p, block, row_ids, alpha, y,
+                               std::span<uint8_t>(mask, static_cast<std::size_t>(alpha.size())));
 }
 
 template <class T>
@@ -276,7 +284,10 @@ void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const 
   template void activation_backward<T>(const OpContext&, Activation, T, ConstView<T>, ConstView<T>, MatrixView<T>);  \
   template void leaky_relu<T>(const OpContext&, T, ConstView<T>, MatrixView<T>);                                     \
   template void leaky_relu_backward<T>(const OpContext&, T, ConstView<T>, ConstView<T>, MatrixView<T>);              \
-  template void dropout_forward<T>(const OpContext&, core::RngKey, T, ConstView<T>, MatrixView<T>, uint8_t*);        \
+  template void dropout_forward<T>(const OpContext&, core::RngKey, T, ConstView<T>,                                  \
+                                   std::span<const graph::NodeId>, MatrixView<T>, uint8_t*);                         \
+  template void edge_dropout_forward<T>(const OpContext&, core::RngKey, T, const graph::Block&,                      \
+                                        std::span<const graph::NodeId>, ConstView<T>, MatrixView<T>, uint8_t*);      \
   template void dropout_backward<T>(const OpContext&, const uint8_t*, T, ConstView<T>, MatrixView<T>);               \
   template void log_softmax_nll<T>(const OpContext&, ConstView<T>, std::span<const int32_t>,                         \
                                    std::span<const int32_t>, std::span<const float>, MatrixView<T>, double*,         \

@@ -41,6 +41,7 @@ BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols)
   l.feature_rows = static_cast<int64_t>(batch.input_nodes.size());
   l.feature_cols = feature_cols;
   l.features = p.add<float>(static_cast<std::size_t>(l.feature_rows * feature_cols));
+  l.input_nodes = p.add<graph::NodeId>(batch.input_nodes.size());
   l.labels = p.add<int32_t>(batch.targets.size());
   l.loss_rows = p.add<int32_t>(batch.loss_rows.size());
   l.loss_weights = p.add<float>(batch.loss_weights.size());
@@ -67,6 +68,7 @@ void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& featur
   features.gather(batch.input_nodes.span(),
                   std::span<float>(reinterpret_cast<float*>(dst + layout.features.offset),
                                    layout.features.bytes / sizeof(float)));
+  put(dst, layout.input_nodes, batch.input_nodes);
   auto* target_labels = reinterpret_cast<int32_t*>(dst + layout.labels.offset);
   for (std::size_t i = 0; i < batch.targets.size() && !labels.empty(); ++i) {
     const auto v = static_cast<std::size_t>(batch.targets[i]);
@@ -90,6 +92,8 @@ void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& featur
 PackedBatchView PackedBatchView::of(const BatchLayout& layout, std::shared_ptr<const void> owner, std::byte* base) {
   PackedBatchView v;
   v.features = {reinterpret_cast<const float*>(base + layout.features.offset), layout.feature_rows, layout.feature_cols};
+  v.input_nodes = {reinterpret_cast<const graph::NodeId*>(base + layout.input_nodes.offset),
+                   layout.input_nodes.bytes / sizeof(graph::NodeId)};
   v.labels = {reinterpret_cast<const int32_t*>(base + layout.labels.offset), layout.labels.bytes / sizeof(int32_t)};
   v.loss_rows = {reinterpret_cast<const int32_t*>(base + layout.loss_rows.offset), layout.loss_rows.bytes / sizeof(int32_t)};
   v.loss_weights = {reinterpret_cast<const float*>(base + layout.loss_weights.offset), layout.loss_weights.bytes / sizeof(float)};

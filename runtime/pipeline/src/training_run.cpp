@@ -169,7 +169,7 @@ class Stages {
     const auto blocks = graph::layer_blocks(view.blocks, s_.model.num_layers(), item.spec.index);
     s_.model.params().zero_grad(train_ctx_);
     const auto logits = s_.model.forward(
-        blocks, view.features, true,
+        blocks, view.features, view.input_nodes, true,
         core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)}));
     const auto dlogits = dlogits_.matrix(train_ctx_, logits.rows, logits.cols);
     double* loss = losses_.slot(item.spec.index, item.batches, item.loss_rows);

@@ -36,7 +36,7 @@ TEST_CASE("layer-wise inference in chunks equals a full-graph forward without dr
     models::GnnModel<float> model(o, 6, 4, 11);
     const graph::Block full = graph::full_graph_block(g, model.block_norm());
     const std::vector<const graph::Block*> blocks(3, &full);
-    const auto logits = model.forward(blocks, models::MatrixView<const float>{x.data(), n, 6}, false, {});
+    const auto logits = model.forward(blocks, models::MatrixView<const float>{x.data(), n, 6}, {}, false, {});
     const std::vector<float> expected(logits.data, logits.data + logits.rows * logits.cols);
     for (int chunk : {1, 10, 64, 1000}) {
       for (int parallel : {1, 3}) {

@@ -2,8 +2,11 @@
 // GnnModel<T>: a stack of graph layers with dropout before every layer and ReLU between layers
 // (PyG's GCN/SAGE examples). Block l feeds layer l; full-batch training passes the same block for
 // every layer. forward() keeps the activations for backward(); one forward, then at most one
-// backward. Dropout masks come from the Philox stream (seed, epoch, batch, layer), so a run is
-// reproducible for any thread count. Not thread-safe.
+// backward. Dropout masks come from the Philox stream (seed, epoch, batch, layer) at positions
+// given by the GLOBAL node id of each row (ops/dropout.hpp), so a run is reproducible for any
+// thread count, and a node draws the same mask wherever it sits in a batch: a batch split into
+// micro-batches (each keeping its targets' computation tree, renumbered) accumulates the unsplit
+// step's gradient. Not thread-safe.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -36,9 +39,14 @@ class GnnModel {
 
   // blocks[l] feeds layer l; x has blocks[0]->num_src rows. Returns the logits
   // [blocks.back()->num_dst x out_dim], valid until the next forward. `training` enables dropout
-  // with masks keyed by `dropout_key` (extended with the layer index).
-  MatrixView<const T> forward(std::span<const graph::Block* const> blocks, MatrixView<const T> x, bool training,
-                              core::RngKey dropout_key);
+  // with masks keyed by `dropout_key` (extended with the layer index) and the global node ids
+  // `row_ids` of x's rows (MiniBatch::input_nodes: x.rows entries in the memory of the model's
+  // context). Every layer's input rows are local nodes 0..rows-1 of that one numbering
+  // (destinations are a prefix of sources), so layer l uses the first rows of row_ids; the same
+  // ids key GAT's attention dropout. Required when training (an empty list would silently key
+  // masks by batch position); ignored otherwise (may be empty).
+  MatrixView<const T> forward(std::span<const graph::Block* const> blocks, MatrixView<const T> x,
+                              std::span<const graph::NodeId> row_ids, bool training, core::RngKey dropout_key);
   // Inference through layer l alone, without dropout: y = act(layer_l(block, x)) for l < L - 1 and
   // the logits for the last layer; y is [block.num_dst x layer_out_dim(l)]. The building block of
   // layer-wise full-neighbor inference (all nodes through layer 0 in chunks, then layer 1, ...).

@@ -1,7 +1,8 @@
 #pragma once
 // GAT layer (Velickovic et al.; PyG's GATConv), H heads of C channels:
 //   h = x W viewed as [N, H, C];  e(j -> i) = LeakyReLU_0.2(<h[j], att_src> + <h[i], att_dst>) per head;
-//   alpha = softmax of e over the in-edges of i (then attention dropout when training);
+//   alpha = softmax of e over the in-edges of i (then attention dropout when training, keyed by
+//   (global id of i, global id of j, head) from LayerContext::row_ids: ops::edge_dropout_forward);
 //   out[i] = sum_j alpha(j -> i) h[j], heads concatenated ([N, H*C]) or averaged ([N, C]); + bias.
 // Blocks carry self-loops and no weights (BlockNorm::kSelfLoops).
 #include "gnnpipe/models/device_array.hpp"

@@ -5,6 +5,7 @@
 // interface: a layer sees the block, its input rows (num_src) and writes its output rows (num_dst).
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "gnnpipe/core/rng.hpp"
@@ -19,10 +20,16 @@ struct BlockShape {
 };
 
 // Per-call state of a forward: whether this is training (dropout inside the layer, e.g. GAT's
-// attention dropout) and the Philox key that layer-internal randomness must derive from.
+// attention dropout), the Philox key that layer-internal randomness must derive from, and the
+// global node ids of the block's sources (`row_ids`, num_src entries in the memory of the layer's
+// op context; destinations are the first num_dst). Randomness is keyed by those ids, never by local
+// positions, so a node draws the same bits in any batch or micro-batch (ops/dropout.hpp). Empty
+// ids mean local ids are global (the identity numbering); layers must not read them when not
+// training.
 struct LayerContext {
   bool training = false;
   core::RngKey key{};
+  std::span<const graph::NodeId> row_ids{};
 };
 
 template <class T>

@@ -88,10 +88,18 @@ void leaky_relu(const OpContext& ctx, std::type_identity_t<T> slope, ConstView<T
 template <class T>
 void leaky_relu_backward(const OpContext& ctx, std::type_identity_t<T> slope, ConstView<T> y, ConstView<T> dy,
                          MatrixView<T> dx);
-// mask: x.size() bytes in the context's memory.
+// Dropout keyed by global node ids (cpu twins in dropout.hpp). row_ids: the global id of each row
+// of x (x.rows entries), or empty for the identity numbering (row r is node r); mask: x.size()
+// bytes. Both in the context's memory; the CUDA kernel reads the ids on the device.
 template <class T>
-void dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, ConstView<T> x, MatrixView<T> y,
-                     uint8_t* mask);
+void dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, ConstView<T> x,
+                     std::span<const graph::NodeId> row_ids, MatrixView<T> y, uint8_t* mask);
+// GAT attention dropout over alpha [E x H], keyed by (global destination, global source, head).
+// row_ids: the global ids of the block's sources (num_src entries) or empty; mask: E * H bytes.
+template <class T>
+void edge_dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, const graph::Block& block,
+                          std::span<const graph::NodeId> row_ids, ConstView<T> alpha, MatrixView<T> y, uint8_t* mask);
+// The backward of both (elementwise, from the mask).
 template <class T>
 void dropout_backward(const OpContext& ctx, const uint8_t* mask, std::type_identity_t<T> p, ConstView<T> dy,
                       MatrixView<T> dx);

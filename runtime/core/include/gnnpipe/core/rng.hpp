@@ -2,7 +2,7 @@
 // Counter-based random numbers: Philox-4x32-10 (Salmon et al., SC'11, "Parallel random numbers:
 // as easy as 1, 2, 3"). A value depends only on (seed, stream ids, position), never on thread
 // count or scheduling: a batch's randomness is keyed by (seed, epoch, batch_index), dropout by
-// (seed, epoch, batch, layer), and CUDA kernels compute the same bits as their CPU twins.
+// (seed, epoch, batch, layer) at positions of global node ids; CUDA kernels draw the CPU twins' bits.
 #include <array>
 #include <cstdint>
 #include <initializer_list>

@@ -1,7 +1,8 @@
 #pragma once
 // A batch packed into one contiguous byte range (a staging slot), so that it crosses to the device
-// in one copy (DESIGN §3): the gathered feature rows, the labels of the targets, the loss rows and
-// weights, and every block's arrays (CSR, weights, transpose). Sections are 256-byte aligned (the
+// in one copy (DESIGN §3): the gathered feature rows, the global ids of those rows (the batch's
+// input nodes, which key dropout), the labels of the targets, the loss rows and weights, and every
+// block's arrays (CSR, weights, transpose). Sections are 256-byte aligned (the
 // CUDA allocation granularity that keeps every section aligned for vector loads).
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +29,7 @@ struct BlockSections {
 // Where each array of a batch lives in its packed form.
 struct BatchLayout {
   int64_t feature_rows = 0, feature_cols = 0;
-  Section features, labels, loss_rows, loss_weights;
+  Section features, input_nodes, labels, loss_rows, loss_weights;
   std::vector<BlockSections> blocks;  // as in MiniBatch::blocks (one shared block stays one)
   std::size_t total_bytes = 0;
 
@@ -36,8 +37,8 @@ struct BatchLayout {
 };
 
 // Writes `batch` into `dst` (layout.total_bytes bytes): features gathered straight from `features`
-// (no intermediate copy; the gather is parallel), labels[targets[i]] for every target, and the
-// arrays of the batch. `labels` is indexed by global node id; empty `labels` (inference) leave the
+// (no intermediate copy; the gather is parallel), the input node ids, labels[targets[i]] for every
+// target, and the arrays of the batch. `labels` is indexed by global node id; empty `labels` (inference) leave the
 // label section unwritten.
 void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& features, std::span<const int32_t> labels,
                 const BatchLayout& layout, std::byte* dst);
@@ -46,7 +47,8 @@ void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& featur
 // backend): views into the bytes, kept alive by `owner`. The blocks alias the packed arrays.
 struct PackedBatchView {
   models::MatrixView<const float> features;
-  std::span<const int32_t> labels;     // per target
+  std::span<const graph::NodeId> input_nodes;  // global id of each feature row (forward's row_ids)
+  std::span<const int32_t> labels;             // per target
   std::span<const int32_t> loss_rows;
   std::span<const float> loss_weights;
   std::vector<graph::Block> blocks;
