@@ -465,7 +465,7 @@ StepResult train_step(models::GnnModel<double>& model, const MiniBatch& b, const
   std::vector<int32_t> labels;
   for (NodeId t : b.targets) labels.push_back(data.labels[static_cast<std::size_t>(t)]);
   const auto key = core::rng_key(9, {static_cast<uint64_t>(b.epoch), static_cast<uint64_t>(b.index)});
-  const auto logits = model.forward(blocks, x.cview(), true, key);
+  const auto logits = model.forward(blocks, x.cview(), b.input_nodes.span(), true, key);
   StepResult r{0, models::Matrix<double>(logits.rows, logits.cols, std::vector<double>(logits.data, logits.data + logits.size()))};
   models::Matrix<double> dlogits(logits.rows, logits.cols);
   r.loss = models::cpu::log_softmax_nll<double>(logits, labels, b.loss_rows.span(), b.loss_weights.span(), dlogits.view());
@@ -526,9 +526,9 @@ models::ModelOptions model_options(models::ModelType type, int layers) {
   o.type = type;
   o.layers = layers;
   o.hidden = 8;
-  o.dropout = 0.0;  // dropout masks are being re-keyed by global node id elsewhere
+  o.dropout = 0.3;  // masks keyed by global node id: a node draws the same bits in every micro-batch
   o.heads = 2;
-  o.attention_dropout = 0.0;
+  o.attention_dropout = o.type == models::ModelType::kGat ? 0.2 : 0.0;  // keyed by (global dst, src, head)
   o.activation = layers == 3 ? models::Activation::kElu : models::Activation::kRelu;
   return o;
 }

@@ -76,7 +76,7 @@ TEST_CASE("training_arrays predicts the bytes a training step holds, batch after
         for (int64_t c = 0; c < features; ++c) x(r, c) = x_all(batch.input_nodes[static_cast<std::size_t>(r)], c);
       }
       const auto needs = model.training_arrays(shapes_of(blocks), true);
-      const auto logits = model.forward(blocks, x.cview(), true, core::rng_key(1, {i}));
+      const auto logits = model.forward(blocks, x.cview(), batch.input_nodes.span(), true, core::rng_key(1, {i}));
       models::Matrix<float> dlogits(logits.rows, logits.cols);
       for (float& v : dlogits.flat()) v = 0.01f;
       model.backward(blocks, dlogits.cview());
