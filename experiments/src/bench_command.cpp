@@ -15,7 +15,7 @@
 namespace gnnpipe::experiments {
 namespace {
 
-constexpr const char* kStages[] = {"sample", "gather", "transfer", "train", "eval"};
+constexpr const char* kStages[] = {"sample", "gather", "govern", "transfer", "train", "eval"};
 
 // Per-epoch seconds of each stage of a run summary.
 std::map<std::string, double> per_epoch(const nlohmann::json& summary) {

@@ -75,10 +75,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
 
   ExperimentArgs run_args;
-  bool run_trace = false;
+  bool run_trace = false, run_plan = false;
   auto* run = app.add_subcommand("run", "train and evaluate an experiment, writing a run directory");
   add_experiment_args(*run, run_args);
   run->add_flag("--trace", run_trace, "also write trace.json (Chrome trace of every stage; open in Perfetto)");
+  run->add_flag("--plan", run_plan,
+                "print the memory plan (budget, resident memory, what the governor does with epoch 1's batches) and "
+                "exit without training");
 
   ExperimentArgs bench_args;
   auto* bench = app.add_subcommand("bench", "run the sequential baseline and the pipeline side by side (bench.json)");
@@ -137,6 +140,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       const config::ExperimentConfig experiment = config::load_experiment(run_args.config, run_args.sets);
       check_training_supported(experiment);
       const graph::Dataset dataset = load_training_dataset(experiment, graph::resolve_data_dir(run_args.data_dir));
+      if (run_plan) {
+        for (const std::string& line : plan_experiment(experiment, dataset).lines()) fmt::print(out, "{}\n", line);
+        return 0;
+      }
       RunDirectoryOptions dir_options;
       dir_options.out = run_args.out_dir;
       RunDirectory run_dir(experiment, dir_options);

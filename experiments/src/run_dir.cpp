@@ -68,7 +68,10 @@ void check_metric_name(const std::string& name) {
 }  // namespace
 
 const std::vector<std::string>& RunDirectory::metric_columns() {
-  static const std::vector<std::string> columns{"epoch", "loss", "train_acc", "val_acc", "test_acc", "epoch_time_s"};
+  static const std::vector<std::string> columns{"epoch",          "loss",          "train_acc",        "val_acc",
+                                                "test_acc",       "batches_fit",   "batches_split",    "micro_batches",
+                                                "batches_resampled", "batches_cut", "edges_cut",       "batches_retried",
+                                                "peak_device_bytes", "epoch_time_s"};
   return columns;
 }
 
@@ -104,8 +107,10 @@ RunDirectory::~RunDirectory() {
 void RunDirectory::append_metrics(const EpochMetrics& row) {
   GNNPIPE_CHECK(row.extra.size() == extra_count_, "metrics row has {} extra values, the header {}", row.extra.size(),
                 extra_count_);
-  std::string line = fmt::format("{},{},{},{},{},{}", row.epoch, row.loss, row.train_acc, row.val_acc, row.test_acc,
-                                 row.epoch_time_s);
+  const pipeline::MemoryCounters& m = row.memory;
+  std::string line = fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}", row.epoch, row.loss, row.train_acc,
+                                 row.val_acc, row.test_acc, m.fit, m.split, m.micro_batches, m.resampled, m.cut,
+                                 m.edges_cut, m.retried, m.peak_bytes, row.epoch_time_s);
   for (const double value : row.extra) line += fmt::format(",{}", value);
   metrics_ << line << '\n';
   metrics_.flush();

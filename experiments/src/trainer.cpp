@@ -1,5 +1,7 @@
 #include "gnnpipe/experiments/trainer.hpp"
 
+#include "gnnpipe/graph/node_scores.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,11 +10,14 @@
 #include <vector>
 
 #include "gnnpipe/core/build_info.hpp"
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/memory_kind.hpp"
 #include "gnnpipe/core/log.hpp"
 #include "gnnpipe/core/process.hpp"
 #include "gnnpipe/core/timer.hpp"
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
+#include "gnnpipe/graph/node_scores.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/core/units.hpp"
 #include "gnnpipe/memory/caching_allocator.hpp"
@@ -69,49 +74,190 @@ graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const st
   return d;
 }
 
+namespace {
+
+// Where the run's device memory budget comes from: memory.limit, minus the reserve, and on a GPU
+// never more than what is free when the run starts (minus the reserve too).
+struct Budget {
+  std::size_t limit = 0, reserve = 0, budget = 0, free_at_start = 0;
+  bool clamped = false;
+};
+
+Budget budget_for(const config::ExperimentConfig& c) {
+  Budget b;
+  b.limit = c.memory.limit_bytes;
+  b.reserve = c.memory.reserve_for(c.run.device.is_cuda());
+  GNNPIPE_CHECK_CONFIG(b.reserve < b.limit, "memory.reserve: {} leaves nothing of memory.limit ({})",
+                       core::format_bytes(b.reserve), core::format_bytes(b.limit));
+  std::size_t available = b.limit;
+  if (c.run.device.is_cuda()) {
+    b.free_at_start = core::device_memory_info(c.run.device).free_bytes;
+    if (b.free_at_start < available) {
+      available = b.free_at_start;
+      b.clamped = true;
+    }
+  }
+  GNNPIPE_CHECK_AS(OutOfBudget, available > b.reserve, "memory.limit: {} has only {} free, less than memory.reserve ({})",
+                   c.run.device.str(), core::format_bytes(available), core::format_bytes(b.reserve));
+  b.budget = available - b.reserve;
+  if (b.clamped) {
+    core::logger().info("memory.limit {} is more than the {} free on {}: the budget is {} (free - reserve)",
+                        core::format_bytes(b.limit), core::format_bytes(b.free_at_start), c.run.device.str(),
+                        core::format_bytes(b.budget));
+  }
+  return b;
+}
+
+// Everything a run trains with, built in dependency order: the budgeted allocator, the train
+// stream and its op context, the model, the sampler, the optimizer, and the pipeline's setup.
+// The model's ops run on the train stream of run.device with their memory (activations,
+// workspaces, parameters) from a caching allocator under the budget: device memory on a GPU, host
+// memory on the CPU backend, where the same budget is enforced (a CPU run shows whether a config
+// fits).
+class TrainingResources {
+ public:
+  TrainingResources(const config::ExperimentConfig& c, const graph::Dataset& d, const TrainOptions& options)
+      : budget_(budget_for(c)),
+        allocator_(c.run.device, budget_.budget),
+        train_stream_(c.run.device),
+        ops_(train_stream_, c.run.ops, &allocator_),
+        before_model_(allocator_.stats().in_use_bytes),
+        model_(c.model, d.features.cols(), d.labels.num_classes, c.run.seed, ops_),
+        parameter_bytes_(allocator_.stats().in_use_bytes - before_model_),
+        sampler_(make_training_sampler(c, d, model_.block_norm(), model_.num_layers())),
+        optimizer_(models::make_optimizer(model_.params(), c.optimizer, ops_)),
+        setup_{d,          *sampler_,       model_,          *optimizer_,
+               c.model,    pipeline_of(c, options), c.run.epochs, c.run.seed,
+               c.run.patience, c.sampler.eval_chunk_nodes, recorder_, c.memory,
+               budget_.reserve, budget_.free_at_start, budget_.clamped,
+               parameter_bytes_, allocator_.stats().in_use_bytes - before_model_ - parameter_bytes_,
+               cut_scores(c, d), cut_weights(c, model_.block_norm()),
+               options.fault, options.step_fault} {
+    if (c.run.device.is_cuda()) {
+      for (const auto& gpu : core::list_gpus()) {
+        if (gpu.index == c.run.device.index()) {
+          core::logger().info("device: {} ({}), memory budget {}", c.run.device.str(), gpu.name,
+                              core::format_bytes(budget_.budget));
+        }
+      }
+    }
+  }
+
+  const pipeline::TrainingSetup& setup() const { return setup_; }
+  pipeline::StageRecorder& recorder() { return recorder_; }
+  const memory::CachingAllocator& allocator() const { return allocator_; }
+  const models::GnnModel<float>& model() const { return model_; }
+  const Budget& budget() const { return budget_; }
+
+ private:
+  static pipeline::PipelineOptions pipeline_of(const config::ExperimentConfig& c, const TrainOptions& options) {
+    pipeline::PipelineOptions pipe = c.pipeline;
+    if (options.mode) pipe.mode = *options.mode;
+    return pipe;
+  }
+
+  // memory.policy cut: the node values of memory.cut (PageRank cached beside the partitions).
+  static graph::NodeScores cut_scores(const config::ExperimentConfig& c, const graph::Dataset& d) {
+    if (c.memory.policy != memory::MemoryPolicy::kCut) return {};
+    return graph::node_scores(d.graph, c.memory.cut, {.cache_dir = partition_cache_dir(c.sampler)});
+  }
+  // Rows that lost edges get 1 / (their new length) where the sampler's weights are 1 / row length:
+  // mean aggregation, except GraphSAINT's normalised weights (estimates of full-graph quantities).
+  static graph::CutWeights cut_weights(const config::ExperimentConfig& c, graph::BlockNorm norm) {
+    const bool saint = c.sampler.type == samplers::SamplerType::kSaintNode ||
+                       c.sampler.type == samplers::SamplerType::kSaintEdge ||
+                       c.sampler.type == samplers::SamplerType::kSaintRw;
+    if (norm == graph::BlockNorm::kMean && !(saint && c.sampler.normalize)) return graph::CutWeights::kRowMean;
+    return graph::CutWeights::kKeep;
+  }
+
+  Budget budget_;
+  memory::CachingAllocator allocator_;
+  core::Stream train_stream_;
+  models::OpContext ops_;
+  std::size_t before_model_;
+  models::GnnModel<float> model_;
+  std::size_t parameter_bytes_;
+  std::unique_ptr<samplers::Sampler> sampler_;
+  std::unique_ptr<models::Optimizer<float>> optimizer_;
+  pipeline::StageRecorder recorder_;
+  pipeline::TrainingSetup setup_;
+};
+
+nlohmann::json plan_json(const pipeline::MemoryPlan& p) {
+  return {{"budget_bytes", p.budget},
+          {"limit_bytes", p.limit},
+          {"reserve_bytes", p.reserve},
+          {"free_at_start_bytes", p.free_at_start},
+          {"clamped", p.clamped},
+          {"policy", p.policy},
+          {"resident",
+           {{"parameters", p.parameters},
+            {"optimizer", p.optimizer},
+            {"eval_twin", p.eval_twin},
+            {"library", p.library},
+            {"other", p.other},
+            {"evaluation", p.evaluation},
+            {"device_slots", p.device_slots}}},
+          {"epoch1",
+           {{"batches", p.batches},
+            {"fit", p.counters.fit},
+            {"split", p.counters.split},
+            {"micro_batches", p.counters.micro_batches},
+            {"resampled", p.counters.resampled},
+            {"cut", p.counters.cut},
+            {"edges_cut", p.counters.edges_cut},
+            {"largest_split", p.largest_split},
+            {"largest_batch_peak_bytes", p.largest_batch_peak}}}};
+}
+
+// "mem 53.3 MiB peak" and, when the governor did more than admit batches as sampled, what it did.
+std::string memory_note(const pipeline::MemoryCounters& m) {
+  std::string note = fmt::format("mem {} peak", core::format_bytes(m.peak_bytes));
+  if (m.split > 0) note += fmt::format(", {} split into {}", m.split, m.micro_batches);
+  if (m.resampled > 0) note += fmt::format(", {} resampled", m.resampled);
+  if (m.cut > 0) note += fmt::format(", {} cut ({} edges)", m.cut, m.edges_cut);
+  if (m.retried > 0) note += fmt::format(", {} retried", m.retried);
+  return note;
+}
+
+}  // namespace
+
+pipeline::MemoryPlan plan_experiment(const config::ExperimentConfig& c, const graph::Dataset& d) {
+  check_training_supported(c);
+  check_trainable(d);
+  TrainingResources resources(c, d, {});
+  return pipeline::plan_memory(resources.setup());
+}
+
 nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::Dataset& d, RunDirectory& run_dir,
-                            const TrainOptions& options) {
+                                const TrainOptions& options) {
   check_training_supported(c);
   check_trainable(d);
   auto& log = core::logger();
   for (const auto& line : d.synthesized) log.info("synthetic: {}", line);
-
-  // The model's ops run on the train stream of run.device, with their memory (activations,
-  // workspaces) from a caching allocator under memory.limit: device memory on a GPU, host memory on
-  // the CPU backend, where the same budget is enforced (a CPU run shows whether a config fits).
-  memory::CachingAllocator allocator(c.run.device, c.memory.limit_bytes);
-  const core::Stream train_stream(c.run.device);
-  const models::OpContext ops(train_stream, c.run.ops, &allocator);
-  if (c.run.device.is_cuda()) {
-    for (const auto& gpu : core::list_gpus()) {
-      if (gpu.index == c.run.device.index()) {
-        log.info("device: {} ({}), memory.limit {}", c.run.device.str(), gpu.name, core::format_bytes(c.memory.limit_bytes));
-      }
-    }
-  }
-  models::GnnModel<float> model(c.model, d.features.cols(), d.labels.num_classes, c.run.seed, ops);
-  const auto sampler = make_training_sampler(c, d, model.block_norm(), model.num_layers());
-  const auto optimizer = models::make_optimizer(model.params(), c.optimizer, ops);
-  pipeline::PipelineOptions pipe = c.pipeline;
-  if (options.mode) pipe.mode = *options.mode;
-  pipeline::StageRecorder recorder;
-  const pipeline::TrainingSetup setup{d,           *sampler,     model,          *optimizer,
-                                      c.model,     pipe,         c.run.epochs,   c.run.seed,
-                                      c.run.patience, c.sampler.eval_chunk_nodes, recorder, options.fault};
+  TrainingResources resources(c, d, options);
+  const pipeline::TrainingSetup& setup = resources.setup();
+  const pipeline::MemoryPlan plan = pipeline::plan_memory(setup);
+  for (const std::string& line : plan.lines()) log.info("{}", line);
+  const pipeline::PipelineOptions& pipe = setup.pipeline;
   log.info("training: {} sampler, {} mode, {} sampler threads, {} staging slots", samplers::to_string(c.sampler.type),
            pipeline::to_string(pipe.mode), pipe.sampler_threads, pipe.staging_slots);
+  pipeline::StageRecorder& recorder = resources.recorder();
   core::Stopwatch run_watch;
   const pipeline::RunResult result = pipeline::run_training(setup, [&](const pipeline::EpochResult& r) {
     run_dir.append_metrics(EpochMetrics{r.epoch, r.loss, r.evaluated ? r.train_acc : NAN, r.evaluated ? r.val_acc : NAN,
-                                        r.evaluated ? r.test_acc : NAN, r.epoch_time_s, {}});
+                                        r.evaluated ? r.test_acc : NAN, r.memory, r.epoch_time_s, {}});
     if (r.evaluated) {
-      log.info("epoch {:>4} | loss {:.4f} | train {:.4f} | val {:.4f} | test {:.4f} | {:.3f} s | {}", r.epoch, r.loss,
-               r.train_acc, r.val_acc, r.test_acc, r.epoch_time_s, r.verdict);
+      log.info("epoch {:>4} | loss {:.4f} | train {:.4f} | val {:.4f} | test {:.4f} | {:.3f} s | {} | {}", r.epoch, r.loss,
+               r.train_acc, r.val_acc, r.test_acc, r.epoch_time_s, memory_note(r.memory), r.verdict);
     } else {
-      log.info("epoch {:>4} | loss {:.4f} | {:.3f} s | {}", r.epoch, r.loss, r.epoch_time_s, r.verdict);
+      log.info("epoch {:>4} | loss {:.4f} | {:.3f} s | {} | {}", r.epoch, r.loss, r.epoch_time_s, memory_note(r.memory),
+               r.verdict);
     }
   });
   const double run_time = run_watch.seconds();
+  if (options.on_trained) options.on_trained(resources.model());
   if (result.epochs_run < c.run.epochs) log.info("early stop after epoch {}: no better validation accuracy for {} epochs", result.epochs_run, c.run.patience);
   if (options.trace) recorder.write_chrome_trace(run_dir.path() / "trace.json");
 
@@ -139,20 +285,31 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
       {"sampler", std::string(samplers::to_string(c.sampler.type))},
       {"full_batch", full_batch},
       {"params_checksum", fmt::format("{:016x}", result.params_checksum)},
-      {"num_parameters", model.params().size()},
+      {"num_parameters", resources.model().params().size()},
       {"stages", stages},
       {"stage_detail", detail},
       {"trainer_wait_s", recorder.totals().at(pipeline::Stage::kTrain).wait_s},
       {"max_batches_in_flight", result.max_in_flight},
       {"memory",
        {{"peak_host_bytes", core::peak_rss_bytes()},
-        {"peak_device_bytes", allocator.stats().peak_in_use_bytes},
-        {"device_driver_allocations", allocator.stats().driver_allocations},
+        {"peak_device_bytes", resources.allocator().stats().peak_in_use_bytes},
+        {"device_driver_allocations", resources.allocator().stats().driver_allocations},
         {"staging_bytes", result.staging_bytes},
-        {"budget_bytes", c.memory.limit_bytes},
-        {"batches_split", 0},
-        {"batches_cut", 0},
-        {"batches_retried", 0}}},
+        {"budget_bytes", resources.budget().budget},
+        {"limit_bytes", resources.budget().limit},
+        {"reserve_bytes", resources.budget().reserve},
+        {"policy", std::string(memory::to_string(c.memory.policy))},
+        {"batches_fit", result.memory.fit},
+        {"batches_split", result.memory.split},
+        {"micro_batches", result.memory.micro_batches},
+        {"batches_resampled", result.memory.resampled},
+        {"batches_cut", result.memory.cut},
+        {"edges_cut", result.memory.edges_cut},
+        {"batches_retried", result.memory.retried},
+        {"predictor_mape", result.predictor_mape},
+        {"predictor_max_error", result.predictor_max_error},
+        {"predictor_observations", result.predictor_observations},
+        {"plan", plan_json(plan)}}},
       {"build", {{"version", build.version}, {"build_type", build.build_type}, {"cuda", build.cuda}}},
   };
   run_dir.write_summary(summary);

@@ -33,4 +33,10 @@ void GrowOnlyFootprint::grow(std::span<const std::size_t> needs) {
   for (std::size_t i = 0; i < needs.size(); ++i) capacity_[i] = std::max(capacity_[i], needs[i]);
 }
 
+void GrowOnlyFootprint::release_all_but(std::size_t kept) {
+  for (std::size_t i = 0; i < capacity_.size(); ++i) {
+    if (i != kept) capacity_[i] = 0;
+  }
+}
+
 }  // namespace gnnpipe::memory

@@ -102,6 +102,18 @@ void GnnModel<T>::infer_layer(std::size_t l, const graph::Block& block, MatrixVi
 }
 
 template <class T>
+void GnnModel<T>::release_arrays() {
+  for (auto& layer : layers_) layer->release_arrays();
+  for (auto& a : inputs_) a.release(ctx_.stream());
+  for (auto& a : outputs_) a.release(ctx_.stream());
+  for (auto& a : masks_) a.release(ctx_.stream());
+  grad_.release(ctx_.stream());
+  next_.release(ctx_.stream());
+  for (auto& v : input_views_) v = {};
+  training_ = false;
+}
+
+template <class T>
 void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits) {
   const T p = static_cast<T>(options_.dropout);
   // grad_/next_ are members so their memory is reused by every backward (no allocation per step).

@@ -25,7 +25,7 @@ TEST_CASE("a run directory holds config.yaml, metrics.csv and log.txt, and no su
   {
     RunDirectoryOptions options;
     options.runs_root = dir / "runs";
-    options.extra_metrics = {"batches_split"};
+    options.extra_metrics = {"learning_rate"};
     RunDirectory run(config, options);
     path = run.path();
     CHECK(path.parent_path() == dir / "runs");
@@ -35,13 +35,19 @@ TEST_CASE("a run directory holds config.yaml, metrics.csv and log.txt, and no su
     CHECK(read_file(path / "config.yaml") == gnnpipe::experiments::config::yaml_text(config.resolved));
 
     gnnpipe::core::logger().info("epoch 1 of the run under test");
-    run.append_metrics({1, 0.5, 0.25, 0.75, 0.125, 1.5, {0}});
-    run.append_metrics({2, 0.1, 0.3, 0.8, 0.7, 2, {3}});
+    gnnpipe::pipeline::MemoryCounters memory;
+    memory.fit = 9;
+    memory.split = 1;
+    memory.micro_batches = 4;
+    memory.peak_bytes = 123456;
+    run.append_metrics({1, 0.5, 0.25, 0.75, 0.125, memory, 1.5, {0.01}});
+    run.append_metrics({2, 0.1, 0.3, 0.8, 0.7, {}, 2, {0.005}});
     CHECK(read_file(path / "metrics.csv") ==
-          "epoch,loss,train_acc,val_acc,test_acc,epoch_time_s,batches_split\n"
-          "1,0.5,0.25,0.75,0.125,1.5,0\n"
-          "2,0.1,0.3,0.8,0.7,2,3\n");
-    CHECK_THROWS_AS(run.append_metrics({3, 0, 0, 0, 0, 0, {}}), gnnpipe::core::Error);
+          "epoch,loss,train_acc,val_acc,test_acc,batches_fit,batches_split,micro_batches,batches_resampled,batches_cut,"
+          "edges_cut,batches_retried,peak_device_bytes,epoch_time_s,learning_rate\n"
+          "1,0.5,0.25,0.75,0.125,9,1,4,0,0,0,0,123456,1.5,0.01\n"
+          "2,0.1,0.3,0.8,0.7,0,0,0,0,0,0,0,0,2,0.005\n");
+    CHECK_THROWS_AS(run.append_metrics({3, 0, 0, 0, 0, {}, 0, {}}), gnnpipe::core::Error);
     // A run that ends without write_summary (a failure) leaves no summary.json.
     CHECK_FALSE(fs::exists(path / "summary.json"));
   }
@@ -66,7 +72,8 @@ TEST_CASE("write_summary writes summary.json atomically and replaces an earlier 
   CHECK(summary["test_accuracy"] == 0.75);
   CHECK_FALSE(summary.contains("epochs"));
   CHECK_FALSE(fs::exists(run.path() / "summary.json.tmp"));
-  CHECK(read_file(run.path() / "metrics.csv") == "epoch,loss,train_acc,val_acc,test_acc,epoch_time_s\n");
+  CHECK(read_file(run.path() / "metrics.csv") == "epoch,loss,train_acc,val_acc,test_acc,batches_fit,batches_split,micro_batches,batches_resampled,"
+        "batches_cut,edges_cut,batches_retried,peak_device_bytes,epoch_time_s\n");
 }
 
 TEST_CASE("an --out directory: an existing empty directory is used, a non-empty one or a file is refused", "[run_dir]") {

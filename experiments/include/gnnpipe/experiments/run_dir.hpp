@@ -2,7 +2,10 @@
 // The run directory of one experiment (DESIGN §5):
 //   config.yaml   the resolved config, written on construction
 //   log.txt       every log line while the RunDirectory lives (core::add_log_file)
-//   metrics.csv   one row per epoch: epoch,loss,train_acc,val_acc,test_acc,epoch_time_s[,extra...]
+//   metrics.csv   one row per epoch: epoch,loss,train_acc,val_acc,test_acc, what the memory governor
+//                 did (batches_fit,batches_split,micro_batches,batches_resampled,batches_cut,
+//                 edges_cut,batches_retried,peak_device_bytes), epoch_time_s[,extra...]; the last two
+//                 fixed columns are the ones that may differ between the pipelined and sequential modes
 //   summary.json  written only by an explicit write_summary() call, atomically (temp file + rename),
 //                 so a run that fails before its end leaves no summary.json that claims success.
 // Not thread-safe: one thread (the runner) owns it.
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "gnnpipe/pipeline/memory_report.hpp"
 
 namespace gnnpipe::experiments {
 
@@ -34,6 +38,7 @@ struct EpochMetrics {
   double train_acc = 0;
   double val_acc = 0;
   double test_acc = 0;
+  pipeline::MemoryCounters memory;
   double epoch_time_s = 0;
   std::vector<double> extra;
 };

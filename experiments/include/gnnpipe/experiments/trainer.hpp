@@ -18,6 +18,8 @@
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 #include "gnnpipe/graph/dataset.hpp"
+#include "gnnpipe/models/gnn_model.hpp"
+#include "gnnpipe/pipeline/memory_report.hpp"
 #include "gnnpipe/pipeline/pipeline_options.hpp"
 #include "gnnpipe/pipeline/stage_stats.hpp"
 
@@ -37,7 +39,15 @@ struct TrainOptions {
   bool trace = false;                              // write trace.json into the run directory
   std::optional<pipeline::PipelineMode> mode;      // overrides pipeline.mode (gnnpipe bench)
   std::function<void(pipeline::Stage, int, int64_t)> fault;  // failure injection (tests)
+  // Failure injection inside a training step (tests): see pipeline::TrainingSetup::step_fault.
+  std::function<void(int epoch, int64_t batch, std::size_t part, std::size_t parts)> step_fault;
+  // Called once training ended, with the trained model (tests read its parameters).
+  std::function<void(const models::GnnModel<float>&)> on_trained;
 };
+
+// The memory plan of `config` (DESIGN §4): budget, resident memory and what the governor will do
+// with epoch 1's batches, without training (`gnnpipe run --plan`). Samples epoch 1 once.
+pipeline::MemoryPlan plan_experiment(const config::ExperimentConfig& config, const graph::Dataset& dataset);
 
 // Trains `config` on `dataset` (from load_training_dataset) and returns the summary it wrote.
 nlohmann::json train_experiment(const config::ExperimentConfig& config, const graph::Dataset& dataset,

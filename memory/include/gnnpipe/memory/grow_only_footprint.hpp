@@ -19,6 +19,8 @@ class GrowOnlyFootprint {
   std::size_t bytes_after_all(std::span<const std::vector<std::size_t>> steps) const;
   // Records that `needs` was served.
   void grow(std::span<const std::size_t> needs);
+  // Records that every array but the one at `kept` was given back (capacity 0).
+  void release_all_but(std::size_t kept);
   // Bytes the arrays hold now.
   std::size_t bytes() const { return bytes_after({}); }
 

@@ -45,6 +45,15 @@ class DeviceArray {
     return data();
   }
 
+  // Gives the memory back (to the allocator's cache, in the order of `stream`, the last stream
+  // that used it): capacity 0, as if newly constructed. The memory governor's trim.
+  void release(const core::Stream& stream) {
+    if (block_) block_.use_on(stream);
+    block_ = memory::DeviceBlock{};
+    buffer_ = core::Buffer<T>{};
+    capacity_ = 0;
+  }
+
   // ensure() for rows x cols elements, viewed as a row-major matrix.
   MatrixView<T> matrix(const OpContext& ctx, int64_t rows, int64_t cols) {
     return {ensure(ctx, static_cast<std::size_t>(rows * cols)), rows, cols};

@@ -65,6 +65,10 @@ class GnnModel {
   // block of `shape`, in the same positions (0 for every other array).
   std::vector<std::size_t> training_arrays(std::span<const BlockShape> shapes, bool training) const;
   std::vector<std::size_t> inference_arrays(std::size_t layer, const BlockShape& shape) const;
+  // Gives every grow-only array of the model and its layers back (freed in the order of the
+  // context's stream): the memory governor's trim, when a batch fits the budget on its own but
+  // not on top of arrays grown for other shapes. No backward() may follow until a forward().
+  void release_arrays();
 
  private:
   static constexpr double kLeakySlope = 0.01;  // torch's default negative slope

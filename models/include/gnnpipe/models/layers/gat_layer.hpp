@@ -33,6 +33,13 @@ class GatLayer final : public Layer<T> {
   void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) override;
   void training_arrays(const BlockShape& s, bool training, bool has_dx, std::vector<std::size_t>& bytes) const override;
   void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const override;
+  void release_arrays() override {
+    for (DeviceArray<T>* a : {&h_, &e_, &alpha_, &alpha_dropped_, &a_src_, &a_dst_, &heads_out_, &dheads_, &dh_, &dalpha_,
+                              &da_src_, &da_dst_}) {
+      a->release(ctx_.stream());
+    }
+    mask_.release(ctx_.stream());
+  }
 
  private:
   ParamStore<T>& params_;

@@ -21,6 +21,9 @@ class GcnLayer final : public Layer<T> {
   void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) override;
   void training_arrays(const BlockShape& s, bool training, bool has_dx, std::vector<std::size_t>& bytes) const override;
   void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const override;
+  void release_arrays() override {
+    h_.release(ctx_.stream()); dh_.release(ctx_.stream());
+  }
 
  private:
   ParamStore<T>& params_;

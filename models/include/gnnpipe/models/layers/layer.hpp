@@ -55,6 +55,9 @@ class Layer {
   // them against the allocator.
   virtual void training_arrays(const BlockShape& s, bool training, bool has_dx, std::vector<std::size_t>& bytes) const = 0;
   virtual void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const = 0;
+  // Gives every grow-only array back (capacity 0, freed in the order of the layer's stream): what
+  // the layer kept from the last forward is gone, so no backward may follow until a forward.
+  virtual void release_arrays() = 0;
 };
 
 }  // namespace gnnpipe::models

@@ -17,18 +17,19 @@
 
 namespace gnnpipe::pipeline {
 
-enum class Stage { kSample, kGather, kTransfer, kTrain, kEval };
+enum class Stage { kSample, kGather, kGovern, kTransfer, kTrain, kEval };
 constexpr std::string_view to_string(Stage s) {
   switch (s) {
     case Stage::kSample: return "sample";
     case Stage::kGather: return "gather";
+    case Stage::kGovern: return "govern";
     case Stage::kTransfer: return "transfer";
     case Stage::kTrain: return "train";
     case Stage::kEval: return "eval";
   }
   return "?";
 }
-inline constexpr Stage kStages[] = {Stage::kSample, Stage::kGather, Stage::kTransfer, Stage::kTrain, Stage::kEval};
+inline constexpr Stage kStages[] = {Stage::kSample, Stage::kGather, Stage::kGovern, Stage::kTransfer, Stage::kTrain, Stage::kEval};
 
 struct StageEvent {
   Stage stage;

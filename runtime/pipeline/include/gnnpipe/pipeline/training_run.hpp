@@ -2,7 +2,8 @@
 // A training run through the stages of DESIGN §3, in either mode:
 //   pipelined   a oneTBB flow graph: epoch plans -> join with a free staging slot (the tokens) ->
 //               sample + gather into the slot (pipeline.sampler_threads at once) -> sequencer
-//               (batch order) -> join with a free device slot -> transfer on a dedicated thread
+//               (batch order) -> govern (the memory governor: fits, or split / resample / cut,
+//               before the copy) -> join with a free device slot -> transfer on a dedicated thread
 //               (copy stream, event; the staging slot goes back once the copy completed) -> train on
 //               a dedicated thread (the train stream waits on the copy's event). At each epoch's end
 //               the train thread snapshots the parameters for the evaluation thread, which runs
@@ -19,6 +20,10 @@
 #include <vector>
 
 #include "gnnpipe/graph/dataset.hpp"
+#include "gnnpipe/graph/edge_cut.hpp"
+#include "gnnpipe/graph/node_scores.hpp"
+#include "gnnpipe/memory/memory_options.hpp"
+#include "gnnpipe/pipeline/memory_report.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/models/optimizer.hpp"
 #include "gnnpipe/pipeline/pipeline_options.hpp"
@@ -39,8 +44,26 @@ struct TrainingSetup {
   int patience = 0;             // stop after this many epochs without a better validation score; 0: never
   int eval_chunk_nodes = 8192;  // layer-wise inference chunk
   StageRecorder& recorder;
+  // The memory governor's options; the budget is the model's op context's allocator's (which
+  // must exist). `limit` and `reserve` are only reported (the allocator was made from them).
+  memory::MemoryOptions memory;
+  // How the budget came about, for the plan: memory.limit, the reserve, cudaMemGetInfo's free
+  // bytes at start (0 on the CPU) and whether the budget was clamped to them.
+  std::size_t reserve_bytes = 0;
+  std::size_t free_at_start = 0;
+  bool budget_clamped = false;
+  // Device bytes the model's parameters (values and gradients) and the optimizer's state took
+  // from the allocator (measured by the caller around their construction), for the plan.
+  std::size_t parameter_bytes = 0, optimizer_bytes = 0;
+  // memory.policy cut: the node values edges are scored by (graph::node_scores for memory.cut) and
+  // how a row that lost edges is reweighted (kRowMean where the model's weights are 1 / row length).
+  graph::NodeScores cut_scores;
+  graph::CutWeights cut_weights = graph::CutWeights::kKeep;
   // Failure injection for tests: called at the start of every stage execution; may throw.
   std::function<void(Stage stage, int epoch, int64_t batch)> fault;
+  // Failure injection for tests: called before each forward of a training step, with the part
+  // and the number of parts the step runs in; may throw (OutOfBudget exercises the retry).
+  std::function<void(int epoch, int64_t batch, std::size_t part, std::size_t parts)> step_fault;
 };
 
 struct EpochResult {
@@ -50,6 +73,7 @@ struct EpochResult {
   bool evaluated = false;
   double train_acc = 0, val_acc = 0, test_acc = 0;  // when evaluated
   std::string verdict;
+  MemoryCounters memory;  // what the governor did with this epoch's batches
 };
 
 struct RunResult {
@@ -60,10 +84,20 @@ struct RunResult {
   std::vector<double> epoch_times;
   int max_in_flight = 0;         // most batches holding a staging slot at once
   std::size_t staging_bytes = 0; // host staging memory at the end
+  MemoryCounters memory;         // the governor over the whole run
+  double predictor_mape = 0;     // mean absolute percentage error of its predictions (train stream)
+  double predictor_max_error = 0;
+  int64_t predictor_observations = 0;
 };
 
 // Trains setup.model; `on_epoch` is called once per epoch, in epoch order (from the evaluation
 // thread in pipelined mode; never concurrently with itself).
 RunResult run_training(const TrainingSetup& setup, const std::function<void(const EpochResult&)>& on_epoch);
+
+// The memory plan of a run (DESIGN §4): the budget, what is resident by kind, and what the governor
+// will do with epoch 1's batches, found by sampling epoch 1 and passing every batch through the
+// governor in order without training (so it matches what the run will do in epoch 1, up to the
+// online correction of the predictions). Costs one epoch of sampling.
+MemoryPlan plan_memory(const TrainingSetup& setup);
 
 }  // namespace gnnpipe::pipeline

@@ -1,0 +1,56 @@
+#pragma once
+// What the memory governor (DESIGN §4) reports: the plan before epoch 1 and the counts of what it
+// did, per epoch and for the run. Plain numbers; the program prints them and writes them to
+// metrics.csv and summary.json.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gnnpipe::pipeline {
+
+// What the governor did with one batch.
+enum class MemoryAction { kFit, kSplit, kResample, kCut };
+std::string_view to_string(MemoryAction action);
+
+struct MemoryCounters {
+  int64_t fit = 0;            // batches that ran as sampled
+  int64_t split = 0;          // batches split into micro-batches (before the copy)
+  int64_t micro_batches = 0;  // micro-batches those made
+  int64_t resampled = 0;      // batches replaced by another draw
+  int64_t cut = 0;            // batches that lost edges
+  int64_t edges_cut = 0;      // edges those lost
+  int64_t retried = 0;        // steps that still ran out of budget and were split and run again
+  std::size_t peak_bytes = 0; // the allocator's peak (all streams)
+
+  void add(const MemoryCounters& other);
+};
+
+// Where device memory goes, and what will happen to epoch 1's batches (`gnnpipe run --plan`).
+struct MemoryPlan {
+  std::string device;
+  std::size_t limit = 0, reserve = 0;
+  std::size_t budget = 0;          // what the allocator enforces: limit - reserve, clamped to what is free
+  std::size_t free_at_start = 0;   // on a GPU: cudaMemGetInfo's free bytes when the run began (0 on the CPU)
+  bool clamped = false;            // the budget was cut to what was free
+  std::string policy;
+  // Resident when training starts, by kind.
+  std::size_t parameters = 0;      // values and gradients
+  std::size_t optimizer = 0;       // optimizer state (moments, decay factors)
+  std::size_t eval_twin = 0;       // the evaluation copy of the parameters
+  std::size_t library = 0;         // cuBLAS workspaces
+  std::size_t other = 0;           // anything else in use at start (loss slots)
+  std::size_t evaluation = 0;      // evaluation's arrays at most (the largest inference chunk)
+  std::size_t device_slots = 0;    // the device slots, grown for epoch 1's largest step
+  // Epoch 1, batch by batch through the governor (without training).
+  int64_t batches = 0;
+  MemoryCounters counters;
+  std::size_t largest_batch_peak = 0;  // the predicted peak while the largest batch trains
+  int largest_split = 1;               // the most micro-batches one batch needs
+
+  // The plan as lines for people (no trailing newlines).
+  std::vector<std::string> lines() const;
+};
+
+}  // namespace gnnpipe::pipeline

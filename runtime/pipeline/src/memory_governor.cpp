@@ -1,0 +1,212 @@
+#include "memory_governor.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/units.hpp"
+#include "gnnpipe/graph/split_batch.hpp"
+#include "gnnpipe/memory/caching_allocator.hpp"
+#include "gnnpipe/pipeline/packed_batch.hpp"
+
+namespace gnnpipe::pipeline::detail {
+namespace {
+
+// Where the epoch's loss slots sit among a step's array requests (estimate's order: the model's
+// arrays, then the loss gradient, the loss scratch, the epoch's loss slots, the split's two): the
+// one array a trim keeps, since it holds the epoch's losses so far.
+std::size_t epoch_losses_position(const std::vector<std::size_t>& needs) { return needs.size() - 3; }
+
+std::vector<models::BlockShape> shapes_of(const graph::MiniBatch& batch, std::size_t layers) {
+  std::vector<models::BlockShape> shapes;
+  for (const graph::Block* b : batch.layer_blocks(layers)) shapes.push_back({b->num_dst, b->num_src, b->num_edges()});
+  return shapes;
+}
+
+// Micro-batch counts the split tries, smallest first: 2, 3, 4, 6, 8, 12, 16, ... and finally one
+// micro-batch per loss row.
+std::vector<int> split_candidates(std::size_t loss_rows) {
+  std::vector<int> out;
+  for (int64_t k = 2; k < static_cast<int64_t>(loss_rows); k = k % 3 == 0 ? k / 3 * 4 : k / 2 * 3) {
+    out.push_back(static_cast<int>(k));
+  }
+  if (loss_rows >= 1) out.push_back(static_cast<int>(std::min<std::size_t>(loss_rows, 1u << 30)));
+  return out;
+}
+
+}  // namespace
+
+std::size_t MemoryGovernor::slot_bound(std::size_t slot) const {
+  const std::size_t m = std::max(largest_slot_, slot);
+  if (m == 0) return 0;
+  return static_cast<std::size_t>(s_.device_slots) * memory::CachingAllocator::size_class(m + m / 8);
+}
+
+MemoryGovernor::Estimate MemoryGovernor::estimate(std::span<const graph::MiniBatch> parts, int64_t batches,
+                                                  bool trim) const {
+  Estimate e;
+  e.trim = trim;
+  const std::size_t layers = s_.model.num_layers();
+  for (const graph::MiniBatch& part : parts) {
+    std::vector<std::size_t> needs = s_.model.training_arrays(shapes_of(part, layers), true);
+    // The train stage's own arrays (training_run.cpp): the loss gradient [targets x classes], the
+    // loss's per-row scratch, the epoch's loss slots.
+    const int64_t rows = part.layer_blocks(layers).back()->num_dst;
+    needs.push_back(static_cast<std::size_t>(rows * s_.classes) * sizeof(float));
+    needs.push_back(part.loss_rows.size() * sizeof(double));
+    needs.push_back(static_cast<std::size_t>(batches) * sizeof(double));
+    // A split step's per-part losses and the ones that add them up (training_run's end_step).
+    const std::size_t split_bytes = parts.size() > 1 ? parts.size() * sizeof(double) : 0;
+    needs.push_back(split_bytes);
+    needs.push_back(split_bytes);
+    e.needs.push_back(std::move(needs));
+    const std::size_t packed = BatchLayout::of(part, s_.feature_cols).total_bytes;
+    e.packed += (packed + 255) / 256 * 256;
+    e.slot = std::max(e.slot, packed);
+    e.nodes += static_cast<int64_t>(part.input_nodes.size());
+    for (const graph::Block& b : part.blocks) e.edges += b.num_edges();
+  }
+  memory::GrowOnlyFootprint arrays = train_arrays_;
+  if (trim) arrays.release_all_but(epoch_losses_position(e.needs.front()));
+  e.analytical_train = static_cast<double>(s_.train_fixed + arrays.bytes_after_all(e.needs));
+  {
+    const std::lock_guard lock(predictor_mutex_);
+    e.predicted_train = predictor_.predict(e.analytical_train, e.nodes, e.edges);
+  }
+  e.total = s_.resident_other + s_.eval_bound + slot_bound(e.slot) + static_cast<std::size_t>(std::ceil(e.predicted_train));
+  return e;
+}
+
+std::optional<MemoryGovernor::Estimate> MemoryGovernor::admissible(std::span<const graph::MiniBatch> parts,
+                                                                   int64_t batches, Estimate* last) const {
+  Estimate as_is = estimate(parts, batches);
+  if (fits(as_is)) return as_is;
+  Estimate trimmed = estimate(parts, batches, true);
+  const bool smaller = trimmed.total < as_is.total;
+  if (smaller && fits(trimmed)) return trimmed;
+  if (last != nullptr) *last = smaller ? std::move(trimmed) : std::move(as_is);
+  return std::nullopt;
+}
+
+bool MemoryGovernor::fits(const Estimate& e) const {
+  return static_cast<double>(e.total) / (1.0 - s_.options.tolerance) <= static_cast<double>(s_.budget);
+}
+
+std::size_t MemoryGovernor::predict_total(std::span<const graph::MiniBatch> parts, int64_t batches) const {
+  return estimate(parts, batches).total;
+}
+
+void MemoryGovernor::admit_estimate(Admission& a, Estimate e) {
+  a.packed_bytes = e.packed;
+  a.slot_bytes = e.slot;
+  a.predicted_total = e.total;
+  a.analytical_train = e.analytical_train;
+  a.predicted_train = e.predicted_train;
+  a.nodes = e.nodes;
+  a.edges = e.edges;
+  a.trim = e.trim;
+  if (e.trim) train_arrays_.release_all_but(epoch_losses_position(e.needs.front()));
+  for (const auto& needs : e.needs) train_arrays_.grow(needs);
+  largest_slot_ = std::max(largest_slot_, e.slot);
+  a.needs = std::move(e.needs);
+}
+
+Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool redraws,
+                                const std::function<graph::MiniBatch(int attempt)>& redraw) {
+  Admission a;
+  a.parts.push_back(std::move(batch));
+  Estimate whole;
+  if (std::optional<Estimate> e = admissible(a.parts, batches, &whole)) {
+    admit_estimate(a, std::move(*e));
+    return a;
+  }
+  const graph::MiniBatch& sampled = a.parts.front();
+  if (s_.options.policy == memory::MemoryPolicy::kResample && redraws && redraw) {
+    for (int attempt = 1; attempt <= s_.options.max_tries; ++attempt) {
+      std::vector<graph::MiniBatch> other;
+      other.push_back(redraw(attempt));
+      a.tries = attempt;
+      if (std::optional<Estimate> e = admissible(other, batches)) {
+        a.action = MemoryAction::kResample;
+        a.parts = std::move(other);
+        admit_estimate(a, std::move(*e));
+        return a;
+      }
+    }
+    // No draw fit: the sampled batch is split rather than lost.
+  }
+  if (s_.options.policy == memory::MemoryPolicy::kCut && try_cut(a, sampled, batches)) return a;
+  GNNPIPE_CHECK_AS(OutOfBudget, !sampled.loss_rows.empty(),
+                   "memory.limit: batch {} of epoch {} needs {} (predicted) of a budget of {} and has no loss rows to "
+                   "split by",
+                   sampled.index, sampled.epoch, core::format_bytes(whole.total), core::format_bytes(s_.budget));
+  Estimate last;
+  int last_parts = 1;
+  for (int parts : split_candidates(sampled.loss_rows.size())) {
+    std::vector<graph::MiniBatch> micro = graph::split_batch(sampled, s_.model.num_layers(), parts);
+    if (std::optional<Estimate> e = admissible(micro, batches, &last)) {
+      a.action = MemoryAction::kSplit;
+      a.parts = std::move(micro);
+      admit_estimate(a, std::move(*e));
+      return a;
+    }
+    last_parts = parts;
+  }
+  GNNPIPE_THROW(OutOfBudget,
+                "memory.limit: batch {} of epoch {} does not fit the budget of {} even split into {} micro-batches "
+                "(predicted {}: {} resident, {} for evaluation, {} of device slots)",
+                sampled.index, sampled.epoch, core::format_bytes(s_.budget), last_parts, core::format_bytes(last.total),
+                core::format_bytes(s_.resident_other + s_.train_fixed), core::format_bytes(s_.eval_bound),
+                core::format_bytes(slot_bound(last.slot)));
+}
+
+bool MemoryGovernor::try_cut(Admission& a, const graph::MiniBatch& sampled, int64_t batches) {
+  const graph::EdgeCutPlan plan(sampled, s_.cut_scores,
+                                {graph::cut_rng_key(s_.seed, sampled.epoch, sampled.index), s_.cut_weights});
+  const auto admissible_cut = [&](int64_t count, graph::EdgeCut& cut) {
+    cut = plan.cut(count);
+    return admissible(std::span<const graph::MiniBatch>(&cut.batch, 1), batches);
+  };
+  // Fewer removed edges never need less memory: binary search the fewest that fit.
+  int64_t lo = 1, hi = plan.removable_edges();
+  graph::EdgeCut cut;
+  if (hi < 1 || !admissible_cut(hi, cut)) return false;  // even all of them: split instead
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (admissible_cut(mid, cut)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  std::optional<Estimate> e = admissible_cut(lo, cut);
+  GNNPIPE_CHECK(e.has_value(), "cut: {} edges fit once and not again", lo);
+  std::vector<graph::MiniBatch> parts;
+  parts.push_back(std::move(cut.batch));
+  a.action = MemoryAction::kCut;
+  a.edges_removed = cut.removed;
+  a.parts = std::move(parts);
+  admit_estimate(a, std::move(*e));
+  return true;
+}
+
+void MemoryGovernor::observe(const Admission& admitted, std::size_t measured_train) {
+  const std::lock_guard lock(predictor_mutex_);
+  predictor_.observe(admitted.analytical_train, admitted.nodes, admitted.edges, admitted.predicted_train,
+                     static_cast<double>(measured_train));
+}
+
+double MemoryGovernor::mape() const {
+  const std::lock_guard lock(predictor_mutex_);
+  return predictor_.mape();
+}
+double MemoryGovernor::max_error() const {
+  const std::lock_guard lock(predictor_mutex_);
+  return predictor_.max_error();
+}
+int64_t MemoryGovernor::observations() const {
+  const std::lock_guard lock(predictor_mutex_);
+  return predictor_.observations();
+}
+
+}  // namespace gnnpipe::pipeline::detail

@@ -1,0 +1,124 @@
+#pragma once
+// MemoryGovernor: the memory governor of DESIGN §4 for the training pipeline. Before a batch is
+// copied it predicts the device memory the run will hold while the batch trains, and decides:
+//   fits      -> the batch runs as sampled;
+//   too big   -> memory.policy: split (k micro-batches with exactly the sampled computation trees of
+//                their loss targets, gradients accumulated into one optimizer step: nothing is
+//                dropped), resample (draw another batch, up to memory.max_tries, then split), or
+//                cut (remove the fewest lowest-scored edges that make it fit, found by binary search).
+// The prediction: what is resident (measured when training starts: parameters, gradients,
+// optimizer state, the evaluation twin, library workspaces), an upper bound of evaluation's
+// arrays (the largest inference chunk), the device slots (every slot grown to the most one has
+// had to hold so far, 1/8 headroom, as the transfer stage grows them: a whole batch, or the
+// largest micro-batch of a split one, since micro-batches enter the device slot one at a time),
+// and the train stream's grow-only
+// arrays (the model's and the train stage's) via GrowOnlyFootprint, refined by PeakPredictor's
+// online fit against what the train stream measurably holds after each step.
+// The governor is called in batch order by one thread (the flow graph's govern stage, or the
+// sequential loop); observe() comes from the train thread after the step, with its own lock.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gnnpipe/graph/edge_cut.hpp"
+#include "gnnpipe/graph/mini_batch.hpp"
+#include "gnnpipe/graph/node_scores.hpp"
+#include "gnnpipe/memory/grow_only_footprint.hpp"
+#include "gnnpipe/memory/memory_options.hpp"
+#include "gnnpipe/memory/peak_predictor.hpp"
+#include "gnnpipe/models/gnn_model.hpp"
+#include "gnnpipe/pipeline/memory_report.hpp"
+
+namespace gnnpipe::pipeline::detail {
+
+// How one batch runs.
+struct Admission {
+  MemoryAction action = MemoryAction::kFit;
+  std::vector<graph::MiniBatch> parts;  // what the step trains on, in order: the batch, or its micro-batches
+  int tries = 0;                        // resample: replacement batches drawn
+  int64_t edges_removed = 0;            // cut
+  // The train stage gives the model's and its own grow-only arrays back before the step: the
+  // batch fits on its own but not on top of arrays grown for other shapes (arrays never shrink).
+  bool trim = false;
+  std::size_t packed_bytes = 0;         // of all parts, packed one after another (the staging slot)
+  std::size_t slot_bytes = 0;           // what the device slot holds at once: the batch, or its largest part
+  std::size_t predicted_total = 0;      // device bytes the run holds while the step trains
+  double analytical_train = 0;          // train-stream bytes by the arithmetic alone
+  double predicted_train = 0;           // ... with the fitted correction
+  int64_t nodes = 0, edges = 0;         // summed over the parts' blocks (the fit's variables)
+  std::vector<std::vector<std::size_t>> needs;  // train-stream array requests, per part
+};
+
+struct GovernorSetup {
+  const models::GnnModel<float>& model;
+  int64_t feature_cols = 0;
+  int64_t classes = 0;
+  memory::MemoryOptions options;
+  std::size_t budget = 0;          // what the allocator enforces (limit - reserve, clamped)
+  int device_slots = 1;
+  std::size_t resident_other = 0;  // bytes in use off the train stream when training starts
+  std::size_t train_fixed = 0;     // bytes in use on the train stream when training starts
+  std::size_t eval_bound = 0;      // evaluation's arrays at most
+  // memory.policy cut: the node values the edges are scored by (null values for `random`), how
+  // cut rows are reweighted, and the run's seed (the random order of a batch's cut).
+  graph::NodeScores cut_scores;
+  graph::CutWeights cut_weights = graph::CutWeights::kKeep;
+  uint64_t seed = 0;
+};
+
+class MemoryGovernor {
+ public:
+  explicit MemoryGovernor(GovernorSetup setup) : s_(std::move(setup)) {}
+
+  // Decides how `batch` (of an epoch of `batches` batches) runs. `redraw(k)` samples the k-th
+  // replacement of the batch (resample); `redraws` says whether that gives a different batch.
+  // Throws OutOfBudget (naming the batch) when not even its smallest split fits.
+  Admission admit(graph::MiniBatch batch, int64_t batches, bool redraws,
+                  const std::function<graph::MiniBatch(int attempt)>& redraw);
+
+  // The step of `admitted` ran: the train stream held `measured_train` bytes after it.
+  void observe(const Admission& admitted, std::size_t measured_train);
+
+  // The prediction of a step over `parts` without deciding anything (the plan's peak column).
+  std::size_t predict_total(std::span<const graph::MiniBatch> parts, int64_t batches) const;
+
+  double mape() const;
+  double max_error() const;
+  int64_t observations() const;
+  std::size_t slot_capacity_bound() const { return slot_bound(0); }
+  const GovernorSetup& setup() const { return s_; }
+
+ private:
+  struct Estimate {
+    std::size_t total = 0;
+    double analytical_train = 0, predicted_train = 0;
+    int64_t nodes = 0, edges = 0;
+    std::size_t packed = 0;  // all parts (the staging slot)
+    std::size_t slot = 0;    // the device slot: the batch, or the largest part (parts travel one at a time)
+    std::vector<std::vector<std::size_t>> needs;
+    bool trim = false;  // predicted after the train stream's arrays were given back
+  };
+  Estimate estimate(std::span<const graph::MiniBatch> parts, int64_t batches, bool trim = false) const;
+  bool fits(const Estimate& e) const;
+  // The estimate of `parts` as the arrays are, or after a trim where only that fits; nothing
+  // when neither fits (`last` gets the smaller estimate, for the error message).
+  std::optional<Estimate> admissible(std::span<const graph::MiniBatch> parts, int64_t batches, Estimate* last = nullptr) const;
+  // memory.policy cut: the batch without the fewest lowest-ranked edges that make it fit, or
+  // nothing when removing every removable edge is not enough.
+  bool try_cut(Admission& a, const graph::MiniBatch& sampled, int64_t batches);
+  std::size_t slot_bound(std::size_t packed) const;
+  void admit_estimate(Admission& a, Estimate e);
+
+  GovernorSetup s_;
+  memory::GrowOnlyFootprint train_arrays_;  // what the train stream's arrays have served so far
+  std::size_t largest_slot_ = 0;            // the most a device slot has had to hold so far
+  mutable std::mutex predictor_mutex_;      // observe() runs on the train thread
+  memory::PeakPredictor predictor_;
+};
+
+}  // namespace gnnpipe::pipeline::detail

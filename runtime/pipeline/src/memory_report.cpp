@@ -1,0 +1,61 @@
+#include "gnnpipe/pipeline/memory_report.hpp"
+
+#include <fmt/format.h>
+
+#include "gnnpipe/core/units.hpp"
+
+namespace gnnpipe::pipeline {
+
+std::string_view to_string(MemoryAction action) {
+  switch (action) {
+    case MemoryAction::kFit: return "fit";
+    case MemoryAction::kSplit: return "split";
+    case MemoryAction::kResample: return "resample";
+    case MemoryAction::kCut: return "cut";
+  }
+  return "?";
+}
+
+void MemoryCounters::add(const MemoryCounters& o) {
+  fit += o.fit;
+  split += o.split;
+  micro_batches += o.micro_batches;
+  resampled += o.resampled;
+  cut += o.cut;
+  edges_cut += o.edges_cut;
+  retried += o.retried;
+  peak_bytes = std::max(peak_bytes, o.peak_bytes);
+}
+
+std::vector<std::string> MemoryPlan::lines() const {
+  using core::format_bytes;
+  std::vector<std::string> out;
+  out.push_back(fmt::format("memory plan on {}: budget {} (memory.limit {} - reserve {}{}), policy {}", device,
+                            format_bytes(budget), format_bytes(limit), format_bytes(reserve),
+                            clamped ? fmt::format(", clamped to the {} free at start", format_bytes(free_at_start)) : "",
+                            policy));
+  out.push_back(fmt::format("  resident: parameters and gradients {}, optimizer state {}, evaluation twin {}, "
+                            "library workspaces {}, other {}",
+                            format_bytes(parameters), format_bytes(optimizer), format_bytes(eval_twin),
+                            format_bytes(library), format_bytes(other)));
+  out.push_back(fmt::format("  per batch: device slots {} in all, evaluation arrays at most {}", format_bytes(device_slots),
+                            format_bytes(evaluation)));
+  std::string action;
+  if (counters.split + counters.cut + counters.resampled == 0) {
+    action = fmt::format("all {} batches fit", batches);
+  } else {
+    action = fmt::format("{} of {} batches fit", counters.fit, batches);
+    if (counters.split > 0) {
+      action += fmt::format(", {} split ({} micro-batches, at most {} per batch)", counters.split, counters.micro_batches,
+                            largest_split);
+    }
+    if (counters.resampled > 0) action += fmt::format(", {} resampled", counters.resampled);
+    if (counters.cut > 0) action += fmt::format(", {} cut ({} edges removed)", counters.cut, counters.edges_cut);
+  }
+  out.push_back(fmt::format("  epoch 1: {}; predicted peak of the largest batch {} ({:.0f}% of the budget)", action,
+                            format_bytes(largest_batch_peak),
+                            budget > 0 ? 100.0 * static_cast<double>(largest_batch_peak) / static_cast<double>(budget) : 0.0));
+  return out;
+}
+
+}  // namespace gnnpipe::pipeline

@@ -1,0 +1,456 @@
+#include "stages.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/log.hpp"
+#include "gnnpipe/core/trace_range.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
+#include "gnnpipe/core/units.hpp"
+#include "gnnpipe/graph/split_batch.hpp"
+#include "gnnpipe/memory/grow_only_footprint.hpp"
+#include "gnnpipe/models/ops/metrics.hpp"
+#include "gnnpipe/models/ops/ops.hpp"
+
+namespace gnnpipe::pipeline::detail {
+namespace {
+
+constexpr std::size_t kPartAlign = 256;  // parts start where a packed batch's sections would
+constexpr int kMaxRetries = 8;           // each retry halves every part
+
+std::size_t align_up(std::size_t bytes) { return (bytes + kPartAlign - 1) / kPartAlign * kPartAlign; }
+
+memory::CachingAllocator& allocator_of(const models::OpContext& ctx) {
+  GNNPIPE_CHECK(ctx.allocator() != nullptr, "a training run needs an op context with an allocator (the memory budget)");
+  return *ctx.allocator();
+}
+
+}  // namespace
+
+Stages::Stages(const TrainingSetup& s)
+    : s_(s),
+      device_(s.model.context().device()),
+      staging_(std::max(1, s.pipeline.staging_slots),
+               device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost, core::Device::cpu()),
+      copy_stream_(device_),
+      device_slots_(static_cast<std::size_t>(std::max(1, s.pipeline.staging_slots))),
+      train_ctx_(s.model.context()),
+      train_stream_(train_ctx_.stream()),
+      allocator_(allocator_of(train_ctx_)),
+      eval_stream_(device_),
+      eval_ctx_(eval_stream_, train_ctx_.options(), train_ctx_.allocator()),
+      epoch_end_(device_),
+      snapshot_done_(device_),
+      train_to_copy_(device_),
+      copy_to_train_(device_),
+      eval_model_(s.model_options, s.data.features.cols(), s.data.labels.num_classes, s.seed, eval_ctx_),
+      losses_(train_ctx_) {
+  for (std::size_t i = 0; i < device_slots_.size(); ++i) {
+    copied_.emplace_back(device_);
+    released_.emplace_back(device_);
+  }
+  // What is resident now stays for the run; the governor predicts everything else.
+  const std::size_t train_fixed = allocator_.in_use_bytes_on(train_stream_);
+  const std::size_t resident = allocator_.stats().in_use_bytes;
+  governor_.emplace(GovernorSetup{s.model, s.data.features.cols(), s.data.labels.num_classes, s.memory,
+                                  allocator_.budget(), static_cast<int>(device_slots_.size()), resident - train_fixed,
+                                  train_fixed, evaluation_bound(), s.cut_scores, s.cut_weights, s.seed});
+}
+
+// Evaluation's arrays at most: layer-wise inference runs chunks of eval_chunk_nodes consecutive
+// destinations with all their in-edges (plus one self-loop each where the model adds them), so a
+// chunk has at most the largest in-edge count of any chunk and at most destinations + edges
+// sources. The evaluation twin's layers grow their arrays for that shape, layer after layer; on a
+// GPU the chunk also travels packed (its input rows at the widest input of any layer) and its
+// outputs come back from one array.
+std::size_t Stages::evaluation_bound() const {
+  const graph::CsrGraph& g = s_.data.graph;
+  const int64_t n = g.num_nodes();
+  if (n == 0) return 0;
+  const int64_t chunk = std::min<int64_t>(std::max(1, s_.eval_chunk_nodes), n);
+  int64_t edges = 0;
+  for (int64_t begin = 0; begin < n; begin += chunk) {
+    const int64_t end = std::min(n, begin + chunk);
+    edges = std::max<int64_t>(edges, g.offsets()[static_cast<std::size_t>(end)] - g.offsets()[static_cast<std::size_t>(begin)]);
+  }
+  const graph::BlockNorm norm = eval_model_.block_norm();
+  if (norm == graph::BlockNorm::kGcn || norm == graph::BlockNorm::kSelfLoops) edges += chunk;
+  const models::BlockShape shape{chunk, std::min(n, chunk + edges), edges};
+  memory::GrowOnlyFootprint arrays;
+  int64_t widest_in = s_.data.features.cols(), widest_out = 0;
+  for (std::size_t l = 0; l < eval_model_.num_layers(); ++l) {
+    arrays.grow(eval_model_.inference_arrays(l, shape));
+    if (l > 0) widest_in = std::max(widest_in, eval_model_.layer_out_dim(l - 1));
+    widest_out = std::max(widest_out, eval_model_.layer_out_dim(l));
+  }
+  std::size_t bytes = arrays.bytes();
+  if (device_.is_cuda()) {
+    // The packed chunk (pipeline/packed_batch.cpp: 256-byte aligned sections) and the output rows.
+    const auto section = [](std::size_t b) { return align_up(b); };
+    const std::size_t packed = section(static_cast<std::size_t>(shape.num_src * widest_in) * sizeof(float)) +
+                               section(static_cast<std::size_t>(shape.num_src) * sizeof(int32_t)) +
+                               section(static_cast<std::size_t>(chunk + 1) * sizeof(graph::EdgeOffset)) +
+                               2 * section(static_cast<std::size_t>(edges) * sizeof(graph::NodeId)) +
+                               section(static_cast<std::size_t>(edges) * sizeof(float)) +
+                               section(static_cast<std::size_t>(shape.num_src + 1) * sizeof(graph::EdgeOffset)) +
+                               section(static_cast<std::size_t>(edges) * sizeof(graph::EdgeOffset)) + 4 * kPartAlign;
+    bytes += memory::CachingAllocator::size_class(packed) +
+             memory::CachingAllocator::size_class(static_cast<std::size_t>(chunk * widest_out) * sizeof(float));
+  }
+  return bytes;
+}
+
+MemoryPlan Stages::resident_plan() const {
+  MemoryPlan p;
+  p.device = device_.str();
+  p.budget = allocator_.budget();
+  p.reserve = s_.reserve_bytes;
+  p.limit = s_.memory.limit_bytes;
+  p.free_at_start = s_.free_at_start;
+  p.clamped = s_.budget_clamped;
+  p.policy = std::string(memory::to_string(s_.memory.policy));
+  p.parameters = s_.parameter_bytes;
+  p.optimizer = s_.optimizer_bytes;
+  p.library = train_ctx_.library_workspace_bytes() + eval_ctx_.library_workspace_bytes();
+  const std::size_t eval_resident = allocator_.in_use_bytes_on(eval_stream_);
+  p.eval_twin = eval_resident - std::min(eval_resident, eval_ctx_.library_workspace_bytes());
+  const std::size_t counted = p.parameters + p.optimizer + p.library + p.eval_twin;
+  const std::size_t in_use = allocator_.stats().in_use_bytes;
+  p.other = in_use > counted ? in_use - counted : 0;
+  p.evaluation = governor_->setup().eval_bound;
+  return p;
+}
+
+graph::MiniBatch Stages::sample(const Item& item, samplers::ParallelSampler& sampler) {
+  const core::TraceRange range("gnnpipe sample");
+  const double t0 = s_.recorder.now();
+  fault(Stage::kSample, item);
+  graph::MiniBatch batch = sampler.sample_one(item.spec);
+  s_.recorder.record(Stage::kSample, item.epoch, item.spec.index, t0, s_.recorder.now());
+  return batch;
+}
+
+void Stages::gather(Item& item, graph::MiniBatch batch) {
+  const core::TraceRange range("gnnpipe gather");
+  const double t0 = s_.recorder.now();
+  fault(Stage::kGather, item);
+  const BatchLayout layout = BatchLayout::of(batch, s_.data.features.cols());
+  item.layouts = {layout};
+  item.offsets = {0};
+  item.total_bytes = layout.total_bytes;
+  item.loss_rows = batch.loss_rows.size();
+  memory::StagingSlot& slot = staging_.slot(item.slot);
+  core::tsan::acquire(&slot);  // slot hand-off: its token came back after its last copy (transfer)
+  slot.ensure(layout.total_bytes);
+  pack_batch(batch, s_.data.features, s_.data.labels.single.span(), layout, slot.data());
+  core::tsan::release(&slot);  // slot hand-off: the item names it on its way to the governor and the transfer thread
+  item.sampled = std::make_shared<graph::MiniBatch>(std::move(batch));
+  s_.recorder.record(Stage::kGather, item.epoch, item.spec.index, t0, s_.recorder.now());
+}
+
+void Stages::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
+  item.layouts.clear();
+  item.offsets.clear();
+  std::size_t end = 0;
+  for (const graph::MiniBatch& part : parts) {
+    item.offsets.push_back(end);
+    item.layouts.push_back(BatchLayout::of(part, s_.data.features.cols()));
+    end = align_up(end + item.layouts.back().total_bytes);
+  }
+  item.total_bytes = end;
+  memory::StagingSlot& slot = staging_.slot(item.slot);
+  core::tsan::acquire(&slot);  // slot hand-off: filled by gather
+  slot.ensure(end);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    pack_batch(parts[i], s_.data.features, s_.data.labels.single.span(), item.layouts[i], slot.data() + item.offsets[i]);
+  }
+  core::tsan::release(&slot);  // slot hand-off: on to the transfer thread
+}
+
+void Stages::govern(Item& item, samplers::ParallelSampler& sampler) {
+  const core::TraceRange range("gnnpipe govern");
+  const double t0 = s_.recorder.now();
+  fault(Stage::kGovern, item);
+  GNNPIPE_CHECK(item.sampled != nullptr, "{}: no sampled batch reached the governor", describe(item));
+  const auto redraw = [&](int attempt) {
+    samplers::BatchSpec spec = item.spec;
+    spec.attempt = attempt;
+    return sampler.sample_one(spec);
+  };
+  Admission a = governor_->admit(std::move(*item.sampled), item.batches, s_.sampler.redraws(), redraw);
+  item.sampled.reset();
+  MemoryCounters c;
+  switch (a.action) {
+    case MemoryAction::kFit: c.fit = 1; break;
+    case MemoryAction::kSplit: c.split = 1; c.micro_batches = static_cast<int64_t>(a.parts.size()); break;
+    case MemoryAction::kResample: c.resampled = 1; break;
+    case MemoryAction::kCut: c.cut = 1; c.edges_cut = a.edges_removed; break;
+  }
+  if (a.action != MemoryAction::kFit) {
+    pack_parts(item, a.parts);
+    core::logger().debug("memory: {} {}: {} into {} part(s), predicted {}", describe(item), to_string(a.action),
+                         a.edges_removed > 0 ? fmt::format("{} edges removed", a.edges_removed) : "",
+                         a.parts.size(), core::format_bytes(a.predicted_total));
+  }
+  count(item.epoch, c);
+  item.admission = std::make_shared<const Admission>(std::move(a));
+  s_.recorder.record(Stage::kGovern, item.epoch, item.spec.index, t0, s_.recorder.now());
+}
+
+void Stages::transfer(const Item& item) {
+  const core::TraceRange range("gnnpipe transfer");
+  const double t0 = s_.recorder.now();
+  fault(Stage::kTransfer, item);
+  if (item.layouts.size() > 1) {
+    // Micro-batches enter the device slot one at a time, from the train stream (train()); the
+    // staging slot travels on with the item and goes back after that step.
+    s_.recorder.record(Stage::kTransfer, item.epoch, item.spec.index, t0, s_.recorder.now());
+    return;
+  }
+  const auto dev = static_cast<std::size_t>(item.device_slot);
+  const std::size_t bytes = item.total_bytes;
+  copy_stream_.wait(released_[dev]);  // the last train step that read this device slot comes first
+  models::DeviceArray<std::byte>& dst = device_slots_[dev];
+  core::tsan::acquire(&staging_.slot(item.slot));  // slot hand-offs: filled by gather (or govern), and
+  core::tsan::acquire(&dst);                       // the device slot's token returned by train after its step
+  // Growth (1/8 headroom) frees the old memory in copy-stream order, after that wait: no host
+  // synchronisation and no cudaFree (the run's caching allocator, under its budget).
+  if (dst.capacity() < bytes) dst.ensure(&allocator_, copy_stream_, bytes + bytes / 8);
+  const memory::StagingSlot& src = staging_.slot(item.slot);
+  GNNPIPE_CHECK(src.capacity() >= bytes, "staging slot {} holds {} bytes, batch needs {}", item.slot, src.capacity(), bytes);
+  core::copy_bytes_async(dst.data(), src.data(), bytes, copy_stream_);
+  auto& copied = copied_[dev];
+  copied.record(copy_stream_);
+  copied.synchronize();
+  core::tsan::release(&staging_.slot(item.slot));  // slot hand-offs: the staging slot's token goes
+  core::tsan::release(&dst);                       // back, the device slot on to the train thread
+  s_.recorder.record(Stage::kTransfer, item.epoch, item.spec.index, t0, s_.recorder.now());
+}
+
+void Stages::grow_slot_from_train(models::DeviceArray<std::byte>& slot, std::size_t bytes) {
+  // Device slots belong to the copy stream (its memory counts there, apart from the train
+  // stream's arrays that the governor measures). The copy stream first waits for the train
+  // stream's work (the old memory's last readers), and the train stream then waits for the copy
+  // stream (the new memory may have been freed on it).
+  train_to_copy_.record(train_stream_);
+  copy_stream_.wait(train_to_copy_);
+  slot.ensure(&allocator_, copy_stream_, bytes);
+  copy_to_train_.record(copy_stream_);
+  train_stream_.wait(copy_to_train_);
+}
+
+void Stages::begin_step(std::size_t parts) {
+  s_.model.params().zero_grad(train_ctx_);
+  if (parts > 1) part_losses_.ensure(train_ctx_, parts);
+}
+
+void Stages::run_part(const Item& item, const PackedBatchView& view, std::size_t part, std::size_t parts, double* loss) {
+  if (s_.step_fault) s_.step_fault(item.epoch, item.spec.index, part, parts);
+  const auto blocks = graph::layer_blocks(view.blocks, s_.model.num_layers(), item.spec.index);
+  // Every part draws its dropout from the batch's key: masks are keyed by global node id, so the
+  // parts together draw exactly the unsplit batch's masks.
+  const auto logits = s_.model.forward(
+      blocks, view.features, view.input_nodes, true,
+      core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)}));
+  const auto dlogits = dlogits_.matrix(train_ctx_, logits.rows, logits.cols);
+  double* target = parts > 1 ? part_losses_.data() + part : loss;
+  models::ops::log_softmax_nll<float>(train_ctx_, logits, view.labels, view.loss_rows, view.loss_weights, dlogits,
+                                      loss_scratch_.ensure(train_ctx_, view.loss_rows.size()), target);
+  s_.model.backward(blocks, dlogits);
+}
+
+void Stages::end_step(std::size_t parts, double* loss) {
+  if (parts <= 1) return;
+  // loss = sum of the parts' losses, as one [1 x n] [n x 1] product on the train stream (no host
+  // read inside a step); the micro-batches' weights already make it the batch's loss.
+  const auto n = static_cast<int64_t>(parts);
+  double* ones = ones_.ensure(train_ctx_, parts);
+  core::fill_bytes_async(ones, parts, sizeof(double), std::bit_cast<uint64_t>(1.0), train_stream_);
+  models::ops::gemm<double>(train_ctx_, false, false, 1.0, models::MatrixView<const double>{ones, 1, n},
+                            models::MatrixView<const double>{part_losses_.data(), n, 1}, 0.0,
+                            models::MatrixView<double>{loss, 1, 1});
+}
+
+void Stages::train(const Item& item) {
+  const core::TraceRange range("gnnpipe train");
+  const double t0 = s_.recorder.now();
+  fault(Stage::kTrain, item);
+  const auto dev = static_cast<std::size_t>(item.device_slot);
+  core::tsan::acquire(&device_slots_[dev]);  // slot hand-off: filled by transfer
+  train_stream_.wait(copied_[dev]);
+  double* loss = losses_.slot(item.spec.index, item.batches, item.loss_rows);
+  // The step's peak: the most the allocator (every stream) held from here to the step's end.
+  allocator_.reset_batch_peak();
+  bool retried = false;
+  const std::size_t parts = item.layouts.size();
+  try {
+    if (item.admission != nullptr && item.admission->trim) release_train_arrays();
+    begin_step(parts);
+    if (parts == 1) {
+      run_part(item, PackedBatchView::of(item.layouts[0], nullptr, device_slots_[dev].data()), 0, 1, loss);
+    } else {
+      // A split batch: each micro-batch is copied from the staging slot into the device slot on
+      // the train stream, after the step of the previous one, so the device slot holds one at a
+      // time (what the governor planned for).
+      models::DeviceArray<std::byte>& slot = device_slots_[dev];
+      const memory::StagingSlot& staging = staging_.slot(item.slot);
+      core::tsan::acquire(&staging);  // slot hand-off: packed by govern, passed on by transfer
+      for (std::size_t i = 0; i < parts; ++i) {
+        const std::size_t bytes = item.layouts[i].total_bytes;
+        if (slot.capacity() < bytes) grow_slot_from_train(slot, bytes + bytes / 8);
+        core::copy_bytes_async(slot.data(), staging.data() + item.offsets[i], bytes, train_stream_);
+        run_part(item, PackedBatchView::of(item.layouts[i], nullptr, slot.data()), i, parts, loss);
+      }
+    }
+    end_step(parts, loss);
+  } catch (const core::OutOfBudget& e) {
+    core::logger().info("memory: {} ran out of budget in its step ({}); splitting it further and running it again",
+                        describe(item), e.message());
+    retry(item, loss);
+    retried = true;
+  }
+  s_.optimizer.step(s_.model.params());
+  released_[dev].record(train_stream_);
+  if (parts > 1) {
+    // The staging slot goes back with this item: its copies must have completed.
+    released_[dev].synchronize();
+    core::tsan::release(&staging_.slot(item.slot));
+  }
+  core::tsan::release(&device_slots_[dev]);  // slot hand-off: its token goes back
+  MemoryCounters c;
+  c.retried = retried ? 1 : 0;
+  c.peak_bytes = allocator_.stats().batch_peak_bytes;
+  if (!retried && item.admission != nullptr) governor_->observe(*item.admission, allocator_.in_use_bytes_on(train_stream_));
+  count(item.epoch, c);
+  s_.recorder.record(Stage::kTrain, item.epoch, item.spec.index, t0, s_.recorder.now());
+}
+
+void Stages::release_train_arrays() {
+  s_.model.release_arrays();
+  for (models::DeviceArray<double>* a : {&loss_scratch_, &part_losses_, &ones_}) a->release(train_stream_);
+  dlogits_.release(train_stream_);
+}
+
+void Stages::retry(const Item& item, double* loss) {
+  GNNPIPE_CHECK(item.admission != nullptr, "{}: no admission to retry from", describe(item));
+  const auto dev = static_cast<std::size_t>(item.device_slot);
+  const std::size_t layers = s_.model.num_layers();
+  std::vector<graph::MiniBatch> parts;  // empty in the first round: the admitted parts
+  for (int round = 1;; ++round) {
+    // Halve every part that can be halved.
+    const std::span<const graph::MiniBatch> current =
+        round == 1 ? std::span<const graph::MiniBatch>(item.admission->parts) : std::span<const graph::MiniBatch>(parts);
+    std::vector<graph::MiniBatch> smaller;
+    bool shrank = false;
+    for (const graph::MiniBatch& p : current) {
+      const int k = p.loss_rows.size() > 1 ? 2 : 1;
+      shrank = shrank || k > 1;
+      for (graph::MiniBatch& q : graph::split_batch(p, layers, k)) smaller.push_back(std::move(q));
+    }
+    GNNPIPE_CHECK_AS(OutOfBudget, shrank && round <= kMaxRetries,
+                     "memory.limit: {} does not fit the budget of {} even in {} parts of one loss row or fewer",
+                     describe(item), core::format_bytes(allocator_.budget()), current.size());
+    parts = std::move(smaller);
+    release_train_arrays();  // the halves need arrays of their own shapes, not the failed step's as well
+    try {
+      // One part at a time: packed into pinned memory, copied into the device slot on the train
+      // stream after the previous part's step (the slot is this step's alone), then run. The host
+      // waits before packing the next part: a rare path, kept simple.
+      begin_step(parts.size());
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        const BatchLayout layout = BatchLayout::of(parts[i], s_.data.features.cols());
+        train_stream_.synchronize();
+        if (retry_staging_.size() < layout.total_bytes) {
+          retry_staging_ = core::Buffer<std::byte>();
+          retry_staging_ = core::Buffer<std::byte>(layout.total_bytes, device_.is_cuda() ? core::MemoryKind::kPinned
+                                                                                         : core::MemoryKind::kHost);
+        }
+        pack_batch(parts[i], s_.data.features, s_.data.labels.single.span(), layout, retry_staging_.data());
+        models::DeviceArray<std::byte>& slot = device_slots_[dev];
+        if (slot.capacity() < layout.total_bytes) grow_slot_from_train(slot, layout.total_bytes);
+        core::copy_bytes_async(slot.data(), retry_staging_.data(), layout.total_bytes, train_stream_);
+        run_part(item, PackedBatchView::of(layout, nullptr, slot.data()), i, parts.size(), loss);
+      }
+      end_step(parts.size(), loss);
+      train_stream_.synchronize();  // retry_staging_ may be repacked by the next retry
+      return;
+    } catch (const core::OutOfBudget& e) {
+      core::logger().info("memory: {} still out of budget in {} parts ({}); halving them again", describe(item),
+                          parts.size(), e.message());
+    }
+  }
+}
+
+void Stages::count(int epoch, const MemoryCounters& c) {
+  const std::lock_guard lock(counters_mutex_);
+  epoch_counters_[epoch].add(c);
+}
+
+MemoryCounters Stages::take_epoch_counters(int epoch) {
+  const std::lock_guard lock(counters_mutex_);
+  MemoryCounters c;
+  if (auto it = epoch_counters_.find(epoch); it != epoch_counters_.end()) {
+    c = it->second;
+    epoch_counters_.erase(it);
+  }
+  total_counters_.add(c);
+  return c;
+}
+
+MemoryCounters Stages::total_counters() const {
+  const std::lock_guard lock(counters_mutex_);
+  MemoryCounters c = total_counters_;
+  c.peak_bytes = std::max(c.peak_bytes, allocator_.stats().peak_in_use_bytes);
+  return c;
+}
+
+void Stages::snapshot() {
+  epoch_end_.record(train_stream_);
+  eval_stream_.wait(epoch_end_);
+  eval_model_.params().copy_values_from(s_.model.params(), eval_stream_);
+  snapshot_done_.record(eval_stream_);
+  train_stream_.wait(snapshot_done_);
+}
+
+void Stages::evaluate(EpochResult& r) {
+  const core::TraceRange range("gnnpipe eval");
+  const double t0 = s_.recorder.now();
+  if (s_.fault) s_.fault(Stage::kEval, r.epoch, -1);
+  const auto logits = infer_layerwise(eval_model_, s_.data.graph, s_.data.features,
+                                      {.chunk_nodes = s_.eval_chunk_nodes, .parallel_chunks = s_.pipeline.sampler_threads},
+                                      eval_workspace_);
+  const auto labels = s_.data.labels.single.span();
+  const auto& sp = s_.data.splits;
+  r.evaluated = true;
+  r.train_acc = models::cpu::accuracy<float>(logits.cview(), labels, sp.train.span());
+  r.val_acc = sp.val.empty() ? NAN : models::cpu::accuracy<float>(logits.cview(), labels, sp.val.span());
+  r.test_acc = sp.test.empty() ? NAN : models::cpu::accuracy<float>(logits.cview(), labels, sp.test.span());
+  eval_stream_.synchronize();
+  s_.recorder.record(Stage::kEval, r.epoch, -1, t0, s_.recorder.now());
+}
+
+void Stages::restore_snapshot() {
+  s_.model.params().copy_values_from(eval_model_.params(), train_stream_);
+  train_stream_.synchronize();
+}
+
+void Stages::drain() {
+  copy_stream_.synchronize();
+  train_stream_.synchronize();
+  eval_stream_.synchronize();
+}
+
+void Stages::drain_after_failure() noexcept {
+  for (const core::Stream* stream : std::initializer_list<const core::Stream*>{&copy_stream_, &train_stream_, &eval_stream_}) {
+    try {
+      stream->synchronize();
+    } catch (const std::exception& e) {
+      core::logger().debug("after the run failed, waiting for a stream failed too: {}", e.what());
+    }
+  }
+}
+
+}  // namespace gnnpipe::pipeline::detail

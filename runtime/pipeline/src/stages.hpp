@@ -1,0 +1,130 @@
+#pragma once
+// Stages: the stage functions both modes of a training run call (sample, gather, govern, transfer,
+// train, snapshot, evaluate), and the state they share: staging and device slots, the copy, train
+// and eval streams, the evaluation twin, the memory governor and its counters. The pipelined mode
+// calls each stage from one thread at a time per item (sample/gather concurrently for different
+// items, govern/transfer/train serially in batch order); the sequential mode calls them in turn.
+#include <cstddef>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "epoch_losses.hpp"
+#include "gnnpipe/core/stream.hpp"
+#include "gnnpipe/memory/staging_pool.hpp"
+#include "gnnpipe/models/device_array.hpp"
+#include "gnnpipe/pipeline/layerwise_inference.hpp"
+#include "gnnpipe/pipeline/training_run.hpp"
+#include "gnnpipe/samplers/parallel_sampler.hpp"
+#include "memory_governor.hpp"
+#include "run_item.hpp"
+
+namespace gnnpipe::pipeline::detail {
+
+class Stages {
+ public:
+  // Builds the streams, the evaluation twin and the slots, then measures what is resident and
+  // sets up the memory governor. The model's op context must have an allocator (the budget).
+  explicit Stages(const TrainingSetup& s);
+
+  const TrainingSetup& setup() const { return s_; }
+  int slots() const { return staging_.size(); }
+  std::size_t staging_bytes() const { return staging_.bytes(); }
+  MemoryGovernor& governor() { return *governor_; }
+  // The plan's resident part (budget, resident memory by kind, evaluation bound).
+  MemoryPlan resident_plan() const;
+
+  // Samples the batch.
+  graph::MiniBatch sample(const Item& item, samplers::ParallelSampler& sampler);
+  // Gathers its features and packs it into its staging slot; the item keeps the batch for govern.
+  void gather(Item& item, graph::MiniBatch batch);
+  // The memory governor's decision for the batch (before the copy): split / resampled / cut
+  // batches are packed again into the staging slot. `sampler` draws replacements (resample).
+  void govern(Item& item, samplers::ParallelSampler& sampler);
+  // Queues the copy of the staging slot into the device slot on the copy stream (after the last
+  // train step that read that device slot) and waits until it completed, so the staging slot can
+  // go back. A split batch is not copied here (see train) and keeps its staging slot.
+  void transfer(const Item& item);
+  // Queues one optimizer step over the batch in the device slot, or over its micro-batches, each
+  // copied from the staging slot into the device slot on the train stream in turn (gradients
+  // accumulated; its loss goes to the epoch's losses); for those the staging slot can go back
+  // when this returns (the host waited for the copies). A step that runs out of budget anyway is
+  // split further and run again (counted as retried); nothing is lost.
+  void train(const Item& item);
+
+  // At an epoch's end, on the train thread: queue the copy of its losses (read later by epoch_loss()).
+  void end_epoch_losses() { losses_.end_epoch(); }
+  // The epoch's mean loss (waits for its copy; any thread, once per end_epoch_losses()).
+  double epoch_loss() { return losses_.mean(); }
+  // What the governor did in `epoch` (complete once the epoch's last batch trained); also added
+  // to the run's totals.
+  MemoryCounters take_epoch_counters(int epoch);
+  MemoryCounters total_counters() const;
+
+  // At an epoch's end, on the train thread: the eval stream waits for the epoch's last step,
+  // copies the parameters into the evaluation twin, and the train stream waits for that copy
+  // before its next step. (On the CPU backend the copy runs inline here.)
+  void snapshot();
+  // Layer-wise full-neighbor inference of the snapshot; fills the accuracies of `r`.
+  void evaluate(EpochResult& r);
+  // Early stop: put the snapshot of the stopping epoch back into the model (the pipelined run may
+  // already have stepped into the next epoch).
+  void restore_snapshot();
+
+  // Waits for the work queued on every stream.
+  void drain();
+  // The same after a stage failed: nothing may replace the first error, which names the stage and
+  // batch. After a device fault every wait fails with the same sticky error; those are logged.
+  void drain_after_failure() noexcept;
+
+ private:
+  void fault(Stage stage, const Item& item) const {
+    if (s_.fault) s_.fault(stage, item.epoch, item.spec.index);
+  }
+  void pack_parts(Item& item, std::span<const graph::MiniBatch> parts);
+  // Grows a device slot while the train stream owns it (split and retried steps).
+  // Gives the model's and the train stage's grow-only arrays back (not the epoch's loss slots).
+  void release_train_arrays();
+  void grow_slot_from_train(models::DeviceArray<std::byte>& slot, std::size_t bytes);
+  // The steps of one optimizer step over n parts: zero the gradients, run each part (forward,
+  // loss into its slot, backward), then add the parts' losses into the batch's loss slot.
+  void begin_step(std::size_t parts);
+  void run_part(const Item& item, const PackedBatchView& view, std::size_t part, std::size_t parts, double* loss);
+  void end_step(std::size_t parts, double* loss);
+  // The step of `item` ran out of budget: split its parts further and run them one at a time
+  // through the device slot; throws the last OutOfBudget when even single-row parts do not fit.
+  void retry(const Item& item, double* loss);
+  std::size_t evaluation_bound() const;
+  void count(int epoch, const MemoryCounters& c);
+
+  const TrainingSetup& s_;
+  core::Device device_;  // the model's op context's
+  memory::StagingPool staging_;
+  core::Stream copy_stream_;
+  // One per staging slot: a batch on the device. After copy_stream_, which their frees are ordered
+  // on, so they are destroyed before it.
+  std::vector<models::DeviceArray<std::byte>> device_slots_;
+  const models::OpContext& train_ctx_;  // the model's: its stream is the train stream
+  const core::Stream& train_stream_;
+  memory::CachingAllocator& allocator_;
+  core::Stream eval_stream_;
+  models::OpContext eval_ctx_;  // the evaluation twin's ops, on the eval stream
+  std::vector<core::Event> copied_, released_;  // per device slot
+  core::Event epoch_end_, snapshot_done_;
+  core::Event train_to_copy_, copy_to_train_;  // grow_slot_from_train's hand-offs
+  models::GnnModel<float> eval_model_;
+  InferenceWorkspace eval_workspace_;  // pinned and device buffers of every evaluation of the run
+  models::DeviceArray<float> dlogits_;
+  models::DeviceArray<double> loss_scratch_;
+  models::DeviceArray<double> part_losses_, ones_;  // a split step's per-part losses and their sum's ones
+  detail::EpochLosses losses_;
+  core::Buffer<std::byte> retry_staging_;  // pinned: one part at a time in a retried step
+  std::optional<MemoryGovernor> governor_;
+  mutable std::mutex counters_mutex_;
+  std::map<int, MemoryCounters> epoch_counters_;
+  MemoryCounters total_counters_;
+};
+
+}  // namespace gnnpipe::pipeline::detail
