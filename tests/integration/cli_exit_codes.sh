@@ -38,6 +38,22 @@ expect 2 "data synth with a bad option" -- data synth --out "$tmp/x" --nodes 0
 rm -f "$tmp/syn/graph_indices.npy"
 expect 3 "data info on a native dataset missing an array" -- data info "$tmp/syn"
 [ ! -e "$tmp/x" ] || { echo "FAIL: a failed synth left $tmp/x behind"; fails=$((fails + 1)); }
+# The memory plan: printed without training (no run directory), and a budget nothing fits exits 4.
+cat > "$tmp/plan.yaml" <<'YAML'
+name: plan
+dataset: {synthetic: {nodes: 600, avg_degree: 6, features: 16, classes: 3, seed: 1}}
+model: {type: sage, layers: 2, hidden: 16}
+sampler: {type: neighbor, fanouts: [5, 5], batch_size: 60}
+memory: {limit: 1GiB}
+run: {epochs: 1}
+YAML
+expect 0 "run --plan" -- run "$tmp/plan.yaml" --plan --out "$tmp/planrun"
+grep -q "memory plan on cpu: budget 1.00 GiB" /tmp/gnnpipe_cli_out.$$ || { echo "FAIL: --plan printed no plan"; cat /tmp/gnnpipe_cli_out.$$; fails=$((fails + 1)); }
+grep -q "epoch 1: all 6 batches fit" /tmp/gnnpipe_cli_out.$$ || { echo "FAIL: --plan printed no decision"; fails=$((fails + 1)); }
+[ ! -e "$tmp/planrun" ] || { echo "FAIL: --plan wrote a run directory"; fails=$((fails + 1)); }
+expect 0 "run --plan under a budget that splits" -- run "$tmp/plan.yaml" --plan --set memory.limit=160KiB
+grep -q "split" /tmp/gnnpipe_cli_out.$$ || { echo "FAIL: --plan under 160KiB shows no split"; cat /tmp/gnnpipe_cli_out.$$; fails=$((fails + 1)); }
+expect 4 "run --plan under a budget nothing fits" -- run "$tmp/plan.yaml" --plan --set memory.limit=16KiB
 # One line on stderr for a data error.
 lines=$("$bin" data info "$tmp/nothing" 2>&1 >/dev/null | wc -l)
 [ "$lines" -eq 1 ] || { echo "FAIL: a data error printed $lines lines"; fails=$((fails + 1)); }

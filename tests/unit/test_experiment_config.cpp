@@ -274,3 +274,28 @@ TEST_CASE("experiment files: load, prefix errors with the file, and the shipped 
     CHECK_NOTHROW(load_experiment(entry.path(), {}));
   }
 }
+
+TEST_CASE("the memory section: reserve, policy and the keys only some policies read", "[config][memory]") {
+  using Catch::Contains;
+  const auto defaults = with("");
+  CHECK(defaults.memory.policy == gnnpipe::memory::MemoryPolicy::kSplit);
+  CHECK_FALSE(defaults.memory.reserve_bytes.has_value());  // auto: 256 MiB on a GPU, 0 on the CPU
+  CHECK(defaults.memory.tolerance == 0.05);
+  const auto c = with("memory: {limit: 8GiB, reserve: 512MiB, policy: resample, max_tries: 3, tolerance: 0.1}");
+  CHECK(*c.memory.reserve_bytes == (uint64_t{512} << 20));
+  CHECK(c.memory.policy == gnnpipe::memory::MemoryPolicy::kResample);
+  CHECK(c.memory.max_tries == 3);
+  CHECK(c.memory.tolerance == 0.1);
+  CHECK(with("memory: {policy: cut, cut: pagerank_product}").memory.cut == gnnpipe::memory::CutStrategy::kPagerankProduct);
+  CHECK(with("memory: {reserve: auto}").memory.reserve_bytes == std::nullopt);
+  CHECK_THROWS_WITH(with("memory: {limit: 1GiB, reserve: 1GiB}"), Contains("memory.reserve: 1.00 GiB leaves nothing of memory.limit"));
+  CHECK_THROWS_WITH(with("memory: {reserve: lots}"), Contains("memory.reserve: "));
+  CHECK_THROWS_WITH(with("memory: {policy: drop}"), Contains("memory.policy: 'drop' is not a memory policy (allowed: split, resample, cut)"));
+  CHECK_THROWS_WITH(with("memory: {max_tries: 3}"), Contains("memory.max_tries: only for policy resample"));
+  CHECK_THROWS_WITH(with("memory: {policy: resample, max_tries: 0}"), Contains("memory.max_tries: must be >= 1, got 0"));
+  CHECK_THROWS_WITH(with("memory: {cut: random}"), Contains("memory.cut: only for policy cut"));
+  CHECK_THROWS_WITH(with("memory: {policy: cut, cut: biggest}"), Contains("memory.cut: 'biggest'"));
+  CHECK_THROWS_WITH(with("memory: {tolerance: 1.0}"), Contains("memory.tolerance: must be in [0, 1), got 1"));
+  CHECK_THROWS_WITH(with("memory: {tolerance: -0.1}"), Contains("memory.tolerance: must be in [0, 1)"));
+  CHECK_THROWS_WITH(with("memory: {polcy: cut}"), Contains("memory.polcy: unknown key (did you mean 'policy'?)"));
+}

@@ -36,6 +36,17 @@ std::vector<int> split_candidates(std::size_t loss_rows) {
 
 }  // namespace
 
+MemoryCounters counters_of(const Admission& a) {
+  MemoryCounters c;
+  switch (a.action) {
+    case MemoryAction::kFit: c.fit = 1; break;
+    case MemoryAction::kSplit: c.split = 1; c.micro_batches = static_cast<int64_t>(a.parts.size()); break;
+    case MemoryAction::kResample: c.resampled = 1; break;
+    case MemoryAction::kCut: c.cut = 1; c.edges_cut = a.edges_removed; break;
+  }
+  return c;
+}
+
 std::size_t MemoryGovernor::slot_bound(std::size_t slot) const {
   const std::size_t m = std::max(largest_slot_, slot);
   if (m == 0) return 0;

@@ -54,6 +54,9 @@ struct Admission {
   std::vector<std::vector<std::size_t>> needs;  // train-stream array requests, per part
 };
 
+// What one admission adds to the counts (fits, splits and their micro-batches, ...).
+MemoryCounters counters_of(const Admission& a);
+
 struct GovernorSetup {
   const models::GnnModel<float>& model;
   int64_t feature_cols = 0;

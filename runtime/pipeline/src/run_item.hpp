@@ -27,7 +27,7 @@ struct Item {
   int device_slot = -1; // device slot held from the second join until the train step was queued
   // What the staging slot holds: one part (the batch) or its micro-batches one after another.
   std::vector<BatchLayout> layouts;
-  std::vector<std::size_t> offsets;  // each part's first byte in the slot
+  std::vector<std::size_t> offsets;  // each part's first byte in the slot; empty: parts packed by train
   std::size_t total_bytes = 0;
   std::size_t loss_rows = 0;  // of the sampled batch; 0: nothing to train on (a subgraph without training nodes)
   std::shared_ptr<graph::MiniBatch> sampled;   // gather -> govern

@@ -20,6 +20,10 @@ namespace {
 
 constexpr std::size_t kPartAlign = 256;  // parts start where a packed batch's sections would
 constexpr int kMaxRetries = 8;           // each retry halves every part
+// A split batch's micro-batches are packed ahead (by the governor's stage, into the batch's
+// staging slot) while they take at most this many times the sampled batch's bytes; beyond, the
+// train stage packs each one in turn (bounded host memory, at the cost of a gather on that thread).
+constexpr std::size_t kMaxSplitStaging = 3;
 
 std::size_t align_up(std::size_t bytes) { return (bytes + kPartAlign - 1) / kPartAlign * kPartAlign; }
 
@@ -152,6 +156,7 @@ void Stages::gather(Item& item, graph::MiniBatch batch) {
 }
 
 void Stages::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
+  const std::size_t gathered = item.total_bytes;  // the sampled batch, packed by gather
   item.layouts.clear();
   item.offsets.clear();
   std::size_t end = 0;
@@ -159,6 +164,14 @@ void Stages::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
     item.offsets.push_back(end);
     item.layouts.push_back(BatchLayout::of(part, s_.data.features.cols()));
     end = align_up(end + item.layouts.back().total_bytes);
+  }
+  if (parts.size() > 1 && end > kMaxSplitStaging * gathered) {
+    // Micro-batches that overlap this much (dense neighborhoods: each one's tree is most of the
+    // batch) would multiply host staging; the train stage packs each one when its turn comes.
+    item.offsets.clear();
+    core::logger().debug("memory: {}: {} micro-batches would take {} of staging; packed one at a time by the train stage",
+                         describe(item), parts.size(), core::format_bytes(end));
+    return;
   }
   item.total_bytes = end;
   memory::StagingSlot& slot = staging_.slot(item.slot);
@@ -182,13 +195,7 @@ void Stages::govern(Item& item, samplers::ParallelSampler& sampler) {
   };
   Admission a = governor_->admit(std::move(*item.sampled), item.batches, s_.sampler.redraws(), redraw);
   item.sampled.reset();
-  MemoryCounters c;
-  switch (a.action) {
-    case MemoryAction::kFit: c.fit = 1; break;
-    case MemoryAction::kSplit: c.split = 1; c.micro_batches = static_cast<int64_t>(a.parts.size()); break;
-    case MemoryAction::kResample: c.resampled = 1; break;
-    case MemoryAction::kCut: c.cut = 1; c.edges_cut = a.edges_removed; break;
-  }
+  const MemoryCounters c = counters_of(a);
   if (a.action != MemoryAction::kFit) {
     pack_parts(item, a.parts);
     core::logger().debug("memory: {} {}: {} into {} part(s), predicted {}", describe(item), to_string(a.action),
@@ -300,8 +307,10 @@ void Stages::train(const Item& item) {
       core::tsan::acquire(&staging);  // slot hand-off: packed by govern, passed on by transfer
       for (std::size_t i = 0; i < parts; ++i) {
         const std::size_t bytes = item.layouts[i].total_bytes;
+        const std::byte* packed = item.offsets.empty() ? pack_part(item.admission->parts[i], item.layouts[i])
+                                                       : staging.data() + item.offsets[i];
         if (slot.capacity() < bytes) grow_slot_from_train(slot, bytes + bytes / 8);
-        core::copy_bytes_async(slot.data(), staging.data() + item.offsets[i], bytes, train_stream_);
+        core::copy_bytes_async(slot.data(), packed, bytes, train_stream_);
         run_part(item, PackedBatchView::of(item.layouts[i], nullptr, slot.data()), i, parts, loss);
       }
     }
@@ -326,6 +335,17 @@ void Stages::train(const Item& item) {
   if (!retried && item.admission != nullptr) governor_->observe(*item.admission, allocator_.in_use_bytes_on(train_stream_));
   count(item.epoch, c);
   s_.recorder.record(Stage::kTrain, item.epoch, item.spec.index, t0, s_.recorder.now());
+}
+
+const std::byte* Stages::pack_part(const graph::MiniBatch& part, const BatchLayout& layout) {
+  train_stream_.synchronize();  // the last copy out of part_staging_ completed
+  if (part_staging_.size() < layout.total_bytes) {
+    part_staging_ = core::Buffer<std::byte>();
+    part_staging_ = core::Buffer<std::byte>(layout.total_bytes + layout.total_bytes / 8,
+                                            device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
+  }
+  pack_batch(part, s_.data.features, s_.data.labels.single.span(), layout, part_staging_.data());
+  return part_staging_.data();
 }
 
 void Stages::release_train_arrays() {
@@ -362,20 +382,14 @@ void Stages::retry(const Item& item, double* loss) {
       begin_step(parts.size());
       for (std::size_t i = 0; i < parts.size(); ++i) {
         const BatchLayout layout = BatchLayout::of(parts[i], s_.data.features.cols());
-        train_stream_.synchronize();
-        if (retry_staging_.size() < layout.total_bytes) {
-          retry_staging_ = core::Buffer<std::byte>();
-          retry_staging_ = core::Buffer<std::byte>(layout.total_bytes, device_.is_cuda() ? core::MemoryKind::kPinned
-                                                                                         : core::MemoryKind::kHost);
-        }
-        pack_batch(parts[i], s_.data.features, s_.data.labels.single.span(), layout, retry_staging_.data());
+        const std::byte* packed = pack_part(parts[i], layout);
         models::DeviceArray<std::byte>& slot = device_slots_[dev];
         if (slot.capacity() < layout.total_bytes) grow_slot_from_train(slot, layout.total_bytes);
-        core::copy_bytes_async(slot.data(), retry_staging_.data(), layout.total_bytes, train_stream_);
+        core::copy_bytes_async(slot.data(), packed, layout.total_bytes, train_stream_);
         run_part(item, PackedBatchView::of(layout, nullptr, slot.data()), i, parts.size(), loss);
       }
       end_step(parts.size(), loss);
-      train_stream_.synchronize();  // retry_staging_ may be repacked by the next retry
+      train_stream_.synchronize();  // part_staging_ may be repacked by the next retry
       return;
     } catch (const core::OutOfBudget& e) {
       core::logger().info("memory: {} still out of budget in {} parts ({}); halving them again", describe(item),

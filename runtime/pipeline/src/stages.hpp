@@ -87,6 +87,8 @@ class Stages {
   // Grows a device slot while the train stream owns it (split and retried steps).
   // Gives the model's and the train stage's grow-only arrays back (not the epoch's loss slots).
   void release_train_arrays();
+  // Packs `part` into part_staging_ once the train stream finished reading it; returns the bytes.
+  const std::byte* pack_part(const graph::MiniBatch& part, const BatchLayout& layout);
   void grow_slot_from_train(models::DeviceArray<std::byte>& slot, std::size_t bytes);
   // The steps of one optimizer step over n parts: zero the gradients, run each part (forward,
   // loss into its slot, backward), then add the parts' losses into the batch's loss slot.
@@ -120,7 +122,9 @@ class Stages {
   models::DeviceArray<double> loss_scratch_;
   models::DeviceArray<double> part_losses_, ones_;  // a split step's per-part losses and their sum's ones
   detail::EpochLosses losses_;
-  core::Buffer<std::byte> retry_staging_;  // pinned: one part at a time in a retried step
+  // Pinned on a GPU: one part at a time, packed by the train stage (a retried step, or a split
+  // batch whose micro-batches were not packed ahead).
+  core::Buffer<std::byte> part_staging_;
   std::optional<MemoryGovernor> governor_;
   mutable std::mutex counters_mutex_;
   std::map<int, MemoryCounters> epoch_counters_;

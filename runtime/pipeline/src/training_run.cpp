@@ -521,14 +521,7 @@ MemoryPlan plan_memory(const TrainingSetup& s) {
       };
       const detail::Admission a =
           stages.governor().admit(std::move(batches[i]), plan.batches, s.sampler.redraws(), redraw);
-      MemoryCounters c;
-      switch (a.action) {
-        case MemoryAction::kFit: c.fit = 1; break;
-        case MemoryAction::kSplit: c.split = 1; c.micro_batches = static_cast<int64_t>(a.parts.size()); break;
-        case MemoryAction::kResample: c.resampled = 1; break;
-        case MemoryAction::kCut: c.cut = 1; c.edges_cut = a.edges_removed; break;
-      }
-      plan.counters.add(c);
+      plan.counters.add(detail::counters_of(a));
       plan.largest_batch_peak = std::max(plan.largest_batch_peak, a.predicted_total);
       plan.largest_split = std::max(plan.largest_split, static_cast<int>(a.parts.size()));
     }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
+#include "datasets.hpp"
 #include "experiment_helpers.hpp"
 #include "temp_dir.hpp"
 
@@ -319,4 +321,50 @@ TEST_CASE("governor: memory.policy cut removes edges until the batch fits, with 
   const Run split = train(with(gat, limit), dir, "split");
   CHECK(split.summary["memory"]["batches_split"] == 3);
   CHECK(split.summary["memory"]["edges_cut"] == 0);
+}
+
+TEST_CASE("governor: amazon_computers_sage_neighbor under memory.limit=64MiB splits every batch and stays in budget",
+          "[pipeline][memory][data]") {
+  GNNPIPE_REQUIRE_DATASET(amazon, "amazon-computers");
+  test::TempDir dir;
+  const std::filesystem::path file = std::filesystem::path(GNNPIPE_SOURCE_DIR) / "configs/amazon_computers_sage_neighbor.yaml";
+  const auto config = config::load_experiment(file, {"memory.limit=64MiB", "run.epochs=1"});
+  const auto dataset = load_training_dataset(config, test::datasets_root());
+  const pipeline::MemoryPlan plan = plan_experiment(config, dataset);
+  CHECK(plan.batches == 9);  // 8,251 training nodes / 1,024 seeds
+  CHECK(plan.counters.split == 9);
+  CHECK(plan.largest_batch_peak <= plan.budget);
+  RunDirectoryOptions dir_options;
+  dir_options.out = dir / "run";
+  dir_options.mirror_log = false;
+  RunDirectory run_dir(config, dir_options);
+  const nlohmann::json summary = train_experiment(config, dataset, run_dir);
+  const auto& m = summary["memory"];
+  CHECK(m["budget_bytes"] == 64u << 20);
+  CHECK(m["peak_device_bytes"].get<std::size_t>() <= 64u << 20);
+  CHECK(m["batches_split"] == plan.counters.split);
+  CHECK(m["micro_batches"] == plan.counters.micro_batches);
+  CHECK(m["batches_retried"] == 0);
+  CHECK(m["predictor_observations"] == 9);
+}
+
+TEST_CASE("governor: every shipped config on a dataset we have gets a plan within its budget",
+          "[pipeline][memory][data]") {
+  GNNPIPE_REQUIRE_DATASET(root, ".");
+  int planned = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(GNNPIPE_SOURCE_DIR) / "configs")) {
+    if (entry.path().extension() != ".yaml") continue;
+    INFO(entry.path().filename().string());
+    const auto config = config::load_experiment(entry.path(), {});
+    // The products-size synthetic graph takes minutes to generate on two cores: its configs are
+    // for the GPU machine (docs/BENCHMARKS.md).
+    if (config.dataset.synthetic && config.dataset.synthetic->nodes > 100000) continue;
+    const auto dataset = load_training_dataset(config, root);
+    const pipeline::MemoryPlan plan = plan_experiment(config, dataset);
+    CHECK(plan.batches >= 1);
+    CHECK(plan.largest_batch_peak <= plan.budget);
+    CHECK(plan.counters.fit + plan.counters.split + plan.counters.resampled + plan.counters.cut == plan.batches);
+    ++planned;
+  }
+  CHECK(planned >= 15);
 }
