@@ -36,6 +36,18 @@ std::vector<int> split_candidates(std::size_t loss_rows) {
 
 }  // namespace
 
+MemoryGovernor::BatchKey MemoryGovernor::key_of(const graph::MiniBatch& batch) {
+  BatchKey k;
+  k.inputs = batch.input_nodes.size();
+  k.loss_rows = batch.loss_rows.size();
+  for (const graph::Block& b : batch.blocks) k.edges += b.num_edges();
+  if (k.inputs > 0) {
+    k.first = batch.input_nodes[0];
+    k.last = batch.input_nodes[k.inputs - 1];
+  }
+  return k;
+}
+
 MemoryCounters counters_of(const Admission& a) {
   MemoryCounters c;
   switch (a.action) {
@@ -153,12 +165,19 @@ Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool re
                    sampled.index, sampled.epoch, core::format_bytes(whole.total), core::format_bytes(s_.budget));
   Estimate last;
   int last_parts = 1;
-  for (int parts : split_candidates(sampled.loss_rows.size())) {
+  std::vector<int> candidates = split_candidates(sampled.loss_rows.size());
+  const BatchKey key = key_of(sampled);
+  if (auto it = split_memo_.find(key); it != split_memo_.end()) {
+    // This batch was split before: try that count first (then the usual order).
+    candidates.insert(candidates.begin(), it->second);
+  }
+  for (int parts : candidates) {
     std::vector<graph::MiniBatch> micro = graph::split_batch(sampled, s_.model.num_layers(), parts);
     if (std::optional<Estimate> e = admissible(micro, batches, &last)) {
       a.action = MemoryAction::kSplit;
       a.parts = std::move(micro);
       admit_estimate(a, std::move(*e));
+      split_memo_[key] = parts;
       return a;
     }
     last_parts = parts;

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -116,6 +117,18 @@ class MemoryGovernor {
   bool try_cut(Admission& a, const graph::MiniBatch& sampled, int64_t batches);
   std::size_t slot_bound(std::size_t packed) const;
   void admit_estimate(Admission& a, Estimate e);
+
+  // The split a batch got, by what identifies a batch that comes back every epoch (a full batch,
+  // a Cluster-GCN batch of the same parts): the search starts there, since splitting a large
+  // batch into every smaller candidate first costs seconds.
+  struct BatchKey {
+    std::size_t inputs = 0, loss_rows = 0;
+    int64_t edges = 0;
+    graph::NodeId first = 0, last = 0;
+    auto operator<=>(const BatchKey&) const = default;
+  };
+  static BatchKey key_of(const graph::MiniBatch& batch);
+  std::map<BatchKey, int> split_memo_;
 
   GovernorSetup s_;
   memory::GrowOnlyFootprint train_arrays_;  // what the train stream's arrays have served so far
