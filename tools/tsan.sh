@@ -27,6 +27,8 @@ cmake --build "$build_dir" -j "$(nproc 2>/dev/null || echo 2)" --target gnnpipe_
 tests=$build_dir/tests/gnnpipe_unit_tests
 # history_size=7: keep enough history to restore both stacks of a report (the suppressions match
 # stack frames, and a report is only useful with both stacks).
+# OpenBLAS's worker threads synchronise in ways TSan cannot see (tools/sanitizers/tsan.supp).
+export OPENBLAS_NUM_THREADS=1
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 history_size=7 suppressions=$root/tools/sanitizers/tsan.supp"
 
 canary_log=$(mktemp)
