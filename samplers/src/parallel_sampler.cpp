@@ -2,6 +2,7 @@
 
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include "gnnpipe/core/tsan_annotations.hpp"
 
@@ -18,7 +19,11 @@ ParallelSampler::ParallelSampler(const Sampler& sampler)
 ParallelSampler::~ParallelSampler() = default;
 
 graph::MiniBatch ParallelSampler::sample_one(const BatchSpec& spec) {
-  return sampler_.sample(spec, *workspaces_->per_thread.local());
+  // Isolated: a sampler runs parallel loops of its own (Block::from_csr's transpose), and a thread
+  // waiting for one may otherwise pick up another task of the same arena, such as the next batch's
+  // sample_one, which would take this thread's workspace while this batch still uses it (seen as
+  // a pipelined run that trained other batches than the sequential one, under TSan's timing).
+  return tbb::this_task_arena::isolate([&] { return sampler_.sample(spec, *workspaces_->per_thread.local()); });
 }
 
 std::vector<graph::MiniBatch> ParallelSampler::sample(std::span<const BatchSpec> specs) {

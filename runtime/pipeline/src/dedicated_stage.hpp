@@ -32,7 +32,7 @@ class DedicatedStage {
   // `epoch_of(item)` is the epoch a wait for it is counted in.
   DedicatedStage(tbb::flow::graph& g, std::string lane, Stage stage, StageRecorder& recorder, Failure& failure,
                  std::function<void(const In&, Gateway&)> work, std::function<std::string(const In&)> describe,
-                 std::function<int(const In&)> epoch_of)
+                 std::function<int(const In&)> epoch_of, std::function<int64_t(const In&)> order_of)
       : node(g, tbb::flow::serial,
              [this](const In& item, Gateway& gateway) {
                core::tsan::received(item);  // the predecessor's output, copied into this body's task
@@ -51,6 +51,7 @@ class DedicatedStage {
         work_(std::move(work)),
         describe_(std::move(describe)),
         epoch_of_(std::move(epoch_of)),
+        order_of_(std::move(order_of)),
         thread_([this] { loop(); }) {}
 
   ~DedicatedStage() {
@@ -85,7 +86,8 @@ class DedicatedStage {
           work_(next.first, *next.second);
         } catch (...) {
           if (failure_.record(std::current_exception(),
-                              "stage " + std::string(to_string(stage_)) + ", " + describe_(next.first) + ": ")) {
+                              "stage " + std::string(to_string(stage_)) + ", " + describe_(next.first) + ": ",
+                              order_of_(next.first))) {
             graph_.cancel();
           }
         }
@@ -102,6 +104,7 @@ class DedicatedStage {
   std::function<void(const In&, Gateway&)> work_;
   std::function<std::string(const In&)> describe_;
   std::function<int(const In&)> epoch_of_;
+  std::function<int64_t(const In&)> order_of_;  // the batch's position in the run (Failure)
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::pair<In, Gateway*>> queue_;

@@ -1,9 +1,13 @@
 #pragma once
-// The first failure of a run, with the stage and batch it happened in. Every stage catches what
-// it throws, records it here (only the first is kept) and cancels the flow graph; the run rethrows
-// it once after the graph and the streams have drained. The rethrown exception keeps its type (so
+// The failure of a run, with the stage and batch it happened in. Every stage catches what it
+// throws, records it here and cancels the flow graph (the first to record does); the run rethrows
+// one once after the graph and the streams have drained: the one of the earliest batch in the
+// run's order (`order`: the batch's position in the run), the first recorded among equals. A
+// device fault is sticky, so the stage that caused it and a stage of a later batch that merely
+// waited on a stream next both fail, in either order in time; the earliest batch is the cause. The rethrown exception keeps its type (so
 // the exit code is that of the original error) and its message gains "stage S, batch B of epoch E: ".
 #include <atomic>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 #include <string>
@@ -16,13 +20,20 @@ std::exception_ptr with_context(std::exception_ptr error, const std::string& con
 
 class Failure {
  public:
-  // Keeps the first failure; returns true when this call recorded it.
-  bool record(std::exception_ptr error, const std::string& context) {
+  // For failures outside any batch (planning, evaluation): after every batch's.
+  static constexpr int64_t kNoBatch = INT64_MAX;
+
+  // Keeps the failure of the earliest `order`; returns true when this call is the run's first
+  // failure (the caller cancels the graph).
+  bool record(std::exception_ptr error, const std::string& context, int64_t order = kNoBatch) {
     std::lock_guard lock(mutex_);
-    if (error_) return false;
-    error_ = with_context(std::move(error), context);
+    const bool first = !error_;
+    if (first || order < order_) {
+      error_ = with_context(std::move(error), context);
+      order_ = order;
+    }
     failed_.store(true, std::memory_order_release);
-    return true;
+    return first;
   }
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   void rethrow_if_failed() const {
@@ -33,6 +44,7 @@ class Failure {
  private:
   mutable std::mutex mutex_;
   std::exception_ptr error_;
+  int64_t order_ = kNoBatch;
   std::atomic<bool> failed_{false};
 };
 

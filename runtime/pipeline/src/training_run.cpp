@@ -306,8 +306,8 @@ class PipelinedRun {
   // A split batch keeps its staging slot from transfer to train (its micro-batches are copied from
   // it in the train step).
   static bool holds_staging(const Item& item) { return item.layouts.size() > 1; }
-  void fail(const std::string& where) {
-    if (failure_.record(std::current_exception(), where)) g_.cancel();
+  void fail(const std::string& where, int64_t order = Failure::kNoBatch) {
+    if (failure_.record(std::current_exception(), where, order)) g_.cancel();
   }
 
   // Batch specs of every epoch in order; an epoch is planned when its first batch is due.
@@ -356,7 +356,7 @@ class PipelinedRun {
                   stage = Stage::kGather;
                   stages_.gather(item, std::move(batch));
                 } catch (...) {
-                  fail(context(stage, item));
+                  fail(context(stage, item), item.seq);
                 }
               }
               return item;
@@ -373,7 +373,7 @@ class PipelinedRun {
                 try {
                   stages_.govern(item, sampler_);
                 } catch (...) {
-                  fail(context(Stage::kGovern, item));
+                  fail(context(Stage::kGovern, item), item.seq);
                 }
               }
               item.sampled.reset();
@@ -401,7 +401,8 @@ class PipelinedRun {
           gateway.try_put(item);
         },
         [](const std::tuple<Item, int>& in) { return describe(std::get<0>(in)); },
-        [](const std::tuple<Item, int>& in) { return std::get<0>(in).epoch; });
+        [](const std::tuple<Item, int>& in) { return std::get<0>(in).epoch; },
+        [](const std::tuple<Item, int>& in) { return std::get<0>(in).seq; });
   }
 
   // Queues the optimizer step; at an epoch's end, hands the epoch to the evaluation thread.
@@ -423,7 +424,8 @@ class PipelinedRun {
           device_tokens_.try_put(item.device_slot);  // its reads are queued on the train stream
           if (item.last_in_epoch() && is_active) end_epoch(item.epoch);
         },
-        [](const Item& item) { return describe(item); }, [](const Item& item) { return item.epoch; });
+        [](const Item& item) { return describe(item); }, [](const Item& item) { return item.epoch; },
+        [](const Item& item) { return item.seq; });
   }
 
   // On the train thread after an epoch's last step. The loss is filled in by the evaluation
