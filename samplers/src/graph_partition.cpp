@@ -1,10 +1,8 @@
 #include "gnnpipe/samplers/graph_partition.hpp"
 
 #include <metis.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -13,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "gnnpipe/core/atomic_file.hpp"
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/log.hpp"
 #include "gnnpipe/core/timer.hpp"
@@ -141,30 +140,6 @@ CacheRead read_cache(const fs::path& file, const CacheHeader& want) {
   return {std::move(parts), {}};
 }
 
-// Writes the file under a temporary name unique to this process and call, then renames it into
-// place (atomic on POSIX). Returns why it failed, or an empty string.
-std::string write_cache(const fs::path& file, const CacheHeader& header, std::span<const int32_t> parts) {
-  static std::atomic<uint64_t> counter{0};
-  const fs::path temp = fs::path(file).concat(fmt::format(".tmp{}-{}", ::getpid(), counter++));
-  std::error_code ec;
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(&header), sizeof header);
-    out.write(reinterpret_cast<const char*>(parts.data()), static_cast<std::streamsize>(parts.size_bytes()));
-    out.close();
-    if (!out) {
-      fs::remove(temp, ec);
-      return fmt::format("cannot write {}", temp.string());
-    }
-  }
-  fs::rename(temp, file, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    fs::remove(temp, ec);
-    return fmt::format("cannot rename {} into place: {}", temp.string(), why);
-  }
-  return {};
-}
 
 }  // namespace
 
@@ -235,7 +210,9 @@ std::vector<int32_t> load_or_partition(const CsrGraph& g, int num_parts, uint64_
                         cache_dir.string(), ec.message());
     return parts;
   }
-  if (const std::string problem = write_cache(file, header, parts); !problem.empty()) {
+  const std::string problem = core::write_file_atomically(
+      file, {std::as_bytes(std::span(&header, 1)), std::as_bytes(std::span<const int32_t>(parts))});
+  if (!problem.empty()) {
     core::logger().warn("METIS: cannot write partition cache {}: {}; continuing without the cache", file.string(),
                         problem);
   }

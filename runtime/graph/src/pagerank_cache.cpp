@@ -1,9 +1,7 @@
 #include "gnnpipe/graph/pagerank_cache.hpp"
 
 #include <tbb/task_arena.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -13,6 +11,7 @@
 #include <string>
 #include <tuple>
 
+#include "gnnpipe/core/atomic_file.hpp"
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/log.hpp"
 
@@ -123,30 +122,6 @@ CacheRead read_cache(const fs::path& file, const CacheHeader& want) {
   return {std::move(pr), {}};
 }
 
-// Writes the file under a temporary name unique to this process and call, then renames it into
-// place (atomic on POSIX). Returns why it failed, or an empty string.
-std::string write_cache(const fs::path& file, const CacheHeader& header, std::span<const double> scores) {
-  static std::atomic<uint64_t> counter{0};
-  const fs::path temp = fs::path(file).concat(fmt::format(".tmp{}-{}", ::getpid(), counter++));
-  std::error_code ec;
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(&header), sizeof header);
-    out.write(reinterpret_cast<const char*>(scores.data()), static_cast<std::streamsize>(scores.size_bytes()));
-    out.close();
-    if (!out) {
-      fs::remove(temp, ec);
-      return fmt::format("cannot write {}", temp.string());
-    }
-  }
-  fs::rename(temp, file, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    fs::remove(temp, ec);
-    return fmt::format("cannot rename {} into place: {}", temp.string(), why);
-  }
-  return {};
-}
 
 // Disk level: load, or compute and store. Called with the cache mutex held.
 CachedPageRank load_or_compute(const CsrGraph& graph, const PageRankOptions& options, const Key& key,
@@ -181,7 +156,9 @@ CachedPageRank load_or_compute(const CsrGraph& graph, const PageRankOptions& opt
   header.iterations = pr->iterations;
   header.converged = pr->converged ? 1 : 0;
   header.delta = pr->delta;
-  if (const std::string problem = write_cache(file, header, pr->scores); !problem.empty()) {
+  const std::string problem = core::write_file_atomically(
+      file, {std::as_bytes(std::span(&header, 1)), std::as_bytes(std::span<const double>(pr->scores))});
+  if (!problem.empty()) {
     core::logger().warn("PageRank: cannot write cache file {}: {}; continuing without the cache", file.string(),
                         problem);
   }
