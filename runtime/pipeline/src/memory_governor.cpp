@@ -17,11 +17,6 @@ namespace {
 // one array a trim keeps, since it holds the epoch's losses so far.
 std::size_t epoch_losses_position(const std::vector<std::size_t>& needs) { return needs.size() - 3; }
 
-std::vector<models::BlockShape> shapes_of(const graph::MiniBatch& batch, std::size_t layers) {
-  std::vector<models::BlockShape> shapes;
-  for (const graph::Block* b : batch.layer_blocks(layers)) shapes.push_back({b->num_dst, b->num_src, b->num_edges()});
-  return shapes;
-}
 
 // Micro-batch counts the split tries, smallest first: 2, 3, 4, 6, 8, 12, 16, ... and finally one
 // micro-batch per loss row.
@@ -65,29 +60,50 @@ std::size_t MemoryGovernor::slot_bound(std::size_t slot) const {
   return static_cast<std::size_t>(s_.device_slots) * memory::CachingAllocator::size_class(m + m / 8);
 }
 
-MemoryGovernor::Estimate MemoryGovernor::estimate(std::span<const graph::MiniBatch> parts, int64_t batches,
-                                                  bool trim) const {
+MemoryGovernor::PartSize MemoryGovernor::size_of(const graph::MiniBatch& part) const {
+  std::vector<int64_t> edges;
+  for (const graph::Block& b : part.blocks) edges.push_back(b.num_edges());
+  return size_of(part, edges);
+}
+
+MemoryGovernor::PartSize MemoryGovernor::size_of(const graph::MiniBatch& part, std::span<const int64_t> block_edges) const {
+  PartSize p;
+  const graph::Block* first = part.blocks.data();
+  for (const graph::Block* b : part.layer_blocks(s_.model.num_layers())) {
+    p.shapes.push_back({b->num_dst, b->num_src, block_edges[static_cast<std::size_t>(b - first)]});
+  }
+  p.packed = BatchLayout::of(part, s_.feature_cols, block_edges).total_bytes;
+  p.loss_rows = part.loss_rows.size();
+  p.nodes = static_cast<int64_t>(part.input_nodes.size());
+  for (int64_t e : block_edges) p.edges += e;
+  return p;
+}
+
+std::vector<MemoryGovernor::PartSize> MemoryGovernor::sizes_of(std::span<const graph::MiniBatch> parts) const {
+  std::vector<PartSize> sizes;
+  for (const graph::MiniBatch& part : parts) sizes.push_back(size_of(part));
+  return sizes;
+}
+
+MemoryGovernor::Estimate MemoryGovernor::estimate(std::span<const PartSize> parts, int64_t batches, bool trim) const {
   Estimate e;
   e.trim = trim;
-  const std::size_t layers = s_.model.num_layers();
-  for (const graph::MiniBatch& part : parts) {
-    std::vector<std::size_t> needs = s_.model.training_arrays(shapes_of(part, layers), true);
-    // The train stage's own arrays (training_run.cpp): the loss gradient [targets x classes], the
+  for (const PartSize& part : parts) {
+    std::vector<std::size_t> needs = s_.model.training_arrays(part.shapes, true);
+    // The train stage's own arrays (stages.cpp): the loss gradient [targets x classes], the
     // loss's per-row scratch, the epoch's loss slots.
-    const int64_t rows = part.layer_blocks(layers).back()->num_dst;
-    needs.push_back(static_cast<std::size_t>(rows * s_.classes) * sizeof(float));
-    needs.push_back(part.loss_rows.size() * sizeof(double));
+    needs.push_back(static_cast<std::size_t>(part.shapes.back().num_dst * s_.classes) * sizeof(float));
+    needs.push_back(part.loss_rows * sizeof(double));
     needs.push_back(static_cast<std::size_t>(batches) * sizeof(double));
-    // A split step's per-part losses and the ones that add them up (training_run's end_step).
+    // A split step's per-part losses and the ones that add them up (end_step).
     const std::size_t split_bytes = parts.size() > 1 ? parts.size() * sizeof(double) : 0;
     needs.push_back(split_bytes);
     needs.push_back(split_bytes);
     e.needs.push_back(std::move(needs));
-    const std::size_t packed = BatchLayout::of(part, s_.feature_cols).total_bytes;
-    e.packed += (packed + 255) / 256 * 256;
-    e.slot = std::max(e.slot, packed);
-    e.nodes += static_cast<int64_t>(part.input_nodes.size());
-    for (const graph::Block& b : part.blocks) e.edges += b.num_edges();
+    e.packed += (part.packed + 255) / 256 * 256;
+    e.slot = std::max(e.slot, part.packed);
+    e.nodes += part.nodes;
+    e.edges += part.edges;
   }
   memory::GrowOnlyFootprint arrays = train_arrays_;
   if (trim) arrays.release_all_but(epoch_losses_position(e.needs.front()));
@@ -100,8 +116,8 @@ MemoryGovernor::Estimate MemoryGovernor::estimate(std::span<const graph::MiniBat
   return e;
 }
 
-std::optional<MemoryGovernor::Estimate> MemoryGovernor::admissible(std::span<const graph::MiniBatch> parts,
-                                                                   int64_t batches, Estimate* last) const {
+std::optional<MemoryGovernor::Estimate> MemoryGovernor::admissible(std::span<const PartSize> parts, int64_t batches,
+                                                                   Estimate* last) const {
   Estimate as_is = estimate(parts, batches);
   if (fits(as_is)) return as_is;
   Estimate trimmed = estimate(parts, batches, true);
@@ -116,7 +132,7 @@ bool MemoryGovernor::fits(const Estimate& e) const {
 }
 
 std::size_t MemoryGovernor::predict_total(std::span<const graph::MiniBatch> parts, int64_t batches) const {
-  return estimate(parts, batches).total;
+  return estimate(sizes_of(parts), batches).total;
 }
 
 void MemoryGovernor::admit_estimate(Admission& a, Estimate e) {
@@ -139,7 +155,7 @@ Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool re
   Admission a;
   a.parts.push_back(std::move(batch));
   Estimate whole;
-  if (std::optional<Estimate> e = admissible(a.parts, batches, &whole)) {
+  if (std::optional<Estimate> e = admissible(sizes_of(a.parts), batches, &whole)) {
     admit_estimate(a, std::move(*e));
     return a;
   }
@@ -149,7 +165,7 @@ Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool re
       std::vector<graph::MiniBatch> other;
       other.push_back(redraw(attempt));
       a.tries = attempt;
-      if (std::optional<Estimate> e = admissible(other, batches)) {
+      if (std::optional<Estimate> e = admissible(sizes_of(other), batches)) {
         a.action = MemoryAction::kResample;
         a.parts = std::move(other);
         admit_estimate(a, std::move(*e));
@@ -173,7 +189,7 @@ Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool re
   }
   for (int parts : candidates) {
     std::vector<graph::MiniBatch> micro = graph::split_batch(sampled, s_.model.num_layers(), parts);
-    if (std::optional<Estimate> e = admissible(micro, batches, &last)) {
+    if (std::optional<Estimate> e = admissible(sizes_of(micro), batches, &last)) {
       a.action = MemoryAction::kSplit;
       a.parts = std::move(micro);
       admit_estimate(a, std::move(*e));
@@ -193,24 +209,26 @@ Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool re
 bool MemoryGovernor::try_cut(Admission& a, const graph::MiniBatch& sampled, int64_t batches) {
   const graph::EdgeCutPlan plan(sampled, s_.cut_scores,
                                 {graph::cut_rng_key(s_.seed, sampled.epoch, sampled.index), s_.cut_weights});
-  const auto admissible_cut = [&](int64_t count, graph::EdgeCut& cut) {
-    cut = plan.cut(count);
-    return admissible(std::span<const graph::MiniBatch>(&cut.batch, 1), batches);
+  // The search sizes each candidate from the plan's per-block edge counts (O(blocks log E)); only
+  // the chosen cut is built.
+  const auto admissible_cut = [&](int64_t count) {
+    const PartSize size = size_of(sampled, plan.block_edges_after(count));
+    return admissible(std::span<const PartSize>(&size, 1), batches);
   };
   // Fewer removed edges never need less memory: binary search the fewest that fit.
   int64_t lo = 1, hi = plan.removable_edges();
-  graph::EdgeCut cut;
-  if (hi < 1 || !admissible_cut(hi, cut)) return false;  // even all of them: split instead
+  if (hi < 1 || !admissible_cut(hi)) return false;  // even all of them: split instead
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
-    if (admissible_cut(mid, cut)) {
+    if (admissible_cut(mid)) {
       hi = mid;
     } else {
       lo = mid + 1;
     }
   }
-  std::optional<Estimate> e = admissible_cut(lo, cut);
-  GNNPIPE_CHECK(e.has_value(), "cut: {} edges fit once and not again", lo);
+  graph::EdgeCut cut = plan.cut(lo);
+  std::optional<Estimate> e = admissible(sizes_of(std::span<const graph::MiniBatch>(&cut.batch, 1)), batches);
+  GNNPIPE_CHECK(e.has_value(), "cut: the batch without {} edges was sized to fit and does not", lo);
   std::vector<graph::MiniBatch> parts;
   parts.push_back(std::move(cut.batch));
   a.action = MemoryAction::kCut;

@@ -107,11 +107,23 @@ class MemoryGovernor {
     std::vector<std::vector<std::size_t>> needs;
     bool trim = false;  // predicted after the train stream's arrays were given back
   };
-  Estimate estimate(std::span<const graph::MiniBatch> parts, int64_t batches, bool trim = false) const;
+  // What the prediction needs of one part: its layers' block shapes, packed bytes, loss rows and
+  // the fit's variables. From a batch, or from a batch with other per-block edge counts (a cut
+  // candidate, sized without building it).
+  struct PartSize {
+    std::vector<models::BlockShape> shapes;  // one per layer
+    std::size_t packed = 0;
+    std::size_t loss_rows = 0;
+    int64_t nodes = 0, edges = 0;
+  };
+  PartSize size_of(const graph::MiniBatch& part) const;
+  PartSize size_of(const graph::MiniBatch& part, std::span<const int64_t> block_edges) const;
+  std::vector<PartSize> sizes_of(std::span<const graph::MiniBatch> parts) const;
+  Estimate estimate(std::span<const PartSize> parts, int64_t batches, bool trim = false) const;
   bool fits(const Estimate& e) const;
   // The estimate of `parts` as the arrays are, or after a trim where only that fits; nothing
   // when neither fits (`last` gets the smaller estimate, for the error message).
-  std::optional<Estimate> admissible(std::span<const graph::MiniBatch> parts, int64_t batches, Estimate* last = nullptr) const;
+  std::optional<Estimate> admissible(std::span<const PartSize> parts, int64_t batches, Estimate* last = nullptr) const;
   // memory.policy cut: the batch without the fewest lowest-ranked edges that make it fit, or
   // nothing when removing every removable edge is not enough.
   bool try_cut(Admission& a, const graph::MiniBatch& sampled, int64_t batches);

@@ -36,6 +36,14 @@ graph::HostArray<T> view(const std::shared_ptr<const void>& owner, std::byte* ba
 }  // namespace
 
 BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols) {
+  std::vector<int64_t> edges;
+  for (const graph::Block& b : batch.blocks) edges.push_back(b.num_edges());
+  return of(batch, feature_cols, edges);
+}
+
+BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int64_t> block_edges) {
+  GNNPIPE_CHECK(block_edges.size() == batch.blocks.size(), "layout: {} edge counts for {} blocks", block_edges.size(),
+                batch.blocks.size());
   BatchLayout l;
   Packer p;
   l.feature_rows = static_cast<int64_t>(batch.input_nodes.size());
@@ -45,16 +53,18 @@ BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols)
   l.labels = p.add<int32_t>(batch.targets.size());
   l.loss_rows = p.add<int32_t>(batch.loss_rows.size());
   l.loss_weights = p.add<float>(batch.loss_weights.size());
-  for (const graph::Block& b : batch.blocks) {
+  for (std::size_t i = 0; i < batch.blocks.size(); ++i) {
+    const graph::Block& b = batch.blocks[i];
+    const auto edges = static_cast<std::size_t>(block_edges[i]);
     BlockSections s;
     s.num_dst = b.num_dst;
     s.num_src = b.num_src;
     s.offsets = p.add<graph::EdgeOffset>(b.offsets.size());
-    s.indices = p.add<graph::NodeId>(b.indices.size());
-    s.weights = p.add<float>(b.weights.size());
+    s.indices = p.add<graph::NodeId>(edges);
+    s.weights = p.add<float>(b.weights.empty() ? 0 : edges);
     s.t_offsets = p.add<graph::EdgeOffset>(b.t_offsets.size());
-    s.t_indices = p.add<graph::NodeId>(b.t_indices.size());
-    s.t_edges = p.add<graph::EdgeOffset>(b.t_edges.size());
+    s.t_indices = p.add<graph::NodeId>(b.t_indices.empty() ? 0 : edges);
+    s.t_edges = p.add<graph::EdgeOffset>(b.t_edges.empty() ? 0 : edges);
     l.blocks.push_back(s);
   }
   l.total_bytes = p.end();

@@ -4,10 +4,13 @@
 #include <vector>
 
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/graph/edge_cut.hpp"
 #include "gnnpipe/graph/feature_store.hpp"
 #include "gnnpipe/graph/mini_batch.hpp"
 #include "gnnpipe/pipeline/packed_batch.hpp"
+#include "gnnpipe/samplers/neighbor_sampler.hpp"
 #include "model_helpers.hpp"
+#include "sampler_helpers.hpp"
 
 using namespace gnnpipe;
 using graph::HostArray;
@@ -49,4 +52,28 @@ TEST_CASE("a packed batch carries its input nodes' global ids beside their featu
   CHECK(std::vector<int32_t>(view.labels.begin(), view.labels.end()) == std::vector<int32_t>{40 % 7, 3 % 7});
   REQUIRE(view.blocks.size() == 2);
   CHECK(view.blocks[1].num_src == 5);
+}
+
+TEST_CASE("the layout from per-block edge counts is the layout of the cut batch", "[pipeline][packed]") {
+  // The memory governor sizes cut candidates without building them: every section must match.
+  const graph::CsrGraph g = test::random_graph(300, 2400, 5);
+  for (const graph::BlockNorm norm : {graph::BlockNorm::kMean, graph::BlockNorm::kSelfLoops}) {
+    const samplers::NeighborSampler sampler(g, test::all_nodes(300), {.fanouts = {6, 4}, .batch_size = 40, .seed = 3, .norm = norm});
+    auto ws = sampler.make_workspace();
+    const graph::MiniBatch batch = sampler.sample(sampler.plan_epoch(1).front(), *ws);
+    const graph::EdgeCutPlan plan(batch, graph::NodeScores{});
+    for (const int64_t k : {int64_t{0}, int64_t{1}, plan.removable_edges() / 2, plan.removable_edges()}) {
+      INFO("norm " << static_cast<int>(norm) << ", " << k << " edges removed");
+      const pipeline::BatchLayout sized = pipeline::BatchLayout::of(batch, 7, plan.block_edges_after(k));
+      const pipeline::BatchLayout built = pipeline::BatchLayout::of(plan.cut(k).batch, 7);
+      CHECK(sized.total_bytes == built.total_bytes);
+      REQUIRE(sized.blocks.size() == built.blocks.size());
+      for (std::size_t b = 0; b < sized.blocks.size(); ++b) {
+        CHECK(sized.blocks[b].indices.bytes == built.blocks[b].indices.bytes);
+        CHECK(sized.blocks[b].weights.bytes == built.blocks[b].weights.bytes);
+        CHECK(sized.blocks[b].t_indices.bytes == built.blocks[b].t_indices.bytes);
+        CHECK(sized.blocks[b].t_edges.bytes == built.blocks[b].t_edges.bytes);
+      }
+    }
+  }
 }

@@ -34,6 +34,10 @@ struct BatchLayout {
   std::size_t total_bytes = 0;
 
   static BatchLayout of(const graph::MiniBatch& batch, int64_t feature_cols);
+  // The layout `batch` would have with block b holding block_edges[b] edges and its node counts
+  // and lists unchanged (what graph::EdgeCutPlan::cut gives: a block without edges has no
+  // weights), without building that batch.
+  static BatchLayout of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int64_t> block_edges);
 };
 
 // Writes `batch` into `dst` (layout.total_bytes bytes): features gathered straight from `features`
