@@ -100,7 +100,6 @@ MemoryGovernor::Estimate MemoryGovernor::estimate(std::span<const PartSize> part
     needs.push_back(split_bytes);
     needs.push_back(split_bytes);
     e.needs.push_back(std::move(needs));
-    e.packed += (part.packed + 255) / 256 * 256;
     e.slot = std::max(e.slot, part.packed);
     e.nodes += part.nodes;
     e.edges += part.edges;
@@ -131,13 +130,7 @@ bool MemoryGovernor::fits(const Estimate& e) const {
   return static_cast<double>(e.total) / (1.0 - s_.options.tolerance) <= static_cast<double>(s_.budget);
 }
 
-std::size_t MemoryGovernor::predict_total(std::span<const graph::MiniBatch> parts, int64_t batches) const {
-  return estimate(sizes_of(parts), batches).total;
-}
-
 void MemoryGovernor::admit_estimate(Admission& a, Estimate e) {
-  a.packed_bytes = e.packed;
-  a.slot_bytes = e.slot;
   a.predicted_total = e.total;
   a.analytical_train = e.analytical_train;
   a.predicted_train = e.predicted_train;
@@ -147,7 +140,6 @@ void MemoryGovernor::admit_estimate(Admission& a, Estimate e) {
   if (e.trim) train_arrays_.release_all_but(epoch_losses_position(e.needs.front()));
   for (const auto& needs : e.needs) train_arrays_.grow(needs);
   largest_slot_ = std::max(largest_slot_, e.slot);
-  a.needs = std::move(e.needs);
 }
 
 Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool redraws,
@@ -164,7 +156,6 @@ Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool re
     for (int attempt = 1; attempt <= s_.options.max_tries; ++attempt) {
       std::vector<graph::MiniBatch> other;
       other.push_back(redraw(attempt));
-      a.tries = attempt;
       if (std::optional<Estimate> e = admissible(sizes_of(other), batches)) {
         a.action = MemoryAction::kResample;
         a.parts = std::move(other);
@@ -193,6 +184,8 @@ Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool re
       a.action = MemoryAction::kSplit;
       a.parts = std::move(micro);
       admit_estimate(a, std::move(*e));
+      // Bounded: batches that never come back (neighbor samples) must not grow it for ever.
+      if (split_memo_.size() >= kSplitMemoEntries) split_memo_.clear();
       split_memo_[key] = parts;
       return a;
     }

@@ -41,18 +41,14 @@ namespace gnnpipe::pipeline::detail {
 struct Admission {
   MemoryAction action = MemoryAction::kFit;
   std::vector<graph::MiniBatch> parts;  // what the step trains on, in order: the batch, or its micro-batches
-  int tries = 0;                        // resample: replacement batches drawn
   int64_t edges_removed = 0;            // cut
   // The train stage gives the model's and its own grow-only arrays back before the step: the
   // batch fits on its own but not on top of arrays grown for other shapes (arrays never shrink).
   bool trim = false;
-  std::size_t packed_bytes = 0;         // of all parts, packed one after another (the staging slot)
-  std::size_t slot_bytes = 0;           // what the device slot holds at once: the batch, or its largest part
   std::size_t predicted_total = 0;      // device bytes the run holds while the step trains
   double analytical_train = 0;          // train-stream bytes by the arithmetic alone
   double predicted_train = 0;           // ... with the fitted correction
   int64_t nodes = 0, edges = 0;         // summed over the parts' blocks (the fit's variables)
-  std::vector<std::vector<std::size_t>> needs;  // train-stream array requests, per part
 };
 
 // What one admission adds to the counts (fits, splits and their micro-batches, ...).
@@ -88,9 +84,6 @@ class MemoryGovernor {
   // The step of `admitted` ran: the train stream held `measured_train` bytes after it.
   void observe(const Admission& admitted, std::size_t measured_train);
 
-  // The prediction of a step over `parts` without deciding anything (the plan's peak column).
-  std::size_t predict_total(std::span<const graph::MiniBatch> parts, int64_t batches) const;
-
   double mape() const;
   double max_error() const;
   int64_t observations() const;
@@ -102,7 +95,6 @@ class MemoryGovernor {
     std::size_t total = 0;
     double analytical_train = 0, predicted_train = 0;
     int64_t nodes = 0, edges = 0;
-    std::size_t packed = 0;  // all parts (the staging slot)
     std::size_t slot = 0;    // the device slot: the batch, or the largest part (parts travel one at a time)
     std::vector<std::vector<std::size_t>> needs;
     bool trim = false;  // predicted after the train stream's arrays were given back
@@ -140,6 +132,7 @@ class MemoryGovernor {
     auto operator<=>(const BatchKey&) const = default;
   };
   static BatchKey key_of(const graph::MiniBatch& batch);
+  static constexpr std::size_t kSplitMemoEntries = 4096;
   std::map<BatchKey, int> split_memo_;
 
   GovernorSetup s_;
