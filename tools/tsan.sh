@@ -41,7 +41,8 @@ if [[ $canary_rc -ne 66 ]] || ! grep -q "WARNING: ThreadSanitizer: data race" "$
   ! grep -q "tsan_canary_write" "$canary_log"; then
   cat "$canary_log" >&2
   echo "tsan: the canary race was not reported (exit code $canary_rc, expected 66):" \
-    "the TSan run cannot see races between TBB tasks: check tools/sanitizers/tsan.supp" >&2
+    "the TSan run cannot see races between TBB tasks: check tools/sanitizers/tsan.supp" \
+    "(or, if the log above says the two tasks never ran at once, the two-slot arena got no worker)" >&2
   exit 1
 fi
 echo "tsan: the canary race between two oneTBB tasks was reported, as it must be"

@@ -11,6 +11,7 @@
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_invoke.h>
+#include <tbb/task_arena.h>
 
 #include <atomic>
 #include <chrono>
@@ -25,21 +26,29 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Waits (up to 10 s) until `parties` callers have arrived. Relaxed atomics only: TSan derives no
-// happens-before edge from them, so the callers stay unordered, and they are known to overlap.
-// The deadline keeps a machine with a single oneTBB thread from hanging (the canary then cannot
-// race and tools/tsan.sh says so).
-void meet(std::atomic<int>& arrived, int parties) {
+// Waits (up to 10 s) until `parties` callers have arrived; false if they never did. Relaxed atomics
+// only: TSan derives no happens-before edge from them, so the callers stay unordered, and they are
+// known to overlap. The deadline keeps a run with a single oneTBB thread from hanging.
+bool meet(std::atomic<int>& arrived, int parties) {
   arrived.fetch_add(1, std::memory_order_relaxed);
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   while (arrived.load(std::memory_order_relaxed) < parties && Clock::now() < deadline) std::this_thread::yield();
+  return arrived.load(std::memory_order_relaxed) >= parties;
 }
 
 // The racy write, in a function of its own so that TSan's report names it (tools/tsan.sh looks for it).
 [[gnu::noinline]] void tsan_canary_write(int& target, int value) { target = value; }
 
-// At least two oneTBB threads, even on a one-core machine (the tests below need two tasks to run at once).
-tbb::global_control two_threads() { return tbb::global_control(tbb::global_control::max_allowed_parallelism, 2); }
+// Runs `body` on two oneTBB threads, even where the process sees one CPU (a one-CPU affinity mask or
+// cgroup): oneTBB's default arena then has a single slot and no worker ever joins it, so two tasks
+// never run at once (CI once ran the canary that way: it waited out its deadline and saw no race).
+// An explicit arena of two slots, with the global limit raised to two, always gets a worker.
+template <class Body>
+void on_two_threads(Body&& body) {
+  const tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 2);
+  tbb::task_arena arena(2);
+  arena.execute(std::forward<Body>(body));
+}
 
 }  // namespace
 
@@ -47,33 +56,38 @@ tbb::global_control two_threads() { return tbb::global_control(tbb::global_contr
 // the caller's set-up before each task and each task before the caller's return, never one task
 // before the other, so the race between the two tasks must still be reported.
 TEST_CASE("tsan canary: two oneTBB tasks write one int without synchronisation", "[.tsan_expected_race]") {
-  const auto limit = two_threads();
   int shared = 0;
   std::atomic<int> arrived{0};
-  tbb::parallel_invoke(gnnpipe::core::tsan::fork_join([&] {
-                         meet(arrived, 2);
-                         tsan_canary_write(shared, 1);
-                       }),
-                       gnnpipe::core::tsan::fork_join([&] {
-                         meet(arrived, 2);
-                         tsan_canary_write(shared, 2);
-                       }));
+  std::atomic<bool> met_first{false}, met_second{false};
+  on_two_threads([&] {
+    tbb::parallel_invoke(gnnpipe::core::tsan::fork_join([&] {
+                           met_first = meet(arrived, 2);
+                           tsan_canary_write(shared, 1);
+                         }),
+                         gnnpipe::core::tsan::fork_join([&] {
+                           met_second = meet(arrived, 2);
+                           tsan_canary_write(shared, 2);
+                         }));
+  });
+  INFO("the two tasks never ran at once (a single oneTBB thread?): the canary could not race");
+  REQUIRE((met_first && met_second));
   CHECK((shared == 1 || shared == 2));
 }
 
 TEST_CASE("annotated fork-join hand-offs are not reported: inputs written before parallel_for, results read after",
           "[tsan]") {
-  const auto limit = two_threads();
   constexpr std::size_t kTasks = 8;
   std::vector<int> input(kTasks * 1000);
   std::iota(input.begin(), input.end(), 0);  // written by the caller: the fork edge
   std::vector<int64_t> sums(kTasks, -1);     // written by the bodies, read by the caller: the join edge
   std::atomic<int> arrived{0};
-  tbb::parallel_for(std::size_t{0}, kTasks, gnnpipe::core::tsan::fork_join([&](std::size_t t) {
-                      if (t < 2) meet(arrived, 2);  // two bodies on two threads at once
-                      sums[t] = std::accumulate(input.begin() + static_cast<std::ptrdiff_t>(t * 1000),
-                                                input.begin() + static_cast<std::ptrdiff_t>((t + 1) * 1000), int64_t{0});
-                    }));
+  on_two_threads([&] {
+    tbb::parallel_for(std::size_t{0}, kTasks, gnnpipe::core::tsan::fork_join([&](std::size_t t) {
+                        if (t < 2) meet(arrived, 2);  // two bodies on two threads at once
+                        sums[t] = std::accumulate(input.begin() + static_cast<std::ptrdiff_t>(t * 1000),
+                                                  input.begin() + static_cast<std::ptrdiff_t>((t + 1) * 1000), int64_t{0});
+                      }));
+  });
   for (std::size_t t = 0; t < kTasks; ++t) CHECK(sums[t] == static_cast<int64_t>(t * 1000 * 1000 + 999 * 1000 / 2));
 }
 
@@ -86,25 +100,26 @@ struct Message {
 }  // namespace
 
 TEST_CASE("annotated flow-graph hand-offs are not reported: graph start, messages between nodes, graph wait", "[tsan]") {
-  const auto limit = two_threads();
-  namespace flow = tbb::flow;
-  flow::graph g;
-  std::atomic<int> arrived{0};
   std::vector<int64_t> totals(16, -1);  // written by the last node's bodies, read after the wait
-  flow::function_node<int, Message> make(g, flow::unlimited, [&](int i) {
-    gnnpipe::core::tsan::received(i);  // the graph start (an int has no publication)
-    if (i < 2) meet(arrived, 2);
-    return Message{std::vector<int>(100, i), {}};
+  on_two_threads([&] {  // the graph attaches to the arena it is built in
+    namespace flow = tbb::flow;
+    flow::graph g;
+    std::atomic<int> arrived{0};
+    flow::function_node<int, Message> make(g, flow::unlimited, [&](int i) {
+      gnnpipe::core::tsan::received(i);  // the graph start (an int has no publication)
+      if (i < 2) meet(arrived, 2);
+      return Message{std::vector<int>(100, i), {}};
+    });
+    flow::function_node<Message, flow::continue_msg> sum(g, flow::unlimited, [&](const Message& m) {
+      gnnpipe::core::tsan::received(m);
+      totals[static_cast<std::size_t>(m.values.front())] = std::accumulate(m.values.begin(), m.values.end(), int64_t{0});
+      return flow::continue_msg{};
+    });
+    flow::make_edge(make, sum);
+    gnnpipe::core::tsan::graph_started();
+    for (int i = 0; i < 16; ++i) make.try_put(i);
+    g.wait_for_all();
+    gnnpipe::core::tsan::acquire_graph_wait(g);
   });
-  flow::function_node<Message, flow::continue_msg> sum(g, flow::unlimited, [&](const Message& m) {
-    gnnpipe::core::tsan::received(m);
-    totals[static_cast<std::size_t>(m.values.front())] = std::accumulate(m.values.begin(), m.values.end(), int64_t{0});
-    return flow::continue_msg{};
-  });
-  flow::make_edge(make, sum);
-  gnnpipe::core::tsan::graph_started();
-  for (int i = 0; i < 16; ++i) make.try_put(i);
-  g.wait_for_all();
-  gnnpipe::core::tsan::acquire_graph_wait(g);
   for (int i = 0; i < 16; ++i) CHECK(totals[static_cast<std::size_t>(i)] == 100 * i);
 }
