@@ -33,6 +33,45 @@ void DeviceBlock::free() noexcept {
   size_ = 0;
 }
 
+BudgetCharge::BudgetCharge(BudgetCharge&& other) noexcept
+    : owner_(std::exchange(other.owner_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+BudgetCharge& BudgetCharge::operator=(BudgetCharge&& other) noexcept {
+  if (this != &other) {
+    release();
+    owner_ = std::exchange(other.owner_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void BudgetCharge::release() noexcept {
+  if (owner_ != nullptr) {
+    const std::lock_guard lock(owner_->mutex_);
+    owner_->stats_.in_use_bytes -= bytes_;
+  }
+  owner_ = nullptr;
+  bytes_ = 0;
+}
+
+BudgetCharge CachingAllocator::charge(std::size_t bytes) {
+  GNNPIPE_CHECK(bytes > 0, "CachingAllocator: a charge of 0 bytes");
+  std::lock_guard lock(mutex_);
+  if (over_budget_locked(bytes)) release_cached_locked(stats_.in_use_bytes + stats_.cached_bytes + bytes - budget_, false);
+  if (over_budget_locked(bytes)) {
+    GNNPIPE_THROW(OutOfBudget, "memory.limit: {} does not fit the budget of {} on {} ({} in use, {} cached)",
+                  core::format_bytes(bytes), core::format_bytes(budget_), device_.str(),
+                  core::format_bytes(stats_.in_use_bytes), core::format_bytes(stats_.cached_bytes));
+  }
+  stats_.in_use_bytes += bytes;
+  stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
+  stats_.batch_peak_bytes = std::max(stats_.batch_peak_bytes, stats_.in_use_bytes);
+  BudgetCharge c;
+  c.owner_ = this;
+  c.bytes_ = bytes;
+  return c;
+}
+
 CachingAllocator::CachingAllocator(core::Device device, std::size_t budget_bytes, AllocatorHooks hooks)
     : device_(device),
       budget_(budget_bytes),

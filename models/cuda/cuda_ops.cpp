@@ -313,6 +313,11 @@ void copy(const OpContext& ctx, ConstView<T> src, MatrixView<T> dst) {
 }
 
 template <class T>
+void gather_rows(const OpContext& ctx, ConstView<T> src, std::span<const graph::NodeId> ids, MatrixView<T> out) {
+  launch_gather_rows<T>(src.data, src.cols, ids.data(), out.rows, out.data, stream_of(ctx));
+}
+
+template <class T>
 void adam_step(const OpContext& ctx, T* w, const T* grad, T* m, T* v, const T* decay, int64_t n, T b1, T b2,
                T step_size, T sqrt_c2, T eps) {
   launch_adam<T>(w, grad, m, v, decay, n, b1, b2, step_size, sqrt_c2, eps, stream_of(ctx));
@@ -361,6 +366,7 @@ void sgd_step(const OpContext& ctx, T* w, const T* grad, T* velocity, const T* d
                                    std::span<const int32_t>, MatrixView<T>, double*, double*);                       \
   template void zero<T>(const OpContext&, MatrixView<T>);                                                            \
   template void copy<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                              \
+  template void gather_rows<T>(const OpContext&, ConstView<T>, std::span<const graph::NodeId>, MatrixView<T>);       \
   template void adam_step<T>(const OpContext&, T*, const T*, T*, T*, const T*, int64_t, T, T, T, T, T);             \
   template void sgd_step<T>(const OpContext&, T*, const T*, T*, const T*, int64_t, T, T, bool);
 GNNPIPE_INSTANTIATE(float)

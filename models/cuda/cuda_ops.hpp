@@ -76,6 +76,8 @@ template <class T>
 void zero(const OpContext& ctx, MatrixView<T> x);
 template <class T>
 void copy(const OpContext& ctx, ConstView<T> src, MatrixView<T> dst);
+template <class T>
+void gather_rows(const OpContext& ctx, ConstView<T> src, std::span<const graph::NodeId> ids, MatrixView<T> out);
 
 // Optimizer updates over n elements in device memory (cpu twins: Adam::step, Sgd::step).
 template <class T>

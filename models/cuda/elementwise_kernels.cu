@@ -26,6 +26,18 @@ __global__ void bias_add_kernel(T* __restrict__ y, int64_t rows, int64_t cols, c
   }
 }
 
+// out[r, :] = src[ids[r], :]: one warp per row, lanes over columns (coalesced reads of a row).
+template <class T>
+__global__ void gather_rows_kernel(const T* __restrict__ src, int64_t cols, const int32_t* __restrict__ ids, int64_t rows,
+                                   T* __restrict__ out) {
+  const int lane = util::lane_id();
+  for (int64_t r = util::global_thread() / kWarpSize; r < rows; r += util::grid_threads() / kWarpSize) {
+    const T* in = src + static_cast<int64_t>(ids[r]) * cols;
+    T* row = out + r * cols;
+    for (int64_t c = lane; c < cols; c += kWarpSize) row[c] = in[c];
+  }
+}
+
 template <class T>
 struct RowMajorTerm {
   const T* dy;
@@ -142,6 +154,13 @@ __global__ void convert_from_float_kernel(const float* __restrict__ src, T* __re
 }  // namespace
 
 template <class T>
+void launch_gather_rows(const T* src, int64_t cols, const int32_t* ids, int64_t rows, T* out, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  gather_rows_kernel<T><<<util::grid_for(rows, util::kWarpsPerBlock), kBlockThreads, 0, stream>>>(src, cols, ids, rows, out);
+  GNNPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
 void launch_bias_add(T* y, int64_t rows, int64_t cols, const T* bias, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
   bias_add_kernel<T><<<util::grid_for(rows, util::kWarpsPerBlock), kBlockThreads, 0, stream>>>(y, rows, cols, bias);
@@ -234,6 +253,7 @@ void launch_convert_from_float(const float* src, T* dst, int64_t n, cudaStream_t
 
 #define GNNPIPE_INSTANTIATE(T)                                                                                   \
   template void launch_bias_add<T>(T*, int64_t, int64_t, const T*, cudaStream_t);                                \
+  template void launch_gather_rows<T>(const T*, int64_t, const int32_t*, int64_t, T*, cudaStream_t);             \
   template void launch_bias_grad_accumulate<T>(const T*, int64_t, int64_t, T*, cudaStream_t);                    \
   template void launch_activation<T>(ActivationKind, const T*, T*, int64_t, T, cudaStream_t);                    \
   template void launch_activation_backward<T>(ActivationKind, const T*, const T*, T*, int64_t, T, cudaStream_t); \

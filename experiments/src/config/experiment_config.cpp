@@ -119,6 +119,7 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   pipeline["sampler_threads"] = c.pipeline.sampler_threads;
   pipeline["staging_slots"] = c.pipeline.staging_slots;
   pipeline["eval_every"] = c.pipeline.eval_every;
+  pipeline["resident"] = c.pipeline.resident ? "auto" : "off";
   root["pipeline"] = pipeline;
 
   YAML::Node memory(YAML::NodeType::Map);

@@ -176,6 +176,10 @@ pipeline::PipelineOptions parse_pipeline_section(ConfigMap s) {
   check_at_least(s, "staging_slots", o.staging_slots, 1);
   o.eval_every = s.get("eval_every", o.eval_every);
   check_at_least(s, "eval_every", o.eval_every, 1);
+  const std::string resident = s.get<std::string>("resident", "auto");
+  GNNPIPE_CHECK_CONFIG(resident == "auto" || resident == "off", "{}: '{}' is not one of auto, off",
+                       s.key_path("resident"), resident);
+  o.resident = resident == "auto";
   s.finish();
   return o;
 }

@@ -15,6 +15,7 @@
 #include "gnnpipe/models/ops/gemm.hpp"
 #include "gnnpipe/models/ops/loss.hpp"
 #include "gnnpipe/models/ops/spmm.hpp"
+#include "parallel.hpp"
 
 #if defined(GNNPIPE_MODELS_CUDA)
 #include "cuda_ops.hpp"
@@ -221,6 +222,23 @@ void zero(const OpContext& ctx, MatrixView<T> x) {
 }
 
 template <class T>
+void gather_rows(const OpContext& ctx, ConstView<T> src, std::span<const graph::NodeId> ids, MatrixView<T> out) {
+  GNNPIPE_CHECK(out.rows == static_cast<int64_t>(ids.size()) && out.cols == src.cols,
+                "gather_rows: {} ids from src {} into out {}", ids.size(), shape_str(src), shape_str(out));
+  GNNPIPE_ON_CUDA(gather_rows<T>(ctx, src, ids, out));
+  const auto bad = std::find_if(ids.begin(), ids.end(), [&](graph::NodeId v) { return v < 0 || v >= src.rows; });
+  GNNPIPE_CHECK_DATA(bad == ids.end(), "gather_rows: row id {} (position {}) is outside [0, {})",
+                     bad == ids.end() ? 0 : *bad, bad - ids.begin(), src.rows);
+  const auto cols = static_cast<std::size_t>(src.cols);
+  cpu::detail::parallel_rows(out.rows, cpu::detail::grain_for(src.cols), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      std::memcpy(out.data + r * src.cols, src.data + static_cast<int64_t>(ids[static_cast<std::size_t>(r)]) * src.cols,
+                  cols * sizeof(T));
+    }
+  });
+}
+
+template <class T>
 void copy(const OpContext& ctx, ConstView<T> src, MatrixView<T> dst) {
   GNNPIPE_ON_CUDA(copy<T>(ctx, src, dst));
   GNNPIPE_CHECK(src.rows == dst.rows && src.cols == dst.cols, "copy: src {} and dst {} differ in shape",
@@ -296,6 +314,7 @@ void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const 
                                    std::span<const int32_t>, MatrixView<T>, double*, double*);                       \
   template void zero<T>(const OpContext&, MatrixView<T>);                                                            \
   template void copy<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                              \
+  template void gather_rows<T>(const OpContext&, ConstView<T>, std::span<const graph::NodeId>, MatrixView<T>);       \
   template void adam_update<T>(const OpContext&, const AdamUpdate<T>&, T*, const T*, T*, T*, const T*, int64_t);     \
   template void sgd_update<T>(const OpContext&, T, T, bool, T*, const T*, T*, const T*, int64_t);
 GNNPIPE_INSTANTIATE(float)

@@ -126,6 +126,15 @@ std::optional<MemoryGovernor::Estimate> MemoryGovernor::admissible(std::span<con
   return std::nullopt;
 }
 
+bool MemoryGovernor::try_raise_eval_bound(const Admission& admitted, std::size_t bytes) {
+  if (bytes <= s_.eval_bound) return true;
+  Estimate e;
+  e.total = admitted.predicted_total - std::min(admitted.predicted_total, s_.eval_bound) + bytes;
+  if (!fits(e)) return false;
+  s_.eval_bound = bytes;
+  return true;
+}
+
 bool MemoryGovernor::fits(const Estimate& e) const {
   return static_cast<double>(e.total) / (1.0 - s_.options.tolerance) <= static_cast<double>(s_.budget);
 }

@@ -81,6 +81,10 @@ class MemoryGovernor {
   Admission admit(graph::MiniBatch batch, int64_t batches, bool redraws,
                   const std::function<graph::MiniBatch(int attempt)>& redraw);
 
+  // Raises evaluation's bound to `bytes` when `admitted` (the run's only batch: a resident one)
+  // still fits with it; returns whether it does (true, and unchanged, when `bytes` is not more).
+  bool try_raise_eval_bound(const Admission& admitted, std::size_t bytes);
+
   // The step of `admitted` ran: the train stream held `measured_train` bytes after it.
   void observe(const Admission& admitted, std::size_t measured_train);
 

@@ -52,6 +52,8 @@ std::vector<std::string> MemoryPlan::lines() const {
     if (counters.resampled > 0) action += fmt::format(", {} resampled", counters.resampled);
     if (counters.cut > 0) action += fmt::format(", {} cut ({} edges removed)", counters.cut, counters.edges_cut);
   }
+  out.push_back(resident_batch ? "  placement: the batch is built, packed and copied once and stays on the device (pipeline.resident)"
+                               : "  placement: every batch is sampled, gathered and copied each epoch");
   out.push_back(fmt::format("  epoch 1: {}; predicted peak of the largest batch {} ({:.0f}% of the budget)", action,
                             format_bytes(largest_batch_peak),
                             budget > 0 ? 100.0 * static_cast<double>(largest_batch_peak) / static_cast<double>(budget) : 0.0));

@@ -30,6 +30,11 @@ struct Item {
   std::vector<std::size_t> offsets;  // each part's first byte in the slot; empty: parts packed by train
   std::size_t total_bytes = 0;
   std::size_t loss_rows = 0;  // of the sampled batch; 0: nothing to train on (a subgraph without training nodes)
+  // The run's resident batch (pipeline.resident): `becomes_resident` for the epoch-1 batch that is
+  // copied once and kept; `resident` for a later epoch's, which skips sample to transfer and trains
+  // on the kept copy.
+  bool becomes_resident = false;
+  bool resident = false;
   std::shared_ptr<graph::MiniBatch> sampled;   // gather -> govern
   std::shared_ptr<const Admission> admission;  // govern -> train (the parts, kept for a retry)
   [[no_unique_address]] core::tsan::Published published{};  // last member: see core::tsan::Published

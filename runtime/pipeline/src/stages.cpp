@@ -32,15 +32,20 @@ memory::CachingAllocator& allocator_of(const models::OpContext& ctx) {
   return *ctx.allocator();
 }
 
+bool may_be_resident(const TrainingSetup& s) {
+  return s.pipeline.resident && s.sampler.fixed_batch() && s.sampler.plan_epoch(1).size() == 1;
+}
+
 }  // namespace
 
 Stages::Stages(const TrainingSetup& s)
     : s_(s),
       device_(s.model.context().device()),
-      staging_(std::max(1, s.pipeline.staging_slots),
+      resident_candidate_(may_be_resident(s)),
+      staging_(resident_candidate_ ? 1 : std::max(1, s.pipeline.staging_slots),
                device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost, core::Device::cpu()),
       copy_stream_(device_),
-      device_slots_(static_cast<std::size_t>(std::max(1, s.pipeline.staging_slots))),
+      device_slots_(static_cast<std::size_t>(staging_.size())),
       train_ctx_(s.model.context()),
       train_stream_(train_ctx_.stream()),
       allocator_(allocator_of(train_ctx_)),
@@ -64,7 +69,23 @@ Stages::Stages(const TrainingSetup& s)
                                   train_fixed, evaluation_bound(), s.cut_scores, s.cut_weights, s.seed});
 }
 
-// Evaluation's arrays at most: layer-wise inference runs chunks of eval_chunk_nodes consecutive
+// Evaluation of the resident full-graph batch (resident_logits) at most: every layer's
+// infer_layer on the whole graph (a self-loop per node at most added), growing the twin's arrays
+// layer after layer, plus the two [nodes x widest output] activation buffers it alternates between.
+std::size_t Stages::resident_evaluation_bound() const {
+  const graph::CsrGraph& g = s_.data.graph;
+  const int64_t n = g.num_nodes();
+  const models::BlockShape whole{n, n, g.num_edges() + n};
+  memory::GrowOnlyFootprint arrays;
+  int64_t widest_out = 0;
+  for (std::size_t l = 0; l < eval_model_.num_layers(); ++l) {
+    arrays.grow(eval_model_.inference_arrays(l, whole));
+    widest_out = std::max(widest_out, eval_model_.layer_out_dim(l));
+  }
+  return arrays.bytes() + 2 * memory::CachingAllocator::size_class(static_cast<std::size_t>(n * widest_out) * sizeof(float));
+}
+
+// Layer-wise inference's arrays at most: it runs chunks of eval_chunk_nodes consecutive
 // destinations with all their in-edges (plus one self-loop each where the model adds them), so a
 // chunk has at most the largest in-edge count of any chunk and at most destinations + edges
 // sources. The evaluation twin's layers grow their arrays for that shape, layer after layer; on a
@@ -128,6 +149,17 @@ MemoryPlan Stages::resident_plan() const {
   return p;
 }
 
+bool Stages::adopt_resident(Item& item) const {
+  if (!has_resident()) return false;
+  item.resident = true;
+  item.layouts = resident_layouts_;
+  item.offsets = {0};
+  item.total_bytes = resident_bytes_;
+  item.loss_rows = resident_loss_rows_;
+  item.admission = resident_admission_;
+  return true;
+}
+
 graph::MiniBatch Stages::sample(const Item& item, samplers::ParallelSampler& sampler) {
   const core::TraceRange range("gnnpipe sample");
   const double t0 = s_.recorder.now();
@@ -187,6 +219,10 @@ void Stages::govern(Item& item, samplers::ParallelSampler& sampler) {
   const core::TraceRange range("gnnpipe govern");
   const double t0 = s_.recorder.now();
   fault(Stage::kGovern, item);
+  if (item.resident) {  // admitted in epoch 1, as it is; counted as that epoch's batch again
+    count(item.epoch, counters_of(*item.admission));
+    return;
+  }
   GNNPIPE_CHECK(item.sampled != nullptr, "{}: no sampled batch reached the governor", describe(item));
   const auto redraw = [&](int attempt) {
     samplers::BatchSpec spec = item.spec;
@@ -203,11 +239,27 @@ void Stages::govern(Item& item, samplers::ParallelSampler& sampler) {
                          a.parts.size(), core::format_bytes(a.predicted_total));
   }
   count(item.epoch, c);
+  const bool keep = resident_candidate_ && a.action == MemoryAction::kFit && a.parts.size() == 1 && !has_resident();
+  // A kept full-graph batch is evaluated in one piece when that fits next to it (its bound then
+  // replaces layer-wise inference's); else evaluation stays layer-wise.
+  const bool whole_eval = keep && s_.sampler.full_graph_batch() && governor_->try_raise_eval_bound(a, resident_evaluation_bound());
   item.admission = std::make_shared<const Admission>(std::move(a));
+  if (keep) keep_resident(item, whole_eval);
   s_.recorder.record(Stage::kGovern, item.epoch, item.spec.index, t0, s_.recorder.now());
 }
 
+void Stages::keep_resident(Item& item, bool whole_eval) {
+  item.becomes_resident = true;
+  resident_eval_ = whole_eval;
+  resident_layouts_ = item.layouts;
+  resident_bytes_ = item.total_bytes;
+  resident_loss_rows_ = item.loss_rows;
+  resident_admission_ = item.admission;
+  resident_.store(true, std::memory_order_release);
+}
+
 void Stages::transfer(const Item& item) {
+  if (item.resident) return;  // skipped: device slot 0 holds the batch since epoch 1
   const core::TraceRange range("gnnpipe transfer");
   const double t0 = s_.recorder.now();
   fault(Stage::kTransfer, item);
@@ -225,13 +277,21 @@ void Stages::transfer(const Item& item) {
   core::tsan::acquire(&dst);                       // the device slot's token returned by train after its step
   // Growth (1/8 headroom) frees the old memory in copy-stream order, after that wait: no host
   // synchronisation and no cudaFree (the run's caching allocator, under its budget).
-  if (dst.capacity() < bytes) dst.ensure(&allocator_, copy_stream_, bytes + bytes / 8);
+  // (A resident batch is copied once: no headroom.)
+  if (dst.capacity() < bytes) dst.ensure(&allocator_, copy_stream_, item.becomes_resident ? bytes : bytes + bytes / 8);
   const memory::StagingSlot& src = staging_.slot(item.slot);
   GNNPIPE_CHECK(src.capacity() >= bytes, "staging slot {} holds {} bytes, batch needs {}", item.slot, src.capacity(), bytes);
   core::copy_bytes_async(dst.data(), src.data(), bytes, copy_stream_);
   auto& copied = copied_[dev];
   copied.record(copy_stream_);
   copied.synchronize();
+  if (item.becomes_resident) {
+    staging_.slot(item.slot).release();  // no later epoch gathers into it
+    core::logger().info("resident: the batch ({} packed) stays on the {} for the run: from epoch 2 its sample, gather, "
+                        "govern and transfer are skipped{}",
+                        core::format_bytes(bytes), device_.str(),
+                        resident_eval_ ? ", and evaluation runs over it, one layer at a time on the whole graph" : "");
+  }
   core::tsan::release(&staging_.slot(item.slot));  // slot hand-offs: the staging slot's token goes
   core::tsan::release(&dst);                       // back, the device slot on to the train thread
   s_.recorder.record(Stage::kTransfer, item.epoch, item.spec.index, t0, s_.recorder.now());
@@ -286,6 +346,8 @@ void Stages::train(const Item& item) {
   const double t0 = s_.recorder.now();
   fault(Stage::kTrain, item);
   const auto dev = static_cast<std::size_t>(item.device_slot);
+  GNNPIPE_CHECK(!item.resident || (dev == 0 && device_slots_.size() == 1), "{}: a resident batch lives in device slot 0 of 1, not {} of {}",
+                describe(item), dev, device_slots_.size());
   core::tsan::acquire(&device_slots_[dev]);  // slot hand-off: filled by transfer
   train_stream_.wait(copied_[dev]);
   double* loss = losses_.slot(item.spec.index, item.batches, item.loss_rows);
@@ -433,17 +495,52 @@ void Stages::evaluate(EpochResult& r) {
   const core::TraceRange range("gnnpipe eval");
   const double t0 = s_.recorder.now();
   if (s_.fault) s_.fault(Stage::kEval, r.epoch, -1);
-  const auto logits = infer_layerwise(eval_model_, s_.data.graph, s_.data.features,
-                                      {.chunk_nodes = s_.eval_chunk_nodes, .parallel_chunks = s_.pipeline.sampler_threads},
-                                      eval_workspace_);
+  models::Matrix<float> layerwise;
+  models::MatrixView<const float> logits;
+  if (evaluates_resident()) {
+    logits = resident_logits();
+  } else {
+    layerwise = infer_layerwise(eval_model_, s_.data.graph, s_.data.features,
+                                {.chunk_nodes = s_.eval_chunk_nodes, .parallel_chunks = s_.pipeline.sampler_threads},
+                                eval_workspace_);
+    logits = layerwise.cview();
+  }
   const auto labels = s_.data.labels.single.span();
   const auto& sp = s_.data.splits;
   r.evaluated = true;
-  r.train_acc = models::cpu::accuracy<float>(logits.cview(), labels, sp.train.span());
-  r.val_acc = sp.val.empty() ? NAN : models::cpu::accuracy<float>(logits.cview(), labels, sp.val.span());
-  r.test_acc = sp.test.empty() ? NAN : models::cpu::accuracy<float>(logits.cview(), labels, sp.test.span());
+  r.train_acc = models::cpu::accuracy<float>(logits, labels, sp.train.span());
+  r.val_acc = sp.val.empty() ? NAN : models::cpu::accuracy<float>(logits, labels, sp.val.span());
+  r.test_acc = sp.test.empty() ? NAN : models::cpu::accuracy<float>(logits, labels, sp.test.span());
   eval_stream_.synchronize();
   s_.recorder.record(Stage::kEval, r.epoch, -1, t0, s_.recorder.now());
+}
+
+// Inference of the whole graph one layer at a time over the resident full-graph batch (its
+// targets are every node in id order; every layer reads its one block): the computation of
+// layer-wise inference with a single chunk, on device memory already there. The eval stream reads
+// device slot 0 while the train stream may read it too (neither writes it).
+models::MatrixView<const float> Stages::resident_logits() {
+  const PackedBatchView view = PackedBatchView::of(resident_layouts_.front(), nullptr, device_slots_.front().data());
+  const auto blocks = graph::layer_blocks(view.blocks, eval_model_.num_layers(), 0);
+  const int64_t n = s_.data.graph.num_nodes();
+  GNNPIPE_CHECK(blocks.back()->num_dst == n && view.features.rows == n,
+                "the resident full-graph batch has {} targets and {} input rows for {} nodes", blocks.back()->num_dst,
+                view.features.rows, n);
+  models::MatrixView<const float> x = view.features;
+  for (std::size_t l = 0; l < eval_model_.num_layers(); ++l) {
+    models::DeviceArray<float>& out = eval_activations_[l % 2];
+    const auto y = out.matrix(eval_ctx_, n, eval_model_.layer_out_dim(l));
+    eval_model_.infer_layer(l, *blocks[l], x, y);
+    x = y;
+  }
+  const auto count = static_cast<std::size_t>(x.rows * x.cols);
+  if (eval_logits_.size() < count) {
+    eval_logits_ = core::Buffer<float>();
+    eval_logits_ = core::Buffer<float>(count, device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
+  }
+  core::copy_bytes_async(eval_logits_.data(), x.data, count * sizeof(float), eval_stream_);
+  eval_stream_.synchronize();
+  return {eval_logits_.data(), x.rows, x.cols};
 }
 
 void Stages::restore_snapshot() {

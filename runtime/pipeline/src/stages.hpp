@@ -4,6 +4,7 @@
 // and eval streams, the evaluation twin, the memory governor and its counters. The pipelined mode
 // calls each stage from one thread at a time per item (sample/gather concurrently for different
 // items, govern/transfer/train serially in batch order); the sequential mode calls them in turn.
+#include <atomic>
 #include <cstddef>
 #include <map>
 #include <mutex>
@@ -30,11 +31,22 @@ class Stages {
   explicit Stages(const TrainingSetup& s);
 
   const TrainingSetup& setup() const { return s_; }
+  // Staging slots = device slots = batches in flight: pipeline.staging_slots, or 1 for a run whose
+  // fixed batch may become resident (nothing else would use a second slot, and with one the next
+  // epoch's batch reaches sample only after epoch 1's was governed, when residency is decided).
   int slots() const { return staging_.size(); }
   std::size_t staging_bytes() const { return staging_.bytes(); }
   MemoryGovernor& governor() { return *governor_; }
   // The plan's resident part (budget, resident memory by kind, evaluation bound).
   MemoryPlan resident_plan() const;
+
+  // pipeline.resident: once epoch 1's fixed batch was admitted unsplit, a later epoch's item takes
+  // its layout from it and is marked resident (true): its sample, gather, govern and transfer are
+  // skipped, its train step reads the kept device copy. Any thread, before sample.
+  bool adopt_resident(Item& item) const;
+  bool has_resident() const { return resident_.load(std::memory_order_acquire); }
+  // Whether this run's batch may become resident (decided when epoch 1's is governed).
+  bool may_keep_resident() const { return resident_candidate_; }
 
   // Samples the batch.
   graph::MiniBatch sample(const Item& item, samplers::ParallelSampler& sampler);
@@ -99,10 +111,16 @@ class Stages {
   // through the device slot; throws the last OutOfBudget when even single-row parts do not fit.
   void retry(const Item& item, double* loss);
   std::size_t evaluation_bound() const;
+  std::size_t resident_evaluation_bound() const;
+  // Evaluation over the resident full-graph batch (Sampler::full_graph_batch), when it fit.
+  bool evaluates_resident() const { return has_resident() && resident_eval_; }
+  models::MatrixView<const float> resident_logits();
+  void keep_resident(Item& item, bool whole_eval);
   void count(int epoch, const MemoryCounters& c);
 
   const TrainingSetup& s_;
   core::Device device_;  // the model's op context's
+  const bool resident_candidate_;  // pipeline.resident and a fixed single-batch sampler
   memory::StagingPool staging_;
   core::Stream copy_stream_;
   // One per staging slot: a batch on the device. After copy_stream_, which their frees are ordered
@@ -126,6 +144,16 @@ class Stages {
   // batch whose micro-batches were not packed ahead).
   core::Buffer<std::byte> part_staging_;
   std::optional<MemoryGovernor> governor_;
+  // The resident batch: written once by govern (epoch 1) before resident_ is set (release); read
+  // by adopt_resident and the evaluation after they saw it set (acquire). Its device copy is in
+  // device slot 0, the run's only one, which no other batch uses then.
+  std::atomic<bool> resident_{false};
+  std::vector<BatchLayout> resident_layouts_;
+  std::size_t resident_bytes_ = 0, resident_loss_rows_ = 0;
+  std::shared_ptr<const Admission> resident_admission_;
+  bool resident_eval_ = false;  // evaluate over it (resident_logits), written with the record
+  models::DeviceArray<float> eval_activations_[2];  // resident_logits' alternating layer outputs
+  core::Buffer<float> eval_logits_;  // host (pinned on a GPU) logits of a resident evaluation
   mutable std::mutex counters_mutex_;
   std::map<int, MemoryCounters> epoch_counters_;
   MemoryCounters total_counters_;

@@ -117,8 +117,10 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
       item.device_slot = 0;
       // Each stage in turn, synchronised; a failure names its stage and batch like the pipeline's.
       const auto guarded = [&](Stage stage, auto&& fn) { return run_guarded(stages, context(stage, item), fn); };
-      graph::MiniBatch batch = guarded(Stage::kSample, [&] { return stages.sample(item, sampler); });
-      guarded(Stage::kGather, [&] { stages.gather(item, std::move(batch)); });
+      if (!stages.adopt_resident(item)) {
+        graph::MiniBatch batch = guarded(Stage::kSample, [&] { return stages.sample(item, sampler); });
+        guarded(Stage::kGather, [&] { stages.gather(item, std::move(batch)); });
+      }
       if (item.loss_rows == 0) continue;
       guarded(Stage::kGovern, [&] { stages.govern(item, sampler); });
       guarded(Stage::kTransfer, [&] { stages.transfer(item); });
@@ -349,7 +351,7 @@ class PipelinedRun {
               const int now = ++in_flight_;
               for (int seen = max_in_flight_.load(); now > seen && !max_in_flight_.compare_exchange_weak(seen, now);) {
               }
-              if (!failure_.failed()) {
+              if (!failure_.failed() && !stages_.adopt_resident(item)) {
                 Stage stage = Stage::kSample;
                 try {
                   graph::MiniBatch batch = stages_.sample(item, sampler_);
@@ -529,6 +531,8 @@ MemoryPlan plan_memory(const TrainingSetup& s) {
     }
   }
   plan.device_slots = stages.governor().slot_capacity_bound();
+  plan.resident_batch = stages.may_keep_resident() && plan.batches == 1 && plan.counters.fit == 1 &&
+                        plan.counters.split + plan.counters.cut + plan.counters.resampled == 0;
   return plan;
 }
 

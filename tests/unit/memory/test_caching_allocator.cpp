@@ -68,6 +68,28 @@ TEST_CASE("the budget is hard: past it a request throws OutOfBudget before reach
   CHECK_THROWS_AS(CachingAllocator(core::Device::cpu(), 0), core::ConfigError);
 }
 
+TEST_CASE("a budget charge counts against the budget without memory and gives it back", "[memory][allocator]") {
+  const core::Stream stream(core::Device::cpu());
+  CachingAllocator alloc(core::Device::cpu(), 4 * kMiB);
+  auto a = alloc.allocate(kMiB, stream);
+  a.free();  // cached: the charge makes it go back to the driver
+  memory::BudgetCharge charge = alloc.charge(3 * kMiB + 1);
+  CHECK(charge.bytes() == 3 * kMiB + 1);
+  CHECK(alloc.stats().in_use_bytes == 3 * kMiB + 1);
+  CHECK(alloc.stats().cached_bytes == 0);
+  CHECK(alloc.stats().driver_allocations == 1);
+  CHECK(alloc.in_use_bytes_on(stream) == 0);  // no stream's
+  CHECK_THROWS_AS(alloc.allocate(kMiB, stream), core::OutOfBudget);
+  CHECK_THROWS_WITH(alloc.charge(2 * kMiB), Catch::Contains("memory.limit: 2.00 MiB does not fit the budget of 4.00 MiB"));
+  memory::BudgetCharge moved = std::move(charge);
+  CHECK(alloc.stats().in_use_bytes == 3 * kMiB + 1);
+  moved.release();
+  CHECK(alloc.stats().in_use_bytes == 0);
+  CHECK(alloc.stats().peak_in_use_bytes == 3 * kMiB + 1);
+  { const memory::BudgetCharge scoped = alloc.charge(kMiB); CHECK(alloc.stats().in_use_bytes == kMiB); }
+  CHECK(alloc.stats().in_use_bytes == 0);
+}
+
 TEST_CASE("the per-batch high-water mark resets to what is in use", "[memory][allocator]") {
   const core::Stream stream(core::Device::cpu());
   CachingAllocator alloc(core::Device::cpu(), 64 * kMiB);

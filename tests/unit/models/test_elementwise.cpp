@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "finite_difference.hpp"
+#include "gnnpipe/models/op_context.hpp"
 #include "gnnpipe/models/ops/elementwise.hpp"
+#include "gnnpipe/models/ops/ops.hpp"
 #include "model_helpers.hpp"
 
 using namespace gnnpipe;
@@ -127,4 +129,18 @@ TEST_CASE("elementwise ops: shape and parameter errors", "[models][elementwise][
             .find("input [2 x 3] and output [3 x 2]") != std::string::npos);
   CHECK(test::error_of([&] { models::cpu::leaky_relu<double>(y.view(), y.view(), -1.0); }).find("slope must be >= 0") !=
         std::string::npos);
+}
+
+TEST_CASE("gather_rows copies the listed rows in order and refuses an id out of range", "[models][elementwise]") {
+  const models::OpContext& ctx = models::OpContext::host();
+  const Matrix<float> src(4, 3, {0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32});
+  const std::vector<graph::NodeId> ids{3, 0, 3, 2};
+  Matrix<float> out(4, 3);
+  models::ops::gather_rows<float>(ctx, src.cview(), ids, out.view());
+  CHECK(test::values_of(out.cview()) == std::vector<float>{30, 31, 32, 0, 1, 2, 30, 31, 32, 20, 21, 22});
+  const std::vector<graph::NodeId> bad{1, 4};
+  Matrix<float> two(2, 3);
+  CHECK_THROWS_WITH(models::ops::gather_rows<float>(ctx, src.cview(), bad, two.view()),
+                    Catch::Contains("row id 4 (position 1) is outside [0, 4)"));
+  CHECK_THROWS_WITH(models::ops::gather_rows<float>(ctx, src.cview(), ids, two.view()), Catch::Contains("gather_rows: 4 ids"));
 }

@@ -294,6 +294,8 @@ TEST_CASE("governor: memory.policy resample draws other batches, then splits", "
                          dir, "full-resample");
   CHECK(full.summary["memory"]["batches_resampled"] == 0);
   CHECK(full.summary["memory"]["batches_split"] == 3);
+  // A split batch does not stay resident (pipeline.resident): every epoch gathers it again.
+  CHECK(full.summary["stage_detail"]["gather"]["items"] == 3);
 }
 
 TEST_CASE("governor: memory.policy cut removes edges until the batch fits, with every strategy",

@@ -84,6 +84,27 @@ class DeviceBlock {
   const core::Stream* stream_ = nullptr;
 };
 
+// Bytes counted as in use against the budget with no memory of the allocator's behind them: the
+// CPU backend's twin of a device copy it does not need (device-resident features are read in place
+// from host memory there, but must take the budget a GPU copy would). Move-only; the bytes go back
+// when it is destroyed. Not counted for any stream.
+class BudgetCharge {
+ public:
+  BudgetCharge() = default;
+  BudgetCharge(BudgetCharge&& other) noexcept;
+  BudgetCharge& operator=(BudgetCharge&& other) noexcept;
+  BudgetCharge(const BudgetCharge&) = delete;
+  BudgetCharge& operator=(const BudgetCharge&) = delete;
+  ~BudgetCharge() { release(); }
+  std::size_t bytes() const { return bytes_; }
+  void release() noexcept;
+
+ private:
+  friend class CachingAllocator;
+  CachingAllocator* owner_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 class CachingAllocator {
  public:
   // `budget_bytes` >= 1 (ConfigError naming memory.limit otherwise).
@@ -94,6 +115,10 @@ class CachingAllocator {
 
   // A block of at least `bytes` (> 0) for work on `stream`. Throws OutOfBudget when it cannot fit.
   DeviceBlock allocate(std::size_t bytes, const core::Stream& stream);
+
+  // Charges `bytes` (> 0) to the budget (see BudgetCharge); OutOfBudget as allocate() when they
+  // do not fit after completed cached blocks went back.
+  BudgetCharge charge(std::size_t bytes);
 
   // Returns every cached block whose work has completed to the driver.
   void release_cached();
@@ -111,6 +136,7 @@ class CachingAllocator {
 
  private:
   friend class DeviceBlock;
+  friend class BudgetCharge;
   struct Cached {
     core::Allocation allocation;
     const core::Stream* stream;  // freed on this stream

@@ -25,6 +25,8 @@ class StagingSlot {
     buffer_ = core::Buffer<std::byte>();  // free first: the peak stays one buffer
     buffer_ = core::Buffer<std::byte>(bytes + bytes / 8, kind_, device_);
   }
+  // Gives the memory back (a resident batch's slot once its one copy completed).
+  void release() { buffer_ = core::Buffer<std::byte>(); }
   std::byte* data() { return buffer_.data(); }
   const std::byte* data() const { return buffer_.data(); }
   std::size_t capacity() const { return buffer_.size(); }

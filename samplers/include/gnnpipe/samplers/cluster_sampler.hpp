@@ -64,6 +64,9 @@ class ClusterSampler final : public Sampler {
   graph::MiniBatch sample(const BatchSpec& spec, SamplerWorkspace& workspace) const override;
   std::size_t num_layers() const override { return o_.num_layers; }
   bool redraws() const override { return false; }  // the plan fixes every batch
+  // All parts in one group: every epoch's one batch is the subgraph induced by every node (the
+  // shuffle only reorders the group, which is sorted).
+  bool fixed_batch() const override { return o_.parts_per_batch >= o_.num_parts; }
 
   // The part of each node, in [0, num_parts).
   std::span<const int32_t> parts() const { return parts_; }

@@ -22,6 +22,8 @@ class FullBatchSampler final : public Sampler {
   graph::MiniBatch sample(const BatchSpec& spec, SamplerWorkspace& workspace) const override;
   std::size_t num_layers() const override { return num_layers_; }
   bool redraws() const override { return false; }  // the plan fixes every batch
+  bool fixed_batch() const override { return true; }
+  bool full_graph_batch() const override { return true; }
 
  private:
   graph::Block block_;

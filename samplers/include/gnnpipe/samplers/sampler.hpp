@@ -39,6 +39,14 @@ class Sampler {
   // True when BatchSpec::attempt > 0 draws a different batch (random samplers); false when the
   // plan fixes each batch (full batch, Cluster-GCN's parts).
   virtual bool redraws() const { return true; }
+  // True when every epoch's plan is the same single batch, with the same contents whatever the
+  // epoch (full batch; Cluster-GCN with all parts in one batch): a training run may build, pack
+  // and copy it once and keep it on the device (pipeline.resident).
+  virtual bool fixed_batch() const { return false; }
+  // True when that batch is the whole graph, every node a target in id order, with the blocks a
+  // full-neighbour forward of the model uses (full batch): an eval-mode forward of it gives the
+  // logits layer-wise inference gives (up to the order of floating-point sums).
+  virtual bool full_graph_batch() const { return false; }
 };
 
 }  // namespace gnnpipe::samplers

@@ -133,6 +133,12 @@ template <class T>
 void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const T* grad, T* velocity, const T* decay,
                 int64_t n);
 
+// out[r, :] = src[ids[r], :] for every r < ids.size() (= out.rows; src.cols = out.cols): the
+// device-side feature gather of device-resident features. ids in the context's memory; the CPU
+// twin checks every id against src.rows (DataError naming the first bad one), CUDA does not.
+template <class T>
+void gather_rows(const OpContext& ctx, ConstView<T> src, std::span<const graph::NodeId> ids, MatrixView<T> out);
+
 // Utilities: fill with zeros; copy between equally shaped views (in the context's memory).
 template <class T>
 void zero(const OpContext& ctx, MatrixView<T> x);

@@ -48,6 +48,8 @@ struct MemoryPlan {
   MemoryCounters counters;
   std::size_t largest_batch_peak = 0;  // the predicted peak while the largest batch trains
   int largest_split = 1;               // the most micro-batches one batch needs
+  // pipeline.resident: epoch 1's one fixed batch fits unsplit, so it is copied once and stays.
+  bool resident_batch = false;
 
   // The plan as lines for people (no trailing newlines).
   std::vector<std::string> lines() const;

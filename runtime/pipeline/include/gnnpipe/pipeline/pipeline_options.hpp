@@ -12,6 +12,12 @@ struct PipelineOptions {
   int sampler_threads = 8;  // sample+gather threads, >= 1
   int staging_slots = 4;    // pinned staging slots = batches in flight, >= 1
   int eval_every = 1;       // evaluate every N epochs, >= 1
+  // pipeline.resident (auto | off). auto: a sampler's fixed batch (Sampler::fixed_batch) that fits
+  // unsplit is built, packed and copied in epoch 1 and stays on the device for the run; later
+  // epochs skip its sample, gather, govern and transfer, and a full-graph batch is evaluated by an
+  // eval-mode forward of it. off: every epoch moves its batch again (the baseline it is measured
+  // against; same parameters bit for bit).
+  bool resident = true;
 };
 
 constexpr std::string_view to_string(PipelineMode mode) {

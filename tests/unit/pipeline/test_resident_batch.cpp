@@ -1,0 +1,127 @@
+// pipeline.resident (issue #14): a sampler's fixed batch is built, packed and copied once and
+// trains from its device copy every epoch, with the parameters of moving it every epoch.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "gnnpipe/experiments/trainer.hpp"
+#include "experiment_helpers.hpp"
+#include "temp_dir.hpp"
+
+using namespace gnnpipe;
+
+namespace {
+
+const char* kBase = R"(
+name: resident
+dataset: {synthetic: {nodes: 600, avg_degree: 6, features: 12, classes: 3, seed: 4, feature_noise: 2.0}}
+model: {type: gcn, layers: 2, hidden: 16, dropout: 0.5}
+sampler: {type: full}
+optimizer: {type: adam, lr: 0.01}
+run: {epochs: 5, seed: 3}
+)";
+
+using Run = test::ExperimentRun;
+
+Run train(std::vector<std::string> sets, const test::TempDir& dir, const std::string& sub) {
+  return test::run_experiment(kBase, sets, dir / sub);
+}
+
+int64_t items(const Run& r, const char* stage) {
+  const auto& detail = r.summary["stage_detail"];
+  return detail.contains(stage) ? detail[stage]["items"].get<int64_t>() : 0;
+}
+
+// One column of metrics.csv (header row skipped).
+std::vector<double> column(const Run& r, std::size_t index) {
+  std::stringstream in(r.metrics);
+  std::vector<double> values;
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::string field;
+    for (std::size_t i = 0; i <= index; ++i) std::getline(fields, field, ',');
+    values.push_back(std::stod(field));
+  }
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("resident: a full batch is moved once, trains as if moved every epoch, in both modes", "[pipeline][tsan]") {
+  test::TempDir dir;
+  const Run moved = train({"pipeline.resident=off", "pipeline.mode=sequential"}, dir, "off-seq");
+  CHECK(items(moved, "gather") == 5);
+  CHECK(items(moved, "transfer") == 5);
+  for (const char* mode : {"sequential", "pipelined"}) {
+    INFO("mode " << mode);
+    const Run kept = train({std::string("pipeline.mode=") + mode}, dir, std::string("auto-") + mode);
+    CHECK(items(kept, "sample") == 1);
+    CHECK(items(kept, "gather") == 1);
+    CHECK(items(kept, "govern") == 1);
+    CHECK(items(kept, "transfer") == 1);
+    CHECK(items(kept, "train") == 5);
+    CHECK(kept.summary["params_checksum"] == moved.summary["params_checksum"]);
+    CHECK(column(kept, 1) == column(moved, 1));  // the losses, bit for bit
+    // Evaluation is an eval-mode forward of the batch instead of layer-wise inference: the same
+    // logits up to the order of sums, so the same accuracies up to a node whose top two tie.
+    for (std::size_t acc : {2, 3, 4}) {
+      const std::vector<double> a = column(kept, acc), b = column(moved, acc);
+      REQUIRE(a.size() == b.size());
+      for (std::size_t e = 0; e < a.size(); ++e) CHECK(std::abs(a[e] - b[e]) <= 1.0 / 100);
+    }
+    // The governor counts the kept batch as each epoch's fitted batch.
+    CHECK(kept.summary["memory"]["batches_fit"] == 5);
+    CHECK(kept.summary["max_batches_in_flight"].get<int>() == 1);
+  }
+}
+
+TEST_CASE("resident: Cluster-GCN with every part in one batch is kept, with smaller groups it is not", "[pipeline]") {
+  test::TempDir dir;
+  const std::string cache = "cache_dir: " + (dir / "cache").string();
+  const std::string one_batch = "sampler={type: cluster, num_parts: 6, batch_size: 6, " + cache + "}";
+  const Run kept = train({one_batch}, dir, "one");
+  const Run moved = train({one_batch, "pipeline.resident=off"}, dir, "one-off");
+  CHECK(items(kept, "gather") == 1);
+  CHECK(items(moved, "gather") == 5);
+  CHECK(kept.summary["params_checksum"] == moved.summary["params_checksum"]);
+  CHECK(column(kept, 2) == column(moved, 2));  // layer-wise evaluation in both: its accuracies exactly
+
+  const Run groups = train({"sampler={type: cluster, num_parts: 6, batch_size: 2, " + cache + "}"}, dir, "groups");
+  CHECK(items(groups, "gather") == items(groups, "train"));
+  CHECK(items(groups, "train") > 5);
+  const Run neighbor = train({"sampler={type: neighbor, fanouts: [4, 4], batch_size: 100}", "model.type=sage"}, dir, "nb");
+  CHECK(items(neighbor, "gather") == items(neighbor, "train"));
+}
+
+TEST_CASE("resident: the memory plan says whether the batch stays", "[pipeline]") {
+  const auto plan = [](std::vector<std::string> sets) {
+    const auto config = experiments::config::parse_experiment(YAML::Load(kBase), sets);
+    return experiments::plan_experiment(config, experiments::load_training_dataset(config, "."));
+  };
+  const pipeline::MemoryPlan kept = plan({});
+  CHECK(kept.resident_batch);
+  const std::vector<std::string> lines = kept.lines();
+  CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& line) {
+          return line.find("placement: the batch is built, packed and copied once and stays on the device") != std::string::npos;
+        }) == 1);
+  CHECK_FALSE(plan({"pipeline.resident=off"}).resident_batch);
+  CHECK_FALSE(plan({"sampler={type: neighbor, fanouts: [4, 4], batch_size: 100}", "model.type=sage"}).resident_batch);
+  // A budget the full batch does not fit unsplit: it is split every epoch, so it moves every epoch.
+  const std::size_t need = kept.largest_batch_peak;
+  CHECK_FALSE(plan({"memory.limit=" + std::to_string(need * 85 / 100)}).resident_batch);
+}
+
+TEST_CASE("resident: pipeline.resident takes auto or off", "[pipeline]") {
+  test::TempDir dir;
+  CHECK_THROWS_WITH(train({"pipeline.resident=always"}, dir, "bad"),
+                    Catch::Contains("pipeline.resident") && Catch::Contains("auto, off"));
+}
