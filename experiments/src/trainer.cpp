@@ -209,7 +209,9 @@ nlohmann::json plan_json(const pipeline::MemoryPlan& p) {
             {"edges_cut", p.counters.edges_cut},
             {"largest_split", p.largest_split},
             {"largest_batch_peak_bytes", p.largest_batch_peak}}},
-          {"batch_placement", p.resident_batch ? "resident" : "moved"}};
+          {"batch_placement", p.resident_batch ? "resident" : "moved"},
+          {"features", p.features},
+          {"device_features_bytes", p.device_features}};
 }
 
 // "mem 53.3 MiB peak" and, when the governor did more than admit batches as sampled, what it did.

@@ -24,6 +24,33 @@ std::string_view to_string(CutStrategy strategy) {
   return "?";
 }
 
+std::string_view to_string(FeaturePlacement placement) {
+  switch (placement) {
+    case FeaturePlacement::kAuto: return "auto";
+    case FeaturePlacement::kDevice: return "device";
+    case FeaturePlacement::kHost: return "host";
+  }
+  return "?";
+}
+
+FeaturePlacement parse_feature_placement(std::string_view text, std::string_view key) {
+  for (FeaturePlacement p : {FeaturePlacement::kAuto, FeaturePlacement::kDevice, FeaturePlacement::kHost}) {
+    if (text == to_string(p)) return p;
+  }
+  GNNPIPE_THROW(ConfigError, "{}: '{}' is not a feature placement (allowed: auto, device, host)", key, text);
+}
+
+bool features_on_device(FeaturePlacement wanted, bool float32, std::size_t bytes, std::size_t left) {
+  switch (wanted) {
+    case FeaturePlacement::kHost: return false;
+    case FeaturePlacement::kDevice:
+      GNNPIPE_CHECK_CONFIG(float32, "memory.features: device needs float32 features (use host, or auto)");
+      return true;
+    case FeaturePlacement::kAuto: return float32 && bytes <= left / 2;
+  }
+  return false;
+}
+
 MemoryPolicy parse_memory_policy(std::string_view text, std::string_view key) {
   for (MemoryPolicy p : {MemoryPolicy::kSplit, MemoryPolicy::kResample, MemoryPolicy::kCut}) {
     if (text == to_string(p)) return p;

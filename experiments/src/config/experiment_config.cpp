@@ -129,6 +129,7 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   if (c.memory.policy == memory::MemoryPolicy::kResample || every_key) memory["max_tries"] = c.memory.max_tries;
   if (c.memory.policy == memory::MemoryPolicy::kCut || every_key) memory["cut"] = std::string(to_string(c.memory.cut));
   memory["tolerance"] = number(c.memory.tolerance);
+  memory["features"] = std::string(to_string(c.memory.features));
   root["memory"] = memory;
 
   YAML::Node run(YAML::NodeType::Map);

@@ -216,6 +216,9 @@ memory::MemoryOptions parse_memory_section(ConfigMap s) {
   }
   o.tolerance = s.get("tolerance", o.tolerance);
   check_fraction(s, "tolerance", o.tolerance);
+  if (auto features = s.get_optional<std::string>("features")) {
+    o.features = memory::parse_feature_placement(*features, s.key_path("features"));
+  }
   s.finish();
   return o;
 }

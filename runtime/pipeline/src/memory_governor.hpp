@@ -58,6 +58,9 @@ struct GovernorSetup {
   const models::GnnModel<float>& model;
   int64_t feature_cols = 0;
   int64_t classes = 0;
+  // Device-resident features (memory.features): batches are packed without feature rows, and the
+  // train stage gathers a part's rows into one array of its own (none for rows 0..k-1 in order).
+  bool device_features = false;
   memory::MemoryOptions options;
   std::size_t budget = 0;          // what the allocator enforces (limit - reserve, clamped)
   int device_slots = 1;
@@ -111,6 +114,7 @@ class MemoryGovernor {
     std::size_t packed = 0;
     std::size_t loss_rows = 0;
     int64_t nodes = 0, edges = 0;
+    bool identity_rows = false;  // its input nodes are 0..nodes-1 in order
   };
   PartSize size_of(const graph::MiniBatch& part) const;
   PartSize size_of(const graph::MiniBatch& part, std::span<const int64_t> block_edges) const;

@@ -52,6 +52,10 @@ std::vector<std::string> MemoryPlan::lines() const {
     if (counters.resampled > 0) action += fmt::format(", {} resampled", counters.resampled);
     if (counters.cut > 0) action += fmt::format(", {} cut ({} edges removed)", counters.cut, counters.edges_cut);
   }
+  out.push_back(features == "device"
+                    ? fmt::format("  features: on the device ({}, copied once); batches carry node ids, rows are gathered there",
+                                  format_bytes(device_features))
+                    : std::string("  features: on the host; each batch's rows are gathered into it and copied with it"));
   out.push_back(resident_batch ? "  placement: the batch is built, packed and copied once and stays on the device (pipeline.resident)"
                                : "  placement: every batch is sampled, gathered and copied each epoch");
   out.push_back(fmt::format("  epoch 1: {}; predicted peak of the largest batch {} ({:.0f}% of the budget)", action,

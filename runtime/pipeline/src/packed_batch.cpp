@@ -1,5 +1,6 @@
 #include "gnnpipe/pipeline/packed_batch.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "gnnpipe/core/check.hpp"
@@ -48,6 +49,11 @@ BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols,
   Packer p;
   l.feature_rows = static_cast<int64_t>(batch.input_nodes.size());
   l.feature_cols = feature_cols;
+  if (feature_cols == 0) {
+    const auto ids = batch.input_nodes.span();
+    graph::NodeId next = 0;
+    l.identity_rows = std::all_of(ids.begin(), ids.end(), [&](graph::NodeId v) { return v == next++; });
+  }
   l.features = p.add<float>(static_cast<std::size_t>(l.feature_rows * feature_cols));
   l.input_nodes = p.add<graph::NodeId>(batch.input_nodes.size());
   l.labels = p.add<int32_t>(batch.targets.size());
@@ -73,11 +79,13 @@ BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols,
 
 void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& features, std::span<const int32_t> labels,
                 const BatchLayout& layout, std::byte* dst) {
-  GNNPIPE_CHECK(features.cols() == layout.feature_cols, "pack: features have {} columns, the layout {}",
-                features.cols(), layout.feature_cols);
-  features.gather(batch.input_nodes.span(),
-                  std::span<float>(reinterpret_cast<float*>(dst + layout.features.offset),
-                                   layout.features.bytes / sizeof(float)));
+  if (layout.feature_cols > 0) {
+    GNNPIPE_CHECK(features.cols() == layout.feature_cols, "pack: features have {} columns, the layout {}",
+                  features.cols(), layout.feature_cols);
+    features.gather(batch.input_nodes.span(),
+                    std::span<float>(reinterpret_cast<float*>(dst + layout.features.offset),
+                                     layout.features.bytes / sizeof(float)));
+  }
   put(dst, layout.input_nodes, batch.input_nodes);
   auto* target_labels = reinterpret_cast<int32_t*>(dst + layout.labels.offset);
   for (std::size_t i = 0; i < batch.targets.size() && !labels.empty(); ++i) {

@@ -61,12 +61,64 @@ Stages::Stages(const TrainingSetup& s)
     copied_.emplace_back(device_);
     released_.emplace_back(device_);
   }
+  place_features();
   // What is resident now stays for the run; the governor predicts everything else.
   const std::size_t train_fixed = allocator_.in_use_bytes_on(train_stream_);
   const std::size_t resident = allocator_.stats().in_use_bytes;
-  governor_.emplace(GovernorSetup{s.model, s.data.features.cols(), s.data.labels.num_classes, s.memory,
-                                  allocator_.budget(), static_cast<int>(device_slots_.size()), resident - train_fixed,
-                                  train_fixed, evaluation_bound(), s.cut_scores, s.cut_weights, s.seed});
+  governor_.emplace(GovernorSetup{s.model, s.data.features.cols(), s.data.labels.num_classes, features_on_device_,
+                                  s.memory, allocator_.budget(), static_cast<int>(device_slots_.size()),
+                                  resident - train_fixed, train_fixed, evaluation_bound(), s.cut_scores, s.cut_weights,
+                                  s.seed});
+}
+
+// memory.features, decided by memory::features_on_device from what the budget leaves after what is
+// resident now and evaluation's bound; device insists (an OutOfBudget naming memory.limit when the
+// matrix cannot fit). float32 stores only, for now.
+void Stages::place_features() {
+  const graph::FeatureStore& f = s_.data.features;
+  const memory::FeaturePlacement wanted = s_.memory.features;
+  if (wanted == memory::FeaturePlacement::kHost || f.empty()) return;
+  const auto bytes = static_cast<std::size_t>(f.rows() * f.cols()) * sizeof(float);
+  const std::size_t taken = allocator_.stats().in_use_bytes + evaluation_bound();
+  const std::size_t left = allocator_.budget() > taken ? allocator_.budget() - taken : 0;
+  if (!memory::features_on_device(wanted, f.dtype() == graph::FeatureDType::kFloat32, bytes, left)) return;
+  const std::span<const float> host = f.float_values();
+  if (!device_.is_cuda()) {
+    // The CPU backend reads the host matrix in place and charges the budget a GPU copy would take.
+    features_charge_ = allocator_.charge(bytes);
+    device_features_view_ = {host.data(), f.rows(), f.cols()};
+  } else {
+    // Copied once on the copy stream through a pinned bounce buffer (the store is pageable, often
+    // memory-mapped), 64 MiB at a time.
+    float* dst = device_features_.ensure(&allocator_, copy_stream_, host.size());
+    constexpr std::size_t kChunk = std::size_t{64} << 20;
+    core::Buffer<std::byte> bounce(std::min(kChunk, bytes), core::MemoryKind::kPinned);
+    const auto* src = reinterpret_cast<const std::byte*>(host.data());
+    for (std::size_t done = 0; done < bytes; done += kChunk) {
+      const std::size_t n = std::min(kChunk, bytes - done);
+      std::memcpy(bounce.data(), src + done, n);
+      core::copy_bytes_async(reinterpret_cast<std::byte*>(dst) + done, bounce.data(), n, copy_stream_);
+      copy_stream_.synchronize();
+    }
+    device_features_view_ = {dst, f.rows(), f.cols()};
+  }
+  features_on_device_ = true;
+  core::logger().debug("memory.features {}: the {} feature matrix is on the {} for the run; batches carry node ids and "
+                      "their rows are gathered there",
+                      to_string(wanted), core::format_bytes(bytes), device_.str());
+}
+
+// The input rows of a packed batch: its own (host placement), the device matrix's first rows (its
+// input nodes are 0..k-1 in order: a full batch), or its input nodes' rows gathered on ctx's stream
+// into `scratch`.
+models::MatrixView<const float> Stages::input_rows(const BatchLayout& layout, const PackedBatchView& view,
+                                                   const models::OpContext& ctx, models::DeviceArray<float>& scratch) {
+  if (!features_on_device_) return view.features;
+  const int64_t cols = device_features_view_.cols;
+  if (layout.identity_rows) return {device_features_view_.data, layout.feature_rows, cols};
+  const auto out = scratch.matrix(ctx, layout.feature_rows, cols);
+  models::ops::gather_rows<float>(ctx, device_features_view_, view.input_nodes, out);
+  return out;
 }
 
 // Evaluation of the resident full-graph batch (resident_logits) at most: every layer's
@@ -146,6 +198,10 @@ MemoryPlan Stages::resident_plan() const {
   const std::size_t in_use = allocator_.stats().in_use_bytes;
   p.other = in_use > counted ? in_use - counted : 0;
   p.evaluation = governor_->setup().eval_bound;
+  if (features_on_device_) {
+    p.features = "device";
+    p.device_features = static_cast<std::size_t>(device_features_view_.rows * device_features_view_.cols) * sizeof(float);
+  }
   return p;
 }
 
@@ -173,7 +229,7 @@ void Stages::gather(Item& item, graph::MiniBatch batch) {
   const core::TraceRange range("gnnpipe gather");
   const double t0 = s_.recorder.now();
   fault(Stage::kGather, item);
-  const BatchLayout layout = BatchLayout::of(batch, s_.data.features.cols());
+  const BatchLayout layout = BatchLayout::of(batch, packed_cols());
   item.layouts = {layout};
   item.offsets = {0};
   item.total_bytes = layout.total_bytes;
@@ -194,7 +250,7 @@ void Stages::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
   std::size_t end = 0;
   for (const graph::MiniBatch& part : parts) {
     item.offsets.push_back(end);
-    item.layouts.push_back(BatchLayout::of(part, s_.data.features.cols()));
+    item.layouts.push_back(BatchLayout::of(part, packed_cols()));
     end = align_up(end + item.layouts.back().total_bytes);
   }
   if (parts.size() > 1 && end > kMaxSplitStaging * gathered) {
@@ -314,13 +370,15 @@ void Stages::begin_step(std::size_t parts) {
   if (parts > 1) part_losses_.ensure(train_ctx_, parts);
 }
 
-void Stages::run_part(const Item& item, const PackedBatchView& view, std::size_t part, std::size_t parts, double* loss) {
+void Stages::run_part(const Item& item, const BatchLayout& layout, std::byte* base, std::size_t part, std::size_t parts,
+                      double* loss) {
+  const PackedBatchView view = PackedBatchView::of(layout, nullptr, base);
   if (s_.step_fault) s_.step_fault(item.epoch, item.spec.index, part, parts);
   const auto blocks = graph::layer_blocks(view.blocks, s_.model.num_layers(), item.spec.index);
   // Every part draws its dropout from the batch's key: masks are keyed by global node id, so the
   // parts together draw exactly the unsplit batch's masks.
   const auto logits = s_.model.forward(
-      blocks, view.features, view.input_nodes, true,
+      blocks, input_rows(layout, view, train_ctx_, gathered_), view.input_nodes, true,
       core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)}));
   const auto dlogits = dlogits_.matrix(train_ctx_, logits.rows, logits.cols);
   double* target = parts > 1 ? part_losses_.data() + part : loss;
@@ -359,7 +417,7 @@ void Stages::train(const Item& item) {
     if (item.admission != nullptr && item.admission->trim) release_train_arrays();
     begin_step(parts);
     if (parts == 1) {
-      run_part(item, PackedBatchView::of(item.layouts[0], nullptr, device_slots_[dev].data()), 0, 1, loss);
+      run_part(item, item.layouts[0], device_slots_[dev].data(), 0, 1, loss);
     } else {
       // A split batch: each micro-batch is copied from the staging slot into the device slot on
       // the train stream, after the step of the previous one, so the device slot holds one at a
@@ -373,7 +431,7 @@ void Stages::train(const Item& item) {
                                                        : staging.data() + item.offsets[i];
         if (slot.capacity() < bytes) grow_slot_from_train(slot, bytes + bytes / 8);
         core::copy_bytes_async(slot.data(), packed, bytes, train_stream_);
-        run_part(item, PackedBatchView::of(item.layouts[i], nullptr, slot.data()), i, parts, loss);
+        run_part(item, item.layouts[i], slot.data(), i, parts, loss);
       }
     }
     end_step(parts, loss);
@@ -414,6 +472,7 @@ void Stages::release_train_arrays() {
   s_.model.release_arrays();
   for (models::DeviceArray<double>* a : {&loss_scratch_, &part_losses_, &ones_}) a->release(train_stream_);
   dlogits_.release(train_stream_);
+  gathered_.release(train_stream_);
 }
 
 void Stages::retry(const Item& item, double* loss) {
@@ -443,12 +502,12 @@ void Stages::retry(const Item& item, double* loss) {
       // waits before packing the next part: a rare path, kept simple.
       begin_step(parts.size());
       for (std::size_t i = 0; i < parts.size(); ++i) {
-        const BatchLayout layout = BatchLayout::of(parts[i], s_.data.features.cols());
+        const BatchLayout layout = BatchLayout::of(parts[i], packed_cols());
         const std::byte* packed = pack_part(parts[i], layout);
         models::DeviceArray<std::byte>& slot = device_slots_[dev];
         if (slot.capacity() < layout.total_bytes) grow_slot_from_train(slot, layout.total_bytes);
         core::copy_bytes_async(slot.data(), packed, layout.total_bytes, train_stream_);
-        run_part(item, PackedBatchView::of(layout, nullptr, slot.data()), i, parts.size(), loss);
+        run_part(item, layout, slot.data(), i, parts.size(), loss);
       }
       end_step(parts.size(), loss);
       train_stream_.synchronize();  // part_staging_ may be repacked by the next retry
@@ -526,7 +585,7 @@ models::MatrixView<const float> Stages::resident_logits() {
   GNNPIPE_CHECK(blocks.back()->num_dst == n && view.features.rows == n,
                 "the resident full-graph batch has {} targets and {} input rows for {} nodes", blocks.back()->num_dst,
                 view.features.rows, n);
-  models::MatrixView<const float> x = view.features;
+  models::MatrixView<const float> x = input_rows(resident_layouts_.front(), view, eval_ctx_, eval_gathered_);
   for (std::size_t l = 0; l < eval_model_.num_layers(); ++l) {
     models::DeviceArray<float>& out = eval_activations_[l % 2];
     const auto y = out.matrix(eval_ctx_, n, eval_model_.layer_out_dim(l));

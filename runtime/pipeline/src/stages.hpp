@@ -105,7 +105,14 @@ class Stages {
   // The steps of one optimizer step over n parts: zero the gradients, run each part (forward,
   // loss into its slot, backward), then add the parts' losses into the batch's loss slot.
   void begin_step(std::size_t parts);
-  void run_part(const Item& item, const PackedBatchView& view, std::size_t part, std::size_t parts, double* loss);
+  void run_part(const Item& item, const BatchLayout& layout, std::byte* base, std::size_t part, std::size_t parts,
+                double* loss);
+  // memory.features (see place_features in stages.cpp); batches are packed with feature_cols 0
+  // when the matrix is on the device.
+  void place_features();
+  int64_t packed_cols() const { return features_on_device_ ? 0 : s_.data.features.cols(); }
+  models::MatrixView<const float> input_rows(const BatchLayout& layout, const PackedBatchView& view,
+                                             const models::OpContext& ctx, models::DeviceArray<float>& scratch);
   void end_step(std::size_t parts, double* loss);
   // The step of `item` ran out of budget: split its parts further and run them one at a time
   // through the device slot; throws the last OutOfBudget when even single-row parts do not fit.
@@ -143,6 +150,13 @@ class Stages {
   // Pinned on a GPU: one part at a time, packed by the train stage (a retried step, or a split
   // batch whose micro-batches were not packed ahead).
   core::Buffer<std::byte> part_staging_;
+  // Device-resident features: the matrix (a copy on a GPU; the host store itself on the CPU
+  // backend, whose budget is charged for it instead), and the train and eval streams' gathers.
+  bool features_on_device_ = false;
+  models::DeviceArray<float> device_features_;
+  memory::BudgetCharge features_charge_;
+  models::MatrixView<const float> device_features_view_;
+  models::DeviceArray<float> gathered_, eval_gathered_;
   std::optional<MemoryGovernor> governor_;
   // The resident batch: written once by govern (epoch 1) before resident_ is set (release); read
   // by adopt_resident and the evaluation after they saw it set (acquire). Its device copy is in

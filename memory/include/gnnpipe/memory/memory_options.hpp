@@ -1,5 +1,6 @@
 #pragma once
 // The `memory:` section of an experiment (DESIGN §4, §5) as plain options with in-class defaults.
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -23,11 +24,25 @@ enum class CutStrategy {
   kPagerankProduct,  // 1 / (pr_u * pr_v)
 };
 
+// Where the feature matrix lives during training (memory.features).
+enum class FeaturePlacement {
+  kAuto,    // device when it takes at most half of what the budget leaves at start, else host
+  kDevice,  // copied to the device once; batches carry node ids, rows are gathered on the device
+  kHost,    // gathered on the host into every batch's staging slot and copied with it
+};
+
 std::string_view to_string(MemoryPolicy policy);
+std::string_view to_string(FeaturePlacement placement);
 std::string_view to_string(CutStrategy strategy);
 // Parse the YAML names; throw ConfigError naming `key` and the allowed values otherwise.
 MemoryPolicy parse_memory_policy(std::string_view text, std::string_view key);
 CutStrategy parse_cut_strategy(std::string_view text, std::string_view key);
+FeaturePlacement parse_feature_placement(std::string_view text, std::string_view key);
+// Whether a feature matrix of `bytes` goes on the device: never for host; for device always (a
+// float32 store only: ConfigError naming memory.features otherwise); for auto when the store is
+// float32 and the matrix takes at most half of `left`, what the budget leaves after what is
+// resident and evaluation's bound (the other half is for the batches and the model's arrays).
+bool features_on_device(FeaturePlacement wanted, bool float32, std::size_t bytes, std::size_t left);
 
 struct MemoryOptions {
   // The device memory budget (YAML `limit`, e.g. 16GiB): the governor and allocator never exceed it.
@@ -41,6 +56,7 @@ struct MemoryOptions {
   CutStrategy cut = CutStrategy::kDegreeSum;
   // Safety margin of a prediction: a batch fits when predicted / (1 - tolerance) <= what is left.
   double tolerance = 0.05;
+  FeaturePlacement features = FeaturePlacement::kAuto;
 
   static constexpr uint64_t kAutoReserveCuda = uint64_t{256} << 20;
   // The reserve on a device of this kind (`cuda`: a GPU).

@@ -50,6 +50,9 @@ struct MemoryPlan {
   int largest_split = 1;               // the most micro-batches one batch needs
   // pipeline.resident: epoch 1's one fixed batch fits unsplit, so it is copied once and stays.
   bool resident_batch = false;
+  // memory.features as decided: "device" (device_features bytes, copied once) or "host".
+  std::string features = "host";
+  std::size_t device_features = 0;
 
   // The plan as lines for people (no trailing newlines).
   std::vector<std::string> lines() const;

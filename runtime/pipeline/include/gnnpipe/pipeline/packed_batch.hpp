@@ -27,8 +27,12 @@ struct BlockSections {
 };
 
 // Where each array of a batch lives in its packed form.
+// feature_cols 0: the batch carries no feature rows (device-resident features: the train stage
+// gathers its input_nodes' rows on the device), and identity_rows says whether they are every node
+// in id order (a full batch: the device matrix itself, no gather).
 struct BatchLayout {
   int64_t feature_rows = 0, feature_cols = 0;
+  bool identity_rows = false;
   Section features, input_nodes, labels, loss_rows, loss_weights;
   std::vector<BlockSections> blocks;  // as in MiniBatch::blocks (one shared block stays one)
   std::size_t total_bytes = 0;
@@ -40,7 +44,7 @@ struct BatchLayout {
   static BatchLayout of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int64_t> block_edges);
 };
 
-// Writes `batch` into `dst` (layout.total_bytes bytes): features gathered straight from `features`
+// Writes `batch` into `dst` (layout.total_bytes bytes): features (unless layout.feature_cols is 0) gathered straight from `features`
 // (no intermediate copy; the gather is parallel), the input node ids, labels[targets[i]] for every
 // target, and the arrays of the batch. `labels` is indexed by global node id; empty `labels` (inference) leave the
 // label section unwritten.

@@ -1,0 +1,107 @@
+// memory.features (issue #14): the feature matrix on the device (copied once; batches carry node
+// ids and their rows are gathered there) trains bit for bit as gathering on the host does; the
+// placement follows the budget and is in the plan.
+#include <catch2/catch.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gnnpipe/core/error.hpp"
+#include "gnnpipe/memory/memory_options.hpp"
+#include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "gnnpipe/experiments/trainer.hpp"
+#include "experiment_helpers.hpp"
+#include "temp_dir.hpp"
+
+using namespace gnnpipe;
+
+namespace {
+
+const char* kBase = R"(
+name: placement
+dataset: {synthetic: {nodes: 700, avg_degree: 6, features: 24, classes: 3, seed: 5, feature_noise: 2.0}}
+model: {type: sage, layers: 2, hidden: 16, dropout: 0.5}
+sampler: {type: neighbor, fanouts: [5, 5], batch_size: 60}
+optimizer: {type: adam, lr: 0.01}
+run: {epochs: 4, seed: 9}
+)";
+
+using Run = test::ExperimentRun;
+
+Run train(std::vector<std::string> sets, const test::TempDir& dir, const std::string& sub) {
+  return test::run_experiment(kBase, sets, dir / sub);
+}
+
+pipeline::MemoryPlan plan(std::vector<std::string> sets) {
+  const auto config = experiments::config::parse_experiment(YAML::Load(kBase), sets);
+  return experiments::plan_experiment(config, experiments::load_training_dataset(config, "."));
+}
+
+}  // namespace
+
+TEST_CASE("features on the device train bit for bit as gathered on the host, for every batch kind", "[pipeline][tsan]") {
+  test::TempDir dir;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases{
+      {"neighbor", {}},  // rows gathered on the device
+      {"full", {"sampler={type: full}", "model.type=gcn"}},  // rows 0..n-1: the matrix itself, resident
+      {"full-moved", {"sampler={type: full}", "model.type=gcn", "pipeline.resident=off"}},
+      {"saint", {"sampler={type: saint_rw, batch_size: 50, walk_length: 2}"}},
+  };
+  for (const auto& [name, sets] : cases) {
+    for (const char* mode : {"sequential", "pipelined"}) {
+      INFO(name << ", " << mode);
+      auto with = [&](const char* features) {
+        std::vector<std::string> s = sets;
+        s.push_back(std::string("memory.features=") + features);
+        s.push_back(std::string("pipeline.mode=") + mode);
+        return s;
+      };
+      const Run host = train(with("host"), dir, name + mode + "-host");
+      const Run device = train(with("device"), dir, name + mode + "-device");
+      CHECK(host.summary["memory"]["plan"]["features"] == "host");
+      CHECK(device.summary["memory"]["plan"]["features"] == "device");
+      CHECK(device.summary["memory"]["plan"]["device_features_bytes"] == 700 * 24 * 4);
+      CHECK(device.summary["params_checksum"] == host.summary["params_checksum"]);
+    }
+  }
+}
+
+TEST_CASE("features on the device: split batches gather each micro-batch's rows", "[pipeline]") {
+  test::TempDir dir;
+  const std::size_t need = plan({"memory.features=device"}).largest_batch_peak;
+  const std::string limit = "memory.limit=" + std::to_string(need * 8 / 10);
+  const Run host = train({"memory.features=host", limit}, dir, "host");
+  const Run device = train({"memory.features=device", limit}, dir, "device");
+  CHECK(device.summary["memory"]["batches_split"].get<int64_t>() > 0);
+  CHECK(device.summary["memory"]["peak_device_bytes"].get<std::size_t>() <= need * 8 / 10);
+  // Host placement packs the rows and holds more per batch: it may split differently, but a
+  // split is exact, so the parameters still agree up to the sums' order; both learn.
+  CHECK(device.summary["test_accuracy"].get<double>() > 0.6);
+  CHECK(host.summary["test_accuracy"].get<double>() > 0.6);
+}
+
+TEST_CASE("memory.features auto follows the budget, and the plan and errors say where the features are", "[pipeline]") {
+  const pipeline::MemoryPlan roomy = plan({});
+  CHECK(roomy.features == "device");
+  CHECK(roomy.device_features == 700 * 24 * 4);
+  const std::vector<std::string> lines = roomy.lines();
+  CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+          return l.find("features: on the device (65.62 KiB, copied once)") != std::string::npos;
+        }) == 1);
+  CHECK(plan({"memory.features=host"}).features == "host");
+  // The rule: auto when the matrix takes at most half of what is left.
+  using memory::FeaturePlacement;
+  CHECK(memory::features_on_device(FeaturePlacement::kAuto, true, 100, 200));
+  CHECK_FALSE(memory::features_on_device(FeaturePlacement::kAuto, true, 101, 200));
+  CHECK_FALSE(memory::features_on_device(FeaturePlacement::kAuto, false, 1, 200));  // fp16/bf16 stores stay on the host
+  CHECK_FALSE(memory::features_on_device(FeaturePlacement::kHost, true, 1, 200));
+  CHECK(memory::features_on_device(FeaturePlacement::kDevice, true, 1000, 200));  // the allocator then refuses it
+  // device insists: a budget it cannot fit in is an OutOfBudget naming memory.limit.
+  CHECK_THROWS_WITH(plan({"memory.features=device", "memory.limit=64KiB"}), Catch::Contains("memory.limit"));
+  CHECK_THROWS_WITH(plan({"memory.features=gpu"}), Catch::Contains("memory.features") && Catch::Contains("auto, device, host"));
+  CHECK_THROWS_WITH(plan({"memory.features=device", "dataset.feature_dtype=float16"}),
+                    Catch::Contains("memory.features: device needs float32 features"));
+  CHECK(plan({"dataset.feature_dtype=float16"}).features == "host");
+}
