@@ -313,6 +313,10 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
         {"predictor_max_error", result.predictor_max_error},
         {"predictor_observations", result.predictor_observations},
         {"plan", plan_json(plan)}}},
+      {"data_movement",
+       {{"host_gathered_bytes", result.data.host_gathered_bytes},
+        {"copied_bytes", result.data.copied_bytes},
+        {"device_gathered_bytes", result.data.device_gathered_bytes}}},
       {"build", {{"version", build.version}, {"build_type", build.build_type}, {"cuda", build.cuda}}},
   };
   run_dir.write_summary(summary);

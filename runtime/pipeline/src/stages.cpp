@@ -82,6 +82,10 @@ void Stages::place_features() {
   const std::size_t taken = allocator_.stats().in_use_bytes + evaluation_bound();
   const std::size_t left = allocator_.budget() > taken ? allocator_.budget() - taken : 0;
   if (!memory::features_on_device(wanted, f.dtype() == graph::FeatureDType::kFloat32, bytes, left)) return;
+  // On the CPU backend a device gather runs on the train thread, while the host gather of a sampled
+  // batch overlaps training on the sampler threads: auto keeps sampled runs' features on the host
+  // there (their memory is host memory either way), and moves only a fixed batch's.
+  if (wanted == memory::FeaturePlacement::kAuto && !device_.is_cuda() && !resident_candidate_) return;
   const std::span<const float> host = f.float_values();
   if (!device_.is_cuda()) {
     // The CPU backend reads the host matrix in place and charges the budget a GPU copy would take.
@@ -118,6 +122,7 @@ models::MatrixView<const float> Stages::input_rows(const BatchLayout& layout, co
   if (layout.identity_rows) return {device_features_view_.data, layout.feature_rows, cols};
   const auto out = scratch.matrix(ctx, layout.feature_rows, cols);
   models::ops::gather_rows<float>(ctx, device_features_view_, view.input_nodes, out);
+  device_gathered_ += static_cast<uint64_t>(out.rows * out.cols) * sizeof(float);
   return out;
 }
 
@@ -238,6 +243,7 @@ void Stages::gather(Item& item, graph::MiniBatch batch) {
   core::tsan::acquire(&slot);  // slot hand-off: its token came back after its last copy (transfer)
   slot.ensure(layout.total_bytes);
   pack_batch(batch, s_.data.features, s_.data.labels.single.span(), layout, slot.data());
+  host_gathered_ += layout.features.bytes;
   core::tsan::release(&slot);  // slot hand-off: the item names it on its way to the governor and the transfer thread
   item.sampled = std::make_shared<graph::MiniBatch>(std::move(batch));
   s_.recorder.record(Stage::kGather, item.epoch, item.spec.index, t0, s_.recorder.now());
@@ -267,6 +273,7 @@ void Stages::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
   slot.ensure(end);
   for (std::size_t i = 0; i < parts.size(); ++i) {
     pack_batch(parts[i], s_.data.features, s_.data.labels.single.span(), item.layouts[i], slot.data() + item.offsets[i]);
+    host_gathered_ += item.layouts[i].features.bytes;
   }
   core::tsan::release(&slot);  // slot hand-off: on to the transfer thread
 }
@@ -338,6 +345,7 @@ void Stages::transfer(const Item& item) {
   const memory::StagingSlot& src = staging_.slot(item.slot);
   GNNPIPE_CHECK(src.capacity() >= bytes, "staging slot {} holds {} bytes, batch needs {}", item.slot, src.capacity(), bytes);
   core::copy_bytes_async(dst.data(), src.data(), bytes, copy_stream_);
+  copied_bytes_ += bytes;
   auto& copied = copied_[dev];
   copied.record(copy_stream_);
   copied.synchronize();
@@ -431,6 +439,7 @@ void Stages::train(const Item& item) {
                                                        : staging.data() + item.offsets[i];
         if (slot.capacity() < bytes) grow_slot_from_train(slot, bytes + bytes / 8);
         core::copy_bytes_async(slot.data(), packed, bytes, train_stream_);
+        copied_bytes_ += bytes;
         run_part(item, item.layouts[i], slot.data(), i, parts, loss);
       }
     }
@@ -465,6 +474,7 @@ const std::byte* Stages::pack_part(const graph::MiniBatch& part, const BatchLayo
                                             device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
   }
   pack_batch(part, s_.data.features, s_.data.labels.single.span(), layout, part_staging_.data());
+  host_gathered_ += layout.features.bytes;
   return part_staging_.data();
 }
 
@@ -507,6 +517,7 @@ void Stages::retry(const Item& item, double* loss) {
         models::DeviceArray<std::byte>& slot = device_slots_[dev];
         if (slot.capacity() < layout.total_bytes) grow_slot_from_train(slot, layout.total_bytes);
         core::copy_bytes_async(slot.data(), packed, layout.total_bytes, train_stream_);
+        copied_bytes_ += layout.total_bytes;
         run_part(item, layout, slot.data(), i, parts.size(), loss);
       }
       end_step(parts.size(), loss);

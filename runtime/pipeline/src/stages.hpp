@@ -74,6 +74,9 @@ class Stages {
   // to the run's totals.
   MemoryCounters take_epoch_counters(int epoch);
   MemoryCounters total_counters() const;
+  DataMovement data_movement() const {
+    return {host_gathered_.load(), copied_bytes_.load(), device_gathered_.load()};
+  }
 
   // At an epoch's end, on the train thread: the eval stream waits for the epoch's last step,
   // copies the parameters into the evaluation twin, and the train stream waits for that copy
@@ -158,6 +161,7 @@ class Stages {
   models::MatrixView<const float> device_features_view_;
   models::DeviceArray<float> gathered_, eval_gathered_;
   std::optional<MemoryGovernor> governor_;
+  std::atomic<uint64_t> host_gathered_{0}, copied_bytes_{0}, device_gathered_{0};  // data_movement()
   // The resident batch: written once by govern (epoch 1) before resident_ is set (release); read
   // by adopt_resident and the evaluation after they saw it set (acquire). Its device copy is in
   // device slot 0, the run's only one, which no other batch uses then.

@@ -74,6 +74,7 @@ RunResult finish(const TrainingSetup& s, const EvalTracker& tracker, const Stage
   r.epoch_times = std::move(times);
   r.staging_bytes = stages.staging_bytes();
   r.memory = stages.total_counters();
+  r.data = stages.data_movement();
   return r;
 }
 

@@ -64,6 +64,19 @@ TEST_CASE("features on the device train bit for bit as gathered on the host, for
       CHECK(device.summary["memory"]["plan"]["features"] == "device");
       CHECK(device.summary["memory"]["plan"]["device_features_bytes"] == 700 * 24 * 4);
       CHECK(device.summary["params_checksum"] == host.summary["params_checksum"]);
+      // What moved: rows gathered on the host and copied with the batch, or node ids copied and
+      // rows gathered on the device (none for a full batch: its rows are the matrix).
+      const auto& hd = host.summary["data_movement"];
+      const auto& dd = device.summary["data_movement"];
+      CHECK(hd["host_gathered_bytes"].get<uint64_t>() > 0);
+      CHECK(hd["device_gathered_bytes"] == 0);
+      CHECK(dd["host_gathered_bytes"] == 0);
+      CHECK(dd["copied_bytes"].get<uint64_t>() < hd["copied_bytes"].get<uint64_t>());
+      if (name.starts_with("full")) {
+        CHECK(dd["device_gathered_bytes"] == 0);
+      } else {
+        CHECK(dd["device_gathered_bytes"] == hd["host_gathered_bytes"]);
+      }
     }
   }
 }
@@ -83,8 +96,11 @@ TEST_CASE("features on the device: split batches gather each micro-batch's rows"
 }
 
 TEST_CASE("memory.features auto follows the budget, and the plan and errors say where the features are", "[pipeline]") {
-  const pipeline::MemoryPlan roomy = plan({});
+  const pipeline::MemoryPlan roomy = plan({"sampler={type: full}", "model.type=gcn"});
   CHECK(roomy.features == "device");
+  // On the CPU backend auto keeps a sampled run's features on the host (their gather overlaps
+  // training on the sampler threads there; a device gather would run on the train thread).
+  CHECK(plan({}).features == "host");
   CHECK(roomy.device_features == 700 * 24 * 4);
   const std::vector<std::string> lines = roomy.lines();
   CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {

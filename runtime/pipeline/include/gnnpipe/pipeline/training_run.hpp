@@ -76,6 +76,13 @@ struct EpochResult {
   MemoryCounters memory;  // what the governor did with this epoch's batches
 };
 
+// The bytes a run moved (all epochs): feature rows gathered on the host into staging memory,
+// bytes copied from staging memory to the device, feature rows gathered on the device
+// (memory.features device). Copies of parameters, losses and evaluation are not counted.
+struct DataMovement {
+  uint64_t host_gathered_bytes = 0, copied_bytes = 0, device_gathered_bytes = 0;
+};
+
 struct RunResult {
   int epochs_run = 0;
   int best_epoch = 0;
@@ -85,6 +92,7 @@ struct RunResult {
   int max_in_flight = 0;         // most batches holding a staging slot at once
   std::size_t staging_bytes = 0; // host staging memory at the end
   MemoryCounters memory;         // the governor over the whole run
+  DataMovement data;
   double predictor_mape = 0;     // mean absolute percentage error of its predictions (train stream)
   double predictor_max_error = 0;
   int64_t predictor_observations = 0;
