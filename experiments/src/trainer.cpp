@@ -211,7 +211,8 @@ nlohmann::json plan_json(const pipeline::MemoryPlan& p) {
             {"largest_batch_peak_bytes", p.largest_batch_peak}}},
           {"batch_placement", p.resident_batch ? "resident" : "moved"},
           {"features", p.features},
-          {"device_features_bytes", p.device_features}};
+          {"device_features_bytes", p.device_features},
+          {"cache_rows", p.cache_rows}};
 }
 
 // "mem 53.3 MiB peak" and, when the governor did more than admit batches as sampled, what it did.
@@ -316,7 +317,9 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
       {"data_movement",
        {{"host_gathered_bytes", result.data.host_gathered_bytes},
         {"copied_bytes", result.data.copied_bytes},
-        {"device_gathered_bytes", result.data.device_gathered_bytes}}},
+        {"device_gathered_bytes", result.data.device_gathered_bytes},
+        {"cache_hit_rows", result.data.cache_hit_rows},
+        {"cache_miss_rows", result.data.cache_miss_rows}}},
       {"build", {{"version", build.version}, {"build_type", build.build_type}, {"cuda", build.cuda}}},
   };
   run_dir.write_summary(summary);

@@ -54,6 +54,11 @@ void BudgetCharge::release() noexcept {
   bytes_ = 0;
 }
 
+std::size_t CachingAllocator::class_within(std::size_t bytes) {
+  constexpr std::size_t kMiB = std::size_t{1} << 20;
+  return bytes >= kMiB ? bytes / kMiB * kMiB : bytes / 512 * 512;
+}
+
 BudgetCharge CachingAllocator::charge(std::size_t bytes) {
   GNNPIPE_CHECK(bytes > 0, "CachingAllocator: a charge of 0 bytes");
   std::lock_guard lock(mutex_);

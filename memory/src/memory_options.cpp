@@ -1,6 +1,10 @@
 #include "gnnpipe/memory/memory_options.hpp"
 
+#include <algorithm>
+
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/units.hpp"
+#include "gnnpipe/memory/caching_allocator.hpp"
 
 namespace gnnpipe::memory {
 
@@ -29,26 +33,40 @@ std::string_view to_string(FeaturePlacement placement) {
     case FeaturePlacement::kAuto: return "auto";
     case FeaturePlacement::kDevice: return "device";
     case FeaturePlacement::kHost: return "host";
+    case FeaturePlacement::kCache: return "cache";
   }
   return "?";
 }
 
 FeaturePlacement parse_feature_placement(std::string_view text, std::string_view key) {
-  for (FeaturePlacement p : {FeaturePlacement::kAuto, FeaturePlacement::kDevice, FeaturePlacement::kHost}) {
+  for (FeaturePlacement p : {FeaturePlacement::kAuto, FeaturePlacement::kDevice, FeaturePlacement::kHost, FeaturePlacement::kCache}) {
     if (text == to_string(p)) return p;
   }
-  GNNPIPE_THROW(ConfigError, "{}: '{}' is not a feature placement (allowed: auto, device, host)", key, text);
+  GNNPIPE_THROW(ConfigError, "{}: '{}' is not a feature placement (allowed: auto, device, host, cache)", key, text);
 }
 
-bool features_on_device(FeaturePlacement wanted, bool float32, std::size_t bytes, std::size_t left) {
+FeaturePlan plan_features(FeaturePlacement wanted, bool float32, int64_t rows, std::size_t row_bytes, std::size_t left) {
+  if (wanted == FeaturePlacement::kHost || rows == 0) return {};
+  GNNPIPE_CHECK_CONFIG(float32 || wanted == FeaturePlacement::kAuto,
+                       "memory.features: {} needs float32 features (use host, or auto)", to_string(wanted));
+  if (!float32) return {};
+  // In allocator size classes: the matrix or cache is one allocation.
+  const std::size_t room = CachingAllocator::class_within(left / 2);
+  const std::size_t whole = CachingAllocator::size_class(static_cast<std::size_t>(rows) * row_bytes);
+  const auto fitting = static_cast<int64_t>(std::min<std::size_t>(static_cast<std::size_t>(rows), room / std::max<std::size_t>(1, row_bytes)));
   switch (wanted) {
-    case FeaturePlacement::kHost: return false;
-    case FeaturePlacement::kDevice:
-      GNNPIPE_CHECK_CONFIG(float32, "memory.features: device needs float32 features (use host, or auto)");
-      return true;
-    case FeaturePlacement::kAuto: return float32 && bytes <= left / 2;
+    case FeaturePlacement::kDevice: return {FeaturePlacement::kDevice, 0};
+    case FeaturePlacement::kCache:
+      GNNPIPE_CHECK_AS(OutOfBudget, fitting >= 1, "memory.limit: memory.features cache: the budget leaves {} for the device side, less than one feature row ({})",
+                       core::format_bytes(left / 2), core::format_bytes(row_bytes));
+      return {FeaturePlacement::kCache, fitting};
+    case FeaturePlacement::kAuto:
+      if (whole <= room) return {FeaturePlacement::kDevice, 0};
+      if (fitting >= std::max<int64_t>(1, rows / 64)) return {FeaturePlacement::kCache, fitting};
+      return {};
+    case FeaturePlacement::kHost: break;
   }
-  return false;
+  return {};
 }
 
 MemoryPolicy parse_memory_policy(std::string_view text, std::string_view key) {

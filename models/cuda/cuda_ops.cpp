@@ -313,8 +313,12 @@ void copy(const OpContext& ctx, ConstView<T> src, MatrixView<T> dst) {
 }
 
 template <class T>
-void gather_rows(const OpContext& ctx, ConstView<T> src, std::span<const graph::NodeId> ids, MatrixView<T> out) {
-  launch_gather_rows<T>(src.data, src.cols, ids.data(), out.rows, out.data, stream_of(ctx));
+void copy_rows(const OpContext& ctx, ConstView<T> src, std::span<const int32_t> src_rows, MatrixView<T> out,
+               std::span<const int32_t> out_rows) {
+  const auto count = static_cast<int64_t>(!src_rows.empty() ? src_rows.size() : !out_rows.empty() ? out_rows.size()
+                                                                                                    : static_cast<std::size_t>(out.rows));
+  launch_copy_rows<T>(src.data, src.cols, src_rows.empty() ? nullptr : src_rows.data(), out.data,
+                      out_rows.empty() ? nullptr : out_rows.data(), count, stream_of(ctx));
 }
 
 template <class T>
@@ -366,7 +370,8 @@ void sgd_step(const OpContext& ctx, T* w, const T* grad, T* velocity, const T* d
                                    std::span<const int32_t>, MatrixView<T>, double*, double*);                       \
   template void zero<T>(const OpContext&, MatrixView<T>);                                                            \
   template void copy<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                              \
-  template void gather_rows<T>(const OpContext&, ConstView<T>, std::span<const graph::NodeId>, MatrixView<T>);       \
+  template void copy_rows<T>(const OpContext&, ConstView<T>, std::span<const int32_t>, MatrixView<T>,                 \
+                             std::span<const int32_t>);                                                              \
   template void adam_step<T>(const OpContext&, T*, const T*, T*, T*, const T*, int64_t, T, T, T, T, T);             \
   template void sgd_step<T>(const OpContext&, T*, const T*, T*, const T*, int64_t, T, T, bool);
 GNNPIPE_INSTANTIATE(float)

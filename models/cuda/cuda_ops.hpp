@@ -77,7 +77,8 @@ void zero(const OpContext& ctx, MatrixView<T> x);
 template <class T>
 void copy(const OpContext& ctx, ConstView<T> src, MatrixView<T> dst);
 template <class T>
-void gather_rows(const OpContext& ctx, ConstView<T> src, std::span<const graph::NodeId> ids, MatrixView<T> out);
+void copy_rows(const OpContext& ctx, ConstView<T> src, std::span<const int32_t> src_rows, MatrixView<T> out,
+               std::span<const int32_t> out_rows);
 
 // Optimizer updates over n elements in device memory (cpu twins: Adam::step, Sgd::step).
 template <class T>

@@ -26,14 +26,15 @@ __global__ void bias_add_kernel(T* __restrict__ y, int64_t rows, int64_t cols, c
   }
 }
 
-// out[r, :] = src[ids[r], :]: one warp per row, lanes over columns (coalesced reads of a row).
+// out[out_rows[i], :] = src[src_rows[i], :] (null lists: i): one warp per row, lanes over columns
+// (coalesced reads and writes of a row).
 template <class T>
-__global__ void gather_rows_kernel(const T* __restrict__ src, int64_t cols, const int32_t* __restrict__ ids, int64_t rows,
-                                   T* __restrict__ out) {
+__global__ void copy_rows_kernel(const T* __restrict__ src, int64_t cols, const int32_t* __restrict__ src_rows,
+                                 T* __restrict__ out, const int32_t* __restrict__ out_rows, int64_t count) {
   const int lane = util::lane_id();
-  for (int64_t r = util::global_thread() / kWarpSize; r < rows; r += util::grid_threads() / kWarpSize) {
-    const T* in = src + static_cast<int64_t>(ids[r]) * cols;
-    T* row = out + r * cols;
+  for (int64_t i = util::global_thread() / kWarpSize; i < count; i += util::grid_threads() / kWarpSize) {
+    const T* in = src + (src_rows != nullptr ? static_cast<int64_t>(src_rows[i]) : i) * cols;
+    T* row = out + (out_rows != nullptr ? static_cast<int64_t>(out_rows[i]) : i) * cols;
     for (int64_t c = lane; c < cols; c += kWarpSize) row[c] = in[c];
   }
 }
@@ -154,9 +155,11 @@ __global__ void convert_from_float_kernel(const float* __restrict__ src, T* __re
 }  // namespace
 
 template <class T>
-void launch_gather_rows(const T* src, int64_t cols, const int32_t* ids, int64_t rows, T* out, cudaStream_t stream) {
-  if (rows <= 0 || cols <= 0) return;
-  gather_rows_kernel<T><<<util::grid_for(rows, util::kWarpsPerBlock), kBlockThreads, 0, stream>>>(src, cols, ids, rows, out);
+void launch_copy_rows(const T* src, int64_t cols, const int32_t* src_rows, T* out, const int32_t* out_rows, int64_t count,
+                      cudaStream_t stream) {
+  if (count <= 0 || cols <= 0) return;
+  copy_rows_kernel<T><<<util::grid_for(count, util::kWarpsPerBlock), kBlockThreads, 0, stream>>>(src, cols, src_rows, out,
+                                                                                                   out_rows, count);
   GNNPIPE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -253,7 +256,7 @@ void launch_convert_from_float(const float* src, T* dst, int64_t n, cudaStream_t
 
 #define GNNPIPE_INSTANTIATE(T)                                                                                   \
   template void launch_bias_add<T>(T*, int64_t, int64_t, const T*, cudaStream_t);                                \
-  template void launch_gather_rows<T>(const T*, int64_t, const int32_t*, int64_t, T*, cudaStream_t);             \
+  template void launch_copy_rows<T>(const T*, int64_t, const int32_t*, T*, const int32_t*, int64_t, cudaStream_t); \
   template void launch_bias_grad_accumulate<T>(const T*, int64_t, int64_t, T*, cudaStream_t);                    \
   template void launch_activation<T>(ActivationKind, const T*, T*, int64_t, T, cudaStream_t);                    \
   template void launch_activation_backward<T>(ActivationKind, const T*, const T*, T*, int64_t, T, cudaStream_t); \

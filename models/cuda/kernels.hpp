@@ -104,9 +104,11 @@ template <class T>
 void launch_head_mean_backward(const T* dy, int64_t rows, int64_t heads, int64_t channels, T* dx, cudaStream_t stream);
 
 // --- elementwise (cpu twins: ops/elementwise.hpp, ops/dropout.hpp) -------------------------------
-// out[r, :] = src[ids[r], :] for r < rows (src and out rows of `cols`): one warp per row.
+// out[out_rows[i], :] = src[src_rows[i], :] for i < count; a null list is 0, 1, ... (rows of
+// `cols`): one warp per row.
 template <class T>
-void launch_gather_rows(const T* src, int64_t cols, const int32_t* ids, int64_t rows, T* out, cudaStream_t stream);
+void launch_copy_rows(const T* src, int64_t cols, const int32_t* src_rows, T* out, const int32_t* out_rows, int64_t count,
+                      cudaStream_t stream);
 // y[r, c] += bias[c] (in place), y: rows x cols.
 template <class T>
 void launch_bias_add(T* y, int64_t rows, int64_t cols, const T* bias, cudaStream_t stream);

@@ -222,18 +222,28 @@ void zero(const OpContext& ctx, MatrixView<T> x) {
 }
 
 template <class T>
-void gather_rows(const OpContext& ctx, ConstView<T> src, std::span<const graph::NodeId> ids, MatrixView<T> out) {
-  GNNPIPE_CHECK(out.rows == static_cast<int64_t>(ids.size()) && out.cols == src.cols,
-                "gather_rows: {} ids from src {} into out {}", ids.size(), shape_str(src), shape_str(out));
-  GNNPIPE_ON_CUDA(gather_rows<T>(ctx, src, ids, out));
-  const auto bad = std::find_if(ids.begin(), ids.end(), [&](graph::NodeId v) { return v < 0 || v >= src.rows; });
-  GNNPIPE_CHECK_DATA(bad == ids.end(), "gather_rows: row id {} (position {}) is outside [0, {})",
-                     bad == ids.end() ? 0 : *bad, bad - ids.begin(), src.rows);
+void copy_rows(const OpContext& ctx, ConstView<T> src, std::span<const int32_t> src_rows, MatrixView<T> out,
+               std::span<const int32_t> out_rows) {
+  GNNPIPE_CHECK(src_rows.empty() || out_rows.empty() || src_rows.size() == out_rows.size(),
+                "copy_rows: {} source rows for {} destination rows", src_rows.size(), out_rows.size());
+  const auto count = static_cast<int64_t>(!src_rows.empty() ? src_rows.size() : !out_rows.empty() ? out_rows.size()
+                                                                                                    : static_cast<std::size_t>(out.rows));
+  GNNPIPE_CHECK(src.cols == out.cols && (!src_rows.empty() || count <= src.rows) && (!out_rows.empty() || count <= out.rows),
+                "copy_rows: {} rows from src {} into out {}", count, shape_str(src), shape_str(out));
+  GNNPIPE_ON_CUDA(copy_rows<T>(ctx, src, src_rows, out, out_rows));
+  const auto check_rows = [](std::span<const int32_t> rows, int64_t n, const char* what) {
+    const auto bad = std::find_if(rows.begin(), rows.end(), [&](int32_t v) { return v < 0 || v >= n; });
+    GNNPIPE_CHECK_DATA(bad == rows.end(), "copy_rows: {} row {} (position {}) is outside [0, {})", what,
+                       bad == rows.end() ? 0 : *bad, bad - rows.begin(), n);
+  };
+  check_rows(src_rows, src.rows, "source");
+  check_rows(out_rows, out.rows, "destination");
   const auto cols = static_cast<std::size_t>(src.cols);
-  cpu::detail::parallel_rows(out.rows, cpu::detail::grain_for(src.cols), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      std::memcpy(out.data + r * src.cols, src.data + static_cast<int64_t>(ids[static_cast<std::size_t>(r)]) * src.cols,
-                  cols * sizeof(T));
+  cpu::detail::parallel_rows(count, cpu::detail::grain_for(src.cols), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      const int64_t from = src_rows.empty() ? i : src_rows[k], to = out_rows.empty() ? i : out_rows[k];
+      std::memcpy(out.data + to * src.cols, src.data + from * src.cols, cols * sizeof(T));
     }
   });
 }
@@ -314,7 +324,8 @@ void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const 
                                    std::span<const int32_t>, MatrixView<T>, double*, double*);                       \
   template void zero<T>(const OpContext&, MatrixView<T>);                                                            \
   template void copy<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                              \
-  template void gather_rows<T>(const OpContext&, ConstView<T>, std::span<const graph::NodeId>, MatrixView<T>);       \
+  template void copy_rows<T>(const OpContext&, ConstView<T>, std::span<const int32_t>, MatrixView<T>,                 \
+                             std::span<const int32_t>);                                                              \
   template void adam_update<T>(const OpContext&, const AdamUpdate<T>&, T*, const T*, T*, T*, const T*, int64_t);     \
   template void sgd_update<T>(const OpContext&, T, T, bool, T*, const T*, T*, const T*, int64_t);
 GNNPIPE_INSTANTIATE(float)

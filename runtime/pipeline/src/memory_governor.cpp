@@ -72,7 +72,7 @@ MemoryGovernor::PartSize MemoryGovernor::size_of(const graph::MiniBatch& part, s
   for (const graph::Block* b : part.layer_blocks(s_.model.num_layers())) {
     p.shapes.push_back({b->num_dst, b->num_src, block_edges[static_cast<std::size_t>(b - first)]});
   }
-  const BatchLayout layout = BatchLayout::of(part, s_.device_features ? 0 : s_.feature_cols, block_edges);
+  const BatchLayout layout = BatchLayout::of(part, s_.packed_feature_cols, block_edges);
   p.packed = layout.total_bytes;
   p.identity_rows = layout.identity_rows;
   p.loss_rows = part.loss_rows.size();
@@ -93,7 +93,7 @@ MemoryGovernor::Estimate MemoryGovernor::estimate(std::span<const PartSize> part
   for (const PartSize& part : parts) {
     std::vector<std::size_t> needs = s_.model.training_arrays(part.shapes, true);
     // Device-resident features: the part's gathered input rows (stages.cpp, input_rows).
-    needs.push_back(s_.device_features && !part.identity_rows
+    needs.push_back(s_.gathers_on_device && !part.identity_rows
                         ? static_cast<std::size_t>(part.nodes * s_.feature_cols) * sizeof(float) : 0);
     // The train stage's own arrays (stages.cpp): the loss gradient [targets x classes], the
     // loss's per-row scratch, the epoch's loss slots.

@@ -58,9 +58,12 @@ struct GovernorSetup {
   const models::GnnModel<float>& model;
   int64_t feature_cols = 0;
   int64_t classes = 0;
-  // Device-resident features (memory.features): batches are packed without feature rows, and the
-  // train stage gathers a part's rows into one array of its own (none for rows 0..k-1 in order).
-  bool device_features = false;
+  // memory.features: device packs batches without feature rows (packed_feature_cols 0), cache
+  // packs the missed ones (sized here as if every row were missed: an upper bound); with either the
+  // train stage assembles a part's rows into one array of its own (gathers_on_device; none for a
+  // device placement's rows 0..k-1 in order).
+  int64_t packed_feature_cols = 0;
+  bool gathers_on_device = false;
   memory::MemoryOptions options;
   std::size_t budget = 0;          // what the allocator enforces (limit - reserve, clamped)
   int device_slots = 1;

@@ -52,7 +52,11 @@ std::vector<std::string> MemoryPlan::lines() const {
     if (counters.resampled > 0) action += fmt::format(", {} resampled", counters.resampled);
     if (counters.cut > 0) action += fmt::format(", {} cut ({} edges removed)", counters.cut, counters.edges_cut);
   }
-  out.push_back(features == "device"
+  if (features == "cache") {
+    out.push_back(fmt::format("  features: a cache of the {} most sampled rows on the device ({}, copied once); batches carry "
+                              "the rows it misses",
+                              cache_rows, format_bytes(device_features)));
+  } else out.push_back(features == "device"
                     ? fmt::format("  features: on the device ({}, copied once); batches carry node ids, rows are gathered there",
                                   format_bytes(device_features))
                     : std::string("  features: on the host; each batch's rows are gathered into it and copied with it"));

@@ -36,10 +36,55 @@ graph::HostArray<T> view(const std::shared_ptr<const void>& owner, std::byte* ba
 
 }  // namespace
 
-BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols) {
+BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int32_t> cache_slot_of) {
   std::vector<int64_t> edges;
   for (const graph::Block& b : batch.blocks) edges.push_back(b.num_edges());
-  return of(batch, feature_cols, edges);
+  if (cache_slot_of.empty()) return of(batch, feature_cols, edges);
+  // The cached layout: the same arrays with the features section holding only the misses, and the
+  // three row lists after the rest (so the sections before them do not move).
+  BatchLayout l = of(batch, feature_cols, edges);
+  int64_t hits = 0;
+  for (graph::NodeId v : batch.input_nodes.span()) {
+    GNNPIPE_CHECK_DATA(v >= 0 && static_cast<std::size_t>(v) < cache_slot_of.size(), "input node {} is outside [0, {})", v,
+                       cache_slot_of.size());
+    hits += cache_slot_of[static_cast<std::size_t>(v)] >= 0 ? 1 : 0;
+  }
+  Packer p;
+  const int64_t misses = l.feature_rows - hits;
+  l.cached = true;
+  l.cached_rows = hits;
+  l.features = p.add<float>(static_cast<std::size_t>(misses * feature_cols));
+  const std::size_t shift = p.end();
+  // Re-place everything after the (smaller) features section.
+  BatchLayout rest = of(batch, 0, edges);
+  const std::size_t base = rest.input_nodes.offset;  // where the arrays after the features start
+  const auto moved = [&](Section s) { return Section{s.offset - base + shift, s.bytes}; };
+  l.input_nodes = moved(rest.input_nodes);
+  l.labels = moved(rest.labels);
+  l.loss_rows = moved(rest.loss_rows);
+  l.loss_weights = moved(rest.loss_weights);
+  for (std::size_t k = 0; k < l.blocks.size(); ++k) {
+    BlockSections& b = l.blocks[k];
+    const BlockSections& r = rest.blocks[k];
+    b.offsets = moved(r.offsets);
+    b.indices = moved(r.indices);
+    b.weights = moved(r.weights);
+    b.t_offsets = moved(r.t_offsets);
+    b.t_indices = moved(r.t_indices);
+    b.t_edges = moved(r.t_edges);
+  }
+  std::size_t end = rest.total_bytes - base + shift;
+  const auto add = [&](std::size_t count) {
+    Section s{end, count * sizeof(int32_t)};
+    end = (end + s.bytes + 255) / 256 * 256;
+    return s;
+  };
+  l.cache_hits = add(static_cast<std::size_t>(hits));
+  l.cache_slots = add(static_cast<std::size_t>(hits));
+  l.cache_misses = add(static_cast<std::size_t>(misses));
+  l.identity_rows = false;
+  l.total_bytes = end;
+  return l;
 }
 
 BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int64_t> block_edges) {
@@ -78,8 +123,29 @@ BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols,
 }
 
 void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& features, std::span<const int32_t> labels,
-                const BatchLayout& layout, std::byte* dst) {
-  if (layout.feature_cols > 0) {
+                const BatchLayout& layout, std::byte* dst, std::span<const int32_t> cache_slot_of) {
+  if (layout.cached) {
+    GNNPIPE_CHECK(!cache_slot_of.empty() && features.cols() == layout.feature_cols,
+                  "pack: a cached layout needs the cache's slots and {} feature columns", layout.feature_cols);
+    auto* hits = reinterpret_cast<int32_t*>(dst + layout.cache_hits.offset);
+    auto* slots = reinterpret_cast<int32_t*>(dst + layout.cache_slots.offset);
+    auto* misses = reinterpret_cast<int32_t*>(dst + layout.cache_misses.offset);
+    std::vector<graph::NodeId> missed;
+    missed.reserve(layout.cache_misses.bytes / sizeof(int32_t));
+    const auto ids = batch.input_nodes.span();
+    for (std::size_t r = 0; r < ids.size(); ++r) {
+      const int32_t slot = cache_slot_of[static_cast<std::size_t>(ids[r])];
+      if (slot >= 0) {
+        *hits++ = static_cast<int32_t>(r);
+        *slots++ = slot;
+      } else {
+        *misses++ = static_cast<int32_t>(r);
+        missed.push_back(ids[r]);
+      }
+    }
+    features.gather(missed, std::span<float>(reinterpret_cast<float*>(dst + layout.features.offset),
+                                             layout.features.bytes / sizeof(float)));
+  } else if (layout.feature_cols > 0) {
     GNNPIPE_CHECK(features.cols() == layout.feature_cols, "pack: features have {} columns, the layout {}",
                   features.cols(), layout.feature_cols);
     features.gather(batch.input_nodes.span(),
@@ -115,6 +181,15 @@ PackedBatchView PackedBatchView::of(const BatchLayout& layout, std::shared_ptr<c
   v.labels = {reinterpret_cast<const int32_t*>(base + layout.labels.offset), layout.labels.bytes / sizeof(int32_t)};
   v.loss_rows = {reinterpret_cast<const int32_t*>(base + layout.loss_rows.offset), layout.loss_rows.bytes / sizeof(int32_t)};
   v.loss_weights = {reinterpret_cast<const float*>(base + layout.loss_weights.offset), layout.loss_weights.bytes / sizeof(float)};
+  if (layout.cached) {
+    v.features.rows = layout.feature_rows - layout.cached_rows;  // the missed rows
+    const auto ints = [&](Section s) {
+      return std::span<const int32_t>(reinterpret_cast<const int32_t*>(base + s.offset), s.bytes / sizeof(int32_t));
+    };
+    v.cache_hits = ints(layout.cache_hits);
+    v.cache_slots = ints(layout.cache_slots);
+    v.cache_misses = ints(layout.cache_misses);
+  }
   for (const BlockSections& s : layout.blocks) {
     graph::Block b;
     b.num_dst = s.num_dst;

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <numeric>
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/log.hpp"
@@ -65,8 +66,8 @@ Stages::Stages(const TrainingSetup& s)
   // What is resident now stays for the run; the governor predicts everything else.
   const std::size_t train_fixed = allocator_.in_use_bytes_on(train_stream_);
   const std::size_t resident = allocator_.stats().in_use_bytes;
-  governor_.emplace(GovernorSetup{s.model, s.data.features.cols(), s.data.labels.num_classes, features_on_device_,
-                                  s.memory, allocator_.budget(), static_cast<int>(device_slots_.size()),
+  governor_.emplace(GovernorSetup{s.model, s.data.features.cols(), s.data.labels.num_classes, packed_cols(),
+                                  features_on_device_ || !cache_slot_of_.empty(), s.memory, allocator_.budget(), static_cast<int>(device_slots_.size()),
                                   resident - train_fixed, train_fixed, evaluation_bound(), s.cut_scores, s.cut_weights,
                                   s.seed});
 }
@@ -78,14 +79,21 @@ void Stages::place_features() {
   const graph::FeatureStore& f = s_.data.features;
   const memory::FeaturePlacement wanted = s_.memory.features;
   if (wanted == memory::FeaturePlacement::kHost || f.empty()) return;
-  const auto bytes = static_cast<std::size_t>(f.rows() * f.cols()) * sizeof(float);
+  const auto row_bytes = static_cast<std::size_t>(f.cols()) * sizeof(float);
+  const auto bytes = static_cast<std::size_t>(f.rows()) * row_bytes;
   const std::size_t taken = allocator_.stats().in_use_bytes + evaluation_bound();
   const std::size_t left = allocator_.budget() > taken ? allocator_.budget() - taken : 0;
-  if (!memory::features_on_device(wanted, f.dtype() == graph::FeatureDType::kFloat32, bytes, left)) return;
+  const memory::FeaturePlan plan =
+      memory::plan_features(wanted, f.dtype() == graph::FeatureDType::kFloat32, f.rows(), row_bytes, left);
+  if (plan.where == memory::FeaturePlacement::kHost) return;
   // On the CPU backend a device gather runs on the train thread, while the host gather of a sampled
   // batch overlaps training on the sampler threads: auto keeps sampled runs' features on the host
   // there (their memory is host memory either way), and moves only a fixed batch's.
   if (wanted == memory::FeaturePlacement::kAuto && !device_.is_cuda() && !resident_candidate_) return;
+  if (plan.where == memory::FeaturePlacement::kCache) {
+    build_cache(plan.cache_rows);
+    return;
+  }
   const std::span<const float> host = f.float_values();
   if (!device_.is_cuda()) {
     // The CPU backend reads the host matrix in place and charges the budget a GPU copy would take.
@@ -112,16 +120,58 @@ void Stages::place_features() {
                       to_string(wanted), core::format_bytes(bytes), device_.str());
 }
 
+// memory.features cache: the `rows` rows sampled most often, taken to be the nodes that are most
+// often a neighbour (most appearances among the graph's in-edge sources; ties: lower id), PaGraph's
+// choice. They are gathered on the host in 64 MiB chunks and copied into the cache on the copy
+// stream (on the CPU backend the copy is a memcpy into allocator memory, charged like a GPU's).
+void Stages::build_cache(int64_t rows) {
+  const graph::CsrGraph& g = s_.data.graph;
+  const graph::FeatureStore& f = s_.data.features;
+  std::vector<int64_t> appearances(static_cast<std::size_t>(g.num_nodes()), 0);
+  for (graph::NodeId u : g.indices()) ++appearances[static_cast<std::size_t>(u)];
+  std::vector<graph::NodeId> order(appearances.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](graph::NodeId a, graph::NodeId b) {
+    return appearances[static_cast<std::size_t>(a)] > appearances[static_cast<std::size_t>(b)];
+  });
+  order.resize(static_cast<std::size_t>(rows));
+  cache_slot_of_.assign(appearances.size(), -1);
+  for (std::size_t i = 0; i < order.size(); ++i) cache_slot_of_[static_cast<std::size_t>(order[i])] = static_cast<int32_t>(i);
+  const int64_t cols = f.cols();
+  float* dst = cache_.ensure(&allocator_, copy_stream_, static_cast<std::size_t>(rows * cols));
+  const auto row_bytes = static_cast<std::size_t>(cols) * sizeof(float);
+  const std::size_t chunk_rows = std::max<std::size_t>(1, (std::size_t{64} << 20) / row_bytes);
+  core::Buffer<float> bounce(std::min(chunk_rows, order.size()) * static_cast<std::size_t>(cols),
+                             device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
+  for (std::size_t begin = 0; begin < order.size(); begin += chunk_rows) {
+    const std::size_t n = std::min(chunk_rows, order.size() - begin);
+    f.gather(std::span<const graph::NodeId>(order).subspan(begin, n), std::span<float>(bounce.data(), n * static_cast<std::size_t>(cols)));
+    core::copy_bytes_async(dst + begin * static_cast<std::size_t>(cols), bounce.data(), n * row_bytes, copy_stream_);
+    copy_stream_.synchronize();
+  }
+  cache_view_ = {dst, rows, cols};
+  core::logger().debug("memory.features cache: the {} most sampled rows of {} ({}) are cached on the {}", rows, f.rows(),
+                       core::format_bytes(static_cast<std::size_t>(rows) * row_bytes), device_.str());
+}
+
 // The input rows of a packed batch: its own (host placement), the device matrix's first rows (its
-// input nodes are 0..k-1 in order: a full batch), or its input nodes' rows gathered on ctx's stream
-// into `scratch`.
+// input nodes are 0..k-1 in order: a full batch), its input nodes' rows gathered on ctx's stream
+// into `scratch`, or (a cache) its cached rows and the missed rows it carried, put in place there.
 models::MatrixView<const float> Stages::input_rows(const BatchLayout& layout, const PackedBatchView& view,
                                                    const models::OpContext& ctx, models::DeviceArray<float>& scratch) {
+  if (layout.cached) {
+    const auto out = scratch.matrix(ctx, layout.feature_rows, layout.feature_cols);
+    // (An empty row list means 0, 1, ...: no hits or no misses copy nothing.)
+    if (!view.cache_hits.empty()) models::ops::copy_rows<float>(ctx, cache_view_, view.cache_slots, out, view.cache_hits);
+    if (!view.cache_misses.empty()) models::ops::copy_rows<float>(ctx, view.features, {}, out, view.cache_misses);
+    device_gathered_ += static_cast<uint64_t>(layout.cached_rows * out.cols) * sizeof(float);
+    return out;
+  }
   if (!features_on_device_) return view.features;
   const int64_t cols = device_features_view_.cols;
   if (layout.identity_rows) return {device_features_view_.data, layout.feature_rows, cols};
   const auto out = scratch.matrix(ctx, layout.feature_rows, cols);
-  models::ops::gather_rows<float>(ctx, device_features_view_, view.input_nodes, out);
+  models::ops::copy_rows<float>(ctx, device_features_view_, view.input_nodes, out, {});
   device_gathered_ += static_cast<uint64_t>(out.rows * out.cols) * sizeof(float);
   return out;
 }
@@ -203,7 +253,11 @@ MemoryPlan Stages::resident_plan() const {
   const std::size_t in_use = allocator_.stats().in_use_bytes;
   p.other = in_use > counted ? in_use - counted : 0;
   p.evaluation = governor_->setup().eval_bound;
-  if (features_on_device_) {
+  if (!cache_slot_of_.empty()) {
+    p.features = "cache";
+    p.cache_rows = cache_view_.rows;
+    p.device_features = static_cast<std::size_t>(cache_view_.rows * cache_view_.cols) * sizeof(float);
+  } else if (features_on_device_) {
     p.features = "device";
     p.device_features = static_cast<std::size_t>(device_features_view_.rows * device_features_view_.cols) * sizeof(float);
   }
@@ -234,7 +288,7 @@ void Stages::gather(Item& item, graph::MiniBatch batch) {
   const core::TraceRange range("gnnpipe gather");
   const double t0 = s_.recorder.now();
   fault(Stage::kGather, item);
-  const BatchLayout layout = BatchLayout::of(batch, packed_cols());
+  const BatchLayout layout = BatchLayout::of(batch, packed_cols(), cache_slot_of_);
   item.layouts = {layout};
   item.offsets = {0};
   item.total_bytes = layout.total_bytes;
@@ -242,8 +296,8 @@ void Stages::gather(Item& item, graph::MiniBatch batch) {
   memory::StagingSlot& slot = staging_.slot(item.slot);
   core::tsan::acquire(&slot);  // slot hand-off: its token came back after its last copy (transfer)
   slot.ensure(layout.total_bytes);
-  pack_batch(batch, s_.data.features, s_.data.labels.single.span(), layout, slot.data());
-  host_gathered_ += layout.features.bytes;
+  pack_batch(batch, s_.data.features, s_.data.labels.single.span(), layout, slot.data(), cache_slot_of_);
+  count_rows(layout);
   core::tsan::release(&slot);  // slot hand-off: the item names it on its way to the governor and the transfer thread
   item.sampled = std::make_shared<graph::MiniBatch>(std::move(batch));
   s_.recorder.record(Stage::kGather, item.epoch, item.spec.index, t0, s_.recorder.now());
@@ -256,7 +310,7 @@ void Stages::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
   std::size_t end = 0;
   for (const graph::MiniBatch& part : parts) {
     item.offsets.push_back(end);
-    item.layouts.push_back(BatchLayout::of(part, packed_cols()));
+    item.layouts.push_back(BatchLayout::of(part, packed_cols(), cache_slot_of_));
     end = align_up(end + item.layouts.back().total_bytes);
   }
   if (parts.size() > 1 && end > kMaxSplitStaging * gathered) {
@@ -272,8 +326,9 @@ void Stages::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
   core::tsan::acquire(&slot);  // slot hand-off: filled by gather
   slot.ensure(end);
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    pack_batch(parts[i], s_.data.features, s_.data.labels.single.span(), item.layouts[i], slot.data() + item.offsets[i]);
-    host_gathered_ += item.layouts[i].features.bytes;
+    pack_batch(parts[i], s_.data.features, s_.data.labels.single.span(), item.layouts[i], slot.data() + item.offsets[i],
+               cache_slot_of_);
+    count_rows(item.layouts[i]);
   }
   core::tsan::release(&slot);  // slot hand-off: on to the transfer thread
 }
@@ -473,8 +528,8 @@ const std::byte* Stages::pack_part(const graph::MiniBatch& part, const BatchLayo
     part_staging_ = core::Buffer<std::byte>(layout.total_bytes + layout.total_bytes / 8,
                                             device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
   }
-  pack_batch(part, s_.data.features, s_.data.labels.single.span(), layout, part_staging_.data());
-  host_gathered_ += layout.features.bytes;
+  pack_batch(part, s_.data.features, s_.data.labels.single.span(), layout, part_staging_.data(), cache_slot_of_);
+  count_rows(layout);
   return part_staging_.data();
 }
 
@@ -512,7 +567,7 @@ void Stages::retry(const Item& item, double* loss) {
       // waits before packing the next part: a rare path, kept simple.
       begin_step(parts.size());
       for (std::size_t i = 0; i < parts.size(); ++i) {
-        const BatchLayout layout = BatchLayout::of(parts[i], packed_cols());
+        const BatchLayout layout = BatchLayout::of(parts[i], packed_cols(), cache_slot_of_);
         const std::byte* packed = pack_part(parts[i], layout);
         models::DeviceArray<std::byte>& slot = device_slots_[dev];
         if (slot.capacity() < layout.total_bytes) grow_slot_from_train(slot, layout.total_bytes);

@@ -75,7 +75,7 @@ class Stages {
   MemoryCounters take_epoch_counters(int epoch);
   MemoryCounters total_counters() const;
   DataMovement data_movement() const {
-    return {host_gathered_.load(), copied_bytes_.load(), device_gathered_.load()};
+    return {host_gathered_.load(), copied_bytes_.load(), device_gathered_.load(), cache_hits_.load(), cache_misses_.load()};
   }
 
   // At an epoch's end, on the train thread: the eval stream waits for the epoch's last step,
@@ -114,6 +114,13 @@ class Stages {
   // when the matrix is on the device.
   void place_features();
   int64_t packed_cols() const { return features_on_device_ ? 0 : s_.data.features.cols(); }
+  void build_cache(int64_t rows);
+  // A packed layout's feature rows: gathered on the host, and (a cache) how many the cache held.
+  void count_rows(const BatchLayout& layout) {
+    host_gathered_ += layout.features.bytes;
+    cache_hits_ += static_cast<uint64_t>(layout.cached_rows);
+    if (layout.cached) cache_misses_ += static_cast<uint64_t>(layout.feature_rows - layout.cached_rows);
+  }
   models::MatrixView<const float> input_rows(const BatchLayout& layout, const PackedBatchView& view,
                                              const models::OpContext& ctx, models::DeviceArray<float>& scratch);
   void end_step(std::size_t parts, double* loss);
@@ -160,8 +167,13 @@ class Stages {
   memory::BudgetCharge features_charge_;
   models::MatrixView<const float> device_features_view_;
   models::DeviceArray<float> gathered_, eval_gathered_;
+  // memory.features cache: each node's cache row or -1 (host; empty without a cache) and the cache.
+  std::vector<int32_t> cache_slot_of_;
+  models::DeviceArray<float> cache_;
+  models::MatrixView<const float> cache_view_;
   std::optional<MemoryGovernor> governor_;
   std::atomic<uint64_t> host_gathered_{0}, copied_bytes_{0}, device_gathered_{0};  // data_movement()
+  std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};
   // The resident batch: written once by govern (epoch 1) before resident_ is set (release); read
   // by adopt_resident and the evaluation after they saw it set (acquire). Its device copy is in
   // device slot 0, the run's only one, which no other batch uses then.

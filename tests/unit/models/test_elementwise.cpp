@@ -131,16 +131,25 @@ TEST_CASE("elementwise ops: shape and parameter errors", "[models][elementwise][
         std::string::npos);
 }
 
-TEST_CASE("gather_rows copies the listed rows in order and refuses an id out of range", "[models][elementwise]") {
+TEST_CASE("copy_rows gathers, scatters or both, and refuses a row out of range", "[models][elementwise]") {
   const models::OpContext& ctx = models::OpContext::host();
   const Matrix<float> src(4, 3, {0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32});
-  const std::vector<graph::NodeId> ids{3, 0, 3, 2};
+  const std::vector<int32_t> ids{3, 0, 3, 2};
   Matrix<float> out(4, 3);
-  models::ops::gather_rows<float>(ctx, src.cview(), ids, out.view());
+  models::ops::copy_rows<float>(ctx, src.cview(), ids, out.view(), {});  // gather
   CHECK(test::values_of(out.cview()) == std::vector<float>{30, 31, 32, 0, 1, 2, 30, 31, 32, 20, 21, 22});
-  const std::vector<graph::NodeId> bad{1, 4};
+  Matrix<float> scattered(4, 3, std::vector<float>(12, -1));
+  const std::vector<int32_t> to{2, 0};
+  models::ops::copy_rows<float>(ctx, src.cview(), {}, scattered.view(), to);  // rows 0, 1 to 2, 0
+  CHECK(test::values_of(scattered.cview()) == std::vector<float>{10, 11, 12, -1, -1, -1, 0, 1, 2, -1, -1, -1});
+  const std::vector<int32_t> from{3, 1}, into{1, 3};
+  models::ops::copy_rows<float>(ctx, src.cview(), from, scattered.view(), into);  // both
+  CHECK(test::values_of(scattered.cview()) == std::vector<float>{10, 11, 12, 30, 31, 32, 0, 1, 2, 10, 11, 12});
+  const std::vector<int32_t> bad{1, 4};
   Matrix<float> two(2, 3);
-  CHECK_THROWS_WITH(models::ops::gather_rows<float>(ctx, src.cview(), bad, two.view()),
-                    Catch::Contains("row id 4 (position 1) is outside [0, 4)"));
-  CHECK_THROWS_WITH(models::ops::gather_rows<float>(ctx, src.cview(), ids, two.view()), Catch::Contains("gather_rows: 4 ids"));
+  CHECK_THROWS_WITH(models::ops::copy_rows<float>(ctx, src.cview(), bad, two.view(), {}),
+                    Catch::Contains("source row 4 (position 1) is outside [0, 4)"));
+  CHECK_THROWS_WITH(models::ops::copy_rows<float>(ctx, src.cview(), {}, two.view(), bad),
+                    Catch::Contains("destination row 4 (position 1) is outside [0, 2)"));
+  CHECK_THROWS_WITH(models::ops::copy_rows<float>(ctx, src.cview(), ids, two.view(), to), Catch::Contains("4 source rows for 2"));
 }

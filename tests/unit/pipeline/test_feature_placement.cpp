@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -107,17 +108,84 @@ TEST_CASE("memory.features auto follows the budget, and the plan and errors say 
           return l.find("features: on the device (65.62 KiB, copied once)") != std::string::npos;
         }) == 1);
   CHECK(plan({"memory.features=host"}).features == "host");
-  // The rule: auto when the matrix takes at most half of what is left.
+  // The rule (128 rows of 10 bytes; the device side may take half of what is left, in 512-byte
+  // size classes below 1 MiB).
   using memory::FeaturePlacement;
-  CHECK(memory::features_on_device(FeaturePlacement::kAuto, true, 100, 200));
-  CHECK_FALSE(memory::features_on_device(FeaturePlacement::kAuto, true, 101, 200));
-  CHECK_FALSE(memory::features_on_device(FeaturePlacement::kAuto, false, 1, 200));  // fp16/bf16 stores stay on the host
-  CHECK_FALSE(memory::features_on_device(FeaturePlacement::kHost, true, 1, 200));
-  CHECK(memory::features_on_device(FeaturePlacement::kDevice, true, 1000, 200));  // the allocator then refuses it
+  const auto where = [](FeaturePlacement wanted, bool float32, std::size_t left) {
+    const memory::FeaturePlan p = memory::plan_features(wanted, float32, 128, 10, left);
+    return std::pair<FeaturePlacement, int64_t>{p.where, p.cache_rows};
+  };
+  using P = std::pair<FeaturePlacement, int64_t>;
+  CHECK(where(FeaturePlacement::kAuto, true, 3072) == P{FeaturePlacement::kDevice, 0});  // 1280 bytes: class 1536
+  CHECK(where(FeaturePlacement::kAuto, true, 3070) == P{FeaturePlacement::kCache, 102});  // 1024 bytes of room
+  CHECK(where(FeaturePlacement::kAuto, true, 1024) == P{FeaturePlacement::kCache, 51});
+  CHECK(where(FeaturePlacement::kAuto, true, 1023) == P{FeaturePlacement::kHost, 0});  // no 512-byte class in 511
+  CHECK(where(FeaturePlacement::kAuto, false, 1 << 20) == P{FeaturePlacement::kHost, 0});  // fp16/bf16 stay on the host
+  CHECK(where(FeaturePlacement::kHost, true, 1 << 20) == P{FeaturePlacement::kHost, 0});
+  CHECK(where(FeaturePlacement::kDevice, true, 0) == P{FeaturePlacement::kDevice, 0});  // the allocator then refuses it
+  CHECK(where(FeaturePlacement::kCache, true, 1 << 20) == P{FeaturePlacement::kCache, 128});
+  CHECK(where(FeaturePlacement::kCache, true, 1024) == P{FeaturePlacement::kCache, 51});
+  CHECK_THROWS_AS(where(FeaturePlacement::kCache, true, 1023), core::OutOfBudget);
+  CHECK_THROWS_WITH(where(FeaturePlacement::kCache, false, 1 << 20), Catch::Contains("memory.features: cache needs float32"));
   // device insists: a budget it cannot fit in is an OutOfBudget naming memory.limit.
   CHECK_THROWS_WITH(plan({"memory.features=device", "memory.limit=64KiB"}), Catch::Contains("memory.limit"));
-  CHECK_THROWS_WITH(plan({"memory.features=gpu"}), Catch::Contains("memory.features") && Catch::Contains("auto, device, host"));
+  CHECK_THROWS_WITH(plan({"memory.features=gpu"}), Catch::Contains("memory.features") && Catch::Contains("auto, device, host, cache"));
   CHECK_THROWS_WITH(plan({"memory.features=device", "dataset.feature_dtype=float16"}),
                     Catch::Contains("memory.features: device needs float32 features"));
   CHECK(plan({"dataset.feature_dtype=float16"}).features == "host");
+}
+
+TEST_CASE("a feature cache: the same parameters as host placement, and its hits and misses add up", "[pipeline][tsan]") {
+  test::TempDir dir;
+  // 700 rows of 96 bytes: a budget that leaves room for part of the matrix only.
+  const std::size_t row_bytes = 24 * sizeof(float);
+  for (const char* mode : {"sequential", "pipelined"}) {
+    INFO(mode);
+    const std::string m = std::string("pipeline.mode=") + mode;
+    const Run host = train({m, "memory.features=host"}, dir, std::string(mode) + "-host");
+    const Run cached = train({m, "memory.features=cache"}, dir, std::string(mode) + "-cache");
+    CHECK(cached.summary["memory"]["plan"]["features"] == "cache");
+    CHECK(cached.summary["memory"]["plan"]["cache_rows"] == 700);  // the default budget holds every row
+    CHECK(cached.summary["params_checksum"] == host.summary["params_checksum"]);
+    const auto& d = cached.summary["data_movement"];
+    CHECK(d["cache_miss_rows"] == 0);
+    CHECK(d["host_gathered_bytes"] == 0);
+    CHECK(d["cache_hit_rows"].get<uint64_t>() * row_bytes == host.summary["data_movement"]["host_gathered_bytes"].get<uint64_t>());
+  }
+  // A cache of part of the rows (wide rows, small batches, one slot: a budget that holds the
+  // batches but not the matrix twice over): hits + misses = every input row, the misses are what
+  // the host gathered, the parameters are still those of host placement.
+  const std::vector<std::string> wide{"dataset.synthetic.features=512", "sampler.fanouts=[2, 2]", "sampler.batch_size=10",
+                                      "pipeline.staging_slots=1"};
+  const auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), wide.begin(), wide.end());
+    return more;
+  };
+  // The largest budget (in 1% steps below what the whole cache needs) that caches part of the rows
+  // and splits no batch.
+  const std::size_t need = plan(with({"memory.features=cache"})).largest_batch_peak;
+  std::string limit;
+  for (int percent = 99; percent > 30 && limit.empty(); --percent) {
+    const std::string l = "memory.limit=" + std::to_string(need * static_cast<std::size_t>(percent) / 100);
+    const pipeline::MemoryPlan p = plan(with({"memory.features=cache", l}));
+    if (p.cache_rows > 0 && p.cache_rows < 700 && p.counters.split == 0) limit = l;
+  }
+  REQUIRE_FALSE(limit.empty());
+  const Run host = train(with({"memory.features=host", limit}), dir, "part-host");
+  const Run part = train(with({"memory.features=cache", limit}), dir, "part-cache");
+  CHECK(host.summary["memory"]["batches_split"] == 0);
+  CHECK(part.summary["memory"]["batches_split"] == 0);
+  const int64_t rows = part.summary["memory"]["plan"]["cache_rows"].get<int64_t>();
+  CHECK(rows > 0);
+  CHECK(rows < 700);
+  const std::size_t wide_row = 512 * sizeof(float);
+  const auto& d = part.summary["data_movement"];
+  const uint64_t hits = d["cache_hit_rows"], misses = d["cache_miss_rows"];
+  CHECK(hits > 0);
+  CHECK(misses > 0);
+  CHECK((hits + misses) * wide_row == host.summary["data_movement"]["host_gathered_bytes"].get<uint64_t>());
+  CHECK(misses * wide_row == d["host_gathered_bytes"].get<uint64_t>());
+  CHECK(part.summary["params_checksum"] == host.summary["params_checksum"]);
+  // The most frequent sources are cached: more than their share of the rows hit.
+  CHECK(static_cast<double>(hits) / static_cast<double>(hits + misses) > static_cast<double>(rows) / 700.0);
 }

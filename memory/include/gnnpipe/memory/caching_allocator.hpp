@@ -133,6 +133,8 @@ class CachingAllocator {
   void reset_batch_peak();
 
   static std::size_t size_class(std::size_t bytes);
+  // The largest size class that is at most `bytes` (0 when none is).
+  static std::size_t class_within(std::size_t bytes);
 
  private:
   friend class DeviceBlock;

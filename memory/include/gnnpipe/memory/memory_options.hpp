@@ -29,6 +29,7 @@ enum class FeaturePlacement {
   kAuto,    // device when it takes at most half of what the budget leaves at start, else host
   kDevice,  // copied to the device once; batches carry node ids, rows are gathered on the device
   kHost,    // gathered on the host into every batch's staging slot and copied with it
+  kCache,   // the most sampled rows on the device; a batch carries only the rows it misses
 };
 
 std::string_view to_string(MemoryPolicy policy);
@@ -38,11 +39,20 @@ std::string_view to_string(CutStrategy strategy);
 MemoryPolicy parse_memory_policy(std::string_view text, std::string_view key);
 CutStrategy parse_cut_strategy(std::string_view text, std::string_view key);
 FeaturePlacement parse_feature_placement(std::string_view text, std::string_view key);
-// Whether a feature matrix of `bytes` goes on the device: never for host; for device always (a
-// float32 store only: ConfigError naming memory.features otherwise); for auto when the store is
-// float32 and the matrix takes at most half of `left`, what the budget leaves after what is
-// resident and evaluation's bound (the other half is for the batches and the model's arrays).
-bool features_on_device(FeaturePlacement wanted, bool float32, std::size_t bytes, std::size_t left);
+// Where a feature matrix of `rows` rows of `row_bytes` goes, given `left`, what the budget leaves
+// after what is resident and evaluation's bound; the device side may take half of it (the other
+// half is for the batches and the model's arrays), in allocator size classes:
+//   host    host.
+//   device  device (a float32 store only: ConfigError naming memory.features otherwise).
+//   cache   a cache of as many rows as fit that half, at most all (OutOfBudget naming memory.limit
+//           when not one row fits; float32 only).
+//   auto    device when the whole matrix fits; else a cache when at least 1/64 of the rows fit;
+//           else host. fp16/bf16 stores stay on the host.
+struct FeaturePlan {
+  FeaturePlacement where = FeaturePlacement::kHost;  // kHost, kDevice or kCache
+  int64_t cache_rows = 0;
+};
+FeaturePlan plan_features(FeaturePlacement wanted, bool float32, int64_t rows, std::size_t row_bytes, std::size_t left);
 
 struct MemoryOptions {
   // The device memory budget (YAML `limit`, e.g. 16GiB): the governor and allocator never exceed it.

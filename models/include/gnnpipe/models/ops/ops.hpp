@@ -133,11 +133,15 @@ template <class T>
 void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const T* grad, T* velocity, const T* decay,
                 int64_t n);
 
-// out[r, :] = src[ids[r], :] for every r < ids.size() (= out.rows; src.cols = out.cols): the
-// device-side feature gather of device-resident features. ids in the context's memory; the CPU
-// twin checks every id against src.rows (DataError naming the first bad one), CUDA does not.
+// out[out_rows[i], :] = src[src_rows[i], :] for i < count, where an empty row list stands for
+// 0, 1, ... (count = the non-empty lists' size, which must agree, or out.rows when both are
+// empty); src.cols = out.cols. The device-side feature gather (device-resident features: src_rows
+// are a batch's node ids) and the feature cache's assembly (cached rows to their positions, the
+// missed rows the batch carried to theirs). Lists in the context's memory; the CPU twin checks
+// every row against src.rows / out.rows (DataError naming the first bad one), CUDA does not.
 template <class T>
-void gather_rows(const OpContext& ctx, ConstView<T> src, std::span<const graph::NodeId> ids, MatrixView<T> out);
+void copy_rows(const OpContext& ctx, ConstView<T> src, std::span<const int32_t> src_rows, MatrixView<T> out,
+               std::span<const int32_t> out_rows);
 
 // Utilities: fill with zeros; copy between equally shaped views (in the context's memory).
 template <class T>

@@ -52,7 +52,8 @@ struct MemoryPlan {
   bool resident_batch = false;
   // memory.features as decided: "device" (device_features bytes, copied once) or "host".
   std::string features = "host";
-  std::size_t device_features = 0;
+  std::size_t device_features = 0;  // the matrix, or the cache
+  int64_t cache_rows = 0;
 
   // The plan as lines for people (no trailing newlines).
   std::vector<std::string> lines() const;

@@ -30,14 +30,21 @@ struct BlockSections {
 // feature_cols 0: the batch carries no feature rows (device-resident features: the train stage
 // gathers its input_nodes' rows on the device), and identity_rows says whether they are every node
 // in id order (a full batch: the device matrix itself, no gather).
+// With a feature cache (memory.features cache: cache_slot_of maps a node to its row of the device
+// cache, or -1), `cached` is set, the features section holds only the rows the cache misses, in
+// input order, and the batch carries where the cached rows go (cache_hits: positions among its
+// input rows; cache_slots: their cache rows) and where the missed ones go (cache_misses).
 struct BatchLayout {
   int64_t feature_rows = 0, feature_cols = 0;
   bool identity_rows = false;
+  bool cached = false;
+  int64_t cached_rows = 0;  // of feature_rows
   Section features, input_nodes, labels, loss_rows, loss_weights;
+  Section cache_hits, cache_slots, cache_misses;
   std::vector<BlockSections> blocks;  // as in MiniBatch::blocks (one shared block stays one)
   std::size_t total_bytes = 0;
 
-  static BatchLayout of(const graph::MiniBatch& batch, int64_t feature_cols);
+  static BatchLayout of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int32_t> cache_slot_of = {});
   // The layout `batch` would have with block b holding block_edges[b] edges and its node counts
   // and lists unchanged (what graph::EdgeCutPlan::cut gives: a block without edges has no
   // weights), without building that batch.
@@ -49,7 +56,7 @@ struct BatchLayout {
 // target, and the arrays of the batch. `labels` is indexed by global node id; empty `labels` (inference) leave the
 // label section unwritten.
 void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& features, std::span<const int32_t> labels,
-                const BatchLayout& layout, std::byte* dst);
+                const BatchLayout& layout, std::byte* dst, std::span<const int32_t> cache_slot_of = {});
 
 // A packed batch read in place from host-accessible memory (a slot, or device memory of the CPU
 // backend): views into the bytes, kept alive by `owner`. The blocks alias the packed arrays.
@@ -59,6 +66,7 @@ struct PackedBatchView {
   std::span<const int32_t> labels;             // per target
   std::span<const int32_t> loss_rows;
   std::span<const float> loss_weights;
+  std::span<const int32_t> cache_hits, cache_slots, cache_misses;  // layout.cached
   std::vector<graph::Block> blocks;
 
   static PackedBatchView of(const BatchLayout& layout, std::shared_ptr<const void> owner, std::byte* base);

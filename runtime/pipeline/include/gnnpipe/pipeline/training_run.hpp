@@ -81,6 +81,7 @@ struct EpochResult {
 // (memory.features device). Copies of parameters, losses and evaluation are not counted.
 struct DataMovement {
   uint64_t host_gathered_bytes = 0, copied_bytes = 0, device_gathered_bytes = 0;
+  uint64_t cache_hit_rows = 0, cache_miss_rows = 0;  // memory.features cache: input rows the cache held / missed
 };
 
 struct RunResult {
