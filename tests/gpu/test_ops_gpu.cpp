@@ -402,6 +402,36 @@ TEMPLATE_TEST_CASE("ops::bias_add and bias_grad_accumulate", "[gpu][ops][element
   }
 }
 
+TEMPLATE_TEST_CASE("ops::copy_rows: gather, scatter and both, as the CPU twin", "[gpu][ops][elementwise]", float, double) {
+  using T = TestType;
+  Cuda cuda;
+  core::Rng rng(8, {2});
+  for (const int64_t cols : kWidths) {
+    INFO(cols << " columns");
+    const Matrix<T> src = random_values<T>(rng, 300, cols);
+    std::vector<int32_t> from, to;
+    for (int32_t i = 0; i < 200; ++i) {
+      from.push_back((i * 37) % 300);
+      to.push_back((i * 53) % 200);  // a permutation of 0..199
+    }
+    const auto from_dev = to_device(std::span<const int32_t>(from), cuda.stream);
+    const auto to_dev = to_device(std::span<const int32_t>(to), cuda.stream);
+    const std::span<const int32_t> from_d(from_dev.data(), from.size()), to_d(to_dev.data(), to.size());
+    const std::vector<std::pair<std::span<const int32_t>, std::span<const int32_t>>> host_lists{
+        {from, {}}, {{}, to}, {from, to}};
+    const std::vector<std::pair<std::span<const int32_t>, std::span<const int32_t>>> device_lists{
+        {from_d, {}}, {{}, to_d}, {from_d, to_d}};
+    for (std::size_t k = 0; k < host_lists.size(); ++k) {
+      Matrix<T> expected(200, cols);
+      ops::copy_rows<T>(host(), src.cview(), host_lists[k].first, expected.view(), host_lists[k].second);
+      const auto src_dev = to_device(src, cuda.stream);
+      auto out = poisoned<T>(200, cols, cuda.stream);
+      ops::copy_rows<T>(cuda.ctx, src_dev.cview(), device_lists[k].first, out.view(), device_lists[k].second);
+      CHECK(bitwise_equal(to_host(out, cuda.stream), expected));
+    }
+  }
+}
+
 namespace {
 
 // Shapes of the pointwise tests: one element, odd widths, many rows.
