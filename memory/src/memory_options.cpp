@@ -45,11 +45,8 @@ FeaturePlacement parse_feature_placement(std::string_view text, std::string_view
   GNNPIPE_THROW(ConfigError, "{}: '{}' is not a feature placement (allowed: auto, device, host, cache)", key, text);
 }
 
-FeaturePlan plan_features(FeaturePlacement wanted, bool float32, int64_t rows, std::size_t row_bytes, std::size_t left) {
+FeaturePlan plan_features(FeaturePlacement wanted, int64_t rows, std::size_t row_bytes, std::size_t left) {
   if (wanted == FeaturePlacement::kHost || rows == 0) return {};
-  GNNPIPE_CHECK_CONFIG(float32 || wanted == FeaturePlacement::kAuto,
-                       "memory.features: {} needs float32 features (use host, or auto)", to_string(wanted));
-  if (!float32) return {};
   // In allocator size classes: the matrix or cache is one allocation.
   const std::size_t room = CachingAllocator::class_within(left / 2);
   const std::size_t whole = CachingAllocator::size_class(static_cast<std::size_t>(rows) * row_bytes);

@@ -321,6 +321,10 @@ void copy_rows(const OpContext& ctx, ConstView<T> src, std::span<const int32_t> 
                       out_rows.empty() ? nullptr : out_rows.data(), count, stream_of(ctx));
 }
 
+void widen_16bit(const OpContext& ctx, const uint16_t* src, bool bfloat16, int64_t n, float* dst) {
+  launch_widen_16bit(src, bfloat16, n, dst, stream_of(ctx));
+}
+
 template <class T>
 void adam_step(const OpContext& ctx, T* w, const T* grad, T* m, T* v, const T* decay, int64_t n, T b1, T b2,
                T step_size, T sqrt_c2, T eps) {
@@ -374,6 +378,8 @@ void sgd_step(const OpContext& ctx, T* w, const T* grad, T* velocity, const T* d
                              std::span<const int32_t>);                                                              \
   template void adam_step<T>(const OpContext&, T*, const T*, T*, T*, const T*, int64_t, T, T, T, T, T);             \
   template void sgd_step<T>(const OpContext&, T*, const T*, T*, const T*, int64_t, T, T, bool);
+template void copy_rows<uint16_t>(const OpContext&, ConstView<uint16_t>, std::span<const int32_t>, MatrixView<uint16_t>,
+                                  std::span<const int32_t>);
 GNNPIPE_INSTANTIATE(float)
 GNNPIPE_INSTANTIATE(double)
 #undef GNNPIPE_INSTANTIATE

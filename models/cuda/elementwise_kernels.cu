@@ -1,5 +1,7 @@
 // Elementwise ops (cpu twins: models/src/ops/elementwise.cpp, dropout.cpp) and the bias gradient,
 // whose column sums keep the CPU's fixed 256-row blocking (util::column_block_sum).
+#include <cuda_fp16.h>
+
 #include <cstdint>
 
 #include "cuda_check.hpp"
@@ -36,6 +38,12 @@ __global__ void copy_rows_kernel(const T* __restrict__ src, int64_t cols, const 
     const T* in = src + (src_rows != nullptr ? static_cast<int64_t>(src_rows[i]) : i) * cols;
     T* row = out + (out_rows != nullptr ? static_cast<int64_t>(out_rows[i]) : i) * cols;
     for (int64_t c = lane; c < cols; c += kWarpSize) row[c] = in[c];
+  }
+}
+
+__global__ void widen_16bit_kernel(const uint16_t* __restrict__ src, bool bfloat16, int64_t n, float* __restrict__ dst) {
+  for (int64_t i = util::global_thread(); i < n; i += util::grid_threads()) {
+    dst[i] = bfloat16 ? __uint_as_float(static_cast<unsigned>(src[i]) << 16) : __half2float(__ushort_as_half(src[i]));
   }
 }
 
@@ -154,6 +162,12 @@ __global__ void convert_from_float_kernel(const float* __restrict__ src, T* __re
 
 }  // namespace
 
+void launch_widen_16bit(const uint16_t* src, bool bfloat16, int64_t n, float* dst, cudaStream_t stream) {
+  if (n <= 0) return;
+  widen_16bit_kernel<<<elementwise_grid(n), kBlockThreads, 0, stream>>>(src, bfloat16, n, dst);
+  GNNPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
 template <class T>
 void launch_copy_rows(const T* src, int64_t cols, const int32_t* src_rows, T* out, const int32_t* out_rows, int64_t count,
                       cudaStream_t stream) {
@@ -253,6 +267,9 @@ void launch_convert_from_float(const float* src, T* dst, int64_t n, cudaStream_t
   convert_from_float_kernel<T><<<elementwise_grid(n), kBlockThreads, 0, stream>>>(src, dst, n);
   GNNPIPE_CUDA_CHECK(cudaGetLastError());
 }
+
+template void launch_copy_rows<uint16_t>(const uint16_t*, int64_t, const int32_t*, uint16_t*, const int32_t*, int64_t,
+                                         cudaStream_t);
 
 #define GNNPIPE_INSTANTIATE(T)                                                                                   \
   template void launch_bias_add<T>(T*, int64_t, int64_t, const T*, cudaStream_t);                                \

@@ -104,6 +104,8 @@ template <class T>
 void launch_head_mean_backward(const T* dy, int64_t rows, int64_t heads, int64_t channels, T* dx, cudaStream_t stream);
 
 // --- elementwise (cpu twins: ops/elementwise.hpp, ops/dropout.hpp) -------------------------------
+// dst[i] = float(src[i]): IEEE half bits, or bfloat16 bits when `bfloat16` (exact).
+void launch_widen_16bit(const uint16_t* src, bool bfloat16, int64_t n, float* dst, cudaStream_t stream);
 // out[out_rows[i], :] = src[src_rows[i], :] for i < count; a null list is 0, 1, ... (rows of
 // `cols`): one warp per row.
 template <class T>

@@ -14,6 +14,7 @@
 #include "gnnpipe/models/ops/gat.hpp"
 #include "gnnpipe/models/ops/gemm.hpp"
 #include "gnnpipe/models/ops/loss.hpp"
+#include "gnnpipe/graph/feature_store.hpp"
 #include "gnnpipe/models/ops/spmm.hpp"
 #include "parallel.hpp"
 
@@ -248,6 +249,14 @@ void copy_rows(const OpContext& ctx, ConstView<T> src, std::span<const int32_t> 
   });
 }
 
+void widen_16bit(const OpContext& ctx, const uint16_t* src, bool bfloat16, int64_t n, float* dst) {
+  GNNPIPE_CHECK(n >= 0, "widen_16bit: {} values", n);
+  GNNPIPE_ON_CUDA(widen_16bit(ctx, src, bfloat16, n, dst));
+  cpu::detail::parallel_rows(n, 16384, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) dst[i] = bfloat16 ? graph::bfloat16_to_float(src[i]) : graph::half_to_float(src[i]);
+  });
+}
+
 template <class T>
 void copy(const OpContext& ctx, ConstView<T> src, MatrixView<T> dst) {
   GNNPIPE_ON_CUDA(copy<T>(ctx, src, dst));
@@ -328,6 +337,9 @@ void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const 
                              std::span<const int32_t>);                                                              \
   template void adam_update<T>(const OpContext&, const AdamUpdate<T>&, T*, const T*, T*, T*, const T*, int64_t);     \
   template void sgd_update<T>(const OpContext&, T, T, bool, T*, const T*, T*, const T*, int64_t);
+// Raw 16-bit feature rows (fp16/bf16 features on the device) are moved by copy_rows too.
+template void copy_rows<uint16_t>(const OpContext&, ConstView<uint16_t>, std::span<const int32_t>, MatrixView<uint16_t>,
+                                  std::span<const int32_t>);
 GNNPIPE_INSTANTIATE(float)
 GNNPIPE_INSTANTIATE(double)
 #undef GNNPIPE_INSTANTIATE

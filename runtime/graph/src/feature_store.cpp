@@ -140,6 +140,20 @@ void FeatureStore::gather(std::span<const NodeId> ids, std::span<float> out) con
   }));
 }
 
+void FeatureStore::gather_raw(std::span<const NodeId> ids, std::span<uint16_t> out) const {
+  GNNPIPE_CHECK(is_16bit(), "gather_raw: the features are float32, not 16-bit");
+  const auto cols = static_cast<std::size_t>(cols_);
+  GNNPIPE_CHECK(out.size() == ids.size() * cols, "gather_raw of {} rows x {} columns into {} values", ids.size(), cols,
+                out.size());
+  tbb::parallel_for(Range(0, ids.size(), gather_grain(cols_)), core::tsan::fork_join([&](const Range& r) {
+    for (std::size_t i = r.begin(); i < r.end(); ++i) {
+      const NodeId v = ids[i];
+      GNNPIPE_CHECK(v >= 0 && v < rows_, "gather: id {} at position {} is outside [0, {})", v, i, rows_);
+      std::memcpy(out.data() + i * cols, f16_.data() + static_cast<std::size_t>(v) * cols, cols * sizeof(uint16_t));
+    }
+  }));
+}
+
 FeatureStore FeatureStore::converted(FeatureDType dtype) const {
   const auto count = static_cast<std::size_t>(rows_ * cols_);
   if (dtype == dtype_) return *this;

@@ -72,7 +72,7 @@ MemoryGovernor::PartSize MemoryGovernor::size_of(const graph::MiniBatch& part, s
   for (const graph::Block* b : part.layer_blocks(s_.model.num_layers())) {
     p.shapes.push_back({b->num_dst, b->num_src, block_edges[static_cast<std::size_t>(b - first)]});
   }
-  const BatchLayout layout = BatchLayout::of(part, s_.packed_feature_cols, block_edges);
+  const BatchLayout layout = BatchLayout::of(part, s_.packed_feature_cols, block_edges, s_.feature_dtype);
   p.packed = layout.total_bytes;
   p.identity_rows = layout.identity_rows;
   p.loss_rows = part.loss_rows.size();
@@ -92,9 +92,12 @@ MemoryGovernor::Estimate MemoryGovernor::estimate(std::span<const PartSize> part
   e.trim = trim;
   for (const PartSize& part : parts) {
     std::vector<std::size_t> needs = s_.model.training_arrays(part.shapes, true);
-    // Device-resident features: the part's gathered input rows (stages.cpp, input_rows).
-    needs.push_back(s_.gathers_on_device && !part.identity_rows
-                        ? static_cast<std::size_t>(part.nodes * s_.feature_cols) * sizeof(float) : 0);
+    // The part's input rows assembled or widened on the device (stages.cpp, input_rows): float32
+    // rows unless they are the device matrix itself, and 16-bit rows before widening.
+    const bool wide = s_.feature_dtype == graph::FeatureDType::kFloat32;
+    const auto values = static_cast<std::size_t>(part.nodes * s_.feature_cols);
+    needs.push_back((s_.gathers_on_device && !(wide && part.identity_rows)) || !wide ? values * sizeof(float) : 0);
+    needs.push_back(!wide && s_.gathers_on_device && !part.identity_rows ? values * sizeof(uint16_t) : 0);
     // The train stage's own arrays (stages.cpp): the loss gradient [targets x classes], the
     // loss's per-row scratch, the epoch's loss slots.
     needs.push_back(static_cast<std::size_t>(part.shapes.back().num_dst * s_.classes) * sizeof(float));

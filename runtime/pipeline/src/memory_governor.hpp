@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "gnnpipe/graph/edge_cut.hpp"
+#include "gnnpipe/graph/feature_store.hpp"
 #include "gnnpipe/graph/mini_batch.hpp"
 #include "gnnpipe/graph/node_scores.hpp"
 #include "gnnpipe/memory/grow_only_footprint.hpp"
@@ -64,6 +65,9 @@ struct GovernorSetup {
   // device placement's rows 0..k-1 in order).
   int64_t packed_feature_cols = 0;
   bool gathers_on_device = false;
+  // The store's type: fp16/bf16 rows are packed and moved in 16 bits and widened into a float
+  // array by the train stage (with gathers_on_device, after a 16-bit array of their own).
+  graph::FeatureDType feature_dtype = graph::FeatureDType::kFloat32;
   memory::MemoryOptions options;
   std::size_t budget = 0;          // what the allocator enforces (limit - reserve, clamped)
   int device_slots = 1;

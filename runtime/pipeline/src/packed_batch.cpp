@@ -34,15 +34,30 @@ graph::HostArray<T> view(const std::shared_ptr<const void>& owner, std::byte* ba
   return graph::HostArray<T>::view(owner, reinterpret_cast<T*>(base + s.offset), s.bytes / sizeof(T));
 }
 
+// Rows `ids` into the layout's features section, in its dtype (the store's: checked).
+void gather_into(const graph::FeatureStore& features, std::span<const graph::NodeId> ids, const BatchLayout& layout,
+                 std::byte* dst) {
+  GNNPIPE_CHECK(features.dtype() == layout.feature_dtype, "pack: the features are {}, the layout's {}",
+                graph::to_string(features.dtype()), graph::to_string(layout.feature_dtype));
+  if (layout.feature_dtype == graph::FeatureDType::kFloat32) {
+    features.gather(ids, std::span<float>(reinterpret_cast<float*>(dst + layout.features.offset),
+                                          layout.features.bytes / sizeof(float)));
+  } else {
+    features.gather_raw(ids, std::span<uint16_t>(reinterpret_cast<uint16_t*>(dst + layout.features.offset),
+                                                 layout.features.bytes / sizeof(uint16_t)));
+  }
+}
+
 }  // namespace
 
-BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int32_t> cache_slot_of) {
+BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int32_t> cache_slot_of,
+                            graph::FeatureDType dtype) {
   std::vector<int64_t> edges;
   for (const graph::Block& b : batch.blocks) edges.push_back(b.num_edges());
-  if (cache_slot_of.empty()) return of(batch, feature_cols, edges);
+  if (cache_slot_of.empty()) return of(batch, feature_cols, edges, dtype);
   // The cached layout: the same arrays with the features section holding only the misses, and the
   // three row lists after the rest (so the sections before them do not move).
-  BatchLayout l = of(batch, feature_cols, edges);
+  BatchLayout l = of(batch, feature_cols, edges, dtype);
   int64_t hits = 0;
   for (graph::NodeId v : batch.input_nodes.span()) {
     GNNPIPE_CHECK_DATA(v >= 0 && static_cast<std::size_t>(v) < cache_slot_of.size(), "input node {} is outside [0, {})", v,
@@ -53,7 +68,8 @@ BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols,
   const int64_t misses = l.feature_rows - hits;
   l.cached = true;
   l.cached_rows = hits;
-  l.features = p.add<float>(static_cast<std::size_t>(misses * feature_cols));
+  l.features = dtype == graph::FeatureDType::kFloat32 ? p.add<float>(static_cast<std::size_t>(misses * feature_cols))
+                                                      : p.add<uint16_t>(static_cast<std::size_t>(misses * feature_cols));
   const std::size_t shift = p.end();
   // Re-place everything after the (smaller) features section.
   BatchLayout rest = of(batch, 0, edges);
@@ -87,19 +103,22 @@ BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols,
   return l;
 }
 
-BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int64_t> block_edges) {
+BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int64_t> block_edges,
+                            graph::FeatureDType dtype) {
   GNNPIPE_CHECK(block_edges.size() == batch.blocks.size(), "layout: {} edge counts for {} blocks", block_edges.size(),
                 batch.blocks.size());
   BatchLayout l;
   Packer p;
   l.feature_rows = static_cast<int64_t>(batch.input_nodes.size());
   l.feature_cols = feature_cols;
+  l.feature_dtype = dtype;
   if (feature_cols == 0) {
     const auto ids = batch.input_nodes.span();
     graph::NodeId next = 0;
     l.identity_rows = std::all_of(ids.begin(), ids.end(), [&](graph::NodeId v) { return v == next++; });
   }
-  l.features = p.add<float>(static_cast<std::size_t>(l.feature_rows * feature_cols));
+  const auto values = static_cast<std::size_t>(l.feature_rows * feature_cols);
+  l.features = dtype == graph::FeatureDType::kFloat32 ? p.add<float>(values) : p.add<uint16_t>(values);
   l.input_nodes = p.add<graph::NodeId>(batch.input_nodes.size());
   l.labels = p.add<int32_t>(batch.targets.size());
   l.loss_rows = p.add<int32_t>(batch.loss_rows.size());
@@ -143,14 +162,11 @@ void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& featur
         missed.push_back(ids[r]);
       }
     }
-    features.gather(missed, std::span<float>(reinterpret_cast<float*>(dst + layout.features.offset),
-                                             layout.features.bytes / sizeof(float)));
+    gather_into(features, missed, layout, dst);
   } else if (layout.feature_cols > 0) {
     GNNPIPE_CHECK(features.cols() == layout.feature_cols, "pack: features have {} columns, the layout {}",
                   features.cols(), layout.feature_cols);
-    features.gather(batch.input_nodes.span(),
-                    std::span<float>(reinterpret_cast<float*>(dst + layout.features.offset),
-                                     layout.features.bytes / sizeof(float)));
+    gather_into(features, batch.input_nodes.span(), layout, dst);
   }
   put(dst, layout.input_nodes, batch.input_nodes);
   auto* target_labels = reinterpret_cast<int32_t*>(dst + layout.labels.offset);
@@ -176,6 +192,10 @@ void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& featur
 PackedBatchView PackedBatchView::of(const BatchLayout& layout, std::shared_ptr<const void> owner, std::byte* base) {
   PackedBatchView v;
   v.features = {reinterpret_cast<const float*>(base + layout.features.offset), layout.feature_rows, layout.feature_cols};
+  if (layout.feature_dtype != graph::FeatureDType::kFloat32) {
+    v.features16 = reinterpret_cast<const uint16_t*>(base + layout.features.offset);
+    v.features.data = nullptr;
+  }
   v.input_nodes = {reinterpret_cast<const graph::NodeId*>(base + layout.input_nodes.offset),
                    layout.input_nodes.bytes / sizeof(graph::NodeId)};
   v.labels = {reinterpret_cast<const int32_t*>(base + layout.labels.offset), layout.labels.bytes / sizeof(int32_t)};

@@ -67,24 +67,23 @@ Stages::Stages(const TrainingSetup& s)
   const std::size_t train_fixed = allocator_.in_use_bytes_on(train_stream_);
   const std::size_t resident = allocator_.stats().in_use_bytes;
   governor_.emplace(GovernorSetup{s.model, s.data.features.cols(), s.data.labels.num_classes, packed_cols(),
-                                  features_on_device_ || !cache_slot_of_.empty(), s.memory, allocator_.budget(), static_cast<int>(device_slots_.size()),
+                                  features_on_device_ || !cache_slot_of_.empty(), s.data.features.dtype(), s.memory, allocator_.budget(), static_cast<int>(device_slots_.size()),
                                   resident - train_fixed, train_fixed, evaluation_bound(), s.cut_scores, s.cut_weights,
                                   s.seed});
 }
 
-// memory.features, decided by memory::features_on_device from what the budget leaves after what is
-// resident now and evaluation's bound; device insists (an OutOfBudget naming memory.limit when the
-// matrix cannot fit). float32 stores only, for now.
+// memory.features, decided by memory::plan_features from what the budget leaves after what is
+// resident now and evaluation's bound; device and cache insist (an OutOfBudget naming memory.limit
+// when they cannot fit). The device copy keeps the store's type: fp16/bf16 rows stay 16-bit there.
 void Stages::place_features() {
   const graph::FeatureStore& f = s_.data.features;
   const memory::FeaturePlacement wanted = s_.memory.features;
   if (wanted == memory::FeaturePlacement::kHost || f.empty()) return;
-  const auto row_bytes = static_cast<std::size_t>(f.cols()) * sizeof(float);
+  const std::size_t row_bytes = f.bytes_per_row();
   const auto bytes = static_cast<std::size_t>(f.rows()) * row_bytes;
   const std::size_t taken = allocator_.stats().in_use_bytes + evaluation_bound();
   const std::size_t left = allocator_.budget() > taken ? allocator_.budget() - taken : 0;
-  const memory::FeaturePlan plan =
-      memory::plan_features(wanted, f.dtype() == graph::FeatureDType::kFloat32, f.rows(), row_bytes, left);
+  const memory::FeaturePlan plan = memory::plan_features(wanted, f.rows(), row_bytes, left);
   if (plan.where == memory::FeaturePlacement::kHost) return;
   // On the CPU backend a device gather runs on the train thread, while the host gather of a sampled
   // batch overlaps training on the sampler threads: auto keeps sampled runs' features on the host
@@ -94,36 +93,37 @@ void Stages::place_features() {
     build_cache(plan.cache_rows);
     return;
   }
-  const std::span<const float> host = f.float_values();
+  const auto* host = f.is_16bit() ? reinterpret_cast<const std::byte*>(f.raw_16bit().data())
+                                  : reinterpret_cast<const std::byte*>(f.float_values().data());
   if (!device_.is_cuda()) {
     // The CPU backend reads the host matrix in place and charges the budget a GPU copy would take.
     features_charge_ = allocator_.charge(bytes);
-    device_features_view_ = {host.data(), f.rows(), f.cols()};
+    device_store_ = host;
   } else {
     // Copied once on the copy stream through a pinned bounce buffer (the store is pageable, often
     // memory-mapped), 64 MiB at a time.
-    float* dst = device_features_.ensure(&allocator_, copy_stream_, host.size());
+    std::byte* dst = device_features_.ensure(&allocator_, copy_stream_, bytes);
     constexpr std::size_t kChunk = std::size_t{64} << 20;
     core::Buffer<std::byte> bounce(std::min(kChunk, bytes), core::MemoryKind::kPinned);
-    const auto* src = reinterpret_cast<const std::byte*>(host.data());
     for (std::size_t done = 0; done < bytes; done += kChunk) {
       const std::size_t n = std::min(kChunk, bytes - done);
-      std::memcpy(bounce.data(), src + done, n);
-      core::copy_bytes_async(reinterpret_cast<std::byte*>(dst) + done, bounce.data(), n, copy_stream_);
+      std::memcpy(bounce.data(), host + done, n);
+      core::copy_bytes_async(dst + done, bounce.data(), n, copy_stream_);
       copy_stream_.synchronize();
     }
-    device_features_view_ = {dst, f.rows(), f.cols()};
+    device_store_ = dst;
   }
+  device_store_rows_ = f.rows();
   features_on_device_ = true;
   core::logger().debug("memory.features {}: the {} feature matrix is on the {} for the run; batches carry node ids and "
-                      "their rows are gathered there",
-                      to_string(wanted), core::format_bytes(bytes), device_.str());
+                       "their rows are gathered there",
+                       to_string(wanted), core::format_bytes(bytes), device_.str());
 }
 
 // memory.features cache: the `rows` rows sampled most often, taken to be the nodes that are most
 // often a neighbour (most appearances among the graph's in-edge sources; ties: lower id), PaGraph's
-// choice. They are gathered on the host in 64 MiB chunks and copied into the cache on the copy
-// stream (on the CPU backend the copy is a memcpy into allocator memory, charged like a GPU's).
+// choice. They are gathered on the host in 64 MiB chunks (in the store's type) and copied into the
+// cache on the copy stream (on the CPU backend a memcpy into allocator memory, charged like a GPU's).
 void Stages::build_cache(int64_t rows) {
   const graph::CsrGraph& g = s_.data.graph;
   const graph::FeatureStore& f = s_.data.features;
@@ -137,43 +137,76 @@ void Stages::build_cache(int64_t rows) {
   order.resize(static_cast<std::size_t>(rows));
   cache_slot_of_.assign(appearances.size(), -1);
   for (std::size_t i = 0; i < order.size(); ++i) cache_slot_of_[static_cast<std::size_t>(order[i])] = static_cast<int32_t>(i);
-  const int64_t cols = f.cols();
-  float* dst = cache_.ensure(&allocator_, copy_stream_, static_cast<std::size_t>(rows * cols));
-  const auto row_bytes = static_cast<std::size_t>(cols) * sizeof(float);
+  const std::size_t row_bytes = f.bytes_per_row();
+  std::byte* dst = cache_.ensure(&allocator_, copy_stream_, static_cast<std::size_t>(rows) * row_bytes);
   const std::size_t chunk_rows = std::max<std::size_t>(1, (std::size_t{64} << 20) / row_bytes);
-  core::Buffer<float> bounce(std::min(chunk_rows, order.size()) * static_cast<std::size_t>(cols),
-                             device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
+  core::Buffer<std::byte> bounce(std::min(chunk_rows, order.size()) * row_bytes,
+                                 device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
+  const auto values = static_cast<std::size_t>(f.cols());
   for (std::size_t begin = 0; begin < order.size(); begin += chunk_rows) {
     const std::size_t n = std::min(chunk_rows, order.size() - begin);
-    f.gather(std::span<const graph::NodeId>(order).subspan(begin, n), std::span<float>(bounce.data(), n * static_cast<std::size_t>(cols)));
-    core::copy_bytes_async(dst + begin * static_cast<std::size_t>(cols), bounce.data(), n * row_bytes, copy_stream_);
+    const auto ids = std::span<const graph::NodeId>(order).subspan(begin, n);
+    if (f.is_16bit()) {
+      f.gather_raw(ids, std::span<uint16_t>(reinterpret_cast<uint16_t*>(bounce.data()), n * values));
+    } else {
+      f.gather(ids, std::span<float>(reinterpret_cast<float*>(bounce.data()), n * values));
+    }
+    core::copy_bytes_async(dst + begin * row_bytes, bounce.data(), n * row_bytes, copy_stream_);
     copy_stream_.synchronize();
   }
-  cache_view_ = {dst, rows, cols};
+  cache_store_ = dst;
+  cache_rows_ = rows;
   core::logger().debug("memory.features cache: the {} most sampled rows of {} ({}) are cached on the {}", rows, f.rows(),
                        core::format_bytes(static_cast<std::size_t>(rows) * row_bytes), device_.str());
 }
 
-// The input rows of a packed batch: its own (host placement), the device matrix's first rows (its
-// input nodes are 0..k-1 in order: a full batch), its input nodes' rows gathered on ctx's stream
-// into `scratch`, or (a cache) its cached rows and the missed rows it carried, put in place there.
-models::MatrixView<const float> Stages::input_rows(const BatchLayout& layout, const PackedBatchView& view,
-                                                   const models::OpContext& ctx, models::DeviceArray<float>& scratch) {
+// Puts a part's input rows of type T into `out` on ctx's stream: from the device matrix by node id,
+// or (a cache) its cached rows and the missed rows it carried (`carried`), each to its position.
+template <class T>
+void Stages::assemble_rows(const BatchLayout& layout, const PackedBatchView& view, const models::OpContext& ctx,
+                           const T* carried, models::MatrixView<T> out) {
+  const int64_t cols = out.cols;
   if (layout.cached) {
-    const auto out = scratch.matrix(ctx, layout.feature_rows, layout.feature_cols);
     // (An empty row list means 0, 1, ...: no hits or no misses copy nothing.)
-    if (!view.cache_hits.empty()) models::ops::copy_rows<float>(ctx, cache_view_, view.cache_slots, out, view.cache_hits);
-    if (!view.cache_misses.empty()) models::ops::copy_rows<float>(ctx, view.features, {}, out, view.cache_misses);
-    device_gathered_ += static_cast<uint64_t>(layout.cached_rows * out.cols) * sizeof(float);
+    const models::MatrixView<const T> cache{reinterpret_cast<const T*>(cache_store_), cache_rows_, cols};
+    if (!view.cache_hits.empty()) models::ops::copy_rows<T>(ctx, cache, view.cache_slots, out, view.cache_hits);
+    const models::MatrixView<const T> missed{carried, layout.feature_rows - layout.cached_rows, cols};
+    if (!view.cache_misses.empty()) models::ops::copy_rows<T>(ctx, missed, {}, out, view.cache_misses);
+    device_gathered_ += static_cast<uint64_t>(layout.cached_rows * cols) * sizeof(T);
+  } else {
+    const models::MatrixView<const T> all{reinterpret_cast<const T*>(device_store_), device_store_rows_, cols};
+    models::ops::copy_rows<T>(ctx, all, view.input_nodes, out, {});
+    device_gathered_ += static_cast<uint64_t>(out.rows * cols) * sizeof(T);
+  }
+}
+
+// The float32 input rows of a packed batch: its own (host placement), the device matrix's first
+// rows (its input nodes are 0..k-1 in order: a full batch), or assembled on ctx's stream into
+// `scratch` (assemble_rows). fp16/bf16 rows are moved in 16 bits (into `scratch16`) and widened
+// into `scratch` last, exactly.
+models::MatrixView<const float> Stages::input_rows(const BatchLayout& layout, const PackedBatchView& view,
+                                                   const models::OpContext& ctx, InputScratch& scratch) {
+  const int64_t rows = layout.feature_rows;
+  const int64_t cols = s_.data.features.cols();
+  const bool bf16 = layout.feature_dtype == graph::FeatureDType::kBFloat16;
+  const auto widen = [&](const uint16_t* src) {
+    const auto out = scratch.rows.matrix(ctx, rows, cols);
+    models::ops::widen_16bit(ctx, src, bf16, rows * cols, out.data);
+    return models::MatrixView<const float>(out);
+  };
+  const bool in_place = !layout.cached && !features_on_device_;
+  if (layout.feature_dtype == graph::FeatureDType::kFloat32) {
+    if (in_place) return view.features;
+    if (layout.identity_rows) return {reinterpret_cast<const float*>(device_store_), rows, cols};
+    const auto out = scratch.rows.matrix(ctx, rows, cols);
+    assemble_rows<float>(layout, view, ctx, view.features.data, out);
     return out;
   }
-  if (!features_on_device_) return view.features;
-  const int64_t cols = device_features_view_.cols;
-  if (layout.identity_rows) return {device_features_view_.data, layout.feature_rows, cols};
-  const auto out = scratch.matrix(ctx, layout.feature_rows, cols);
-  models::ops::copy_rows<float>(ctx, device_features_view_, view.input_nodes, out, {});
-  device_gathered_ += static_cast<uint64_t>(out.rows * out.cols) * sizeof(float);
-  return out;
+  if (in_place) return widen(view.features16);
+  if (layout.identity_rows) return widen(reinterpret_cast<const uint16_t*>(device_store_));
+  const auto out16 = scratch.rows16.matrix(ctx, rows, cols);
+  assemble_rows<uint16_t>(layout, view, ctx, view.features16, out16);
+  return widen(out16.data);
 }
 
 // Evaluation of the resident full-graph batch (resident_logits) at most: every layer's
@@ -255,11 +288,11 @@ MemoryPlan Stages::resident_plan() const {
   p.evaluation = governor_->setup().eval_bound;
   if (!cache_slot_of_.empty()) {
     p.features = "cache";
-    p.cache_rows = cache_view_.rows;
-    p.device_features = static_cast<std::size_t>(cache_view_.rows * cache_view_.cols) * sizeof(float);
+    p.cache_rows = cache_rows_;
+    p.device_features = static_cast<std::size_t>(cache_rows_) * s_.data.features.bytes_per_row();
   } else if (features_on_device_) {
     p.features = "device";
-    p.device_features = static_cast<std::size_t>(device_features_view_.rows * device_features_view_.cols) * sizeof(float);
+    p.device_features = static_cast<std::size_t>(device_store_rows_) * s_.data.features.bytes_per_row();
   }
   return p;
 }
@@ -288,7 +321,7 @@ void Stages::gather(Item& item, graph::MiniBatch batch) {
   const core::TraceRange range("gnnpipe gather");
   const double t0 = s_.recorder.now();
   fault(Stage::kGather, item);
-  const BatchLayout layout = BatchLayout::of(batch, packed_cols(), cache_slot_of_);
+  const BatchLayout layout = BatchLayout::of(batch, packed_cols(), cache_slot_of_, s_.data.features.dtype());
   item.layouts = {layout};
   item.offsets = {0};
   item.total_bytes = layout.total_bytes;
@@ -310,7 +343,7 @@ void Stages::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
   std::size_t end = 0;
   for (const graph::MiniBatch& part : parts) {
     item.offsets.push_back(end);
-    item.layouts.push_back(BatchLayout::of(part, packed_cols(), cache_slot_of_));
+    item.layouts.push_back(BatchLayout::of(part, packed_cols(), cache_slot_of_, s_.data.features.dtype()));
     end = align_up(end + item.layouts.back().total_bytes);
   }
   if (parts.size() > 1 && end > kMaxSplitStaging * gathered) {
@@ -537,7 +570,8 @@ void Stages::release_train_arrays() {
   s_.model.release_arrays();
   for (models::DeviceArray<double>* a : {&loss_scratch_, &part_losses_, &ones_}) a->release(train_stream_);
   dlogits_.release(train_stream_);
-  gathered_.release(train_stream_);
+  gathered_.rows.release(train_stream_);
+  gathered_.rows16.release(train_stream_);
 }
 
 void Stages::retry(const Item& item, double* loss) {
@@ -567,7 +601,7 @@ void Stages::retry(const Item& item, double* loss) {
       // waits before packing the next part: a rare path, kept simple.
       begin_step(parts.size());
       for (std::size_t i = 0; i < parts.size(); ++i) {
-        const BatchLayout layout = BatchLayout::of(parts[i], packed_cols(), cache_slot_of_);
+        const BatchLayout layout = BatchLayout::of(parts[i], packed_cols(), cache_slot_of_, s_.data.features.dtype());
         const std::byte* packed = pack_part(parts[i], layout);
         models::DeviceArray<std::byte>& slot = device_slots_[dev];
         if (slot.capacity() < layout.total_bytes) grow_slot_from_train(slot, layout.total_bytes);

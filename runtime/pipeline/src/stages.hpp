@@ -121,8 +121,16 @@ class Stages {
     cache_hits_ += static_cast<uint64_t>(layout.cached_rows);
     if (layout.cached) cache_misses_ += static_cast<uint64_t>(layout.feature_rows - layout.cached_rows);
   }
+  // A stream's arrays for input_rows: the float32 rows, and the 16-bit rows before widening.
+  struct InputScratch {
+    models::DeviceArray<float> rows;
+    models::DeviceArray<uint16_t> rows16;
+  };
   models::MatrixView<const float> input_rows(const BatchLayout& layout, const PackedBatchView& view,
-                                             const models::OpContext& ctx, models::DeviceArray<float>& scratch);
+                                             const models::OpContext& ctx, InputScratch& scratch);
+  template <class T>
+  void assemble_rows(const BatchLayout& layout, const PackedBatchView& view, const models::OpContext& ctx,
+                     const T* carried, models::MatrixView<T> out);
   void end_step(std::size_t parts, double* loss);
   // The step of `item` ran out of budget: split its parts further and run them one at a time
   // through the device slot; throws the last OutOfBudget when even single-row parts do not fit.
@@ -160,17 +168,20 @@ class Stages {
   // Pinned on a GPU: one part at a time, packed by the train stage (a retried step, or a split
   // batch whose micro-batches were not packed ahead).
   core::Buffer<std::byte> part_staging_;
-  // Device-resident features: the matrix (a copy on a GPU; the host store itself on the CPU
-  // backend, whose budget is charged for it instead), and the train and eval streams' gathers.
+  // Device-resident features, in the store's type: the matrix (a copy on a GPU; the host store
+  // itself on the CPU backend, whose budget is charged for it instead), and the train and eval
+  // streams' input arrays.
   bool features_on_device_ = false;
-  models::DeviceArray<float> device_features_;
+  models::DeviceArray<std::byte> device_features_;
   memory::BudgetCharge features_charge_;
-  models::MatrixView<const float> device_features_view_;
-  models::DeviceArray<float> gathered_, eval_gathered_;
+  const std::byte* device_store_ = nullptr;
+  int64_t device_store_rows_ = 0;
+  InputScratch gathered_, eval_gathered_;
   // memory.features cache: each node's cache row or -1 (host; empty without a cache) and the cache.
   std::vector<int32_t> cache_slot_of_;
-  models::DeviceArray<float> cache_;
-  models::MatrixView<const float> cache_view_;
+  models::DeviceArray<std::byte> cache_;
+  const std::byte* cache_store_ = nullptr;
+  int64_t cache_rows_ = 0;
   std::optional<MemoryGovernor> governor_;
   std::atomic<uint64_t> host_gathered_{0}, copied_bytes_{0}, device_gathered_{0};  // data_movement()
   std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};

@@ -2,10 +2,13 @@
 
 #include <oneapi/tbb/global_control.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "finite_difference.hpp"
+#include "gnnpipe/graph/feature_store.hpp"
 #include "gnnpipe/models/op_context.hpp"
 #include "gnnpipe/models/ops/elementwise.hpp"
 #include "gnnpipe/models/ops/ops.hpp"
@@ -152,4 +155,23 @@ TEST_CASE("copy_rows gathers, scatters or both, and refuses a row out of range",
   CHECK_THROWS_WITH(models::ops::copy_rows<float>(ctx, src.cview(), {}, two.view(), bad),
                     Catch::Contains("destination row 4 (position 1) is outside [0, 2)"));
   CHECK_THROWS_WITH(models::ops::copy_rows<float>(ctx, src.cview(), ids, two.view(), to), Catch::Contains("4 source rows for 2"));
+}
+
+TEST_CASE("widen_16bit turns every fp16 and bf16 bit pattern into its float exactly", "[models][elementwise]") {
+  const models::OpContext& ctx = models::OpContext::host();
+  std::vector<uint16_t> bits(65536);
+  for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = static_cast<uint16_t>(i);
+  std::vector<float> out(bits.size());
+  for (const bool bf16 : {false, true}) {
+    models::ops::widen_16bit(ctx, bits.data(), bf16, static_cast<int64_t>(bits.size()), out.data());
+    std::size_t mismatches = 0;
+    for (std::size_t i = 0; i < bits.size(); ++i) {
+      const float want = bf16 ? graph::bfloat16_to_float(bits[i]) : graph::half_to_float(bits[i]);
+      if (std::bit_cast<uint32_t>(want) != std::bit_cast<uint32_t>(out[i]) && !(std::isnan(want) && std::isnan(out[i]))) {
+        ++mismatches;
+      }
+    }
+    CHECK(mismatches == 0);
+    CHECK(out[0x3C00] == (bf16 ? graph::bfloat16_to_float(0x3C00) : 1.0f));
+  }
 }

@@ -111,8 +111,8 @@ TEST_CASE("memory.features auto follows the budget, and the plan and errors say 
   // The rule (128 rows of 10 bytes; the device side may take half of what is left, in 512-byte
   // size classes below 1 MiB).
   using memory::FeaturePlacement;
-  const auto where = [](FeaturePlacement wanted, bool float32, std::size_t left) {
-    const memory::FeaturePlan p = memory::plan_features(wanted, float32, 128, 10, left);
+  const auto where = [](FeaturePlacement wanted, bool /*unused*/, std::size_t left) {
+    const memory::FeaturePlan p = memory::plan_features(wanted, 128, 10, left);
     return std::pair<FeaturePlacement, int64_t>{p.where, p.cache_rows};
   };
   using P = std::pair<FeaturePlacement, int64_t>;
@@ -120,19 +120,17 @@ TEST_CASE("memory.features auto follows the budget, and the plan and errors say 
   CHECK(where(FeaturePlacement::kAuto, true, 3070) == P{FeaturePlacement::kCache, 102});  // 1024 bytes of room
   CHECK(where(FeaturePlacement::kAuto, true, 1024) == P{FeaturePlacement::kCache, 51});
   CHECK(where(FeaturePlacement::kAuto, true, 1023) == P{FeaturePlacement::kHost, 0});  // no 512-byte class in 511
-  CHECK(where(FeaturePlacement::kAuto, false, 1 << 20) == P{FeaturePlacement::kHost, 0});  // fp16/bf16 stay on the host
   CHECK(where(FeaturePlacement::kHost, true, 1 << 20) == P{FeaturePlacement::kHost, 0});
   CHECK(where(FeaturePlacement::kDevice, true, 0) == P{FeaturePlacement::kDevice, 0});  // the allocator then refuses it
   CHECK(where(FeaturePlacement::kCache, true, 1 << 20) == P{FeaturePlacement::kCache, 128});
   CHECK(where(FeaturePlacement::kCache, true, 1024) == P{FeaturePlacement::kCache, 51});
   CHECK_THROWS_AS(where(FeaturePlacement::kCache, true, 1023), core::OutOfBudget);
-  CHECK_THROWS_WITH(where(FeaturePlacement::kCache, false, 1 << 20), Catch::Contains("memory.features: cache needs float32"));
+
   // device insists: a budget it cannot fit in is an OutOfBudget naming memory.limit.
   CHECK_THROWS_WITH(plan({"memory.features=device", "memory.limit=64KiB"}), Catch::Contains("memory.limit"));
   CHECK_THROWS_WITH(plan({"memory.features=gpu"}), Catch::Contains("memory.features") && Catch::Contains("auto, device, host, cache"));
-  CHECK_THROWS_WITH(plan({"memory.features=device", "dataset.feature_dtype=float16"}),
-                    Catch::Contains("memory.features: device needs float32 features"));
-  CHECK(plan({"dataset.feature_dtype=float16"}).features == "host");
+  // fp16 rows take half the device bytes.
+  CHECK(plan({"memory.features=device", "dataset.feature_dtype=float16"}).device_features == 700 * 24 * 2);
 }
 
 TEST_CASE("a feature cache: the same parameters as host placement, and its hits and misses add up", "[pipeline][tsan]") {
@@ -188,4 +186,33 @@ TEST_CASE("a feature cache: the same parameters as host placement, and its hits 
   CHECK(part.summary["params_checksum"] == host.summary["params_checksum"]);
   // The most frequent sources are cached: more than their share of the rows hit.
   CHECK(static_cast<double>(hits) / static_cast<double>(hits + misses) > static_cast<double>(rows) / 700.0);
+}
+
+TEST_CASE("fp16 and bf16 features travel in 16 bits: every placement trains the same parameters, half the bytes",
+          "[pipeline][tsan]") {
+  test::TempDir dir;
+  const Run wide = train({"memory.features=host"}, dir, "f32");
+  for (const char* dtype : {"float16", "bfloat16"}) {
+    const std::string d = std::string("dataset.feature_dtype=") + dtype;
+    const Run host = train({d, "memory.features=host"}, dir, std::string(dtype) + "-host");
+    // The same batches as float32: half the bytes gathered on the host.
+    CHECK(2 * host.summary["data_movement"]["host_gathered_bytes"].get<uint64_t>() ==
+          wide.summary["data_movement"]["host_gathered_bytes"].get<uint64_t>());
+    for (const auto& sets : std::vector<std::vector<std::string>>{
+             {d, "memory.features=device"},
+             {d, "memory.features=cache"},
+             {d, "memory.features=device", "pipeline.mode=sequential"}}) {
+      INFO(sets.at(1) << " " << (sets.size() > 2 ? sets[2] : ""));
+      const Run r = train(sets, dir, std::string(dtype) + sets.at(1).substr(16) + std::to_string(sets.size()));
+      CHECK(r.summary["params_checksum"] == host.summary["params_checksum"]);
+      CHECK(r.summary["memory"]["plan"]["device_features_bytes"] == 700 * 24 * 2);
+    }
+    // A full batch kept resident, its 16-bit matrix widened in place of a gather.
+    const Run full_host = train({d, "sampler={type: full}", "model.type=gcn", "memory.features=host"}, dir,
+                                std::string(dtype) + "-full-host");
+    const Run full_device = train({d, "sampler={type: full}", "model.type=gcn", "memory.features=device"}, dir,
+                                  std::string(dtype) + "-full-device");
+    CHECK(full_device.summary["params_checksum"] == full_host.summary["params_checksum"]);
+    CHECK(full_device.summary["memory"]["plan"]["batch_placement"] == "resident");
+  }
 }

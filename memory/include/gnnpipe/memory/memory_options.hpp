@@ -43,16 +43,17 @@ FeaturePlacement parse_feature_placement(std::string_view text, std::string_view
 // after what is resident and evaluation's bound; the device side may take half of it (the other
 // half is for the batches and the model's arrays), in allocator size classes:
 //   host    host.
-//   device  device (a float32 store only: ConfigError naming memory.features otherwise).
+//   device  device.
 //   cache   a cache of as many rows as fit that half, at most all (OutOfBudget naming memory.limit
-//           when not one row fits; float32 only).
+//           when not one row fits).
 //   auto    device when the whole matrix fits; else a cache when at least 1/64 of the rows fit;
-//           else host. fp16/bf16 stores stay on the host.
+//           else host.
+// row_bytes is the store's (fp16/bf16 rows are 16-bit on the device too).
 struct FeaturePlan {
   FeaturePlacement where = FeaturePlacement::kHost;  // kHost, kDevice or kCache
   int64_t cache_rows = 0;
 };
-FeaturePlan plan_features(FeaturePlacement wanted, bool float32, int64_t rows, std::size_t row_bytes, std::size_t left);
+FeaturePlan plan_features(FeaturePlacement wanted, int64_t rows, std::size_t row_bytes, std::size_t left);
 
 struct MemoryOptions {
   // The device memory budget (YAML `limit`, e.g. 16GiB): the governor and allocator never exceed it.

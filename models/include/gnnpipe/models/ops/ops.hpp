@@ -143,6 +143,11 @@ template <class T>
 void copy_rows(const OpContext& ctx, ConstView<T> src, std::span<const int32_t> src_rows, MatrixView<T> out,
                std::span<const int32_t> out_rows);
 
+// dst[i] = float(src[i]) for i < n, src being IEEE half (bfloat16 false) or bfloat16 bits: exact
+// (every 16-bit value is a float). The first layer's input of fp16/bf16 features, which travel and
+// live on the device in 16 bits. Both in the context's memory.
+void widen_16bit(const OpContext& ctx, const uint16_t* src, bool bfloat16, int64_t n, float* dst);
+
 // Utilities: fill with zeros; copy between equally shaped views (in the context's memory).
 template <class T>
 void zero(const OpContext& ctx, MatrixView<T> x);

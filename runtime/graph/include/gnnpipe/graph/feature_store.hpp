@@ -49,6 +49,11 @@ class FeatureStore {
   // (checked: Error naming the first bad one); out.size() must be k * cols.
   void gather(std::span<const NodeId> ids, std::span<float> out) const;
 
+  // fp16/bf16 storage only: rows ids[0..k) as they are stored (16-bit values) into
+  // out[0 .. k*cols), in parallel; ids checked as in gather().
+  void gather_raw(std::span<const NodeId> ids, std::span<uint16_t> out) const;
+  bool is_16bit() const { return dtype_ != FeatureDType::kFloat32; }
+
   // A copy converted to `dtype` (float32 <-> fp16/bf16).
   FeatureStore converted(FeatureDType dtype) const;
 

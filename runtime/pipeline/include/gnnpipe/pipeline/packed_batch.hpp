@@ -34,8 +34,11 @@ struct BlockSections {
 // cache, or -1), `cached` is set, the features section holds only the rows the cache misses, in
 // input order, and the batch carries where the cached rows go (cache_hits: positions among its
 // input rows; cache_slots: their cache rows) and where the missed ones go (cache_misses).
+// feature_dtype: how the features section holds its rows, as the store does (fp16/bf16 rows travel
+// in 16 bits and are widened on the device: PackedBatchView::features16).
 struct BatchLayout {
   int64_t feature_rows = 0, feature_cols = 0;
+  graph::FeatureDType feature_dtype = graph::FeatureDType::kFloat32;
   bool identity_rows = false;
   bool cached = false;
   int64_t cached_rows = 0;  // of feature_rows
@@ -44,11 +47,14 @@ struct BatchLayout {
   std::vector<BlockSections> blocks;  // as in MiniBatch::blocks (one shared block stays one)
   std::size_t total_bytes = 0;
 
-  static BatchLayout of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int32_t> cache_slot_of = {});
+  static BatchLayout of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int32_t> cache_slot_of = {},
+                        graph::FeatureDType dtype = graph::FeatureDType::kFloat32);
   // The layout `batch` would have with block b holding block_edges[b] edges and its node counts
   // and lists unchanged (what graph::EdgeCutPlan::cut gives: a block without edges has no
   // weights), without building that batch.
-  static BatchLayout of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int64_t> block_edges);
+  static BatchLayout of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int64_t> block_edges,
+                        graph::FeatureDType dtype = graph::FeatureDType::kFloat32);
+  std::size_t feature_bytes() const { return feature_dtype == graph::FeatureDType::kFloat32 ? 4 : 2; }
 };
 
 // Writes `batch` into `dst` (layout.total_bytes bytes): features (unless layout.feature_cols is 0) gathered straight from `features`
@@ -61,7 +67,8 @@ void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& featur
 // A packed batch read in place from host-accessible memory (a slot, or device memory of the CPU
 // backend): views into the bytes, kept alive by `owner`. The blocks alias the packed arrays.
 struct PackedBatchView {
-  models::MatrixView<const float> features;
+  models::MatrixView<const float> features;  // float32 rows (null data when they are 16-bit)
+  const uint16_t* features16 = nullptr;       // fp16/bf16 rows (layout.feature_dtype), features.rows x cols
   std::span<const graph::NodeId> input_nodes;  // global id of each feature row (forward's row_ids)
   std::span<const int32_t> labels;             // per target
   std::span<const int32_t> loss_rows;
