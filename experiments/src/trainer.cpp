@@ -212,7 +212,9 @@ nlohmann::json plan_json(const pipeline::MemoryPlan& p) {
           {"batch_placement", p.resident_batch ? "resident" : "moved"},
           {"features", p.features},
           {"device_features_bytes", p.device_features},
-          {"cache_rows", p.cache_rows}};
+          {"cache_rows", p.cache_rows},
+          {"host_dataset_bytes", p.host_dataset},
+          {"host_staging_bytes", p.host_staging}};
 }
 
 // "mem 53.3 MiB peak" and, when the governor did more than admit batches as sampled, what it did.

@@ -432,6 +432,26 @@ TEMPLATE_TEST_CASE("ops::copy_rows: gather, scatter and both, as the CPU twin", 
   }
 }
 
+TEST_CASE("ops::widen_16bit: every fp16 and bf16 bit pattern, as the CPU twin", "[gpu][ops][elementwise]") {
+  Cuda cuda;
+  std::vector<uint16_t> bits(65536);
+  for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = static_cast<uint16_t>(i);
+  const auto bits_dev = to_device(std::span<const uint16_t>(bits), cuda.stream);
+  for (const bool bf16 : {false, true}) {
+    Matrix<float> expected(1, 65536);
+    ops::widen_16bit(host(), bits.data(), bf16, 65536, expected.view().data);
+    auto out = poisoned<float>(1, 65536, cuda.stream);
+    ops::widen_16bit(cuda.ctx, bits_dev.data(), bf16, 65536, out.view().data);
+    const Matrix<float> got = to_host(out, cuda.stream);
+    std::size_t mismatches = 0;  // (NaN payloads may differ: any NaN matches any NaN)
+    for (std::size_t i = 0; i < bits.size(); ++i) {
+      const float a = got.flat()[i], b = expected.flat()[i];
+      if (std::bit_cast<uint32_t>(a) != std::bit_cast<uint32_t>(b) && !(std::isnan(a) && std::isnan(b))) ++mismatches;
+    }
+    CHECK(mismatches == 0);
+  }
+}
+
 namespace {
 
 // Shapes of the pointwise tests: one element, odd widths, many rows.

@@ -52,6 +52,8 @@ std::vector<std::string> MemoryPlan::lines() const {
     if (counters.resampled > 0) action += fmt::format(", {} resampled", counters.resampled);
     if (counters.cut > 0) action += fmt::format(", {} cut ({} edges removed)", counters.cut, counters.edges_cut);
   }
+  out.push_back(fmt::format("  host: dataset {} (read once), staging slots at most {} ({} x the largest packed batch)",
+                            format_bytes(host_dataset), format_bytes(host_staging), staging_slots));
   if (features == "cache") {
     out.push_back(fmt::format("  features: a cache of the {} most sampled rows on the device ({}, copied once); batches carry "
                               "the rows it misses",

@@ -45,6 +45,10 @@ class Stages {
   // skipped, its train step reads the kept device copy. Any thread, before sample.
   bool adopt_resident(Item& item) const;
   bool has_resident() const { return resident_.load(std::memory_order_acquire); }
+  // The bytes `batch` takes packed (in a staging slot) under this run's feature placement.
+  std::size_t packed_bytes(const graph::MiniBatch& batch) const {
+    return BatchLayout::of(batch, packed_cols(), cache_slot_of_, s_.data.features.dtype()).total_bytes;
+  }
   // Whether this run's batch may become resident (decided when epoch 1's is governed).
   bool may_keep_resident() const { return resident_candidate_; }
 

@@ -513,11 +513,13 @@ MemoryPlan plan_memory(const TrainingSetup& s) {
   const std::vector<BatchSpec> specs = s.sampler.plan_epoch(1);
   plan.batches = static_cast<int64_t>(specs.size());
   const std::size_t window = static_cast<std::size_t>(std::max(1, s.pipeline.sampler_threads)) * 4;
+  std::size_t largest_packed = 0;
   for (std::size_t begin = 0; begin < specs.size(); begin += window) {
     const std::size_t end = std::min(specs.size(), begin + window);
     std::vector<graph::MiniBatch> batches = sampler.sample(std::span<const BatchSpec>(specs).subspan(begin, end - begin));
     for (std::size_t i = 0; i < batches.size(); ++i) {
       if (batches[i].loss_rows.empty()) continue;
+      largest_packed = std::max(largest_packed, stages.packed_bytes(batches[i]));
       const BatchSpec& spec = specs[begin + i];
       const auto redraw = [&](int attempt) {
         BatchSpec other = spec;
@@ -532,6 +534,12 @@ MemoryPlan plan_memory(const TrainingSetup& s) {
     }
   }
   plan.device_slots = stages.governor().slot_capacity_bound();
+  const graph::Dataset& d = s.data;
+  plan.host_dataset = d.graph.offsets().size_bytes() + d.graph.indices().size_bytes() +
+                      static_cast<std::size_t>(d.features.rows()) * d.features.bytes_per_row() +
+                      d.labels.single.span().size_bytes();
+  plan.staging_slots = stages.slots();
+  plan.host_staging = static_cast<std::size_t>(stages.slots()) * (largest_packed + largest_packed / 8);
   plan.resident_batch = stages.may_keep_resident() && plan.batches == 1 && plan.counters.fit == 1 &&
                         plan.counters.split + plan.counters.cut + plan.counters.resampled == 0;
   return plan;
