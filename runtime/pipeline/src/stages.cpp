@@ -211,7 +211,8 @@ models::MatrixView<const float> Stages::input_rows(const BatchLayout& layout, co
 
 // Evaluation of the resident full-graph batch (resident_logits) at most: every layer's
 // infer_layer on the whole graph (a self-loop per node at most added), growing the twin's arrays
-// layer after layer, plus the two [nodes x widest output] activation buffers it alternates between.
+// layer after layer, plus the two [nodes x widest output] activation buffers it alternates between
+// (and the widened input rows of fp16/bf16 features).
 std::size_t Stages::resident_evaluation_bound() const {
   const graph::CsrGraph& g = s_.data.graph;
   const int64_t n = g.num_nodes();
@@ -222,7 +223,11 @@ std::size_t Stages::resident_evaluation_bound() const {
     arrays.grow(eval_model_.inference_arrays(l, whole));
     widest_out = std::max(widest_out, eval_model_.layer_out_dim(l));
   }
-  return arrays.bytes() + 2 * memory::CachingAllocator::size_class(static_cast<std::size_t>(n * widest_out) * sizeof(float));
+  std::size_t bytes = arrays.bytes() + 2 * memory::CachingAllocator::size_class(static_cast<std::size_t>(n * widest_out) * sizeof(float));
+  // fp16/bf16 input rows are widened into a float array of the eval stream's (input_rows).
+  const graph::FeatureStore& f = s_.data.features;
+  if (f.is_16bit()) bytes += memory::CachingAllocator::size_class(static_cast<std::size_t>(n * f.cols()) * sizeof(float));
+  return bytes;
 }
 
 // Layer-wise inference's arrays at most: it runs chunks of eval_chunk_nodes consecutive

@@ -19,12 +19,15 @@ using namespace gnnpipe;
 
 namespace {
 
+// Evaluation only after the last epoch: the bitwise comparisons of pipelined runs below stay clear
+// of the open divergence seen (under TSan) when evaluation overlaps training (issue #13's note).
 const char* kBase = R"(
 name: resident
 dataset: {synthetic: {nodes: 600, avg_degree: 6, features: 12, classes: 3, seed: 4, feature_noise: 2.0}}
 model: {type: gcn, layers: 2, hidden: 16, dropout: 0.5}
 sampler: {type: full}
 optimizer: {type: adam, lr: 0.01}
+pipeline: {eval_every: 5}
 run: {epochs: 5, seed: 3}
 )";
 
@@ -39,7 +42,7 @@ int64_t items(const Run& r, const char* stage) {
   return detail.contains(stage) ? detail[stage]["items"].get<int64_t>() : 0;
 }
 
-// One column of metrics.csv (header row skipped).
+// One column of metrics.csv (header row skipped); NaN (accuracies of epochs not evaluated) skipped.
 std::vector<double> column(const Run& r, std::size_t index) {
   std::stringstream in(r.metrics);
   std::vector<double> values;
@@ -49,7 +52,8 @@ std::vector<double> column(const Run& r, std::size_t index) {
     std::stringstream fields(line);
     std::string field;
     for (std::size_t i = 0; i <= index; ++i) std::getline(fields, field, ',');
-    values.push_back(std::stod(field));
+    const double value = std::stod(field);
+    if (!std::isnan(value)) values.push_back(value);
   }
   return values;
 }
