@@ -1,7 +1,7 @@
 #pragma once
 // Runs an experiment given as YAML text (with --set overrides) through the runner into `out`, the
-// way `gnnpipe run` does, and returns its summary and metrics.csv. Shared by the runner, pipeline
-// and GPU training tests.
+// way `gnnpipe run` does, and returns its summary and metrics.csv; or returns its memory plan.
+// Shared by the runner, pipeline and GPU training tests.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -37,6 +37,12 @@ inline ExperimentRun run_experiment(const std::string& yaml, const std::vector<s
   text << in.rdbuf();
   r.metrics = text.str();
   return r;
+}
+
+// The memory plan `gnnpipe run --plan` prints for the same experiment.
+inline pipeline::MemoryPlan plan_experiment(const std::string& yaml, const std::vector<std::string>& sets) {
+  const auto config = experiments::config::parse_experiment(YAML::Load(yaml), sets);
+  return experiments::plan_experiment(config, experiments::load_training_dataset(config, "."));
 }
 
 }  // namespace gnnpipe::test

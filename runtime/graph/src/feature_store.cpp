@@ -117,41 +117,44 @@ std::span<const uint16_t> FeatureStore::raw_16bit() const {
   return f16_.span();
 }
 
-void FeatureStore::gather(std::span<const NodeId> ids, std::span<float> out) const {
+// Calls row(i, first value of row ids[i]) for every i in parallel, each id checked.
+template <class Row>
+void FeatureStore::each_row(std::span<const NodeId> ids, std::size_t out_size, const char* what, const char* unit,
+                            Row&& row) const {
   const auto cols = static_cast<std::size_t>(cols_);
-  GNNPIPE_CHECK(out.size() == ids.size() * cols, "gather of {} rows x {} columns into {} floats", ids.size(), cols,
-                out.size());
+  GNNPIPE_CHECK(out_size == ids.size() * cols, "{} of {} rows x {} columns into {} {}", what, ids.size(), cols, out_size,
+                unit);
   tbb::parallel_for(Range(0, ids.size(), gather_grain(cols_)), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t i = r.begin(); i < r.end(); ++i) {
       const NodeId v = ids[i];
       GNNPIPE_CHECK(v >= 0 && v < rows_, "gather: id {} at position {} is outside [0, {})", v, i, rows_);
-      float* dst = out.data() + i * cols;
-      const std::size_t base = static_cast<std::size_t>(v) * cols;
-      switch (dtype_) {
-        case FeatureDType::kFloat32: std::memcpy(dst, f32_.data() + base, cols * sizeof(float)); break;
-        case FeatureDType::kFloat16:
-          for (std::size_t c = 0; c < cols; ++c) dst[c] = half_to_float(f16_[base + c]);
-          break;
-        case FeatureDType::kBFloat16:
-          for (std::size_t c = 0; c < cols; ++c) dst[c] = bfloat16_to_float(f16_[base + c]);
-          break;
-      }
+      row(i, static_cast<std::size_t>(v) * cols);
     }
   }));
+}
+
+void FeatureStore::gather(std::span<const NodeId> ids, std::span<float> out) const {
+  const auto cols = static_cast<std::size_t>(cols_);
+  each_row(ids, out.size(), "gather", "floats", [&](std::size_t i, std::size_t base) {
+    float* dst = out.data() + i * cols;
+    switch (dtype_) {
+      case FeatureDType::kFloat32: std::memcpy(dst, f32_.data() + base, cols * sizeof(float)); break;
+      case FeatureDType::kFloat16:
+        for (std::size_t c = 0; c < cols; ++c) dst[c] = half_to_float(f16_[base + c]);
+        break;
+      case FeatureDType::kBFloat16:
+        for (std::size_t c = 0; c < cols; ++c) dst[c] = bfloat16_to_float(f16_[base + c]);
+        break;
+    }
+  });
 }
 
 void FeatureStore::gather_raw(std::span<const NodeId> ids, std::span<uint16_t> out) const {
   GNNPIPE_CHECK(is_16bit(), "gather_raw: the features are float32, not 16-bit");
   const auto cols = static_cast<std::size_t>(cols_);
-  GNNPIPE_CHECK(out.size() == ids.size() * cols, "gather_raw of {} rows x {} columns into {} values", ids.size(), cols,
-                out.size());
-  tbb::parallel_for(Range(0, ids.size(), gather_grain(cols_)), core::tsan::fork_join([&](const Range& r) {
-    for (std::size_t i = r.begin(); i < r.end(); ++i) {
-      const NodeId v = ids[i];
-      GNNPIPE_CHECK(v >= 0 && v < rows_, "gather: id {} at position {} is outside [0, {})", v, i, rows_);
-      std::memcpy(out.data() + i * cols, f16_.data() + static_cast<std::size_t>(v) * cols, cols * sizeof(uint16_t));
-    }
-  }));
+  each_row(ids, out.size(), "gather_raw", "16-bit values", [&](std::size_t i, std::size_t base) {
+    std::memcpy(out.data() + i * cols, f16_.data() + base, cols * sizeof(uint16_t));
+  });
 }
 
 FeatureStore FeatureStore::converted(FeatureDType dtype) const {

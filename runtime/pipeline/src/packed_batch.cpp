@@ -48,63 +48,10 @@ void gather_into(const graph::FeatureStore& features, std::span<const graph::Nod
   }
 }
 
-}  // namespace
-
-BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int32_t> cache_slot_of,
-                            graph::FeatureDType dtype) {
-  std::vector<int64_t> edges;
-  for (const graph::Block& b : batch.blocks) edges.push_back(b.num_edges());
-  if (cache_slot_of.empty()) return of(batch, feature_cols, edges, dtype);
-  // The cached layout: the same arrays with the features section holding only the misses, and the
-  // three row lists after the rest (so the sections before them do not move).
-  BatchLayout l = of(batch, feature_cols, edges, dtype);
-  int64_t hits = 0;
-  for (graph::NodeId v : batch.input_nodes.span()) {
-    GNNPIPE_CHECK_DATA(v >= 0 && static_cast<std::size_t>(v) < cache_slot_of.size(), "input node {} is outside [0, {})", v,
-                       cache_slot_of.size());
-    hits += cache_slot_of[static_cast<std::size_t>(v)] >= 0 ? 1 : 0;
-  }
-  Packer p;
-  const int64_t misses = l.feature_rows - hits;
-  l.cached = true;
-  l.cached_rows = hits;
-  l.features = dtype == graph::FeatureDType::kFloat32 ? p.add<float>(static_cast<std::size_t>(misses * feature_cols))
-                                                      : p.add<uint16_t>(static_cast<std::size_t>(misses * feature_cols));
-  const std::size_t shift = p.end();
-  // Re-place everything after the (smaller) features section.
-  BatchLayout rest = of(batch, 0, edges);
-  const std::size_t base = rest.input_nodes.offset;  // where the arrays after the features start
-  const auto moved = [&](Section s) { return Section{s.offset - base + shift, s.bytes}; };
-  l.input_nodes = moved(rest.input_nodes);
-  l.labels = moved(rest.labels);
-  l.loss_rows = moved(rest.loss_rows);
-  l.loss_weights = moved(rest.loss_weights);
-  for (std::size_t k = 0; k < l.blocks.size(); ++k) {
-    BlockSections& b = l.blocks[k];
-    const BlockSections& r = rest.blocks[k];
-    b.offsets = moved(r.offsets);
-    b.indices = moved(r.indices);
-    b.weights = moved(r.weights);
-    b.t_offsets = moved(r.t_offsets);
-    b.t_indices = moved(r.t_indices);
-    b.t_edges = moved(r.t_edges);
-  }
-  std::size_t end = rest.total_bytes - base + shift;
-  const auto add = [&](std::size_t count) {
-    Section s{end, count * sizeof(int32_t)};
-    end = (end + s.bytes + 255) / 256 * 256;
-    return s;
-  };
-  l.cache_hits = add(static_cast<std::size_t>(hits));
-  l.cache_slots = add(static_cast<std::size_t>(hits));
-  l.cache_misses = add(static_cast<std::size_t>(misses));
-  l.identity_rows = false;
-  l.total_bytes = end;
-  return l;
-}
-
-BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int64_t> block_edges,
-                            graph::FeatureDType dtype) {
+// The layout with `cached_rows` of the input rows held by a feature cache (-1: no cache): the
+// features section holds the other rows, and the cache's three row lists come last.
+BatchLayout lay_out(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int64_t> block_edges,
+                    graph::FeatureDType dtype, int64_t cached_rows) {
   GNNPIPE_CHECK(block_edges.size() == batch.blocks.size(), "layout: {} edge counts for {} blocks", block_edges.size(),
                 batch.blocks.size());
   BatchLayout l;
@@ -112,12 +59,15 @@ BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols,
   l.feature_rows = static_cast<int64_t>(batch.input_nodes.size());
   l.feature_cols = feature_cols;
   l.feature_dtype = dtype;
+  l.cached = cached_rows >= 0;
+  l.cached_rows = std::max<int64_t>(0, cached_rows);
   if (feature_cols == 0) {
     const auto ids = batch.input_nodes.span();
     graph::NodeId next = 0;
     l.identity_rows = std::all_of(ids.begin(), ids.end(), [&](graph::NodeId v) { return v == next++; });
   }
-  const auto values = static_cast<std::size_t>(l.feature_rows * feature_cols);
+  const auto misses = static_cast<std::size_t>(l.feature_rows - l.cached_rows);
+  const auto values = misses * static_cast<std::size_t>(feature_cols);
   l.features = dtype == graph::FeatureDType::kFloat32 ? p.add<float>(values) : p.add<uint16_t>(values);
   l.input_nodes = p.add<graph::NodeId>(batch.input_nodes.size());
   l.labels = p.add<int32_t>(batch.targets.size());
@@ -137,8 +87,34 @@ BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols,
     s.t_edges = p.add<graph::EdgeOffset>(b.t_edges.empty() ? 0 : edges);
     l.blocks.push_back(s);
   }
+  if (l.cached) {
+    l.cache_hits = p.add<int32_t>(static_cast<std::size_t>(l.cached_rows));
+    l.cache_slots = p.add<int32_t>(static_cast<std::size_t>(l.cached_rows));
+    l.cache_misses = p.add<int32_t>(misses);
+  }
   l.total_bytes = p.end();
   return l;
+}
+
+}  // namespace
+
+BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int32_t> cache_slot_of,
+                            graph::FeatureDType dtype) {
+  std::vector<int64_t> edges;
+  for (const graph::Block& b : batch.blocks) edges.push_back(b.num_edges());
+  if (cache_slot_of.empty()) return lay_out(batch, feature_cols, edges, dtype, -1);
+  int64_t hits = 0;
+  for (graph::NodeId v : batch.input_nodes.span()) {
+    GNNPIPE_CHECK_DATA(v >= 0 && static_cast<std::size_t>(v) < cache_slot_of.size(), "input node {} is outside [0, {})", v,
+                       cache_slot_of.size());
+    hits += cache_slot_of[static_cast<std::size_t>(v)] >= 0 ? 1 : 0;
+  }
+  return lay_out(batch, feature_cols, edges, dtype, hits);
+}
+
+BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int64_t> block_edges,
+                            graph::FeatureDType dtype) {
+  return lay_out(batch, feature_cols, block_edges, dtype, -1);
 }
 
 void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& features, std::span<const int32_t> labels,

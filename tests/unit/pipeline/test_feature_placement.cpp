@@ -38,10 +38,7 @@ Run train(std::vector<std::string> sets, const test::TempDir& dir, const std::st
   return test::run_experiment(kBase, sets, dir / sub);
 }
 
-pipeline::MemoryPlan plan(std::vector<std::string> sets) {
-  const auto config = experiments::config::parse_experiment(YAML::Load(kBase), sets);
-  return experiments::plan_experiment(config, experiments::load_training_dataset(config, "."));
-}
+pipeline::MemoryPlan plan(const std::vector<std::string>& sets) { return test::plan_experiment(kBase, sets); }
 
 }  // namespace
 
@@ -114,20 +111,20 @@ TEST_CASE("memory.features auto follows the budget, and the plan and errors say 
   // The rule (128 rows of 10 bytes; the device side may take half of what is left, in 512-byte
   // size classes below 1 MiB).
   using memory::FeaturePlacement;
-  const auto where = [](FeaturePlacement wanted, bool /*unused*/, std::size_t left) {
+  const auto where = [](FeaturePlacement wanted, std::size_t left) {
     const memory::FeaturePlan p = memory::plan_features(wanted, 128, 10, left);
     return std::pair<FeaturePlacement, int64_t>{p.where, p.cache_rows};
   };
   using P = std::pair<FeaturePlacement, int64_t>;
-  CHECK(where(FeaturePlacement::kAuto, true, 3072) == P{FeaturePlacement::kDevice, 0});  // 1280 bytes: class 1536
-  CHECK(where(FeaturePlacement::kAuto, true, 3070) == P{FeaturePlacement::kCache, 102});  // 1024 bytes of room
-  CHECK(where(FeaturePlacement::kAuto, true, 1024) == P{FeaturePlacement::kCache, 51});
-  CHECK(where(FeaturePlacement::kAuto, true, 1023) == P{FeaturePlacement::kHost, 0});  // no 512-byte class in 511
-  CHECK(where(FeaturePlacement::kHost, true, 1 << 20) == P{FeaturePlacement::kHost, 0});
-  CHECK(where(FeaturePlacement::kDevice, true, 0) == P{FeaturePlacement::kDevice, 0});  // the allocator then refuses it
-  CHECK(where(FeaturePlacement::kCache, true, 1 << 20) == P{FeaturePlacement::kCache, 128});
-  CHECK(where(FeaturePlacement::kCache, true, 1024) == P{FeaturePlacement::kCache, 51});
-  CHECK_THROWS_AS(where(FeaturePlacement::kCache, true, 1023), core::OutOfBudget);
+  CHECK(where(FeaturePlacement::kAuto, 3072) == P{FeaturePlacement::kDevice, 0});  // 1280 bytes: class 1536
+  CHECK(where(FeaturePlacement::kAuto, 3070) == P{FeaturePlacement::kCache, 102});  // 1024 bytes of room
+  CHECK(where(FeaturePlacement::kAuto, 1024) == P{FeaturePlacement::kCache, 51});
+  CHECK(where(FeaturePlacement::kAuto, 1023) == P{FeaturePlacement::kHost, 0});  // no 512-byte class in 511
+  CHECK(where(FeaturePlacement::kHost, 1 << 20) == P{FeaturePlacement::kHost, 0});
+  CHECK(where(FeaturePlacement::kDevice, 0) == P{FeaturePlacement::kDevice, 0});  // the allocator then refuses it
+  CHECK(where(FeaturePlacement::kCache, 1 << 20) == P{FeaturePlacement::kCache, 128});
+  CHECK(where(FeaturePlacement::kCache, 1024) == P{FeaturePlacement::kCache, 51});
+  CHECK_THROWS_AS(where(FeaturePlacement::kCache, 1023), core::OutOfBudget);
 
   // device insists: a budget it cannot fit in is an OutOfBudget naming memory.limit.
   CHECK_THROWS_WITH(plan({"memory.features=device", "memory.limit=64KiB"}), Catch::Contains("memory.limit"));

@@ -107,10 +107,7 @@ TEST_CASE("resident: Cluster-GCN with every part in one batch is kept, with smal
 }
 
 TEST_CASE("resident: the memory plan says whether the batch stays", "[pipeline]") {
-  const auto plan = [](std::vector<std::string> sets) {
-    const auto config = experiments::config::parse_experiment(YAML::Load(kBase), sets);
-    return experiments::plan_experiment(config, experiments::load_training_dataset(config, "."));
-  };
+  const auto plan = [](const std::vector<std::string>& sets) { return test::plan_experiment(kBase, sets); };
   const pipeline::MemoryPlan kept = plan({});
   CHECK(kept.resident_batch);
   const std::vector<std::string> lines = kept.lines();

@@ -65,6 +65,8 @@ class FeatureStore {
   Position first_non_finite() const;
 
  private:
+  template <class Row>
+  void each_row(std::span<const NodeId> ids, std::size_t out_size, const char* what, const char* unit, Row&& row) const;
   int64_t rows_ = 0;
   int64_t cols_ = 0;
   FeatureDType dtype_ = FeatureDType::kFloat32;
