@@ -1,15 +1,19 @@
 #pragma once
 // A flow-graph stage that runs on its own thread instead of a TBB worker (DESIGN §3: stages that
 // block on CUDA must not hold a worker). The async_node body only reserves the graph's wait and
-// queues the item (serially, so items keep the order they arrived in; with unlimited concurrency two
-// bodies could race and swap neighbours); the thread takes items in that order, runs `work` (which forwards results
-// through the gateway) and releases the wait. The queue never holds more items than there are
+// queues the item; the thread works the items in run order (`order_of`: 0, 1, 2, ... over the
+// run, every one of which reaches the stage), runs `work` (which forwards results through the
+// gateway) and releases the wait. Arrival order is not enough: two items leaving the reserving
+// join before the transfer are forwarded by two tasks that may run in either order, and a GPU run
+// that trained batch 1 of an epoch before batch 0 was seen (different parameters from the
+// sequential run, about one run in ten). Once the run failed, held items go at once (skipped). The queue never holds more items than there are
 // tokens upstream, so it is bounded without a limit of its own. The time the thread waits for its
 // next item is recorded as the stage's wait (for the trainer: how long compute waited for data).
 // An exception in `work` is recorded in `failure` and cancels the graph; later items are skipped.
 #include <tbb/flow_graph.h>
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -52,7 +56,12 @@ class DedicatedStage {
         describe_(std::move(describe)),
         epoch_of_(std::move(epoch_of)),
         order_of_(std::move(order_of)),
-        thread_([this] { loop(); }) {}
+        thread_([this] { loop(); }) {
+    failure_.add_waker([this] {
+      { std::lock_guard lock(mutex_); }  // orders the failure before the thread's next check
+      ready_.notify_one();
+    });
+  }
 
   ~DedicatedStage() {
     {
@@ -75,10 +84,15 @@ class DedicatedStage {
       const double wait_begin = recorder_.now();
       {
         std::unique_lock lock(mutex_);
-        ready_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stop requested and nothing left
-        next = std::move(queue_.front());
-        queue_.pop_front();
+        auto it = queue_.end();
+        ready_.wait(lock, [&] {
+          it = next_locked();
+          return it != queue_.end() || (stop_ && queue_.empty());
+        });
+        if (it == queue_.end()) return;  // stop requested and nothing left
+        if (order_of_(it->first) == next_order_) ++next_order_;
+        next = std::move(*it);
+        queue_.erase(it);
       }
       recorder_.record_wait(stage_, epoch_of_(next.first), recorder_.now() - wait_begin);
       if (!failure_.failed()) {
@@ -96,6 +110,16 @@ class DedicatedStage {
     }
   }
 
+  // The queued item to work next: the one whose order is due, or any once the run failed (or the
+  // stage stops); end() when none may go yet.
+  typename std::deque<std::pair<In, Gateway*>>::iterator next_locked() {
+    if (queue_.empty() || stop_ || failure_.failed()) return queue_.begin();
+    for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+      if (order_of_(it->first) == next_order_) return it;
+    }
+    return queue_.end();
+  }
+
   tbb::flow::graph& graph_;
   std::string lane_;
   Stage stage_;
@@ -109,6 +133,7 @@ class DedicatedStage {
   std::condition_variable ready_;
   std::deque<std::pair<In, Gateway*>> queue_;
   bool stop_ = false;
+  int64_t next_order_ = 0;  // the run order of the item due next
   std::thread thread_;  // last: starts once everything above exists
 };
 

@@ -9,8 +9,10 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace gnnpipe::pipeline::detail {
 
@@ -26,14 +28,27 @@ class Failure {
   // Keeps the failure of the earliest `order`; returns true when this call is the run's first
   // failure (the caller cancels the graph).
   bool record(std::exception_ptr error, const std::string& context, int64_t order = kNoBatch) {
-    std::lock_guard lock(mutex_);
-    const bool first = !error_;
-    if (first || order < order_) {
-      error_ = with_context(std::move(error), context);
-      order_ = order;
+    std::vector<std::function<void()>> wakers;
+    bool first = false;
+    {
+      std::lock_guard lock(mutex_);
+      first = !error_;
+      if (first || order < order_) {
+        error_ = with_context(std::move(error), context);
+        order_ = order;
+      }
+      failed_.store(true, std::memory_order_release);
+      wakers = wakers_;
     }
-    failed_.store(true, std::memory_order_release);
+    for (const auto& wake : wakers) wake();
     return first;
+  }
+  // `wake` is called after every record (outside the lock): a stage that holds items back (a
+  // DedicatedStage waiting for the next batch in run order) lets them go once the run failed.
+  // Whoever registers must outlive every record (the run's stages: they are destroyed after it).
+  void add_waker(std::function<void()> wake) {
+    std::lock_guard lock(mutex_);
+    wakers_.push_back(std::move(wake));
   }
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   void rethrow_if_failed() const {
@@ -45,6 +60,7 @@ class Failure {
   mutable std::mutex mutex_;
   std::exception_ptr error_;
   int64_t order_ = kNoBatch;
+  std::vector<std::function<void()>> wakers_;
   std::atomic<bool> failed_{false};
 };
 
