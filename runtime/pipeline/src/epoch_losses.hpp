@@ -6,7 +6,11 @@
 // The mean weights each batch by its loss rows and adds in batch order, as the CPU always did.
 // Used by the train thread (slot, end_epoch) and then by one reader (mean); end_epoch must not be
 // called again before the previous mean() returned.
+// It also times the epoch on the device: the stream's timeline from the previous epoch's end (or
+// construction) to this one's, what a GPU epoch really took (the train thread only queues work,
+// so its own clock runs ahead of the device).
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "gnnpipe/core/buffer.hpp"
@@ -18,7 +22,10 @@ namespace gnnpipe::pipeline::detail {
 
 class EpochLosses {
  public:
-  explicit EpochLosses(const models::OpContext& ctx) : ctx_(ctx), ready_(ctx.device()) {}
+  explicit EpochLosses(const models::OpContext& ctx)
+      : ctx_(ctx), ready_(ctx.device(), {.enable_timing = true}), previous_(ctx.device(), {.enable_timing = true}) {
+    ready_.record(ctx_.stream());  // the timeline's start
+  }
 
   // Where batch `index` (of `batches` in its epoch) writes its loss; records its loss rows. The
   // first batch of an epoch sizes the slots (growth is ordered after earlier work on the stream).
@@ -36,6 +43,7 @@ class EpochLosses {
       if (pinned_.size() < n) pinned_ = core::Buffer<double>(n, core::MemoryKind::kPinned);
       core::copy_bytes_async(pinned_.data(), losses_.data(), n * sizeof(double), ctx_.stream());
     }
+    std::swap(previous_, ready_);
     ready_.record(ctx_.stream());
     rows_.assign(rows_.size(), 0);
   }
@@ -43,6 +51,7 @@ class EpochLosses {
   // The rows-weighted mean loss of the epoch passed to end_epoch (waits for its copy).
   double mean() {
     ready_.synchronize();
+    device_seconds_ = static_cast<double>(core::Event::elapsed_ms(previous_, ready_)) / 1e3;
     double weighted = 0;
     std::size_t rows = 0;
     for (std::size_t i = 0; i < reported_rows_.size(); ++i) {
@@ -52,13 +61,17 @@ class EpochLosses {
     }
     return rows > 0 ? weighted / static_cast<double>(rows) : 0.0;
   }
+  // Seconds on the context's stream between the last two end_epoch calls (the first: since
+  // construction); valid after mean() returned.
+  double device_seconds() const { return device_seconds_; }
 
  private:
   const models::OpContext& ctx_;
   models::DeviceArray<double> losses_;
   core::Buffer<double> pinned_;
   std::vector<std::size_t> rows_, reported_rows_;
-  core::Event ready_;
+  core::Event ready_, previous_;
+  double device_seconds_ = 0;
 };
 
 }  // namespace gnnpipe::pipeline::detail

@@ -74,6 +74,8 @@ class Stages {
   void end_epoch_losses() { losses_.end_epoch(); }
   // The epoch's mean loss (waits for its copy; any thread, once per end_epoch_losses()).
   double epoch_loss() { return losses_.mean(); }
+  // The last epoch_loss()'s epoch as the train stream's timeline saw it (seconds).
+  double epoch_device_seconds() const { return losses_.device_seconds(); }
   // What the governor did in `epoch` (complete once the epoch's last batch trained); also added
   // to the run's totals.
   MemoryCounters take_epoch_counters(int epoch);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -181,6 +182,9 @@ class EvalWorker {
     changed_.wait(lock, [this] { return !job_.has_value(); });
     return stages_.setup().recorder.now() - t0;
   }
+  // Epoch times from the device's timeline (GPU runs), by epoch; read after the thread stopped.
+  const std::map<int, double>& device_times() const { return device_times_; }
+
   void submit(EpochResult r) {
     {
       std::lock_guard lock(mutex_);
@@ -203,6 +207,13 @@ class EvalWorker {
       if (!failure_.failed() && r.epoch <= stop_epoch_.load()) {
         try {
           r.loss = stages_.epoch_loss();
+          if (stages_.setup().model.context().is_cuda()) {
+            // The train thread only queues a GPU epoch's work: the device's timeline says how long it took.
+            r.epoch_time_s = std::max(r.epoch_time_s, stages_.epoch_device_seconds());
+            r.verdict = epoch_verdict(stages_.setup().recorder.totals(r.epoch), r.epoch_time_s,
+                                      stages_.setup().pipeline.sampler_threads, true);
+            device_times_[r.epoch] = r.epoch_time_s;
+          }
           if (r.evaluated) stages_.evaluate(r);
           if (tracker_.add(r)) stop_epoch_.store(r.epoch);
           on_epoch_(r);
@@ -227,6 +238,7 @@ class EvalWorker {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::optional<EpochResult> job_;
+  std::map<int, double> device_times_;  // (eval thread)
   bool quit_ = false;
   std::thread thread_;
 };
@@ -284,6 +296,9 @@ class PipelinedRun {
     g_.wait_for_all();
     core::tsan::acquire_graph_wait(g_);  // what every task and dedicated thread did for the graph
     if (!failure_.failed()) eval_worker_->wait_idle();
+    for (const auto& [epoch, seconds] : eval_worker_->device_times()) {
+      if (epoch >= 1 && static_cast<std::size_t>(epoch) <= times_.size()) times_[static_cast<std::size_t>(epoch - 1)] = seconds;
+    }
     eval_worker_.reset();  // joins the evaluation thread
     if (failure_.failed()) {
       stages_.drain_after_failure();  // the first failure is the one reported
@@ -436,7 +451,10 @@ class PipelinedRun {
   void end_epoch(int epoch) {
     EpochResult r;
     r.epoch = epoch;
-    r.epoch_time_s = s_.recorder.now() - epoch_start_;
+    // The next epoch starts now: its time includes any wait for this epoch's evaluation below.
+    const double now = s_.recorder.now();
+    r.epoch_time_s = now - epoch_start_;
+    epoch_start_ = now;
     r.evaluated = evaluates(s_, epoch);
     r.verdict = epoch_verdict(s_.recorder.totals(epoch), r.epoch_time_s, s_.pipeline.sampler_threads, true);
     r.memory = stages_.take_epoch_counters(epoch);
@@ -445,7 +463,6 @@ class PipelinedRun {
     // The evaluation twin and the loss copy are free once the previous epoch is reported.
     s_.recorder.record_wait(Stage::kTrain, epoch + 1, eval_worker_->wait_idle());
     stages_.end_epoch_losses();
-    epoch_start_ = s_.recorder.now();
     if (epoch > stop_epoch_.load()) return;
     if (r.evaluated) stages_.snapshot();
     eval_worker_->submit(std::move(r));
