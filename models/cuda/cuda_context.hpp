@@ -27,12 +27,21 @@ class Context {
   // Gives cuBLAS `bytes` of device memory at `workspace` (which must outlive the handle's work)
   // instead of the workspace it would allocate itself.
   void set_cublas_workspace(void* workspace, std::size_t bytes);
+  // Device memory for the partial sums of fixed-order column sums (owned by the OpContext).
+  void set_reduction_workspace(void* workspace, std::size_t bytes) {
+    reduction_workspace_ = workspace;
+    reduction_bytes_ = bytes;
+  }
+  void* reduction_workspace() const { return reduction_workspace_; }
+  std::size_t reduction_bytes() const { return reduction_bytes_; }
 
  private:
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   cusparseHandle_t cusparse_ = nullptr;
   CusparseSpmm spmm_;
+  void* reduction_workspace_ = nullptr;
+  std::size_t reduction_bytes_ = 0;
 };
 
 }  // namespace gnnpipe::models::cuda

@@ -221,7 +221,8 @@ template <class T>
 void bias_grad_accumulate(const OpContext& ctx, ConstView<T> dy, MatrixView<T> dbias) {
   GNNPIPE_CHECK(dbias.size() == dy.cols, "bias_grad_accumulate: dbias of {} values for dy {}", dbias.size(),
                 shape_str(dy));
-  launch_bias_grad_accumulate<T>(dy.data, dy.rows, dy.cols, dbias.data, stream_of(ctx));
+  launch_bias_grad_accumulate<T>(dy.data, dy.rows, dy.cols, dbias.data, static_cast<T*>(state(ctx).reduction_workspace()),
+                                 state(ctx).reduction_bytes(), stream_of(ctx));
 }
 
 template <class T>

@@ -117,7 +117,8 @@ void launch_bias_add(T* y, int64_t rows, int64_t cols, const T* bias, cudaStream
 // Accumulates: dbias[c] += sum over r of dy[r, c]. Sums fixed blocks of 256 rows, then adds the
 // block sums in block order (the CPU twin's order), one thread per column per block.
 template <class T>
-void launch_bias_grad_accumulate(const T* dy, int64_t rows, int64_t cols, T* dbias, cudaStream_t stream);
+void launch_bias_grad_accumulate(const T* dy, int64_t rows, int64_t cols, T* dbias, T* workspace,
+                                 std::size_t workspace_bytes, cudaStream_t stream);
 // y[i] = act(x[i]) over n elements (y may equal x); param = elu alpha or leaky slope.
 template <class T>
 void launch_activation(ActivationKind kind, const T* x, T* y, int64_t n, T param, cudaStream_t stream);

@@ -280,6 +280,12 @@ TEST_CASE("the memory section: reserve, policy and the keys only some policies r
   const auto defaults = with("");
   CHECK(defaults.memory.policy == gnnpipe::memory::MemoryPolicy::kSplit);
   CHECK_FALSE(defaults.memory.reserve_bytes.has_value());  // auto: 256 MiB on a GPU, 0 on the CPU
+  CHECK(defaults.memory.reserve_for(true) == (uint64_t{256} << 20));
+  CHECK(defaults.memory.reserve_for(false) == 0);
+  // auto never takes more than an eighth of a small limit
+  CHECK(with("memory: {limit: 64MiB}").memory.reserve_for(true) == (uint64_t{8} << 20));
+  CHECK(with("memory: {limit: 4KiB}").memory.reserve_for(true) == 512);
+  CHECK(with("memory: {limit: 2GiB}").memory.reserve_for(true) == (uint64_t{256} << 20));
   CHECK(defaults.memory.tolerance == 0.05);
   const auto c = with("memory: {limit: 8GiB, reserve: 512MiB, policy: resample, max_tries: 3, tolerance: 0.1}");
   CHECK(*c.memory.reserve_bytes == (uint64_t{512} << 20));

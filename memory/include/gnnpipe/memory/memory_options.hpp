@@ -1,5 +1,6 @@
 #pragma once
 // The `memory:` section of an experiment (DESIGN §4, §5) as plain options with in-class defaults.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -60,7 +61,8 @@ struct MemoryOptions {
   uint64_t limit_bytes = uint64_t{16} << 30;
   // Device memory the budget leaves to what the allocator cannot see (YAML `reserve`: bytes, or
   // `auto`): the CUDA context's lazily loaded kernels, library-internal allocations,
-  // fragmentation. Unset = auto: kAutoReserveCuda on a GPU, 0 on the CPU backend.
+  // fragmentation. Unset = auto: on a GPU kAutoReserveCuda, or an eighth of the limit when that is
+  // less (a 64 MiB limit keeps 8 MiB back, not all of it); 0 on the CPU backend.
   std::optional<uint64_t> reserve_bytes;
   MemoryPolicy policy = MemoryPolicy::kSplit;
   int max_tries = 10;  // resample: batches drawn before giving up on one
@@ -71,7 +73,9 @@ struct MemoryOptions {
 
   static constexpr uint64_t kAutoReserveCuda = uint64_t{256} << 20;
   // The reserve on a device of this kind (`cuda`: a GPU).
-  uint64_t reserve_for(bool cuda) const { return reserve_bytes.value_or(cuda ? kAutoReserveCuda : 0); }
+  uint64_t reserve_for(bool cuda) const {
+    return reserve_bytes.value_or(cuda ? std::min(kAutoReserveCuda, limit_bytes / 8) : 0);
+  }
 };
 
 }  // namespace gnnpipe::memory

@@ -64,15 +64,17 @@ class OpContext {
   memory::CachingAllocator* allocator() const { return allocator_; }
   // The CUDA state (handles, descriptor cache) for code under models/cuda/; nullptr on the CPU.
   cuda::Context* cuda() const { return cuda_.get(); }
-  // Device memory the context holds for libraries (cuBLAS's workspace; 0 on the CPU).
-  std::size_t library_workspace_bytes() const { return cublas_workspace_.size(); }
+  // Device memory the context holds for libraries and fixed-order reductions (cuBLAS's workspace,
+  // the column sums' partials; 0 on the CPU).
+  std::size_t library_workspace_bytes() const { return cublas_workspace_.size() + reduction_workspace_.size(); }
 
  private:
   std::unique_ptr<core::Stream> own_stream_;  // the CPU context's inline stream
   const core::Stream* stream_ = nullptr;
   OpOptions options_;
   memory::CachingAllocator* allocator_ = nullptr;
-  memory::DeviceBlock cublas_workspace_;  // outlives the handles that use it
+  memory::DeviceBlock cublas_workspace_;     // outlives the handles that use it
+  memory::DeviceBlock reduction_workspace_;  // the column sums' per-block partials (bias gradients)
   std::unique_ptr<cuda::Context> cuda_;
 };
 
