@@ -6,6 +6,8 @@
 //             per node (cache hits make the true DRAM traffic lower)
 //   gcn       full-batch training epochs of a GCN (forward + loss + backward + Adam, no dropout)
 //             on random features, both SpMM implementations, TF32 off and on
+//   ops       the epoch's ops one by one at its shapes (GEMMs, SpMMs, bias, ReLU, loss, Adam): where
+//             the GCN epoch's time goes
 // Graphs: --graph arxiv (the real ogbn-arxiv graph, symmetrised; $GNNPIPE_DATA_DIR or
 // ../shared/datasets) or products (the products-size synthetic graph, ~35 s to generate).
 // Timing: CUDA events around --reps repetitions after --warmup. Exits 77 without a GPU.
@@ -13,12 +15,14 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "bench_graphs.hpp"
 #include "gnnpipe/core/buffer.hpp"
+#include "gnnpipe/core/memory_kind.hpp"
 #include "gnnpipe/core/device.hpp"
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/core/stream.hpp"
@@ -38,7 +42,7 @@ struct Args {
   std::string graph = "arxiv";
   int features = 128, hidden = 128, layers = 3, classes = 40;
   int warmup = 5, reps = 50;
-  std::string only;  // copy | spmm | gcn; empty: all
+  std::string only;  // copy | spmm | gcn | ops; empty: all
 };
 
 Args parse(int argc, char** argv) {
@@ -169,6 +173,79 @@ void gcn_bench(const Args& a, const graph::Block& host_block, const std::vector<
   }
 }
 
+// One op of the full-batch GCN epoch at a time, at the epoch's shapes (hidden = features = H,
+// classes C): milliseconds per call, and how many calls an epoch of `layers` layers makes.
+void ops_bench(const Args& a, const graph::Block& host_block, const std::vector<graph::NodeId>& train,
+               const core::Stream& stream, const std::string& gpu, const std::string& graph_name) {
+  const graph::DeviceBlockCopy block(host_block, stream);
+  const int64_t n = host_block.num_dst, h = a.hidden, c = a.classes;
+  const core::Buffer<float> x = random_device(n, h, 21, stream), y0 = random_device(n, h, 22, stream);
+  core::Buffer<float> y(static_cast<std::size_t>(n * h), core::MemoryKind::kDevice, stream.device());
+  const core::Buffer<float> w = random_device(h, h, 23, stream), wc = random_device(h, c, 24, stream);
+  core::Buffer<float> gw(static_cast<std::size_t>(h * h), core::MemoryKind::kDevice, stream.device());
+  core::Buffer<float> bias(static_cast<std::size_t>(h), core::MemoryKind::kDevice, stream.device());
+  core::Buffer<float> logits(static_cast<std::size_t>(n * c), core::MemoryKind::kDevice, stream.device());
+  core::Buffer<float> dlogits(static_cast<std::size_t>(n * c), core::MemoryKind::kDevice, stream.device());
+  std::vector<int32_t> labels_host(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < labels_host.size(); ++i) labels_host[i] = static_cast<int32_t>(i % static_cast<std::size_t>(c));
+  core::Buffer<int32_t> labels(labels_host.size(), core::MemoryKind::kDevice, stream.device());
+  core::Buffer<int32_t> rows(train.size(), core::MemoryKind::kDevice, stream.device());
+  core::copy_from_host_sync(labels.data(), labels_host.data(), labels.bytes(), stream);
+  core::copy_from_host_sync(rows.data(), train.data(), rows.bytes(), stream);
+  core::Buffer<double> scratch(train.size(), core::MemoryKind::kDevice, stream.device()), loss(1, core::MemoryKind::kDevice, stream.device());
+  const int64_t params = 2 * h * h + h * c;
+  core::Buffer<float> pw(static_cast<std::size_t>(params), core::MemoryKind::kDevice, stream.device()),
+      pg(static_cast<std::size_t>(params), core::MemoryKind::kDevice, stream.device()),
+      pm(static_cast<std::size_t>(params), core::MemoryKind::kDevice, stream.device()),
+      pv(static_cast<std::size_t>(params), core::MemoryKind::kDevice, stream.device());
+  core::Buffer<float> decay(static_cast<std::size_t>(params), core::MemoryKind::kDevice, stream.device());
+  for (auto* buf : {&pw, &pg, &pm, &pv, &decay}) core::fill_bytes_async(buf->data(), buf->size(), sizeof(float), 0, stream);
+  for (const bool tf32 : {false, true}) {
+    memory::CachingAllocator allocator(stream.device(), std::size_t{64} << 30);  // the run's workspaces
+    const models::OpContext ctx(stream, {.allow_tf32 = tf32}, &allocator);
+    using V = models::MatrixView<const float>;
+    using M = models::MatrixView<float>;
+    const V xv{x.data(), n, h}, y0v{y0.data(), n, h}, wv{w.data(), h, h}, wcv{wc.data(), h, c};
+    const M yv{y.data(), n, h}, gwv{gw.data(), h, h}, lv{logits.data(), n, c}, dlv{dlogits.data(), n, c};
+    struct Row {
+      std::string op;
+      int per_epoch;
+      std::function<void()> body;
+    };
+    const int L = a.layers;
+    const std::vector<Row> table = {
+        {"gemm x[n,H] w[H,H] (forward)", L - 1, [&] { models::ops::gemm<float>(ctx, false, false, 1.0f, xv, wv, 0.0f, yv); }},
+        {"gemm x[n,H] w[H,C] (forward, last)", 1, [&] { models::ops::gemm<float>(ctx, false, false, 1.0f, xv, wcv, 0.0f, lv); }},
+        {"gemm x^T dh (weight grad)", L, [&] { models::ops::gemm<float>(ctx, true, false, 1.0f, xv, y0v, 1.0f, gwv); }},
+        {"gemm dh w^T (input grad)", L - 1, [&] { models::ops::gemm<float>(ctx, false, true, 1.0f, y0v, wv, 0.0f, yv); }},
+        {"spmm [n,H] (forward)", L - 1, [&] { models::ops::spmm<float>(ctx, block.block(), xv, yv); }},
+        {"spmm [n,C] (forward, last)", 1, [&] { models::ops::spmm<float>(ctx, block.block(), V{logits.data(), n, c}, dlv); }},
+        {"spmm_backward [n,C] (last)", 1, [&] { models::ops::spmm_backward<float>(ctx, block.block(), V{logits.data(), n, c}, dlv); }},
+        {"spmm_backward [n,H]", L - 1, [&] { models::ops::spmm_backward<float>(ctx, block.block(), xv, yv); }},
+        {"bias_add [n,H]", L, [&] { models::ops::bias_add<float>(ctx, yv, V{bias.data(), 1, h}); }},
+        {"bias_grad_accumulate [n,H]", L, [&] { models::ops::bias_grad_accumulate<float>(ctx, y0v, M{bias.data(), 1, h}); }},
+        {"relu forward [n,H]", L - 1, [&] { models::ops::activation<float>(ctx, models::Activation::kRelu, 0.0f, y0v, yv); }},
+        {"relu backward [n,H]", L - 1, [&] { models::ops::activation_backward<float>(ctx, models::Activation::kRelu, 0.0f, y0v, y0v, yv); }},
+        {"copy [n,C] (dlogits)", 1, [&] { models::ops::copy<float>(ctx, V{logits.data(), n, c}, dlv); }},
+        {"log_softmax_nll [n,C]", 1, [&] {
+           models::ops::log_softmax_nll<float>(ctx, V{logits.data(), n, c}, {labels.data(), labels.size()},
+                                               {rows.data(), rows.size()}, {}, dlv, scratch.data(), loss.data());
+         }},
+        {"adam (all parameters)", 1, [&] {
+           models::ops::adam_update<float>(ctx, {0.9f, 0.999f, 0.01f, 1.0f, 1e-8f}, pw.data(), pg.data(), pm.data(), pv.data(),
+                                           decay.data(), params);
+         }},
+    };
+    for (const Row& r : table) {
+      const double ms = time_ms(stream, a.warmup, a.reps, r.body);
+      std::printf("%s\n", fmt::format(R"({{"bench":"ops","gpu":"{}","graph":"{}","nodes":{},"op":"{}","tf32":{},"ms":{:.4f},)"
+                                       R"("per_epoch":{},"epoch_ms":{:.4f}}})",
+                                       gpu, graph_name, n, r.op, tf32, ms, r.per_epoch, ms * r.per_epoch)
+                              .c_str());
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -191,6 +268,7 @@ int main(int argc, char** argv) {
     const graph::Block block = graph::full_graph_block(g->graph, graph::BlockNorm::kGcn);
     if (a.only.empty() || a.only == "spmm") spmm_bench(a, block, stream, name, a.graph);
     if (a.only.empty() || a.only == "gcn") gcn_bench(a, block, g->train, stream, name, a.graph);
+    if (a.only.empty() || a.only == "ops") ops_bench(a, block, g->train, stream, name, a.graph);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gnnpipe_bench_gpu: %s\n", e.what());

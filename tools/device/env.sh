@@ -9,7 +9,7 @@ archs=${ARCHS:-90}
 [ -d "$root/.deps/debs" ] || { echo "device: no .deps/debs: run tools/device/prepare.sh here first and carry .deps"; exit 1; }
 mkdir -p "$prefix"
 for deb in "$root"/.deps/debs/*.deb; do dpkg -x "$deb" "$prefix"; done
-export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/openblas-pthread:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=/usr/local/cuda/bin:$PATH
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 

@@ -16,5 +16,10 @@ for name in "$@"; do
   mkdir -p "$deps/datasets"
   cp -r "$src" "$deps/datasets/"
 done
+# PyG's own full-batch GCN timing script (../shared/reference/peers), for the bench phase.
+if [ -d "$root/../shared/reference/peers" ]; then
+  mkdir -p "$deps/peers"
+  cp "$root/../shared/reference/peers/"*.py "$deps/peers/"
+fi
 du -sh "$deps"
 echo "prepare: ${#pkgs[@]} packages in $deps/debs; carry '.deps' in the device call"
