@@ -210,6 +210,7 @@ nlohmann::json plan_json(const pipeline::MemoryPlan& p) {
             {"largest_split", p.largest_split},
             {"largest_batch_peak_bytes", p.largest_batch_peak}}},
           {"batch_placement", p.resident_batch ? "resident" : "moved"},
+          {"eval_graph_bytes", p.eval_graph},
           {"features", p.features},
           {"device_features_bytes", p.device_features},
           {"cache_rows", p.cache_rows},

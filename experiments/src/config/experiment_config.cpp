@@ -120,6 +120,7 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   pipeline["staging_slots"] = c.pipeline.staging_slots;
   pipeline["eval_every"] = c.pipeline.eval_every;
   pipeline["resident"] = c.pipeline.resident ? "auto" : "off";
+  pipeline["eval_graph"] = std::string(to_string(c.pipeline.eval_graph));
   root["pipeline"] = pipeline;
 
   YAML::Node memory(YAML::NodeType::Map);

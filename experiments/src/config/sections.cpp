@@ -180,6 +180,16 @@ pipeline::PipelineOptions parse_pipeline_section(ConfigMap s) {
   GNNPIPE_CHECK_CONFIG(resident == "auto" || resident == "off", "{}: '{}' is not one of auto, off",
                        s.key_path("resident"), resident);
   o.resident = resident == "auto";
+  const std::string eval_graph = s.get<std::string>("eval_graph", std::string(to_string(o.eval_graph)));
+  if (eval_graph == "auto") {
+    o.eval_graph = pipeline::EvalGraph::kAuto;
+  } else if (eval_graph == "resident") {
+    o.eval_graph = pipeline::EvalGraph::kResident;
+  } else if (eval_graph == "layerwise") {
+    o.eval_graph = pipeline::EvalGraph::kLayerwise;
+  } else {
+    GNNPIPE_THROW(ConfigError, "{}: '{}' is not one of auto, resident, layerwise", s.key_path("eval_graph"), eval_graph);
+  }
   s.finish();
   return o;
 }

@@ -64,6 +64,10 @@ std::vector<std::string> MemoryPlan::lines() const {
                     : std::string("  features: on the host; each batch's rows are gathered into it and copied with it"));
   out.push_back(resident_batch ? "  placement: the batch is built, packed and copied once and stays on the device (pipeline.resident)"
                                : "  placement: every batch is sampled, gathered and copied each epoch");
+  if (eval_graph > 0) {
+    out.push_back(fmt::format("  evaluation: over the whole graph's block on the device ({}, copied once; pipeline.eval_graph)",
+                              format_bytes(eval_graph)));
+  }
   out.push_back(fmt::format("  epoch 1: {}; predicted peak of the largest batch {} ({:.0f}% of the budget)", action,
                             format_bytes(largest_batch_peak),
                             budget > 0 ? 100.0 * static_cast<double>(largest_batch_peak) / static_cast<double>(budget) : 0.0));

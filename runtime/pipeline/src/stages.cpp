@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "gnnpipe/core/check.hpp"
@@ -15,6 +16,7 @@
 #include "gnnpipe/memory/grow_only_footprint.hpp"
 #include "gnnpipe/models/ops/metrics.hpp"
 #include "gnnpipe/models/ops/ops.hpp"
+#include "gnnpipe/samplers/inference_sampler.hpp"
 
 namespace gnnpipe::pipeline::detail {
 namespace {
@@ -63,6 +65,7 @@ Stages::Stages(const TrainingSetup& s)
     released_.emplace_back(device_);
   }
   place_features();
+  place_eval_graph();
   // What is resident now stays for the run; the governor predicts everything else.
   const std::size_t train_fixed = allocator_.in_use_bytes_on(train_stream_);
   const std::size_t resident = allocator_.stats().in_use_bytes;
@@ -118,6 +121,56 @@ void Stages::place_features() {
   core::logger().debug("memory.features {}: the {} feature matrix is on the {} for the run; batches carry node ids and "
                        "their rows are gathered there",
                        to_string(wanted), core::format_bytes(bytes), device_.str());
+}
+
+void Stages::place_eval_graph() {
+  const EvalGraph wanted = s_.pipeline.eval_graph;
+  if (resident_candidate_ || wanted == EvalGraph::kLayerwise) return;  // a fixed batch evaluates over itself
+  if (wanted == EvalGraph::kAuto && !device_.is_cuda()) return;
+  const graph::CsrGraph& g = s_.data.graph;
+  const graph::FeatureStore& f = s_.data.features;
+  const int64_t n = g.num_nodes();
+  if (n == 0 || n > std::numeric_limits<int32_t>::max()) return;
+  // Features on the device are read in place (the batch carries ids); otherwise the packed batch
+  // carries the whole matrix (a cache's rows alone would not do).
+  const int64_t cols = features_on_device_ ? 0 : f.cols();
+  const std::size_t taken = allocator_.stats().in_use_bytes;
+  const std::size_t left = allocator_.budget() > taken ? allocator_.budget() - taken : 0;
+  const std::size_t eval_arrays = resident_evaluation_bound();
+  // An upper bound of the packed block before building it: offsets and transposed offsets, and per
+  // entry (in-edges plus a self-loop per node) its source, weight, transposed source and edge id.
+  const auto entries = static_cast<std::size_t>(g.num_edges() + n);
+  const std::size_t estimate = 16 * static_cast<std::size_t>(n + 1) + 20 * entries + 8 * static_cast<std::size_t>(n) +
+                               (cols > 0 ? static_cast<std::size_t>(n) * f.bytes_per_row() : 0) + (16 << 10);
+  const auto fits = [&](std::size_t graph_bytes) {
+    const std::size_t need = memory::CachingAllocator::size_class(graph_bytes) + eval_arrays;
+    return wanted == EvalGraph::kResident ? need <= left : need <= left / 4;
+  };
+  const auto refuse = [&](std::size_t graph_bytes) {
+    GNNPIPE_THROW(OutOfBudget,
+                  "pipeline.eval_graph: resident: the whole graph's block ({}) and evaluation's arrays ({}) do not fit the "
+                  "{} the budget leaves on {} (memory.limit); use pipeline.eval_graph: layerwise",
+                  core::format_bytes(graph_bytes), core::format_bytes(eval_arrays), core::format_bytes(left), device_.str());
+  };
+  if (!fits(estimate) && wanted == EvalGraph::kAuto) return;
+  const auto sampler = samplers::make_inference_sampler(g, eval_model_.block_norm(), static_cast<int>(n));
+  const auto workspace = sampler->make_workspace();
+  const graph::MiniBatch batch = sampler->sample(sampler->plan_epoch(0).front(), *workspace);
+  const BatchLayout layout = BatchLayout::of(batch, cols, std::span<const int32_t>{}, f.dtype());
+  if (!fits(layout.total_bytes)) {
+    if (wanted == EvalGraph::kAuto) return;
+    refuse(layout.total_bytes);
+  }
+  core::Buffer<std::byte> packed(layout.total_bytes, device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
+  pack_batch(batch, f, s_.data.labels.single.span(), layout, packed.data(), {});
+  std::byte* dst = eval_graph_.ensure(&allocator_, copy_stream_, layout.total_bytes);
+  core::copy_bytes_async(dst, packed.data(), layout.total_bytes, copy_stream_);
+  copy_stream_.synchronize();
+  eval_graph_layout_ = layout;
+  eval_graph_resident_ = true;
+  core::logger().debug("pipeline.eval_graph {}: the whole graph's block ({}) is on the {} for the run; evaluation runs "
+                      "over it one layer at a time",
+                      to_string(wanted), core::format_bytes(layout.total_bytes), device_.str());
 }
 
 // memory.features cache: the `rows` rows sampled most often, taken to be the nodes that are most
@@ -209,7 +262,7 @@ models::MatrixView<const float> Stages::input_rows(const BatchLayout& layout, co
   return widen(out16.data);
 }
 
-// Evaluation of the resident full-graph batch (resident_logits) at most: every layer's
+// Evaluation over a whole-graph batch (whole_graph_logits) at most: every layer's
 // infer_layer on the whole graph (a self-loop per node at most added), growing the twin's arrays
 // layer after layer, plus the two [nodes x widest output] activation buffers it alternates between
 // (and the widened input rows of fp16/bf16 features).
@@ -237,6 +290,7 @@ std::size_t Stages::resident_evaluation_bound() const {
 // GPU the chunk also travels packed (its input rows at the widest input of any layer) and its
 // outputs come back from one array.
 std::size_t Stages::evaluation_bound() const {
+  if (eval_graph_resident_) return resident_evaluation_bound();
   const graph::CsrGraph& g = s_.data.graph;
   const int64_t n = g.num_nodes();
   if (n == 0) return 0;
@@ -287,7 +341,8 @@ MemoryPlan Stages::resident_plan() const {
   p.library = train_ctx_.library_workspace_bytes() + eval_ctx_.library_workspace_bytes();
   const std::size_t eval_resident = allocator_.in_use_bytes_on(eval_stream_);
   p.eval_twin = eval_resident - std::min(eval_resident, eval_ctx_.library_workspace_bytes());
-  const std::size_t counted = p.parameters + p.optimizer + p.library + p.eval_twin;
+  p.eval_graph = eval_graph_resident_ ? memory::CachingAllocator::size_class(eval_graph_.capacity()) : 0;
+  const std::size_t counted = p.parameters + p.optimizer + p.library + p.eval_twin + p.eval_graph;
   const std::size_t in_use = allocator_.stats().in_use_bytes;
   p.other = in_use > counted ? in_use - counted : 0;
   p.evaluation = governor_->setup().eval_bound;
@@ -662,7 +717,9 @@ void Stages::evaluate(EpochResult& r) {
   models::Matrix<float> layerwise;
   models::MatrixView<const float> logits;
   if (evaluates_resident()) {
-    logits = resident_logits();
+    logits = whole_graph_logits(resident_layouts_.front(), device_slots_.front().data());
+  } else if (eval_graph_resident_) {
+    logits = whole_graph_logits(eval_graph_layout_, eval_graph_.data());
   } else {
     layerwise = infer_layerwise(eval_model_, s_.data.graph, s_.data.features,
                                 {.chunk_nodes = s_.eval_chunk_nodes, .parallel_chunks = s_.pipeline.sampler_threads},
@@ -683,14 +740,14 @@ void Stages::evaluate(EpochResult& r) {
 // targets are every node in id order; every layer reads its one block): the computation of
 // layer-wise inference with a single chunk, on device memory already there. The eval stream reads
 // device slot 0 while the train stream may read it too (neither writes it).
-models::MatrixView<const float> Stages::resident_logits() {
-  const PackedBatchView view = PackedBatchView::of(resident_layouts_.front(), nullptr, device_slots_.front().data());
+models::MatrixView<const float> Stages::whole_graph_logits(const BatchLayout& layout, const std::byte* base) {
+  const PackedBatchView view = PackedBatchView::of(layout, nullptr, const_cast<std::byte*>(base));
   const auto blocks = graph::layer_blocks(view.blocks, eval_model_.num_layers(), 0);
   const int64_t n = s_.data.graph.num_nodes();
   GNNPIPE_CHECK(blocks.back()->num_dst == n && view.features.rows == n,
                 "the resident full-graph batch has {} targets and {} input rows for {} nodes", blocks.back()->num_dst,
                 view.features.rows, n);
-  models::MatrixView<const float> x = input_rows(resident_layouts_.front(), view, eval_ctx_, eval_gathered_);
+  models::MatrixView<const float> x = input_rows(layout, view, eval_ctx_, eval_gathered_);
   for (std::size_t l = 0; l < eval_model_.num_layers(); ++l) {
     models::DeviceArray<float>& out = eval_activations_[l % 2];
     const auto y = out.matrix(eval_ctx_, n, eval_model_.layer_out_dim(l));

@@ -145,7 +145,12 @@ class Stages {
   std::size_t resident_evaluation_bound() const;
   // Evaluation over the resident full-graph batch (Sampler::full_graph_batch), when it fit.
   bool evaluates_resident() const { return has_resident() && resident_eval_; }
-  models::MatrixView<const float> resident_logits();
+  // An eval-mode forward of a packed whole-graph batch already on the device (every node a
+  // target, in id order), one layer at a time on the eval stream; the logits on the host.
+  models::MatrixView<const float> whole_graph_logits(const BatchLayout& layout, const std::byte* base);
+  // pipeline.eval_graph (see PipelineOptions): packs the whole graph's full-neighbor block and
+  // copies it to the device once when it is to be resident.
+  void place_eval_graph();
   void keep_resident(Item& item, bool whole_eval);
   void count(int epoch, const MemoryCounters& c);
 
@@ -188,6 +193,11 @@ class Stages {
   models::DeviceArray<std::byte> cache_;
   const std::byte* cache_store_ = nullptr;
   int64_t cache_rows_ = 0;
+  // pipeline.eval_graph resident: the whole graph's inference block, packed (eval_graph_layout_),
+  // on the device for the run; sampled runs evaluate over it (whole_graph_logits).
+  bool eval_graph_resident_ = false;
+  models::DeviceArray<std::byte> eval_graph_;
+  BatchLayout eval_graph_layout_;
   std::optional<MemoryGovernor> governor_;
   std::atomic<uint64_t> host_gathered_{0}, copied_bytes_{0}, device_gathered_{0};  // data_movement()
   std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};
@@ -198,8 +208,8 @@ class Stages {
   std::vector<BatchLayout> resident_layouts_;
   std::size_t resident_bytes_ = 0, resident_loss_rows_ = 0;
   std::shared_ptr<const Admission> resident_admission_;
-  bool resident_eval_ = false;  // evaluate over it (resident_logits), written with the record
-  models::DeviceArray<float> eval_activations_[2];  // resident_logits' alternating layer outputs
+  bool resident_eval_ = false;  // evaluate over it (whole_graph_logits), written with the record
+  models::DeviceArray<float> eval_activations_[2];  // whole_graph_logits' alternating layer outputs
   core::Buffer<float> eval_logits_;  // host (pinned on a GPU) logits of a resident evaluation
   mutable std::mutex counters_mutex_;
   std::map<int, MemoryCounters> epoch_counters_;

@@ -54,6 +54,9 @@ struct MemoryPlan {
   std::string features = "host";
   std::size_t device_features = 0;  // the matrix, or the cache
   int64_t cache_rows = 0;
+  // pipeline.eval_graph as decided: the whole graph's block on the device (its bytes) or 0
+  // (layer-wise evaluation, or over the resident full batch).
+  std::size_t eval_graph = 0;
   // Host memory: the dataset's arrays (graph, features, labels) and the staging slots at most
   // (slots x epoch 1's largest packed batch, with the slots' 1/8 growth headroom).
   std::size_t host_dataset = 0, host_staging = 0;

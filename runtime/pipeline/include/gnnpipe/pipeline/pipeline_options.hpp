@@ -7,6 +7,16 @@ namespace gnnpipe::pipeline {
 // kSequential is the baseline: the same stage functions called one after another on one thread.
 enum class PipelineMode { kPipelined, kSequential };
 
+// pipeline.eval_graph: how a sampled run evaluates (a full-batch run whose batch stays resident
+// evaluates over that batch). kResident: the whole graph's full-neighbor block is packed and
+// copied once and every evaluation runs one layer at a time over it on the device, with no host
+// gather (an OutOfBudget naming the key when it does not fit); kLayerwise: chunks of
+// eval_chunk_nodes destinations, their input rows gathered on the host, each evaluation; kAuto:
+// kResident on a GPU when the block and the whole-graph arrays take at most a quarter of what the
+// budget leaves, else kLayerwise (always on the CPU backend, where a device gather would run on
+// the evaluation thread's cores anyway).
+enum class EvalGraph { kAuto, kResident, kLayerwise };
+
 struct PipelineOptions {
   PipelineMode mode = PipelineMode::kPipelined;
   int sampler_threads = 8;  // sample+gather threads, >= 1
@@ -18,12 +28,22 @@ struct PipelineOptions {
   // eval-mode forward of it. off: every epoch moves its batch again (the baseline it is measured
   // against; same parameters bit for bit).
   bool resident = true;
+  EvalGraph eval_graph = EvalGraph::kAuto;
 };
 
 constexpr std::string_view to_string(PipelineMode mode) {
   switch (mode) {
     case PipelineMode::kPipelined: return "pipelined";
     case PipelineMode::kSequential: return "sequential";
+  }
+  return "?";
+}
+
+constexpr std::string_view to_string(EvalGraph g) {
+  switch (g) {
+    case EvalGraph::kAuto: return "auto";
+    case EvalGraph::kResident: return "resident";
+    case EvalGraph::kLayerwise: return "layerwise";
   }
   return "?";
 }

@@ -1,0 +1,112 @@
+// pipeline.eval_graph (issue #14): a sampled run's evaluation over the whole graph's full-neighbor
+// block, packed and placed on the device once, gives layer-wise inference's results and leaves
+// training untouched; the choice is in the plan; an explicit `resident` that cannot fit fails
+// before training with an OutOfBudget naming the key.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gnnpipe/core/error.hpp"
+#include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "gnnpipe/experiments/trainer.hpp"
+#include "experiment_helpers.hpp"
+#include "temp_dir.hpp"
+
+using namespace gnnpipe;
+
+namespace {
+
+const char* kBase = R"(
+name: eval_graph
+dataset: {synthetic: {nodes: 700, avg_degree: 6, features: 24, classes: 3, seed: 5, feature_noise: 2.0}}
+model: {type: sage, layers: 2, hidden: 16, dropout: 0.5}
+sampler: {type: neighbor, fanouts: [5, 5], batch_size: 60}
+optimizer: {type: adam, lr: 0.01}
+pipeline: {eval_every: 1}
+run: {epochs: 4, seed: 9}
+)";
+
+using Run = test::ExperimentRun;
+
+Run train(std::vector<std::string> sets, const test::TempDir& dir, const std::string& sub) {
+  return test::run_experiment(kBase, sets, dir / sub);
+}
+
+// metrics.csv's accuracy columns (train, val, test) of every epoch.
+std::vector<std::string> accuracies(const std::string& metrics) {
+  std::vector<std::string> rows;
+  std::istringstream in(metrics);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string f, kept;
+    for (int i = 0; std::getline(fields, f, ','); ++i) {
+      if (i >= 2 && i <= 4) kept += f + ",";
+    }
+    rows.push_back(kept);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("evaluation over the whole graph's resident block: layer-wise inference's results, training unchanged",
+          "[pipeline][eval_graph][tsan]") {
+  test::TempDir dir;
+  for (const std::string model : {"sage", "gcn", "gat"}) {
+    for (const char* mode : {"sequential", "pipelined"}) {
+      INFO(model << ", " << mode);
+      const std::vector<std::string> sets{"model.type=" + model, std::string("pipeline.mode=") + mode};
+      auto with = [&](const std::string& s) {
+        std::vector<std::string> all = sets;
+        all.push_back(s);
+        return all;
+      };
+      const std::string tag = model + mode;
+      const Run layerwise = train(with("pipeline.eval_graph=layerwise"), dir, tag + "-lw");
+      const Run resident = train(with("pipeline.eval_graph=resident"), dir, tag + "-res");
+      const Run chunked = train({"model.type=" + model, std::string("pipeline.mode=") + mode, "pipeline.eval_graph=layerwise",
+                                 "sampler.eval_chunk_nodes=97"},
+                                dir, tag + "-chunks");
+      CHECK(resident.summary["params_checksum"] == layerwise.summary["params_checksum"]);
+      // With 700 nodes layer-wise inference runs one chunk: the same block, the same numbers.
+      CHECK(accuracies(resident.metrics) == accuracies(layerwise.metrics));
+      // In chunks of 97 the products differ in the last bits at most, which no prediction follows.
+      CHECK(accuracies(resident.metrics) == accuracies(chunked.metrics));
+      CHECK(resident.summary["memory"]["plan"]["eval_graph_bytes"].get<std::size_t>() > 0);
+      CHECK(layerwise.summary["memory"]["plan"]["eval_graph_bytes"] == 0);
+      CHECK(resident.summary["memory"]["peak_device_bytes"].get<std::size_t>() <=
+            resident.summary["memory"]["budget_bytes"].get<std::size_t>());
+    }
+  }
+}
+
+TEST_CASE("pipeline.eval_graph: auto keeps layer-wise evaluation on the CPU backend, and the plan says where evaluation runs",
+          "[pipeline][eval_graph]") {
+  const pipeline::MemoryPlan automatic = test::plan_experiment(kBase, {});
+  CHECK(automatic.eval_graph == 0);
+  const pipeline::MemoryPlan resident = test::plan_experiment(kBase, {"pipeline.eval_graph=resident"});
+  CHECK(resident.eval_graph > 0);
+  // Its evaluation bound is the whole graph's arrays, larger than one chunk's would be.
+  CHECK(resident.evaluation >= automatic.evaluation);
+  bool said = false;
+  for (const std::string& line : resident.lines()) said = said || line.find("evaluation: over the whole graph") != std::string::npos;
+  CHECK(said);
+  // A full batch evaluates over its own resident batch: nothing more is placed.
+  CHECK(test::plan_experiment(kBase, {"pipeline.eval_graph=resident", "sampler={type: full}"}).eval_graph == 0);
+}
+
+TEST_CASE("pipeline.eval_graph: resident that does not fit, and bad values", "[pipeline][eval_graph][errors]") {
+  using Catch::Contains;
+  const pipeline::MemoryPlan resident = test::plan_experiment(kBase, {"pipeline.eval_graph=resident"});
+  // What is resident before the evaluation graph is placed, and a little more: not enough for it.
+  const std::size_t before = resident.parameters + resident.optimizer + resident.eval_twin + resident.library + resident.other;
+  const std::string limit = "memory.limit=" + std::to_string(before + resident.eval_graph / 2);
+  test::TempDir dir;
+  CHECK_THROWS_WITH(train({"pipeline.eval_graph=resident", limit}, dir, "small"),
+                    Contains("pipeline.eval_graph: resident") && Contains("memory.limit"));
+  CHECK_THROWS_AS(train({"pipeline.eval_graph=resident", limit}, dir, "small2"), core::OutOfBudget);
+  CHECK_THROWS_WITH(test::plan_experiment(kBase, {"pipeline.eval_graph=always"}),
+                    Contains("pipeline.eval_graph: 'always' is not one of auto, resident, layerwise"));
+}
