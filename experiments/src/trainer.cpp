@@ -248,8 +248,9 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
   const pipeline::MemoryPlan plan = pipeline::plan_memory(setup);
   for (const std::string& line : plan.lines()) log.info("{}", line);
   const pipeline::PipelineOptions& pipe = setup.pipeline;
-  log.info("training: {} sampler, {} mode, {} sampler threads, {} staging slots", samplers::to_string(c.sampler.type),
-           pipeline::to_string(pipe.mode), pipe.sampler_threads, pipe.staging_slots);
+  // The slots the run uses (one where a fixed batch may stay resident), not the configured count.
+  log.info("training: {} sampler, {} mode, {} sampler threads, {} staging slot{}", samplers::to_string(c.sampler.type),
+           pipeline::to_string(pipe.mode), pipe.sampler_threads, plan.staging_slots, plan.staging_slots == 1 ? "" : "s");
   pipeline::StageRecorder& recorder = resources.recorder();
   core::Stopwatch run_watch;
   const pipeline::RunResult result = pipeline::run_training(setup, [&](const pipeline::EpochResult& r) {
