@@ -198,7 +198,8 @@ nlohmann::json plan_json(const pipeline::MemoryPlan& p) {
             {"library", p.library},
             {"other", p.other},
             {"evaluation", p.evaluation},
-            {"device_slots", p.device_slots}}},
+            {"device_slots", p.device_slots},
+            {"device_slot_count", p.device_slot_count}}},
           {"epoch1",
            {{"batches", p.batches},
             {"fit", p.counters.fit},
@@ -249,8 +250,9 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
   for (const std::string& line : plan.lines()) log.info("{}", line);
   const pipeline::PipelineOptions& pipe = setup.pipeline;
   // The slots the run uses (one where a fixed batch may stay resident), not the configured count.
-  log.info("training: {} sampler, {} mode, {} sampler threads, {} staging slot{}", samplers::to_string(c.sampler.type),
-           pipeline::to_string(pipe.mode), pipe.sampler_threads, plan.staging_slots, plan.staging_slots == 1 ? "" : "s");
+  log.info("training: {} sampler, {} mode, {} sampler threads, {} staging slot{}, {} device slot{}",
+           samplers::to_string(c.sampler.type), pipeline::to_string(pipe.mode), pipe.sampler_threads, plan.staging_slots,
+           plan.staging_slots == 1 ? "" : "s", plan.device_slot_count, plan.device_slot_count == 1 ? "" : "s");
   pipeline::StageRecorder& recorder = resources.recorder();
   core::Stopwatch run_watch;
   const pipeline::RunResult result = pipeline::run_training(setup, [&](const pipeline::EpochResult& r) {

@@ -45,17 +45,19 @@ FeaturePlacement parse_feature_placement(std::string_view text, std::string_view
   GNNPIPE_THROW(ConfigError, "{}: '{}' is not a feature placement (allowed: auto, device, host, cache)", key, text);
 }
 
-FeaturePlan plan_features(FeaturePlacement wanted, int64_t rows, std::size_t row_bytes, std::size_t left) {
+FeaturePlan plan_features(FeaturePlacement wanted, int64_t rows, std::size_t row_bytes, std::size_t left,
+                          std::optional<std::size_t> batches) {
   if (wanted == FeaturePlacement::kHost || rows == 0) return {};
   // In allocator size classes: the matrix or cache is one allocation.
-  const std::size_t room = CachingAllocator::class_within(left / 2);
+  const std::size_t side = batches ? (left > *batches ? left - *batches : 0) : left / 2;
+  const std::size_t room = CachingAllocator::class_within(side);
   const std::size_t whole = CachingAllocator::size_class(static_cast<std::size_t>(rows) * row_bytes);
   const auto fitting = static_cast<int64_t>(std::min<std::size_t>(static_cast<std::size_t>(rows), room / std::max<std::size_t>(1, row_bytes)));
   switch (wanted) {
     case FeaturePlacement::kDevice: return {FeaturePlacement::kDevice, 0};
     case FeaturePlacement::kCache:
       GNNPIPE_CHECK_AS(OutOfBudget, fitting >= 1, "memory.limit: memory.features cache: the budget leaves {} for the device side, less than one feature row ({})",
-                       core::format_bytes(left / 2), core::format_bytes(row_bytes));
+                       core::format_bytes(side), core::format_bytes(row_bytes));
       return {FeaturePlacement::kCache, fitting};
     case FeaturePlacement::kAuto:
       if (whole <= room) return {FeaturePlacement::kDevice, 0};
@@ -64,6 +66,13 @@ FeaturePlan plan_features(FeaturePlacement wanted, int64_t rows, std::size_t row
     case FeaturePlacement::kHost: break;
   }
   return {};
+}
+
+int plan_device_slots(int staging_slots, std::size_t budget, std::size_t largest_packed) {
+  int slots = std::clamp(staging_slots, 1, kMaxDeviceSlots);
+  const std::size_t each = CachingAllocator::size_class(largest_packed + largest_packed / 8);
+  while (slots > 1 && static_cast<std::size_t>(slots) * each > budget / 4) --slots;
+  return slots;
 }
 
 MemoryPolicy parse_memory_policy(std::string_view text, std::string_view key) {

@@ -134,6 +134,18 @@ std::optional<MemoryGovernor::Estimate> MemoryGovernor::admissible(std::span<con
   return std::nullopt;
 }
 
+std::optional<std::size_t> MemoryGovernor::predict_unsplit(std::span<const graph::MiniBatch> batches,
+                                                           int64_t per_epoch) const {
+  std::size_t most = 0;
+  for (const graph::MiniBatch& batch : batches) {
+    const std::vector<PartSize> parts{size_of(batch)};
+    const std::optional<Estimate> e = admissible(parts, per_epoch);
+    if (!e) return std::nullopt;
+    most = std::max(most, e->total);
+  }
+  return most;
+}
+
 bool MemoryGovernor::try_raise_eval_bound(const Admission& admitted, std::size_t bytes) {
   if (bytes <= s_.eval_bound) return true;
   Estimate e;

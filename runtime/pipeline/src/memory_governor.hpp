@@ -91,6 +91,11 @@ class MemoryGovernor {
   Admission admit(graph::MiniBatch batch, int64_t batches, bool redraws,
                   const std::function<graph::MiniBatch(int attempt)>& redraw);
 
+  // The most device memory the run would hold while any one of `batches` (of an epoch of
+  // `per_epoch`) trains as sampled, from the governor's state now; nothing when one of them does not
+  // fit unsplit. For planning before the run (Stages sizes the feature cache with it); changes nothing.
+  std::optional<std::size_t> predict_unsplit(std::span<const graph::MiniBatch> batches, int64_t per_epoch) const;
+
   // Raises evaluation's bound to `bytes` when `admitted` (the run's only batch: a resident one)
   // still fits with it; returns whether it does (true, and unchanged, when `bytes` is not more).
   bool try_raise_eval_bound(const Admission& admitted, std::size_t bytes);

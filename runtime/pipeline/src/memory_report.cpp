@@ -38,8 +38,8 @@ std::vector<std::string> MemoryPlan::lines() const {
                             "library workspaces {}, other {}",
                             format_bytes(parameters), format_bytes(optimizer), format_bytes(eval_twin),
                             format_bytes(library), format_bytes(other)));
-  out.push_back(fmt::format("  per batch: device slots {} in all, evaluation arrays at most {}", format_bytes(device_slots),
-                            format_bytes(evaluation)));
+  out.push_back(fmt::format("  per batch: {} device slot{} ({} in all), evaluation arrays at most {}", device_slot_count,
+                            device_slot_count == 1 ? "" : "s", format_bytes(device_slots), format_bytes(evaluation)));
   std::string action;
   if (counters.split + counters.cut + counters.resampled == 0) {
     action = fmt::format("all {} batches fit", batches);

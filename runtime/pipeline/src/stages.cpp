@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/log.hpp"
@@ -48,7 +49,6 @@ Stages::Stages(const TrainingSetup& s)
       staging_(resident_candidate_ ? 1 : std::max(1, s.pipeline.staging_slots),
                device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost, core::Device::cpu()),
       copy_stream_(device_),
-      device_slots_(static_cast<std::size_t>(staging_.size())),
       train_ctx_(s.model.context()),
       train_stream_(train_ctx_.stream()),
       allocator_(allocator_of(train_ctx_)),
@@ -60,25 +60,54 @@ Stages::Stages(const TrainingSetup& s)
       copy_to_train_(device_),
       eval_model_(s.model_options, s.data.features.cols(), s.data.labels.num_classes, s.seed, eval_ctx_),
       losses_(train_ctx_) {
+  // Epoch 1's first batches, sampled here once to plan the device slots and the feature placement
+  // (a batch that may stay resident is the run's only one and has one slot).
+  const Probe probe = resident_candidate_ ? Probe{} : sample_probe();
+  std::size_t largest = 0;  // packed with every feature row: the most any placement packs
+  for (const graph::MiniBatch& b : probe.batches) largest = std::max(largest, packed_bytes(b));
+  const int slots = resident_candidate_ ? 1 : memory::plan_device_slots(staging_.size(), allocator_.budget(), largest);
+  device_slots_.resize(static_cast<std::size_t>(slots));
   for (std::size_t i = 0; i < device_slots_.size(); ++i) {
     copied_.emplace_back(device_);
     released_.emplace_back(device_);
   }
-  place_features();
+  place_features(probe);
   place_eval_graph();
   // What is resident now stays for the run; the governor predicts everything else.
+  governor_.emplace(governor_setup(packed_cols(), features_on_device_ || !cache_slot_of_.empty()));
+}
+
+Stages::Probe Stages::sample_probe() const {
+  constexpr std::size_t kProbeBatches = 4;
+  const std::vector<samplers::BatchSpec> specs = s_.sampler.plan_epoch(1);
+  Probe p;
+  p.per_epoch = static_cast<int64_t>(specs.size());
+  const std::size_t n = std::min(specs.size(), kProbeBatches);
+  if (n == 0) return p;
+  samplers::ParallelSampler sampler(s_.sampler);
+  p.batches = sampler.sample(std::span<const samplers::BatchSpec>(specs).first(n));
+  std::erase_if(p.batches, [](const graph::MiniBatch& b) { return b.loss_rows.empty(); });
+  return p;
+}
+
+GovernorSetup Stages::governor_setup(int64_t packed_feature_cols, bool gathers_on_device) const {
   const std::size_t train_fixed = allocator_.in_use_bytes_on(train_stream_);
   const std::size_t resident = allocator_.stats().in_use_bytes;
-  governor_.emplace(GovernorSetup{s.model, s.data.features.cols(), s.data.labels.num_classes, packed_cols(),
-                                  features_on_device_ || !cache_slot_of_.empty(), s.data.features.dtype(), s.memory, allocator_.budget(), static_cast<int>(device_slots_.size()),
-                                  resident - train_fixed, train_fixed, evaluation_bound(), s.cut_scores, s.cut_weights,
-                                  s.seed});
+  return GovernorSetup{s_.model, s_.data.features.cols(), s_.data.labels.num_classes, packed_feature_cols,
+                       gathers_on_device, s_.data.features.dtype(), s_.memory, allocator_.budget(),
+                       static_cast<int>(device_slots_.size()), resident - train_fixed, train_fixed, evaluation_bound(),
+                       s_.cut_scores, s_.cut_weights, s_.seed};
 }
 
 // memory.features, decided by memory::plan_features from what the budget leaves after what is
-// resident now and evaluation's bound; device and cache insist (an OutOfBudget naming memory.limit
-// when they cannot fit). The device copy keeps the store's type: fp16/bf16 rows stay 16-bit there.
-void Stages::place_features() {
+// resident now and evaluation's bound, and from what the probe's batches take on top of that at
+// most (the device slots and the train stream's arrays as the governor predicts them, packed with
+// every row and assembled on the device, plus a quarter for the batches not sampled yet, plus the
+// governor's tolerance of the budget; when one of them does not fit unsplit, the device side gets
+// half of what is left); device and cache
+// insist (an OutOfBudget naming memory.limit when they cannot fit). The device copy keeps the
+// store's type: fp16/bf16 rows stay 16-bit there.
+void Stages::place_features(const Probe& probe) {
   const graph::FeatureStore& f = s_.data.features;
   const memory::FeaturePlacement wanted = s_.memory.features;
   if (wanted == memory::FeaturePlacement::kHost || f.empty()) return;
@@ -86,7 +115,17 @@ void Stages::place_features() {
   const auto bytes = static_cast<std::size_t>(f.rows()) * row_bytes;
   const std::size_t taken = allocator_.stats().in_use_bytes + evaluation_bound();
   const std::size_t left = allocator_.budget() > taken ? allocator_.budget() - taken : 0;
-  const memory::FeaturePlan plan = memory::plan_features(wanted, f.rows(), row_bytes, left);
+  std::optional<std::size_t> batches;
+  if (!probe.batches.empty()) {
+    const MemoryGovernor planner(governor_setup(f.cols(), true));
+    if (const std::optional<std::size_t> most = planner.predict_unsplit(probe.batches, probe.per_epoch)) {
+      // The governor admits a batch while its prediction stays within (1 - tolerance) of the budget.
+      const std::size_t need = *most > taken ? *most - taken : 0;
+      const auto slack = static_cast<std::size_t>(std::ceil(static_cast<double>(allocator_.budget()) * s_.memory.tolerance));
+      batches = need + need / 4 + slack;
+    }
+  }
+  const memory::FeaturePlan plan = memory::plan_features(wanted, f.rows(), row_bytes, left, batches);
   if (plan.where == memory::FeaturePlacement::kHost) return;
   // On the CPU backend a device gather runs on the train thread, while the host gather of a sampled
   // batch overlaps training on the sampler threads: auto keeps sampled runs' features on the host

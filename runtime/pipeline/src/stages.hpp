@@ -31,10 +31,13 @@ class Stages {
   explicit Stages(const TrainingSetup& s);
 
   const TrainingSetup& setup() const { return s_; }
-  // Staging slots = device slots = batches in flight: pipeline.staging_slots, or 1 for a run whose
+  // Staging slots = batches in flight on the host: pipeline.staging_slots, or 1 for a run whose
   // fixed batch may become resident (nothing else would use a second slot, and with one the next
   // epoch's batch reaches sample only after epoch 1's was governed, when residency is decided).
   int slots() const { return staging_.size(); }
+  // Device slots: batches on the device at once (memory::plan_device_slots from the budget and the
+  // first batches' packed size; 1 for a run whose fixed batch may become resident).
+  int device_slot_count() const { return static_cast<int>(device_slots_.size()); }
   std::size_t staging_bytes() const { return staging_.bytes(); }
   MemoryGovernor& governor() { return *governor_; }
   // The plan's resident part (budget, resident memory by kind, evaluation bound).
@@ -118,7 +121,15 @@ class Stages {
                 double* loss);
   // memory.features (see place_features in stages.cpp); batches are packed with feature_cols 0
   // when the matrix is on the device.
-  void place_features();
+  // Epoch 1's first batches (those with loss rows), sampled to plan before the run.
+  struct Probe {
+    std::vector<graph::MiniBatch> batches;
+    int64_t per_epoch = 0;
+  };
+  Probe sample_probe() const;
+  // The governor's setup for this run as it is now (what is resident, evaluation's bound).
+  GovernorSetup governor_setup(int64_t packed_feature_cols, bool gathers_on_device) const;
+  void place_features(const Probe& probe);
   int64_t packed_cols() const { return features_on_device_ ? 0 : s_.data.features.cols(); }
   void build_cache(int64_t rows);
   // A packed layout's feature rows: gathered on the host, and (a cache) how many the cache held.
@@ -159,7 +170,7 @@ class Stages {
   const bool resident_candidate_;  // pipeline.resident and a fixed single-batch sampler
   memory::StagingPool staging_;
   core::Stream copy_stream_;
-  // One per staging slot: a batch on the device. After copy_stream_, which their frees are ordered
+  // One per device slot: a batch on the device. After copy_stream_, which their frees are ordered
   // on, so they are destroyed before it.
   std::vector<models::DeviceArray<std::byte>> device_slots_;
   const models::OpContext& train_ctx_;  // the model's: its stream is the train stream

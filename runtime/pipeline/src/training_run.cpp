@@ -288,10 +288,8 @@ class PipelinedRun {
   RunResult run() {
     eval_worker_.emplace(stages_, tracker_, on_epoch_, failure_, g_, stop_epoch_);
     core::tsan::graph_started();  // the graph is built; its first messages follow
-    for (int i = 0; i < stages_.slots(); ++i) {
-      slot_tokens_.try_put(i);
-      device_tokens_.try_put(i);
-    }
+    for (int i = 0; i < stages_.slots(); ++i) slot_tokens_.try_put(i);
+    for (int i = 0; i < stages_.device_slot_count(); ++i) device_tokens_.try_put(i);
     specs_.activate();
     g_.wait_for_all();
     core::tsan::acquire_graph_wait(g_);  // what every task and dedicated thread did for the graph
@@ -556,6 +554,7 @@ MemoryPlan plan_memory(const TrainingSetup& s) {
                       static_cast<std::size_t>(d.features.rows()) * d.features.bytes_per_row() +
                       d.labels.single.span().size_bytes();
   plan.staging_slots = stages.slots();
+  plan.device_slot_count = stages.device_slot_count();
   plan.host_staging = static_cast<std::size_t>(stages.slots()) * (largest_packed + largest_packed / 8);
   plan.resident_batch = stages.may_keep_resident() && plan.batches == 1 && plan.counters.fit == 1 &&
                         plan.counters.split + plan.counters.cut + plan.counters.resampled == 0;

@@ -125,6 +125,16 @@ TEST_CASE("memory.features auto follows the budget, and the plan and errors say 
   CHECK(where(FeaturePlacement::kCache, 1 << 20) == P{FeaturePlacement::kCache, 128});
   CHECK(where(FeaturePlacement::kCache, 1024) == P{FeaturePlacement::kCache, 51});
   CHECK_THROWS_AS(where(FeaturePlacement::kCache, 1023), core::OutOfBudget);
+  // When the planned batches' bytes are known, the device side gets what they leave.
+  const auto beside = [](FeaturePlacement wanted, std::size_t left, std::size_t batches) {
+    const memory::FeaturePlan p = memory::plan_features(wanted, 128, 10, left, batches);
+    return std::pair<FeaturePlacement, int64_t>{p.where, p.cache_rows};
+  };
+  CHECK(beside(FeaturePlacement::kAuto, 3072, 1536) == P{FeaturePlacement::kDevice, 0});  // 1536 left: the whole class
+  CHECK(beside(FeaturePlacement::kAuto, 3072, 1537) == P{FeaturePlacement::kCache, 102});
+  CHECK(beside(FeaturePlacement::kAuto, 2000, 100) == P{FeaturePlacement::kDevice, 0});   // more than half of left
+  CHECK_THROWS_AS(beside(FeaturePlacement::kCache, 3072, 3072), core::OutOfBudget);  // batches take it all
+  CHECK(beside(FeaturePlacement::kAuto, 3072, 5000) == P{FeaturePlacement::kHost, 0});
 
   // device insists: a budget it cannot fit in is an OutOfBudget naming memory.limit.
   CHECK_THROWS_WITH(plan({"memory.features=device", "memory.limit=64KiB"}), Catch::Contains("memory.limit"));
@@ -215,4 +225,69 @@ TEST_CASE("fp16 and bf16 features travel in 16 bits: every placement trains the 
     CHECK(full_device.summary["params_checksum"] == full_host.summary["params_checksum"]);
     CHECK(full_device.summary["memory"]["plan"]["batch_placement"] == "resident");
   }
+}
+
+TEST_CASE("a feature cache gets what the planned batches leave: where host placement splits no batch, neither does a cache",
+          "[pipeline]") {
+  // Wide rows and small batches: the matrix (700 x 2 KiB) is large beside a batch.
+  const std::vector<std::string> wide{"dataset.synthetic.features=512", "sampler.fanouts=[2, 2]", "sampler.batch_size=10"};
+  const auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), wide.begin(), wide.end());
+    return more;
+  };
+  const std::size_t need = plan(with({"memory.features=cache"})).largest_batch_peak;
+  int partial = 0;
+  for (int percent = 98; percent > 20; percent -= 6) {
+    const std::string l = "memory.limit=" + std::to_string(need * static_cast<std::size_t>(percent) / 100);
+    INFO(l);
+    pipeline::MemoryPlan host, cached;
+    try {
+      host = plan(with({"memory.features=host", l}));
+    } catch (const core::OutOfBudget&) {
+      break;  // not even split batches fit
+    }
+    if (host.counters.split > 0) continue;
+    try {
+      cached = plan(with({"memory.features=cache", l}));
+    } catch (const core::OutOfBudget&) {
+      continue;  // no room for one row beside the batches
+    }
+    CHECK(cached.counters.split == 0);
+    CHECK(cached.counters.cut == 0);
+    if (cached.cache_rows < 700) ++partial;
+  }
+  CHECK(partial > 0);  // the limits reached caches of part of the rows
+}
+
+TEST_CASE("device slots: the staging slots' count, at most four, fewer where they would take over a quarter of the budget",
+          "[pipeline]") {
+  // The rule: 4096 bytes packed take a 4608-byte class with the 1/8 headroom.
+  CHECK(memory::plan_device_slots(8, std::size_t{1} << 30, 4096) == 4);
+  CHECK(memory::plan_device_slots(2, std::size_t{1} << 30, 4096) == 2);
+  CHECK(memory::plan_device_slots(4, 4 * 4 * 4608, 4096) == 4);
+  CHECK(memory::plan_device_slots(4, 4 * 4 * 4608 - 1, 4096) == 3);
+  CHECK(memory::plan_device_slots(4, 4 * 4608 + 3, 4096) == 1);
+  CHECK(memory::plan_device_slots(4, 0, 4096) == 1);
+  // In a run's plan.
+  CHECK(plan({"pipeline.staging_slots=8"}).device_slot_count == 4);
+  CHECK(plan({"pipeline.staging_slots=2"}).device_slot_count == 2);
+  CHECK(plan({"sampler={type: full}", "model.type=gcn"}).device_slot_count == 1);  // a resident batch's one
+  const pipeline::MemoryPlan roomy = plan({"dataset.synthetic.features=512"});
+  REQUIRE(roomy.device_slot_count == 4);
+  int fewer = 0, last = 4;
+  for (int percent = 100; percent > 5; percent -= 5) {
+    const std::string l = "memory.limit=" + std::to_string(roomy.largest_batch_peak * static_cast<std::size_t>(percent) / 100);
+    INFO(l);
+    pipeline::MemoryPlan p;
+    try {
+      p = plan({"dataset.synthetic.features=512", l});
+    } catch (const core::OutOfBudget&) {
+      break;  // not even the model fits
+    }
+    CHECK(p.device_slot_count >= 1);
+    CHECK(p.device_slot_count <= last);  // a smaller budget, no more slots
+    last = p.device_slot_count;
+    if (p.device_slot_count < 4) ++fewer;
+  }
+  CHECK(fewer > 0);
 }

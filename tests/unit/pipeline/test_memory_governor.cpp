@@ -215,7 +215,15 @@ TEST_CASE("governor: the plan before epoch 1 is what epoch 1 does", "[pipeline][
 TEST_CASE("governor: pipelined and sequential runs give identical parameters under a budget",
           "[pipeline][memory][tsan]") {
   test::TempDir dir;
-  const std::string limit = limit_at(planned_need({}), 0.7);
+  // The largest budget (in 5% steps from 70% of the unlimited plan's need) under which batches split
+  // (a smaller budget also has fewer device slots, which leaves the batches more).
+  const std::size_t need = planned_need({});
+  std::string limit;
+  for (double factor = 0.7; factor > 0.2 && limit.empty(); factor -= 0.05) {
+    const auto config = config::parse_experiment(YAML::Load(kBase), {limit_at(need, factor)});
+    if (plan_experiment(config, load_training_dataset(config, ".")).counters.split > 0) limit = limit_at(need, factor);
+  }
+  REQUIRE_FALSE(limit.empty());
   const Run seq = train({limit}, dir, "seq");
   REQUIRE(seq.summary["memory"]["batches_split"].get<int64_t>() > 0);
   for (int threads : {1, 4}) {
@@ -274,13 +282,16 @@ TEST_CASE("governor: a step that still runs out of budget is split and run again
 
 TEST_CASE("governor: memory.policy resample draws other batches, then splits", "[pipeline][memory]") {
   test::TempDir dir;
-  const std::size_t need = planned_need({});
+  // One slot (all a sequential run uses), so that a budget below the need keeps the slots' bytes.
+  const std::size_t need = planned_need({"pipeline.staging_slots=1"});
   // Just under what the largest batch needs: some draws of a batch fit, some do not.
   bool resampled = false;
   for (double factor : {1.0, 0.98, 0.96, 0.94, 0.92, 0.9}) {
     INFO("budget factor " << factor);
     const auto budget = static_cast<std::size_t>(static_cast<double>(need) * factor);
-    const Run r = train({"memory.limit=" + std::to_string(budget), "memory.policy=resample", "memory.max_tries=10"}, dir,
+    const Run r = train({"memory.limit=" + std::to_string(budget), "memory.policy=resample", "memory.max_tries=10",
+                         "pipeline.staging_slots=1"},
+                        dir,
                         "resample" + std::to_string(factor));
     const auto& m = r.summary["memory"];
     CHECK(m["peak_device_bytes"].get<std::size_t>() <= budget);

@@ -27,7 +27,7 @@ enum class CutStrategy {
 
 // Where the feature matrix lives during training (memory.features).
 enum class FeaturePlacement {
-  kAuto,    // device when it takes at most half of what the budget leaves at start, else host
+  kAuto,    // device when it fits in what the planned batches leave, else a cache or host (plan_features)
   kDevice,  // copied to the device once; batches carry node ids, rows are gathered on the device
   kHost,    // gathered on the host into every batch's staging slot and copied with it
   kCache,   // the most sampled rows on the device; a batch carries only the rows it misses
@@ -41,11 +41,13 @@ MemoryPolicy parse_memory_policy(std::string_view text, std::string_view key);
 CutStrategy parse_cut_strategy(std::string_view text, std::string_view key);
 FeaturePlacement parse_feature_placement(std::string_view text, std::string_view key);
 // Where a feature matrix of `rows` rows of `row_bytes` goes, given `left`, what the budget leaves
-// after what is resident and evaluation's bound; the device side may take half of it (the other
-// half is for the batches and the model's arrays), in allocator size classes:
+// after what is resident and evaluation's bound, and `batches`, what the run's batches take beyond
+// that at most (device slots, the train stream's arrays: the plan of the first batches, with a
+// margin) when it is known. The device side may take what the batches leave (half of `left` when
+// they are not known), in allocator size classes:
 //   host    host.
 //   device  device.
-//   cache   a cache of as many rows as fit that half, at most all (OutOfBudget naming memory.limit
+//   cache   a cache of as many rows as fit there, at most all (OutOfBudget naming memory.limit
 //           when not one row fits).
 //   auto    device when the whole matrix fits; else a cache when at least 1/64 of the rows fit;
 //           else host.
@@ -54,7 +56,16 @@ struct FeaturePlan {
   FeaturePlacement where = FeaturePlacement::kHost;  // kHost, kDevice or kCache
   int64_t cache_rows = 0;
 };
-FeaturePlan plan_features(FeaturePlacement wanted, int64_t rows, std::size_t row_bytes, std::size_t left);
+FeaturePlan plan_features(FeaturePlacement wanted, int64_t rows, std::size_t row_bytes, std::size_t left,
+                          std::optional<std::size_t> batches = std::nullopt);
+
+// The device slots a pipelined run uses (batches on the device at once: copied ahead of the step
+// or being trained): the staging slots' count, at most kMaxDeviceSlots (one batch copied ahead of
+// the step and one behind already overlap copy and compute; more only hold memory), and fewer while
+// they would take more than a quarter of `budget`, each sized to `largest_packed` (the largest
+// packed batch planned) with its 1/8 growth headroom in an allocator size class. At least 1.
+inline constexpr int kMaxDeviceSlots = 4;
+int plan_device_slots(int staging_slots, std::size_t budget, std::size_t largest_packed);
 
 struct MemoryOptions {
   // The device memory budget (YAML `limit`, e.g. 16GiB): the governor and allocator never exceed it.

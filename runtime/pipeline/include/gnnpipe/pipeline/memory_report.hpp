@@ -43,6 +43,7 @@ struct MemoryPlan {
   std::size_t other = 0;           // anything else in use at start (loss slots)
   std::size_t evaluation = 0;      // evaluation's arrays at most (the largest inference chunk)
   std::size_t device_slots = 0;    // the device slots, grown for epoch 1's largest step
+  int device_slot_count = 0;       // how many (memory::plan_device_slots)
   // Epoch 1, batch by batch through the governor (without training).
   int64_t batches = 0;
   MemoryCounters counters;
