@@ -1,6 +1,7 @@
 #include "gnnpipe/models/adam.hpp"
 
 #include <cmath>
+#include <string>
 
 #include "gnnpipe/models/ops/ops.hpp"
 
@@ -19,6 +20,21 @@ void Adam<T>::step(ParamStore<T>& params) {
                              std::sqrt(correction2), static_cast<T>(o_.eps)};
   ops::adam_update<T>(ctx_, u, params.all_values().data, params.all_grads().data, state_.moments[0].data(),
                       state_.moments[1].data(), state_.decay.data(), static_cast<int64_t>(params.size()));
+}
+
+namespace {
+const std::string kAdamNames[] = {"m", "v"};
+}  // namespace
+
+template <class T>
+OptimizerHostState<T> Adam<T>::state_to_host() const {
+  return state_.to_host(ctx_, t_, kAdamNames);
+}
+
+template <class T>
+void Adam<T>::state_from_host(const OptimizerHostState<T>& state) {
+  state_.from_host(ctx_, state, kAdamNames);
+  t_ = state.steps;
 }
 
 template class Adam<float>;

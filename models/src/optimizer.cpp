@@ -32,6 +32,33 @@ OptimizerState<T>::OptimizerState(const ParamStore<T>& params, const OptimizerOp
   for (DeviceArray<T>& m : moments) ops::zero<T>(ctx, m.matrix(ctx, 1, n));
   core::copy_from_host_sync(decay.ensure(ctx, decay_host.size()), decay_host.data(), decay_host.size() * sizeof(T),
                             ctx.stream());
+  elements = params.size();
+}
+
+template <class T>
+OptimizerHostState<T> OptimizerState<T>::to_host(const OpContext& ctx, int64_t steps, std::span<const std::string> names) const {
+  OptimizerHostState<T> out;
+  out.steps = steps;
+  for (std::size_t i = 0; i < moments.size(); ++i) {
+    std::vector<T> values(elements);
+    if (elements > 0) core::copy_to_host_sync(values.data(), moments[i].data(), elements * sizeof(T), ctx.stream());
+    out.arrays.emplace_back(names[i], std::move(values));
+  }
+  return out;
+}
+
+template <class T>
+void OptimizerState<T>::from_host(const OpContext& ctx, const OptimizerHostState<T>& state, std::span<const std::string> names) {
+  GNNPIPE_CHECK_DATA(state.arrays.size() == moments.size(), "optimizer state: {} arrays where this optimizer has {}",
+                     state.arrays.size(), moments.size());
+  GNNPIPE_CHECK_DATA(state.steps >= 0, "optimizer state: {} steps", state.steps);
+  for (std::size_t i = 0; i < moments.size(); ++i) {
+    const auto& [name, values] = state.arrays[i];
+    GNNPIPE_CHECK_DATA(name == names[i], "optimizer state: array '{}' where '{}' was expected", name, names[i]);
+    GNNPIPE_CHECK_DATA(values.size() == elements, "optimizer state: array '{}' has {} values, the parameters {}", name,
+                       values.size(), elements);
+    if (elements > 0) core::copy_from_host_sync(moments[i].data(), values.data(), elements * sizeof(T), ctx.stream());
+  }
 }
 }  // namespace detail
 
@@ -52,8 +79,25 @@ Sgd<T>::Sgd(const ParamStore<T>& params, const OptimizerOptions& options, const 
                        options.momentum);
 }
 
+namespace {
+const std::string kSgdNames[] = {"momentum"};
+}  // namespace
+
+template <class T>
+OptimizerHostState<T> Sgd<T>::state_to_host() const {
+  return state_.to_host(ctx_, first_ ? 0 : steps_, kSgdNames);
+}
+
+template <class T>
+void Sgd<T>::state_from_host(const OptimizerHostState<T>& state) {
+  state_.from_host(ctx_, state, kSgdNames);
+  steps_ = state.steps;
+  first_ = state.steps == 0;
+}
+
 template <class T>
 void Sgd<T>::step(ParamStore<T>& params) {
+  ++steps_;
   const bool first = std::exchange(first_, false);
   ops::sgd_update<T>(ctx_, static_cast<T>(o_.lr), static_cast<T>(o_.momentum), first, params.all_values().data,
                      params.all_grads().data, state_.moments[0].data(), state_.decay.data(),

@@ -104,6 +104,17 @@ void ParamStore<T>::copy_values_from(const ParamStore& from, const core::Stream&
 }
 
 template <class T>
+void ParamStore<T>::values_from_host(std::span<const T> values, const core::Stream& stream) {
+  GNNPIPE_CHECK_DATA(values.size() == size_, "parameters: {} values for a model of {}", values.size(), size_);
+  if (size_ == 0) return;
+  if (device_.is_cpu()) {
+    std::copy(values.begin(), values.end(), values_);
+    return;
+  }
+  core::copy_from_host_sync(values_, values.data(), size_ * sizeof(T), stream);
+}
+
+template <class T>
 uint64_t ParamStore<T>::checksum(const core::Stream& after) const {
   const std::vector<T> values = values_to_host(after);
   uint64_t h = 0xcbf29ce484222325ull;

@@ -15,6 +15,8 @@ class Adam final : public Optimizer<T> {
   Adam(const ParamStore<T>& params, const OptimizerOptions& options, const OpContext& ctx = OpContext::host());
   // One update from the gradients in `params`; gradients are left as they are.
   void step(ParamStore<T>& params) override;
+  OptimizerHostState<T> state_to_host() const override;
+  void state_from_host(const OptimizerHostState<T>& state) override;
   int64_t steps() const { return t_; }
 
  private:

@@ -78,6 +78,9 @@ class ParamStore {
   // Copies every value of `from` (same registration) into this store, in the order of `stream`
   // (which both stores' memory must be reachable from).
   void copy_values_from(const ParamStore& from, const core::Stream& stream);
+  // Replaces every value by `values` (size() of them, in the store's order), ordered on `stream`
+  // (the store's; synchronous). A resumed run's parameters from its checkpoint.
+  void values_from_host(std::span<const T> values, const core::Stream& stream);
   // FNV-1a over the bytes of every value (read as values_to_host(after) does): equal checksums
   // mean bitwise-equal parameters.
   uint64_t checksum(const core::Stream& after) const;

@@ -11,12 +11,15 @@ class Sgd final : public Optimizer<T> {
  public:
   Sgd(const ParamStore<T>& params, const OptimizerOptions& options, const OpContext& ctx = OpContext::host());
   void step(ParamStore<T>& params) override;
+  OptimizerHostState<T> state_to_host() const override;
+  void state_from_host(const OptimizerHostState<T>& state) override;
 
  private:
   OptimizerOptions o_;
   const OpContext& ctx_;
   detail::OptimizerState<T> state_;  // velocity and the weight decay of every element
   bool first_ = true;
+  int64_t steps_ = 0;
 };
 
 }  // namespace gnnpipe::models
