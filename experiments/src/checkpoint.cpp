@@ -1,0 +1,204 @@
+#include "gnnpipe/experiments/checkpoint.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/graph/io/npy.hpp"
+
+namespace gnnpipe::experiments {
+namespace fs = std::filesystem;
+
+uint64_t fnv1a64(const void* bytes, std::size_t size) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const auto* p = static_cast<const unsigned char*>(bytes);
+  for (std::size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+namespace {
+
+constexpr const char* kFormat = "gnnpipe-checkpoint";
+
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Flushes a file's (or a directory's entries') data to the disk: without it a rename can reach
+// the disk before the bytes it names, and a power cut leaves an empty file under the new name.
+void sync_path(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  GNNPIPE_CHECK(fd >= 0, "{}: cannot open to sync: {}", path.string(), std::strerror(errno));
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  GNNPIPE_CHECK(rc == 0, "{}: fsync failed: {}", path.string(), std::strerror(err));
+}
+
+bool valid_name(const std::string& name) {
+  if (name.empty() || name.front() == '.') return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+nlohmann::json write_arrays(const fs::path& root, const std::string& sub, const std::vector<CheckpointArray>& arrays) {
+  nlohmann::json out = nlohmann::json::array();
+  fs::create_directories(root / sub);
+  for (const CheckpointArray& a : arrays) {
+    GNNPIPE_CHECK(valid_name(a.name), "checkpoint array name '{}': use [A-Za-z0-9_.-], not starting with '.'", a.name);
+    GNNPIPE_CHECK(!a.shape.empty(), "checkpoint array {}: needs a shape", a.name);
+    const std::string file = sub + "/" + a.name + ".npy";
+    graph::io::write_npy<float>(root / file, std::span<const float>(a.values), a.shape);
+    sync_path(root / file);
+    out.push_back({{"name", a.name},
+                   {"file", file},
+                   {"shape", a.shape},
+                   {"dtype", "float32"},
+                   {"fnv1a64", hex(fnv1a64(a.values.data(), a.values.size() * sizeof(float)))}});
+  }
+  sync_path(root / sub);
+  return out;
+}
+
+// Replaces `dir` by `partial` in one step; afterwards `partial` holds the old checkpoint (or
+// nothing), to be removed.
+void swap_into_place(const fs::path& partial, const fs::path& dir) {
+  if (!fs::exists(dir)) {
+    GNNPIPE_CHECK(::rename(partial.c_str(), dir.c_str()) == 0, "{}: cannot rename into place: {}", dir.string(),
+                  std::strerror(errno));
+    return;
+  }
+  if (::renameat2(AT_FDCWD, partial.c_str(), AT_FDCWD, dir.c_str(), RENAME_EXCHANGE) == 0) return;
+  // A file system without RENAME_EXCHANGE: the old one aside, the new one in, in two renames
+  // (a crash between them leaves `dir` missing and the old one as ".NAME.old").
+  const fs::path old = dir.parent_path() / ("." + dir.filename().string() + ".old");
+  fs::remove_all(old);
+  GNNPIPE_CHECK(::rename(dir.c_str(), old.c_str()) == 0, "{}: cannot move aside: {}", dir.string(), std::strerror(errno));
+  GNNPIPE_CHECK(::rename(partial.c_str(), dir.c_str()) == 0, "{}: cannot rename into place: {}", dir.string(),
+                std::strerror(errno));
+  fs::rename(old, partial);
+}
+
+std::vector<CheckpointArray> read_arrays(const fs::path& dir, const nlohmann::json& list, const std::string& key) {
+  const fs::path manifest = dir / "manifest.json";
+  GNNPIPE_CHECK_DATA(list.is_array(), "{}: '{}' is not a list of arrays", manifest.string(), key);
+  std::vector<CheckpointArray> out;
+  for (const nlohmann::json& entry : list) {
+    GNNPIPE_CHECK_DATA(entry.is_object() && entry.contains("name") && entry.contains("file") && entry.contains("shape") &&
+                           entry.contains("fnv1a64"),
+                       "{}: an entry of '{}' lacks name, file, shape or fnv1a64", manifest.string(), key);
+    CheckpointArray a;
+    a.name = entry["name"].get<std::string>();
+    const std::string rel = entry["file"].get<std::string>();
+    GNNPIPE_CHECK_DATA(rel.find("..") == std::string::npos && !rel.empty() && rel.front() != '/',
+                       "{}: array file '{}' is outside the checkpoint", manifest.string(), rel);
+    const fs::path file = dir / rel;
+    a.shape = entry["shape"].get<std::vector<int64_t>>();
+    GNNPIPE_CHECK_DATA(fs::is_regular_file(file), "{}: missing (listed in {})", file.string(), manifest.string());
+    const graph::io::NpyArray npy = graph::io::read_npy(file);
+    GNNPIPE_CHECK_DATA(npy.dtype == graph::io::DType::kFloat32, "{}: dtype {} where the manifest says float32", file.string(),
+                       graph::io::dtype_name(npy.dtype));
+    GNNPIPE_CHECK_DATA(npy.shape == a.shape, "{}: shape differs from the manifest's", file.string());
+    const auto* values = static_cast<const float*>(npy.data);
+    a.values.resize(static_cast<std::size_t>(npy.count()));
+    if (npy.bytes > 0) std::memcpy(a.values.data(), values, npy.bytes);
+    const std::string sum = hex(fnv1a64(a.values.data(), a.values.size() * sizeof(float)));
+    GNNPIPE_CHECK_DATA(sum == entry["fnv1a64"].get<std::string>(), "{}: checksum {} differs from the manifest's {} (corrupted)",
+                       file.string(), sum, entry["fnv1a64"].get<std::string>());
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace
+
+static void write_checkpoint_unchecked(const fs::path& dir, const Checkpoint& c, const std::function<void()>& before_swap);
+
+void write_checkpoint(const fs::path& dir, const Checkpoint& c, const std::function<void()>& before_swap) {
+  try {
+    write_checkpoint_unchecked(dir, c, before_swap);
+  } catch (const fs::filesystem_error& e) {
+    GNNPIPE_THROW(Error, "{}: cannot write the checkpoint: {}", dir.string(), e.what());
+  }
+}
+
+static void write_checkpoint_unchecked(const fs::path& dir, const Checkpoint& c, const std::function<void()>& before_swap) {
+  GNNPIPE_CHECK(!dir.filename().empty() && dir.filename() != "." && dir.filename() != "..",
+                "checkpoint directory '{}' needs a name", dir.string());
+  const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+  fs::create_directories(parent);
+  const fs::path partial = parent / ("." + dir.filename().string() + ".partial");
+  fs::remove_all(partial);  // a crashed write's leftovers
+  fs::create_directory(partial);
+  nlohmann::json m;
+  m["format"] = kFormat;
+  m["version"] = kCheckpointVersion;
+  m["epoch"] = c.epoch;
+  m["config_hash"] = c.config_hash;
+  m["parameters"] = write_arrays(partial, "params", c.parameters);
+  m["optimizer"] = {{"type", c.optimizer}, {"steps", c.optimizer_steps},
+                    {"arrays", write_arrays(partial, "optimizer", c.optimizer_state)}};
+  m["run_state"] = c.run_state;
+  {
+    const fs::path file = partial / "manifest.json";
+    std::ofstream out(file, std::ios::binary);
+    out << m.dump(2) << '\n';
+    out.close();
+    GNNPIPE_CHECK(out.good(), "{}: write failed", file.string());
+    sync_path(file);
+  }
+  sync_path(partial);
+  if (before_swap) before_swap();
+  swap_into_place(partial, dir);
+  sync_path(parent);
+  fs::remove_all(partial);
+}
+
+Checkpoint read_checkpoint(const fs::path& dir) {
+  const fs::path manifest = dir / "manifest.json";
+  GNNPIPE_CHECK_DATA(fs::is_directory(dir), "{}: no checkpoint there (not a directory)", dir.string());
+  GNNPIPE_CHECK_DATA(fs::is_regular_file(manifest), "{}: missing", manifest.string());
+  nlohmann::json m;
+  {
+    std::ifstream in(manifest, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    m = nlohmann::json::parse(text.str(), nullptr, false);
+  }
+  GNNPIPE_CHECK_DATA(!m.is_discarded() && m.is_object(), "{}: not a JSON object", manifest.string());
+  try {
+    GNNPIPE_CHECK_DATA(m.value("format", "") == kFormat, "{}: format is not '{}'", manifest.string(), kFormat);
+    const int version = m.at("version").get<int>();
+    GNNPIPE_CHECK_DATA(version == kCheckpointVersion, "{}: version {} (this gnnpipe reads version {})", manifest.string(),
+                       version, kCheckpointVersion);
+    Checkpoint c;
+    c.epoch = m.at("epoch").get<int>();
+    c.config_hash = m.at("config_hash").get<std::string>();
+    c.parameters = read_arrays(dir, m.at("parameters"), "parameters");
+    const nlohmann::json& opt = m.at("optimizer");
+    c.optimizer = opt.at("type").get<std::string>();
+    c.optimizer_steps = opt.at("steps").get<int64_t>();
+    c.optimizer_state = read_arrays(dir, opt.at("arrays"), "optimizer.arrays");
+    c.run_state = m.at("run_state");
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    GNNPIPE_THROW(DataError, "{}: {}", manifest.string(), e.what());
+  }
+}
+
+}  // namespace gnnpipe::experiments
