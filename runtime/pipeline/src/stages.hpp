@@ -96,6 +96,9 @@ class Stages {
   // Early stop: put the snapshot of the stopping epoch back into the model (the pipelined run may
   // already have stepped into the next epoch).
   void restore_snapshot();
+  // The snapshot's parameters (the evaluation twin's, as of the last snapshot()) on the host;
+  // evaluation thread, after evaluate().
+  std::vector<float> snapshot_to_host() const { return eval_model_.params().values_to_host(eval_stream_); }
 
   // Waits for the work queued on every stream.
   void drain();

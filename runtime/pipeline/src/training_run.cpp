@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <limits>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -32,34 +33,65 @@ using samplers::BatchSpec;
 // Best-epoch selection and early stopping (ties: the earliest epoch).
 struct EvalTracker {
   int patience = 0, eval_every = 1;
-  int best_epoch = 0, since_best = 0;
-  double best_val = -1, test_at_best = 0, train_at_best = 0;
+  TrackerState state;
   bool has_val = true;
 
   // Returns true when training should stop after this epoch.
   bool add(const EpochResult& r) {
     if (!r.evaluated) return false;
     const double score = has_val ? r.val_acc : r.train_acc;
-    if (score > best_val) {
-      best_val = score;
-      best_epoch = r.epoch;
-      test_at_best = r.test_acc;
-      train_at_best = r.train_acc;
-      since_best = 0;
+    if (score > state.best_val) {
+      state.best_val = score;
+      state.best_epoch = r.epoch;
+      state.test_at_best = r.test_acc;
+      state.train_at_best = r.train_acc;
+      state.since_best = 0;
     } else {
-      since_best += eval_every;
+      state.since_best += eval_every;
     }
-    return patience > 0 && since_best >= patience;
+    return patience > 0 && state.since_best >= patience;
   }
 };
 
 bool evaluates(const TrainingSetup& s, int epoch) { return epoch % s.pipeline.eval_every == 0 || epoch == s.epochs; }
+
+bool checkpoint_due(const TrainingSetup& s, int epoch) {
+  return s.on_checkpoint && s.checkpoint_every > 0 && evaluates(s, epoch) &&
+         (epoch % s.checkpoint_every == 0 || epoch == s.epochs);
+}
+
+// A due epoch's state, taken on the train thread after its last step (before the next epoch's).
+std::shared_ptr<CheckpointEvent> capture_checkpoint(const TrainingSetup& s, int epoch) {
+  if (!checkpoint_due(s, epoch)) return nullptr;
+  auto event = std::make_shared<CheckpointEvent>();
+  event->epoch = epoch;
+  event->last = true;
+  event->parameters = s.model.params().values_to_host(s.model.context().stream());
+  event->optimizer = s.optimizer.state_to_host();
+  return event;
+}
+
+// After the epoch's evaluation went into `tracker`: the checkpoint callback when its evaluation is
+// the best so far or `due` (captured) is set; a best one takes the evaluation twin's parameters.
+void report_checkpoint(const TrainingSetup& s, Stages& stages, const EvalTracker& tracker, const EpochResult& r,
+                       std::shared_ptr<CheckpointEvent> due) {
+  if (!s.on_checkpoint || s.checkpoint_every <= 0 || !r.evaluated) return;
+  const bool best = tracker.state.best_epoch == r.epoch;
+  if (!best && !due) return;
+  CheckpointEvent event = due ? std::move(*due) : CheckpointEvent{};
+  event.epoch = r.epoch;
+  event.best = best;
+  if (!due) event.parameters = stages.snapshot_to_host();
+  event.tracker = tracker.state;
+  s.on_checkpoint(event);
+}
 
 EvalTracker make_tracker(const TrainingSetup& s) {
   EvalTracker t;
   t.patience = s.patience;
   t.eval_every = s.pipeline.eval_every;
   t.has_val = !s.data.splits.val.empty();
+  t.state = s.resumed;
   return t;
 }
 
@@ -67,10 +99,10 @@ RunResult finish(const TrainingSetup& s, const EvalTracker& tracker, const Stage
                  std::vector<double> times) {
   RunResult r;
   r.epochs_run = epochs_run;
-  r.best_epoch = tracker.best_epoch;
-  r.best_val = tracker.best_val;
-  r.test_at_best = tracker.test_at_best;
-  r.train_at_best = tracker.train_at_best;
+  r.best_epoch = tracker.state.best_epoch;
+  r.best_val = tracker.state.best_val;
+  r.test_at_best = tracker.state.test_at_best;
+  r.train_at_best = tracker.state.train_at_best;
   r.params_checksum = s.model.params().checksum(s.model.context().stream());
   r.epoch_times = std::move(times);
   r.staging_bytes = stages.staging_bytes();
@@ -107,7 +139,7 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
   std::vector<double> times;
   int epochs_run = 0;
   s.recorder.lane("sequential");
-  for (int epoch = 1; epoch <= s.epochs; ++epoch) {
+  for (int epoch = s.first_epoch; epoch <= s.epochs; ++epoch) {
     const double start = s.recorder.now();
     const std::vector<BatchSpec> plan = s.sampler.plan_epoch(epoch);
     for (const BatchSpec& spec : plan) {
@@ -136,8 +168,10 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
     });
     r.memory = stages.take_epoch_counters(epoch);
     bool stop = false;
+    std::shared_ptr<CheckpointEvent> due;
     if (evaluates(s, epoch)) {
       run_guarded(stages, fmt::format("stage eval, epoch {}: ", epoch), [&] {
+        due = capture_checkpoint(s, epoch);
         stages.snapshot();
         stages.evaluate(r);
       });
@@ -148,6 +182,7 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
     times.push_back(r.epoch_time_s);
     epochs_run = epoch;
     on_epoch(r);
+    report_checkpoint(s, stages, tracker, r, std::move(due));
     if (stop) break;
   }
   stages.drain();
@@ -185,10 +220,12 @@ class EvalWorker {
   // Epoch times from the device's timeline (GPU runs), by epoch; read after the thread stopped.
   const std::map<int, double>& device_times() const { return device_times_; }
 
-  void submit(EpochResult r) {
+  // `due`: the epoch's checkpoint state when one is due (capture_checkpoint), else null.
+  void submit(EpochResult r, std::shared_ptr<CheckpointEvent> due) {
     {
       std::lock_guard lock(mutex_);
       job_ = std::move(r);
+      due_ = std::move(due);
     }
     changed_.notify_all();
   }
@@ -198,11 +235,13 @@ class EvalWorker {
     stages_.setup().recorder.lane("eval");
     for (;;) {
       EpochResult r;
+      std::shared_ptr<CheckpointEvent> due;
       {
         std::unique_lock lock(mutex_);
         changed_.wait(lock, [this] { return quit_ || job_.has_value(); });
         if (!job_.has_value()) return;
         r = *job_;
+        due = std::move(due_);
       }
       if (!failure_.failed() && r.epoch <= stop_epoch_.load()) {
         try {
@@ -217,6 +256,7 @@ class EvalWorker {
           if (r.evaluated) stages_.evaluate(r);
           if (tracker_.add(r)) stop_epoch_.store(r.epoch);
           on_epoch_(r);
+          report_checkpoint(stages_.setup(), stages_, tracker_, r, std::move(due));
         } catch (...) {
           if (failure_.record(std::current_exception(), fmt::format("stage eval, epoch {}: ", r.epoch))) graph_.cancel();
         }
@@ -238,6 +278,7 @@ class EvalWorker {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::optional<EpochResult> job_;
+  std::shared_ptr<CheckpointEvent> due_;
   std::map<int, double> device_times_;  // (eval thread)
   bool quit_ = false;
   std::thread thread_;
@@ -260,6 +301,7 @@ class PipelinedRun {
         stages_(s),
         tracker_(make_tracker(s)),
         sampler_(s.sampler),
+        epoch_(s.first_epoch),
         epoch_start_(s.recorder.now()),
         specs_(build_specs()),
         slot_tokens_(g_),
@@ -295,7 +337,8 @@ class PipelinedRun {
     core::tsan::acquire_graph_wait(g_);  // what every task and dedicated thread did for the graph
     if (!failure_.failed()) eval_worker_->wait_idle();
     for (const auto& [epoch, seconds] : eval_worker_->device_times()) {
-      if (epoch >= 1 && static_cast<std::size_t>(epoch) <= times_.size()) times_[static_cast<std::size_t>(epoch - 1)] = seconds;
+      const int at = epoch - s_.first_epoch;  // times_ holds this run's epochs (a resumed run's from first_epoch)
+      if (at >= 0 && static_cast<std::size_t>(at) < times_.size()) times_[static_cast<std::size_t>(at)] = seconds;
     }
     eval_worker_.reset();  // joins the evaluation thread
     if (failure_.failed()) {
@@ -309,7 +352,7 @@ class PipelinedRun {
       // Early stop decided while the next epoch was already training: report the stopping epoch.
       epochs_run = stop_epoch_.load();
       stages_.restore_snapshot();
-      times_.resize(std::min(times_.size(), static_cast<std::size_t>(epochs_run)));
+      times_.resize(std::min(times_.size(), static_cast<std::size_t>(std::max(0, epochs_run - s_.first_epoch + 1))));
     }
     RunResult result = finish(s_, tracker_, stages_, epochs_run, std::move(times_));
     add_predictor(result, stages_);
@@ -462,8 +505,9 @@ class PipelinedRun {
     s_.recorder.record_wait(Stage::kTrain, epoch + 1, eval_worker_->wait_idle());
     stages_.end_epoch_losses();
     if (epoch > stop_epoch_.load()) return;
+    std::shared_ptr<CheckpointEvent> due = capture_checkpoint(s_, epoch);
     if (r.evaluated) stages_.snapshot();
-    eval_worker_->submit(std::move(r));
+    eval_worker_->submit(std::move(r), std::move(due));
   }
 
   const TrainingSetup& s_;
@@ -475,7 +519,7 @@ class PipelinedRun {
   std::atomic<int> in_flight_{0}, max_in_flight_{0};
   samplers::ParallelSampler sampler_;  // per-thread workspaces
   // The input node's state (touched only by its body).
-  int epoch_ = 1;
+  int epoch_;
   std::vector<BatchSpec> plan_;
   std::size_t next_ = 0;
   int64_t seq_ = 0;
@@ -504,6 +548,10 @@ class PipelinedRun {
 
 void check_setup(const TrainingSetup& s) {
   GNNPIPE_CHECK_CONFIG(s.epochs >= 1, "run.epochs: must be >= 1, got {}", s.epochs);
+  GNNPIPE_CHECK_CONFIG(s.first_epoch >= 1 && s.first_epoch <= s.epochs,
+                       "run.epochs: {} epochs, and the run resumes after epoch {}: nothing left to train", s.epochs,
+                       s.first_epoch - 1);
+  GNNPIPE_CHECK_CONFIG(s.checkpoint_every >= 0, "run.checkpoint_every: must be >= 0, got {}", s.checkpoint_every);
   GNNPIPE_CHECK_CONFIG(s.pipeline.sampler_threads >= 1, "pipeline.sampler_threads: must be >= 1, got {}",
                        s.pipeline.sampler_threads);
   GNNPIPE_CHECK_CONFIG(s.pipeline.eval_every >= 1, "pipeline.eval_every: must be >= 1, got {}", s.pipeline.eval_every);

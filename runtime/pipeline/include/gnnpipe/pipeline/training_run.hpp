@@ -16,6 +16,7 @@
 // once, as the same error type, prefixed with the stage and the batch.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,23 @@
 #include "gnnpipe/samplers/sampler.hpp"
 
 namespace gnnpipe::pipeline {
+
+// What the best-epoch tracker knows after an epoch (kept in a checkpoint, to resume from).
+struct TrackerState {
+  int best_epoch = 0;
+  int since_best = 0;  // epochs evaluated without a better score since best_epoch (early stop)
+  double best_val = -1, test_at_best = 0, train_at_best = 0;
+};
+
+// The run after an evaluated epoch, for checkpoints (issue #15; TrainingSetup::on_checkpoint).
+struct CheckpointEvent {
+  int epoch = 0;
+  bool best = false;  // this evaluation is the best so far: `parameters` are the best model's
+  bool last = false;  // a checkpoint is due (checkpoint_every): `optimizer` holds its state
+  std::vector<float> parameters;  // after epoch `epoch`, in the model's order
+  std::optional<models::OptimizerHostState<float>> optimizer;
+  TrackerState tracker;  // with this epoch's evaluation
+};
 
 struct TrainingSetup {
   const graph::Dataset& data;  // single-label, with features and a train split
@@ -64,6 +82,20 @@ struct TrainingSetup {
   // Failure injection for tests: called before each forward of a training step, with the part
   // and the number of parts the step runs in; may throw (OutOfBudget exercises the retry).
   std::function<void(int epoch, int64_t batch, std::size_t part, std::size_t parts)> step_fault;
+  // Resuming (issue #15): epochs before first_epoch were trained and evaluated (the model and the
+  // optimizer hold their state, `resumed` the tracker's); the run trains first_epoch..epochs.
+  // Batches are a function of (seed, epoch, batch), so on the CPU backend the resumed run trains
+  // bitwise what the uninterrupted one would have (while the governor admits every batch as
+  // sampled: its state, the arrays grown so far, starts afresh).
+  int first_epoch = 1;
+  TrackerState resumed;
+  // Checkpoints: on_checkpoint is called (on the evaluation thread, after on_epoch for the epoch)
+  // when an evaluation is the best so far and when a checkpoint is due: an evaluated epoch that is
+  // a multiple of checkpoint_every or the last. A due epoch's parameters and optimizer state are
+  // copied to the host on the train thread right after its last step (one synchronisation with
+  // the train stream). 0: never.
+  int checkpoint_every = 0;
+  std::function<void(const CheckpointEvent&)> on_checkpoint;
 };
 
 struct EpochResult {
