@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <filesystem>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "gnnpipe/core/build_info.hpp"
+#include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/device.hpp"
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/log.hpp"
@@ -76,8 +78,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   ExperimentArgs run_args;
   bool run_trace = false, run_plan = false;
+  std::string run_resume;
   auto* run = app.add_subcommand("run", "train and evaluate an experiment, writing a run directory");
   add_experiment_args(*run, run_args);
+  run->add_option("--resume", run_resume,
+                  "continue the run in this run directory from its checkpoints/last (the same config; run.epochs "
+                  "may be raised)");
   run->add_flag("--trace", run_trace, "also write trace.json (Chrome trace of every stage; open in Perfetto)");
   run->add_flag("--plan", run_plan,
                 "print the memory plan (budget, resident memory, what the governor does with epoch 1's batches) and "
@@ -146,9 +152,17 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       }
       RunDirectoryOptions dir_options;
       dir_options.out = run_args.out_dir;
+      TrainOptions train_options;
+      if (!run_resume.empty()) {
+        GNNPIPE_CHECK_CONFIG(run_args.out_dir.empty() || std::filesystem::path(run_args.out_dir) == run_resume,
+                             "--out {}: a resumed run writes into its own directory ({})", run_args.out_dir, run_resume);
+        train_options.resume = load_resume_checkpoint(experiment, run_resume);
+        dir_options.out = run_resume;
+        dir_options.resume = true;
+        dir_options.resume_after = train_options.resume->epoch;
+      }
       RunDirectory run_dir(experiment, dir_options);
       core::logger().info("run directory {}", run_dir.path().string());
-      TrainOptions train_options;
       train_options.trace = run_trace;
       const nlohmann::json summary = train_experiment(experiment, dataset, run_dir, train_options);
       fmt::print(out, "{}: test accuracy {:.4f} at epoch {} (val {:.4f}); summary in {}\n", experiment.name,

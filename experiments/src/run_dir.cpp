@@ -50,6 +50,25 @@ fs::path create_out(const fs::path& out) {
   return out;
 }
 
+// The rows of an existing metrics.csv (not its header) whose epoch is at most `epoch`: a resumed
+// run drops the rows of epochs after its checkpoint (trained again).
+std::string metrics_rows_through(const fs::path& file, int epoch) {
+  std::ifstream in(file, std::ios::binary);
+  std::string line, out;
+  if (!std::getline(in, line)) return out;  // no file or no header: nothing to keep
+  while (std::getline(in, line)) {
+    const std::size_t comma = line.find(',');
+    int row_epoch = 0;
+    try {
+      row_epoch = std::stoi(line.substr(0, comma));
+    } catch (const std::exception&) {
+      GNNPIPE_THROW(DataError, "{}: '{}' does not start with an epoch number", file.string(), line);
+    }
+    if (row_epoch <= epoch) out += line + "\n";
+  }
+  return out;
+}
+
 void write_text(const fs::path& path, const std::string& text) {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   file << text;
@@ -85,13 +104,20 @@ RunDirectory::RunDirectory(const config::ExperimentConfig& config, RunDirectoryO
     header.push_back(name);
   }
   config::check_experiment_name(config.name);
-  path_ = options.out.empty() ? create_fresh(options.runs_root, config.name + "-" + timestamp_now())
-                              : create_out(options.out);
+  if (options.resume) {
+    GNNPIPE_CHECK_CONFIG(fs::is_directory(options.out), "--resume {}: not a run directory", options.out.string());
+    path_ = options.out;
+  } else {
+    path_ = options.out.empty() ? create_fresh(options.runs_root, config.name + "-" + timestamp_now())
+                                : create_out(options.out);
+  }
 
   write_text(path_ / "config.yaml", config::yaml_text(config.resolved.IsMap() ? config.resolved
                                                                                : config::to_yaml(config)));
+  std::string kept = fmt::format("{}\n", fmt::join(header, ","));
+  if (options.resume) kept += metrics_rows_through(path_ / "metrics.csv", options.resume_after);
   metrics_.open(path_ / "metrics.csv", std::ios::binary | std::ios::trunc);
-  metrics_ << fmt::format("{}\n", fmt::join(header, ","));
+  metrics_ << kept;
   metrics_.flush();
   GNNPIPE_CHECK(metrics_.good(), "cannot write '{}'", (path_ / "metrics.csv").string());
   if (options.mirror_log) {

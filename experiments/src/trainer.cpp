@@ -25,6 +25,7 @@
 #include "gnnpipe/models/optimizer.hpp"
 #include "gnnpipe/experiments/training_sampler.hpp"
 #include "gnnpipe/pipeline/training_run.hpp"
+#include "training_checkpoints.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
@@ -132,7 +133,8 @@ class TrainingResources {
                budget_.reserve, budget_.free_at_start, budget_.clamped,
                parameter_bytes_, allocator_.stats().in_use_bytes - before_model_ - parameter_bytes_,
                cut_scores(c, d), cut_weights(c, model_.block_norm()),
-               options.fault, options.step_fault} {
+               options.fault, options.step_fault,
+               /*first_epoch=*/1, /*resumed=*/{}, /*checkpoint_every=*/0, /*on_checkpoint=*/{}} {
     if (c.run.device.is_cuda()) {
       for (const auto& gpu : core::list_gpus()) {
         if (gpu.index == c.run.device.index()) {
@@ -144,6 +146,9 @@ class TrainingResources {
   }
 
   const pipeline::TrainingSetup& setup() const { return setup_; }
+  pipeline::TrainingSetup& setup() { return setup_; }
+  models::GnnModel<float>& model() { return model_; }
+  models::Optimizer<float>& optimizer() { return *optimizer_; }
   pipeline::StageRecorder& recorder() { return recorder_; }
   const memory::CachingAllocator& allocator() const { return allocator_; }
   const models::GnnModel<float>& model() const { return model_; }
@@ -245,7 +250,23 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
   auto& log = core::logger();
   for (const auto& line : d.synthesized) log.info("synthetic: {}", line);
   TrainingResources resources(c, d, options);
-  const pipeline::TrainingSetup& setup = resources.setup();
+  pipeline::TrainingSetup& setup = resources.setup();
+  const std::filesystem::path checkpoints = run_dir.path() / "checkpoints";
+  if (options.resume) {
+    setup.resumed = restore_checkpoint(*options.resume, (checkpoints / "last").string(), resources.model(),
+                                       resources.optimizer());
+    setup.first_epoch = options.resume->epoch + 1;
+    log.info("resuming after epoch {} of {} (best so far: epoch {}, val {:.4f})", options.resume->epoch, c.run.epochs,
+             setup.resumed.best_epoch, setup.resumed.best_val);
+  }
+  if (c.run.checkpoint_every > 0) {
+    setup.checkpoint_every = c.run.checkpoint_every;
+    setup.on_checkpoint = [&](const pipeline::CheckpointEvent& e) {
+      const Checkpoint checkpoint = to_checkpoint(e, resources.model().params(), c);
+      if (e.best) write_checkpoint(checkpoints / "best", checkpoint);
+      if (e.last) write_checkpoint(checkpoints / "last", checkpoint);
+    };
+  }
   const pipeline::MemoryPlan plan = pipeline::plan_memory(setup);
   for (const std::string& line : plan.lines()) log.info("{}", line);
   const pipeline::PipelineOptions& pipe = setup.pipeline;

@@ -138,6 +138,7 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   run["epochs"] = c.run.epochs;
   run["seed"] = c.run.seed;
   run["patience"] = c.run.patience;
+  run["checkpoint_every"] = c.run.checkpoint_every;
   run["tf32"] = c.run.ops.allow_tf32;
   run["spmm"] = std::string(models::to_string(c.run.ops.spmm));
   root["run"] = run;

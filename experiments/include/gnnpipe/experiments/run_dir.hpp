@@ -29,6 +29,11 @@ struct RunDirectoryOptions {
   // metrics.csv columns after the fixed ones; names of [A-Za-z0-9_] only, no repeats.
   std::vector<std::string> extra_metrics;
   bool mirror_log = true;  // false: no log.txt (tests that must not touch the shared logger)
+  // Resuming (gnnpipe run --resume): `out` is the existing run directory; config.yaml is
+  // rewritten, metrics.csv keeps its header and the rows of epochs up to resume_after and is
+  // appended to, log.txt is appended to.
+  bool resume = false;
+  int resume_after = 0;
 };
 
 // One metrics.csv row. `extra` has one value per RunDirectoryOptions::extra_metrics, in order.

@@ -11,10 +11,12 @@
 // pick the GEMM math and the SpMM implementation).
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
+#include "gnnpipe/experiments/checkpoint.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 #include "gnnpipe/graph/dataset.hpp"
@@ -41,6 +43,9 @@ struct TrainOptions {
   std::function<void(pipeline::Stage, int, int64_t)> fault;  // failure injection (tests)
   // Failure injection inside a training step (tests): see pipeline::TrainingSetup::step_fault.
   std::function<void(int epoch, int64_t batch, std::size_t part, std::size_t parts)> step_fault;
+  // gnnpipe run --resume: the run directory's checkpoints/last (its config checked against this
+  // run's by the caller); training goes on after its epoch.
+  std::shared_ptr<const Checkpoint> resume;
   // Called once training ended, with the trained model (tests read its parameters).
   std::function<void(const models::GnnModel<float>&)> on_trained;
 };
@@ -48,6 +53,13 @@ struct TrainOptions {
 // The memory plan of `config` (DESIGN §4): budget, resident memory and what the governor will do
 // with epoch 1's batches, without training (`gnnpipe run --plan`). Samples epoch 1 once.
 pipeline::MemoryPlan plan_experiment(const config::ExperimentConfig& config, const graph::Dataset& dataset);
+
+// gnnpipe run --resume RUN_DIR: checks that `config` trains what RUN_DIR's config.yaml trained
+// (ConfigError naming every key that differs; only run.epochs and run.checkpoint_every may) and
+// reads RUN_DIR/checkpoints/last (DataError naming the file that is missing or damaged);
+// ConfigError when the checkpoint is at or after run.epochs (nothing left to train).
+std::shared_ptr<const Checkpoint> load_resume_checkpoint(const config::ExperimentConfig& config,
+                                                         const std::filesystem::path& run_dir);
 
 // Trains `config` on `dataset` (from load_training_dataset) and returns the summary it wrote.
 nlohmann::json train_experiment(const config::ExperimentConfig& config, const graph::Dataset& dataset,

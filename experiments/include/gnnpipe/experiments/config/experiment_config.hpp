@@ -26,6 +26,9 @@ struct RunOptions {
   int epochs = 10;     // >= 1
   uint64_t seed = 0;   // the only source of randomness of a run (with epoch and batch ids)
   int patience = 0;    // stop after this many epochs without a better validation accuracy; 0 = off
+  // Checkpoints (issue #15): checkpoints/last at every evaluated epoch that is a multiple of
+  // checkpoint_every (and the last), checkpoints/best at every new best evaluation; 0 = none.
+  int checkpoint_every = 1;
   // CUDA only: run.tf32 (cuBLAS may use TF32 tensor cores; off keeps CPU parity) and run.spmm
   // (kernel | cusparse: which SpMM aggregates).
   models::OpOptions ops;

@@ -1,0 +1,164 @@
+#include "training_checkpoints.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/experiments/trainer.hpp"
+
+namespace gnnpipe::experiments {
+namespace {
+
+void flatten(const YAML::Node& node, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) flatten(kv.second, prefix.empty() ? kv.first.as<std::string>() : prefix + "." + kv.first.as<std::string>(), out);
+    return;
+  }
+  YAML::Emitter e;
+  e << YAML::Flow << node;
+  out[prefix] = e.c_str();
+}
+
+std::map<std::string, std::string> relevant(const YAML::Node& resolved) {
+  std::map<std::string, std::string> all;
+  flatten(resolved, "", all);
+  std::erase_if(all, [](const auto& kv) { return resume_may_change(kv.first); });
+  return all;
+}
+
+}  // namespace
+
+bool resume_may_change(const std::string& key) { return key == "run.epochs" || key == "run.checkpoint_every"; }
+
+std::vector<std::pair<std::string, std::string>> resume_relevant_keys(const YAML::Node& resolved) {
+  const std::map<std::string, std::string> keys = relevant(resolved);
+  return {keys.begin(), keys.end()};
+}
+
+std::string config_hash(const config::ExperimentConfig& config) {
+  std::string text;
+  for (const auto& [key, value] : resume_relevant_keys(config.resolved.IsMap() ? config.resolved : config::to_yaml(config))) {
+    text += key + "=" + value + "\n";
+  }
+  return fmt::format("{:016x}", fnv1a64(text.data(), text.size()));
+}
+
+std::vector<std::string> differing_keys(const YAML::Node& a, const YAML::Node& b) {
+  const std::map<std::string, std::string> x = relevant(a), y = relevant(b);
+  std::vector<std::string> out;
+  for (const auto& [key, value] : x) {
+    const auto it = y.find(key);
+    if (it == y.end() || it->second != value) out.push_back(key);
+  }
+  for (const auto& [key, value] : y) {
+    if (!x.contains(key)) out.push_back(key);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::ParamStore<float>& params,
+                         const config::ExperimentConfig& config) {
+  Checkpoint c;
+  c.epoch = event.epoch;
+  c.config_hash = config_hash(config);
+  GNNPIPE_CHECK(event.parameters.size() == params.size(), "checkpoint: {} parameter values for a model of {}",
+                event.parameters.size(), params.size());
+  for (std::size_t i = 0; i < params.count(); ++i) {
+    const auto& p = params.param(i);
+    const auto begin = event.parameters.begin() + static_cast<std::ptrdiff_t>(p.offset);
+    c.parameters.push_back({p.name, {p.rows, p.cols}, std::vector<float>(begin, begin + static_cast<std::ptrdiff_t>(p.size()))});
+  }
+  c.optimizer = std::string(models::to_string(config.optimizer.type));
+  if (event.optimizer) {
+    c.optimizer_steps = event.optimizer->steps;
+    for (const auto& [name, values] : event.optimizer->arrays) {
+      c.optimizer_state.push_back({name, {static_cast<int64_t>(values.size())}, values});
+    }
+  }
+  const pipeline::TrackerState& t = event.tracker;
+  c.run_state = {{"tracker",
+                  {{"best_epoch", t.best_epoch},
+                   {"since_best", t.since_best},
+                   {"best_val", t.best_val},
+                   {"test_at_best", t.test_at_best},
+                   {"train_at_best", t.train_at_best}}},
+                 {"rng", {{"seed", config.run.seed}, {"next_epoch", event.epoch + 1}}},
+                 {"has_optimizer_state", event.optimizer.has_value()}};
+  return c;
+}
+
+pipeline::TrackerState restore_checkpoint(const Checkpoint& c, const std::string& source, models::GnnModel<float>& model,
+                                          models::Optimizer<float>& optimizer) {
+  models::ParamStore<float>& params = model.params();
+  GNNPIPE_CHECK_DATA(c.parameters.size() == params.count(), "{}: {} parameter arrays, the model has {}", source,
+                     c.parameters.size(), params.count());
+  std::vector<float> values(params.size());
+  for (std::size_t i = 0; i < params.count(); ++i) {
+    const auto& p = params.param(i);
+    const CheckpointArray& a = c.parameters[i];
+    const std::vector<int64_t> shape{p.rows, p.cols};
+    GNNPIPE_CHECK_DATA(a.name == p.name && a.shape == shape,
+                       "{}: array {} is '{}' {}, the model's is '{}' [{}, {}]", source, i, a.name,
+                       fmt::format("[{}]", fmt::join(a.shape, ", ")), p.name, p.rows, p.cols);
+    std::copy(a.values.begin(), a.values.end(), values.begin() + static_cast<std::ptrdiff_t>(p.offset));
+  }
+  GNNPIPE_CHECK_DATA(c.run_state.value("has_optimizer_state", false),
+                     "{}: holds no optimizer state (a best-model checkpoint): resume from checkpoints/last", source);
+  models::OptimizerHostState<float> state;
+  state.steps = c.optimizer_steps;
+  for (const CheckpointArray& a : c.optimizer_state) state.arrays.emplace_back(a.name, a.values);
+  params.values_from_host(values, model.context().stream());
+  try {
+    optimizer.state_from_host(state);
+  } catch (const core::DataError& e) {
+    GNNPIPE_THROW(DataError, "{}: {}", source, e.message());
+  }
+  pipeline::TrackerState t;
+  try {
+    const nlohmann::json& j = c.run_state.at("tracker");
+    t.best_epoch = j.at("best_epoch").get<int>();
+    t.since_best = j.at("since_best").get<int>();
+    t.best_val = j.at("best_val").get<double>();
+    t.test_at_best = j.at("test_at_best").get<double>();
+    t.train_at_best = j.at("train_at_best").get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    GNNPIPE_THROW(DataError, "{}: run_state.tracker: {}", source, e.what());
+  }
+  return t;
+}
+
+std::shared_ptr<const Checkpoint> load_resume_checkpoint(const config::ExperimentConfig& config,
+                                                         const std::filesystem::path& run_dir) {
+  const std::filesystem::path saved = run_dir / "config.yaml";
+  GNNPIPE_CHECK_CONFIG(std::filesystem::is_directory(run_dir), "--resume {}: not a directory", run_dir.string());
+  GNNPIPE_CHECK_DATA(std::filesystem::is_regular_file(saved), "{}: missing (--resume takes a run directory)", saved.string());
+  config::ExperimentConfig before;
+  try {
+    before = config::parse_experiment(YAML::LoadFile(saved.string()));
+  } catch (const YAML::Exception& e) {
+    GNNPIPE_THROW(DataError, "{}: {}", saved.string(), e.what());
+  } catch (const core::ConfigError& e) {
+    GNNPIPE_THROW(DataError, "{}: {}", saved.string(), e.message());
+  }
+  const YAML::Node now = config.resolved.IsMap() ? config.resolved : config::to_yaml(config);
+  const std::vector<std::string> keys = differing_keys(before.resolved, now);
+  GNNPIPE_CHECK_CONFIG(keys.empty(),
+                       "--resume {}: the config differs from the run's in {} (only run.epochs and run.checkpoint_every "
+                       "may change)",
+                       run_dir.string(), fmt::join(keys, ", "));
+  auto checkpoint = std::make_shared<const Checkpoint>(read_checkpoint(run_dir / "checkpoints" / "last"));
+  GNNPIPE_CHECK_DATA(checkpoint->config_hash == config_hash(config),
+                     "{}: written for another config (config_hash {}, this config's {})",
+                     (run_dir / "checkpoints" / "last" / "manifest.json").string(), checkpoint->config_hash,
+                     config_hash(config));
+  GNNPIPE_CHECK_CONFIG(checkpoint->epoch < config.run.epochs,
+                       "run.epochs: {}, and {} is after epoch {}: nothing left to train (raise run.epochs)",
+                       config.run.epochs, run_dir.string(), checkpoint->epoch);
+  return checkpoint;
+}
+
+}  // namespace gnnpipe::experiments

@@ -1,0 +1,41 @@
+#pragma once
+// What a training run puts into its checkpoints and takes back from one (issue #15), between the
+// pipeline's CheckpointEvent / TrainingSetup and the on-disk Checkpoint (checkpoint.hpp).
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "gnnpipe/experiments/checkpoint.hpp"
+#include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "gnnpipe/models/gnn_model.hpp"
+#include "gnnpipe/models/optimizer.hpp"
+#include "gnnpipe/pipeline/training_run.hpp"
+
+namespace gnnpipe::experiments {
+
+// The keys a resume may change: they do not change what the epochs before the checkpoint trained.
+bool resume_may_change(const std::string& key);
+
+// The config's keys ("model.hidden") with their values as YAML text, without the keys a resume
+// may change: equal for two configs that train the same epochs the same way.
+std::vector<std::pair<std::string, std::string>> resume_relevant_keys(const YAML::Node& resolved);
+// FNV-1a 64 (hex) of resume_relevant_keys: the checkpoint's config_hash.
+std::string config_hash(const config::ExperimentConfig& config);
+// The keys whose values differ between two resolved configs (or exist in one only), without the
+// keys a resume may change; sorted.
+std::vector<std::string> differing_keys(const YAML::Node& a, const YAML::Node& b);
+
+// The checkpoint of `event`: the parameters split by the model's names and shapes, the optimizer's
+// arrays flat, the tracker and the RNG position (the next epoch; a batch's randomness is a
+// function of (seed, epoch, batch)) in run_state.
+Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::ParamStore<float>& params,
+                         const config::ExperimentConfig& config);
+
+// Puts a checkpoint's parameters and optimizer state into `model` and `optimizer`; the tracker
+// state it holds. DataError naming `source` when the arrays do not fit the model (another
+// architecture) or the checkpoint has no optimizer state (checkpoints/best of an old run).
+pipeline::TrackerState restore_checkpoint(const Checkpoint& checkpoint, const std::string& source,
+                                          models::GnnModel<float>& model, models::Optimizer<float>& optimizer);
+
+}  // namespace gnnpipe::experiments

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Issue #15: a run killed with SIGKILL (a real child process, mid-run) and continued with
+# `gnnpipe run --resume` ends with bitwise the parameters (params_checksum) and the per-epoch
+# metrics of the same run left alone; its metrics.csv has each epoch once. Also: --resume with a
+# changed key is refused naming it (exit 2), and without a checkpoint it is a data error (exit 3).
+set -euo pipefail
+gnnpipe=$1
+tmp=$(mktemp -d)
+trap 'kill -9 "${pid:-0}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+cat >"$tmp/run.yaml" <<YAML
+name: killed
+dataset: {synthetic: {nodes: 6000, avg_degree: 8, features: 32, classes: 4, seed: 2}}
+model: {type: sage, layers: 2, hidden: 32, dropout: 0.5}
+sampler: {type: neighbor, fanouts: [5, 5], batch_size: 256}
+optimizer: {type: adam, lr: 0.01}
+pipeline: {mode: pipelined, sampler_threads: 2}
+run: {device: cpu, epochs: 40, seed: 5}
+YAML
+checksum() { grep -o '"params_checksum": *"[0-9a-f]*"' "$1/summary.json" | grep -o '[0-9a-f]\{16\}'; }
+epoch_of() { grep -o '"epoch": *[0-9]*' "$1/checkpoints/last/manifest.json" 2>/dev/null | grep -o '[0-9]*$' || echo 0; }
+
+"$gnnpipe" run "$tmp/run.yaml" --out "$tmp/whole" >"$tmp/whole.log" 2>&1 || { cat "$tmp/whole.log" >&2; exit 1; }
+
+"$gnnpipe" run "$tmp/run.yaml" --out "$tmp/killed" >"$tmp/killed.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 6000); do
+  [[ $(epoch_of "$tmp/killed") -ge 3 ]] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.01
+done
+kill -9 "$pid" 2>/dev/null || true
+wait "$pid" && status=0 || status=$?
+[[ $status -eq 137 ]] || { echo "FAIL: the run ended by itself (exit $status) before it could be killed" >&2; exit 1; }
+[[ ! -f $tmp/killed/summary.json ]] || { echo "FAIL: a killed run left a summary" >&2; exit 1; }
+killed_at=$(epoch_of "$tmp/killed")
+echo "killed after checkpoint epoch $killed_at of 40" >&2
+
+"$gnnpipe" run "$tmp/run.yaml" --resume "$tmp/killed" >"$tmp/resume.log" 2>&1 || { cat "$tmp/resume.log" >&2; exit 1; }
+whole=$(checksum "$tmp/whole")
+resumed=$(checksum "$tmp/killed")
+echo "params_checksum: whole $whole, killed at $killed_at and resumed $resumed" >&2
+[[ $whole == "$resumed" ]] || { echo "FAIL: the resumed run trained other parameters" >&2; exit 1; }
+# Each epoch once, with the same loss and accuracies (the first 5 columns) as the run left alone.
+diff <(cut -d, -f1-5 "$tmp/whole/metrics.csv") <(cut -d, -f1-5 "$tmp/killed/metrics.csv") >&2 ||
+  { echo "FAIL: metrics.csv differs" >&2; exit 1; }
+
+set +e
+"$gnnpipe" run "$tmp/run.yaml" --set run.epochs=50 --set model.hidden=16 --resume "$tmp/killed" >"$tmp/changed.log" 2>&1
+status=$?
+set -e
+[[ $status -eq 2 ]] && grep -q "model.hidden" "$tmp/changed.log" ||
+  { echo "FAIL: a changed model.hidden gave exit $status:" >&2; cat "$tmp/changed.log" >&2; exit 1; }
+rm -rf "$tmp/killed/checkpoints/last"
+set +e
+"$gnnpipe" run "$tmp/run.yaml" --set run.epochs=50 --resume "$tmp/killed" >"$tmp/missing.log" 2>&1
+status=$?
+set -e
+[[ $status -eq 3 ]] && grep -q "checkpoints/last" "$tmp/missing.log" ||
+  { echo "FAIL: a missing checkpoint gave exit $status:" >&2; cat "$tmp/missing.log" >&2; exit 1; }
+echo "ok" >&2

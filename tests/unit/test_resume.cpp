@@ -1,0 +1,130 @@
+// Checkpoints written by runs and `gnnpipe run --resume` (issue #15): a run stopped after epoch k
+// and resumed trains bitwise the parameters and metrics of the uninterrupted run on the CPU, for
+// every sampler type and both modes; a resume with another config is refused naming the keys.
+#include <catch2/catch.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gnnpipe/core/error.hpp"
+#include "gnnpipe/experiments/checkpoint.hpp"
+#include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/trainer.hpp"
+#include "experiment_helpers.hpp"
+#include "temp_dir.hpp"
+
+using namespace gnnpipe;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kBase = R"(
+name: resumed
+dataset: {synthetic: {nodes: 600, avg_degree: 6, features: 12, classes: 3, seed: 4, feature_noise: 2.0}}
+model: {type: sage, layers: 2, hidden: 16, dropout: 0.5}
+sampler: {type: neighbor, fanouts: [4, 4], batch_size: 80}
+optimizer: {type: adam, lr: 0.01}
+pipeline: {eval_every: 1}
+run: {epochs: 6, seed: 3}
+)";
+
+// metrics.csv without the columns that may differ between runs (peak bytes, epoch time).
+std::string stable_metrics(const fs::path& file) {
+  std::ifstream in(file);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::string field;
+    for (int i = 0; i < 12 && std::getline(fields, field, ','); ++i) out += field + ",";
+    out += "\n";
+  }
+  return out;
+}
+
+// `gnnpipe run --resume DIR` with `sets`, the way the command line does it.
+nlohmann::json resume(const std::vector<std::string>& sets, const fs::path& dir) {
+  const auto config = experiments::config::parse_experiment(YAML::Load(kBase), sets);
+  experiments::TrainOptions options;
+  options.resume = experiments::load_resume_checkpoint(config, dir);
+  experiments::RunDirectoryOptions dir_options;
+  dir_options.out = dir;
+  dir_options.mirror_log = false;
+  dir_options.resume = true;
+  dir_options.resume_after = options.resume->epoch;
+  experiments::RunDirectory run_dir(config, dir_options);
+  return experiments::train_experiment(config, experiments::load_training_dataset(config, "."), run_dir, options);
+}
+
+}  // namespace
+
+TEST_CASE("resume: a run stopped after epoch k and resumed trains bitwise the uninterrupted run", "[checkpoint]") {
+  test::TempDir dir;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> samplers{
+      {"neighbor", {}},
+      {"full", {"sampler={type: full}", "model.type=gcn"}},
+      {"saint", {"sampler={type: saint_rw, batch_size: 60, walk_length: 2}"}},
+      {"cluster", {"sampler={type: cluster, num_parts: 8, batch_size: 2}"}},
+  };
+  for (const auto& [name, sets] : samplers) {
+    for (const char* mode : {"sequential", "pipelined"}) {
+      INFO(name << ", " << mode);
+      std::vector<std::string> s = sets;
+      s.push_back(std::string("pipeline.mode=") + mode);
+      const std::string tag = name + "-" + mode;
+      const auto whole = test::run_experiment(kBase, s, dir / (tag + "-whole"));
+      std::vector<std::string> first = s;
+      first.push_back("run.epochs=3");
+      test::run_experiment(kBase, first, dir / (tag + "-part"));
+      const auto manifest = experiments::read_checkpoint(dir / (tag + "-part") / "checkpoints" / "last");
+      CHECK(manifest.epoch == 3);
+      const nlohmann::json resumed = resume(s, dir / (tag + "-part"));
+      CHECK(resumed["params_checksum"] == whole.summary["params_checksum"]);
+      CHECK(resumed["best_epoch"] == whole.summary["best_epoch"]);
+      CHECK(resumed["test_accuracy"] == whole.summary["test_accuracy"]);
+      CHECK(resumed["epochs"] == 6);
+      // metrics.csv: the first run's rows, then the resumed ones, as one run's.
+      CHECK(stable_metrics(dir / (tag + "-part") / "metrics.csv") == stable_metrics(dir / (tag + "-whole") / "metrics.csv"));
+      CHECK(experiments::read_checkpoint(dir / (tag + "-part") / "checkpoints" / "last").epoch == 6);
+    }
+  }
+}
+
+TEST_CASE("resume: checkpoints follow run.checkpoint_every, best holds the best evaluation's parameters", "[checkpoint]") {
+  test::TempDir dir;
+  const auto r = test::run_experiment(kBase, {"run.checkpoint_every=4", "run.epochs=6"}, dir / "every4");
+  // Due at epoch 4 and at the last (6): last is epoch 6's, with the optimizer's state.
+  const auto last = experiments::read_checkpoint(dir / "every4" / "checkpoints" / "last");
+  CHECK(last.epoch == 6);
+  CHECK(last.optimizer == "adam");
+  CHECK(last.optimizer_state.size() == 2);
+  CHECK(last.optimizer_steps > 0);
+  CHECK(last.parameters.front().name == "layer0.weight_l");  // SAGE's names, as the model gives them
+  const auto best = experiments::read_checkpoint(dir / "every4" / "checkpoints" / "best");
+  CHECK(best.epoch == r.summary["best_epoch"].get<int>());
+  CHECK(best.run_state["tracker"]["best_val"].get<double>() == r.summary["val_accuracy"].get<double>());
+  // checkpoint_every 0: none.
+  test::run_experiment(kBase, {"run.checkpoint_every=0", "run.epochs=2"}, dir / "none");
+  CHECK_FALSE(fs::exists(dir / "none" / "checkpoints"));
+}
+
+TEST_CASE("resume: another config, a finished run or a missing checkpoint is refused with one line", "[checkpoint]") {
+  test::TempDir dir;
+  test::run_experiment(kBase, {"run.epochs=2"}, dir / "run");
+  // Another model and learning rate: both keys are named; run.epochs may change.
+  try {
+    resume({"model.hidden=32", "optimizer.lr=0.02"}, dir / "run");
+    FAIL("no error");
+  } catch (const core::ConfigError& e) {
+    CHECK_THAT(e.message(), Catch::Contains("differs from the run's in model.hidden, optimizer.lr ("));
+  }
+  // Nothing left to train.
+  CHECK_THROWS_WITH(resume({"run.epochs=2"}, dir / "run"), Catch::Contains("nothing left to train"));
+  // No checkpoint: a DataError naming the manifest.
+  fs::remove_all(dir / "run" / "checkpoints" / "last");
+  CHECK_THROWS_AS(resume({}, dir / "run"), core::DataError);
+  CHECK_THROWS_AS(resume({}, dir / "nowhere"), core::ConfigError);
+}
