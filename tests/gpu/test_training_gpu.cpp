@@ -35,6 +35,12 @@ namespace {
 
 const core::Device kGpu = core::Device::cuda(0);
 
+pipeline::LayerwiseInferenceOptions chunked(int chunk_nodes) {
+  pipeline::LayerwiseInferenceOptions o;
+  o.chunk_nodes = chunk_nodes;
+  return o;
+}
+
 graph::Dataset small_graph() {
   graph::SyntheticOptions o;
   o.nodes = 400;
@@ -154,20 +160,20 @@ TEST_CASE("layer-wise inference on the GPU gives the CPU's logits", "[gpu][train
   mo.hidden = 32;
   models::GnnModel<float> cpu_model(mo, d.features.cols(), d.labels.num_classes, 4);
   models::GnnModel<float> gpu_model(mo, d.features.cols(), d.labels.num_classes, 4, gpu);
-  const auto cpu_logits = pipeline::infer_layerwise(cpu_model, d.graph, d.features, {.chunk_nodes = 97});
-  const auto gpu_logits = pipeline::infer_layerwise(gpu_model, d.graph, d.features, {.chunk_nodes = 97});
+  const auto cpu_logits = pipeline::infer_layerwise(cpu_model, d.graph, d.features, chunked(97));
+  const auto gpu_logits = pipeline::infer_layerwise(gpu_model, d.graph, d.features, chunked(97));
   CHECK(close(std::vector<float>(gpu_logits.flat().begin(), gpu_logits.flat().end()), cpu_logits.flat()));
   // A workspace kept across calls (a run's evaluations): the pinned ring is allocated in the first
   // call only, and later calls (the ring reused; then chunks of another size) give the same logits.
   pipeline::InferenceWorkspace workspace;
-  const auto first = pipeline::infer_layerwise(gpu_model, d.graph, d.features, {.chunk_nodes = 97}, workspace);
+  const auto first = pipeline::infer_layerwise(gpu_model, d.graph, d.features, chunked(97), workspace);
   const int64_t allocations = workspace.pinned_allocations();
   CHECK(allocations > 0);
   CHECK(workspace.pinned_bytes() > 0);
-  const auto again = pipeline::infer_layerwise(gpu_model, d.graph, d.features, {.chunk_nodes = 97}, workspace);
+  const auto again = pipeline::infer_layerwise(gpu_model, d.graph, d.features, chunked(97), workspace);
   CHECK(workspace.pinned_allocations() == allocations);
   CHECK(std::equal(again.flat().begin(), again.flat().end(), first.flat().begin()));
-  const auto smaller = pipeline::infer_layerwise(gpu_model, d.graph, d.features, {.chunk_nodes = 13}, workspace);
+  const auto smaller = pipeline::infer_layerwise(gpu_model, d.graph, d.features, chunked(13), workspace);
   CHECK(close(std::vector<float>(smaller.flat().begin(), smaller.flat().end()), cpu_logits.flat()));
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -126,6 +127,21 @@ struct DiscardOnFailure {
   }
 };
 
+// The plan of `chunks`: chunk c's destinations as seeds, in id order.
+std::vector<samplers::BatchSpec> chunk_specs(const InferenceChunks& chunks, int64_t num_nodes) {
+  GNNPIPE_CHECK(!chunks.bounds.empty() && chunks.bounds.front() == 0 && chunks.bounds.back() == num_nodes &&
+                    chunks.keep_edges.size() + 1 == chunks.bounds.size(),
+                "inference: the chunks do not cover the graph's {} nodes", num_nodes);
+  std::vector<samplers::BatchSpec> plan(chunks.keep_edges.size());
+  for (std::size_t c = 0; c < plan.size(); ++c) {
+    GNNPIPE_CHECK(chunks.bounds[c] < chunks.bounds[c + 1], "inference: chunk {} is empty", c);
+    plan[c].index = static_cast<int64_t>(c);
+    plan[c].seeds.resize(static_cast<std::size_t>(chunks.bounds[c + 1] - chunks.bounds[c]));
+    std::iota(plan[c].seeds.begin(), plan[c].seeds.end(), chunks.bounds[c]);
+  }
+  return plan;
+}
+
 }  // namespace
 
 struct InferenceWorkspace::State {
@@ -165,7 +181,8 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
                 features.rows(), graph.num_nodes());
   const auto sampler = samplers::make_inference_sampler(graph, model.block_norm(), options.chunk_nodes);
   samplers::ParallelSampler parallel(*sampler);
-  const std::vector<samplers::BatchSpec> plan = sampler->plan_epoch(0);
+  const std::vector<samplers::BatchSpec> plan =
+      options.chunks != nullptr ? chunk_specs(*options.chunks, graph.num_nodes()) : sampler->plan_epoch(0);
   const auto window = static_cast<std::size_t>(options.parallel_chunks);
 
   models::Matrix<float> previous;  // the last layer's outputs for every node (empty before layer 0)
@@ -187,7 +204,10 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
     for (std::size_t begin = 0; begin < plan.size(); begin += window) {
       const std::size_t end = std::min(plan.size(), begin + window);
       const auto chunks = parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(begin, end - begin));
-      for (const graph::MiniBatch& chunk : chunks) {
+      for (std::size_t k = 0; k < chunks.size(); ++k) {
+        const int64_t keep = options.chunks != nullptr ? options.chunks->keep_edges[begin + k] : -1;
+        const std::optional<graph::MiniBatch> was_cut = cut_inference_chunk(chunks[k], keep, options.cut);
+        const graph::MiniBatch& chunk = was_cut ? *was_cut : chunks[k];
         const graph::Block& block = chunk.blocks.front();
         // The chunk's destinations are consecutive node ids (the plan lists nodes in id order).
         const graph::NodeId first = chunk.targets[0];
@@ -216,6 +236,7 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
       }
     }
     if (gpu != nullptr) gpu->flush();  // every output of the layer in place before the next reads them
+    if (options.on_layer) options.on_layer(l, out);
     previous = std::move(out);
   }
   return previous;

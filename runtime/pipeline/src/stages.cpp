@@ -18,6 +18,7 @@
 #include "gnnpipe/models/ops/metrics.hpp"
 #include "gnnpipe/models/ops/ops.hpp"
 #include "gnnpipe/samplers/inference_sampler.hpp"
+#include "gnnpipe/pipeline/inference_plan.hpp"
 
 namespace gnnpipe::pipeline::detail {
 namespace {
@@ -324,10 +325,7 @@ std::size_t Stages::resident_evaluation_bound() const {
 
 // Layer-wise inference's arrays at most: it runs chunks of eval_chunk_nodes consecutive
 // destinations with all their in-edges (plus one self-loop each where the model adds them), so a
-// chunk has at most the largest in-edge count of any chunk and at most destinations + edges
-// sources. The evaluation twin's layers grow their arrays for that shape, layer after layer; on a
-// GPU the chunk also travels packed (its input rows at the widest input of any layer) and its
-// outputs come back from one array.
+// chunk has at most the largest in-edge count of any chunk (inference_plan.hpp has the arithmetic).
 std::size_t Stages::evaluation_bound() const {
   if (eval_graph_resident_) return resident_evaluation_bound();
   const graph::CsrGraph& g = s_.data.graph;
@@ -339,31 +337,8 @@ std::size_t Stages::evaluation_bound() const {
     const int64_t end = std::min(n, begin + chunk);
     edges = std::max<int64_t>(edges, g.offsets()[static_cast<std::size_t>(end)] - g.offsets()[static_cast<std::size_t>(begin)]);
   }
-  const graph::BlockNorm norm = eval_model_.block_norm();
-  if (norm == graph::BlockNorm::kGcn || norm == graph::BlockNorm::kSelfLoops) edges += chunk;
-  const models::BlockShape shape{chunk, std::min(n, chunk + edges), edges};
-  memory::GrowOnlyFootprint arrays;
-  int64_t widest_in = s_.data.features.cols(), widest_out = 0;
-  for (std::size_t l = 0; l < eval_model_.num_layers(); ++l) {
-    arrays.grow(eval_model_.inference_arrays(l, shape));
-    if (l > 0) widest_in = std::max(widest_in, eval_model_.layer_out_dim(l - 1));
-    widest_out = std::max(widest_out, eval_model_.layer_out_dim(l));
-  }
-  std::size_t bytes = arrays.bytes();
-  if (device_.is_cuda()) {
-    // The packed chunk (pipeline/packed_batch.cpp: 256-byte aligned sections) and the output rows.
-    const auto section = [](std::size_t b) { return align_up(b); };
-    const std::size_t packed = section(static_cast<std::size_t>(shape.num_src * widest_in) * sizeof(float)) +
-                               section(static_cast<std::size_t>(shape.num_src) * sizeof(int32_t)) +
-                               section(static_cast<std::size_t>(chunk + 1) * sizeof(graph::EdgeOffset)) +
-                               2 * section(static_cast<std::size_t>(edges) * sizeof(graph::NodeId)) +
-                               section(static_cast<std::size_t>(edges) * sizeof(float)) +
-                               section(static_cast<std::size_t>(shape.num_src + 1) * sizeof(graph::EdgeOffset)) +
-                               section(static_cast<std::size_t>(edges) * sizeof(graph::EdgeOffset)) + 4 * kPartAlign;
-    bytes += memory::CachingAllocator::size_class(packed) +
-             memory::CachingAllocator::size_class(static_cast<std::size_t>(chunk * widest_out) * sizeof(float));
-  }
-  return bytes;
+  return inference_chunk_bytes(eval_model_, s_.data.features.cols(), n, chunk,
+                               inference_block_edges(eval_model_, chunk, edges), device_.is_cuda());
 }
 
 MemoryPlan Stages::resident_plan() const {
@@ -761,7 +736,11 @@ void Stages::evaluate(EpochResult& r) {
     logits = whole_graph_logits(eval_graph_layout_, eval_graph_.data());
   } else {
     layerwise = infer_layerwise(eval_model_, s_.data.graph, s_.data.features,
-                                {.chunk_nodes = s_.eval_chunk_nodes, .parallel_chunks = s_.pipeline.sampler_threads},
+                                {.chunk_nodes = s_.eval_chunk_nodes,
+                                 .parallel_chunks = s_.pipeline.sampler_threads,
+                                 .chunks = nullptr,
+                                 .cut = {},
+                                 .on_layer = {}},
                                 eval_workspace_);
     logits = layerwise.cview();
   }

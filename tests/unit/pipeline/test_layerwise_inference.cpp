@@ -19,6 +19,17 @@ using test::random_graph;
 using test::fingerprint;
 using test::vec;
 
+namespace {
+
+pipeline::LayerwiseInferenceOptions chunked(int chunk_nodes, int parallel) {
+  pipeline::LayerwiseInferenceOptions o;
+  o.chunk_nodes = chunk_nodes;
+  o.parallel_chunks = parallel;
+  return o;
+}
+
+}  // namespace
+
 TEST_CASE("layer-wise inference in chunks equals a full-graph forward without dropout", "[pipeline][inference][tsan]") {
   const NodeId n = 157;
   const graph::CsrGraph g = random_graph(n, 600, 4);  // some nodes have no neighbors
@@ -41,7 +52,7 @@ TEST_CASE("layer-wise inference in chunks equals a full-graph forward without dr
     for (int chunk : {1, 10, 64, 1000}) {
       for (int parallel : {1, 3}) {
         INFO("model " << models::to_string(type) << ", chunk " << chunk << ", parallel " << parallel);
-        const auto got = pipeline::infer_layerwise(model, g, features, {.chunk_nodes = chunk, .parallel_chunks = parallel});
+        const auto got = pipeline::infer_layerwise(model, g, features, chunked(chunk, parallel));
         REQUIRE(got.rows() == n);
         REQUIRE(got.cols() == 4);
         double worst = 0;

@@ -6,18 +6,27 @@
 // [nodes x width] activation matrices, never an [edges x width] intermediate of the whole graph.
 // Chunks of a window are sampled in parallel; each chunk's layer runs with its ops' own threads.
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "gnnpipe/graph/csr_graph.hpp"
 #include "gnnpipe/graph/feature_store.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/models/matrix.hpp"
+#include "gnnpipe/pipeline/inference_plan.hpp"
 
 namespace gnnpipe::pipeline {
 
 struct LayerwiseInferenceOptions {
-  int chunk_nodes = 8192;   // destinations per chunk, >= 1
+  int chunk_nodes = 8192;   // destinations per chunk, >= 1 (unless `chunks` is given)
   int parallel_chunks = 2;  // chunks sampled concurrently, >= 1
+  // Chunks of their own (plan_inference_chunks: sized to a budget, rows whose edges are cut):
+  // replaces chunk_nodes; must cover the graph's nodes. Edges of a chunk that keeps fewer are cut
+  // with `cut` (the same edges in every layer).
+  const InferenceChunks* chunks = nullptr;
+  InferenceCut cut;
+  // Called after each layer with its outputs for every node (embeddings of a hidden layer).
+  std::function<void(std::size_t layer, const models::Matrix<float>& outputs)> on_layer;
 };
 
 // What layer-wise inference on a GPU keeps from one call to the next: a ring of pinned staging
