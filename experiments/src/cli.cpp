@@ -18,6 +18,7 @@
 #include "gnnpipe/experiments/bench_command.hpp"
 #include "gnnpipe/experiments/data_commands.hpp"
 #include "gnnpipe/experiments/doctor.hpp"
+#include "gnnpipe/experiments/infer_command.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
@@ -59,13 +60,6 @@ void add_experiment_args(CLI::App& cmd, ExperimentArgs& args) {
   cmd.add_option("--data-dir", args.data_dir, "base for relative dataset paths (default $GNNPIPE_DATA_DIR, else cwd)");
 }
 
-// The reply of a subcommand whose implementation has not landed yet: exit code 2 and one line
-// that says what is missing, rather than a stub that pretends to work.
-int not_yet(std::ostream& err, const std::string& what, const std::string& lands_with) {
-  fmt::print(err, "gnnpipe: '{}' is not available in this build yet: it lands with {}\n", what, lands_with);
-  return static_cast<int>(ExitCode::kUsage);
-}
-
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -94,8 +88,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   add_experiment_args(*bench, bench_args);
 
   ExperimentArgs infer_args;
+  std::string infer_checkpoint, infer_limit;
+  int infer_embeddings = -1;
+  bool infer_logits = false;
   auto* infer = app.add_subcommand("infer", "memory-limited full-neighbor inference with a trained checkpoint");
   add_experiment_args(*infer, infer_args);
+  infer->add_option("--checkpoint", infer_checkpoint, "checkpoint directory (RUN_DIR/checkpoints/best or .../last)")
+      ->required();
+  infer->add_option("--memory-limit", infer_limit, "device memory budget, e.g. 2GiB (default: memory.limit)");
+  infer->add_option("--embeddings", infer_embeddings, "also write this layer's outputs (0-based) as embeddings_layerL.npy");
+  infer->add_flag("--logits", infer_logits, "also write logits.npy [nodes x classes]");
 
   auto* data = app.add_subcommand("data", "inspect, convert and synthesize datasets");
   data->require_subcommand(1);
@@ -177,7 +179,24 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       run_bench(experiment, dataset, bench_args.out_dir, out);
       return 0;
     }
-    if (*infer) return not_yet(err, "gnnpipe infer", "checkpoints and the memory governor (DESIGN §4); layer-wise inference itself is what every run evaluates with");
+    if (*infer) {
+      const config::ExperimentConfig experiment = config::load_experiment(infer_args.config, infer_args.sets);
+      InferOptions options;
+      options.checkpoint = infer_checkpoint;
+      if (!infer_limit.empty()) options.memory_limit = core::parse_bytes(infer_limit);
+      if (infer->count("--embeddings") > 0) options.embeddings_layer = infer_embeddings;
+      options.logits = infer_logits;
+      options.data_dir = graph::resolve_data_dir(infer_args.data_dir);
+      options.out.out = infer_args.out_dir;
+      const nlohmann::json summary = infer_experiment(experiment, options);
+      const auto& test = summary["test_accuracy"];
+      fmt::print(out, "{}: {} nodes in {:.3f} s, test accuracy {}; {} chunks, {} rows cut; summary in {}\n",
+                 experiment.name, summary["nodes"].get<int64_t>(), summary["time_s"].get<double>(),
+                 test.is_null() ? std::string("n/a") : fmt::format("{:.4f}", test.get<double>()),
+                 summary["chunks"].get<int64_t>(), summary["rows_cut"].get<int64_t>(),
+                 summary["output_dir"].get<std::string>() + "/summary.json");
+      return 0;
+    }
     if (*info) return data_info(info_args, out);
     if (*convert) return data_convert(convert_args, out);
     if (*synth) return data_synth(synth_args, out);

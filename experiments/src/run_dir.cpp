@@ -108,18 +108,20 @@ RunDirectory::RunDirectory(const config::ExperimentConfig& config, RunDirectoryO
     GNNPIPE_CHECK_CONFIG(fs::is_directory(options.out), "--resume {}: not a run directory", options.out.string());
     path_ = options.out;
   } else {
-    path_ = options.out.empty() ? create_fresh(options.runs_root, config.name + "-" + timestamp_now())
+    path_ = options.out.empty() ? create_fresh(options.runs_root, config.name + options.suffix + "-" + timestamp_now())
                                 : create_out(options.out);
   }
 
   write_text(path_ / "config.yaml", config::yaml_text(config.resolved.IsMap() ? config.resolved
                                                                                : config::to_yaml(config)));
-  std::string kept = fmt::format("{}\n", fmt::join(header, ","));
-  if (options.resume) kept += metrics_rows_through(path_ / "metrics.csv", options.resume_after);
-  metrics_.open(path_ / "metrics.csv", std::ios::binary | std::ios::trunc);
-  metrics_ << kept;
-  metrics_.flush();
-  GNNPIPE_CHECK(metrics_.good(), "cannot write '{}'", (path_ / "metrics.csv").string());
+  if (options.metrics) {
+    std::string kept = fmt::format("{}\n", fmt::join(header, ","));
+    if (options.resume) kept += metrics_rows_through(path_ / "metrics.csv", options.resume_after);
+    metrics_.open(path_ / "metrics.csv", std::ios::binary | std::ios::trunc);
+    metrics_ << kept;
+    metrics_.flush();
+    GNNPIPE_CHECK(metrics_.good(), "cannot write '{}'", (path_ / "metrics.csv").string());
+  }
   if (options.mirror_log) {
     core::add_log_file((path_ / "log.txt").string());
     mirror_log_ = true;
@@ -133,6 +135,7 @@ RunDirectory::~RunDirectory() {
 void RunDirectory::append_metrics(const EpochMetrics& row) {
   GNNPIPE_CHECK(row.extra.size() == extra_count_, "metrics row has {} extra values, the header {}", row.extra.size(),
                 extra_count_);
+  GNNPIPE_CHECK(metrics_.is_open(), "{}: this run directory keeps no metrics.csv", path_.string());
   const pipeline::MemoryCounters& m = row.memory;
   std::string line = fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}", row.epoch, row.loss, row.train_acc,
                                  row.val_acc, row.test_acc, m.fit, m.split, m.micro_batches, m.resampled, m.cut,

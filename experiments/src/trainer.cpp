@@ -25,6 +25,7 @@
 #include "gnnpipe/models/optimizer.hpp"
 #include "gnnpipe/experiments/training_sampler.hpp"
 #include "gnnpipe/pipeline/training_run.hpp"
+#include "device_budget.hpp"
 #include "training_checkpoints.hpp"
 
 namespace gnnpipe::experiments {
@@ -76,38 +77,6 @@ graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const st
 }
 
 namespace {
-
-// Where the run's device memory budget comes from: memory.limit, minus the reserve, and on a GPU
-// never more than what is free when the run starts (minus the reserve too).
-struct Budget {
-  std::size_t limit = 0, reserve = 0, budget = 0, free_at_start = 0;
-  bool clamped = false;
-};
-
-Budget budget_for(const config::ExperimentConfig& c) {
-  Budget b;
-  b.limit = c.memory.limit_bytes;
-  b.reserve = c.memory.reserve_for(c.run.device.is_cuda());
-  GNNPIPE_CHECK_CONFIG(b.reserve < b.limit, "memory.reserve: {} leaves nothing of memory.limit ({})",
-                       core::format_bytes(b.reserve), core::format_bytes(b.limit));
-  std::size_t available = b.limit;
-  if (c.run.device.is_cuda()) {
-    b.free_at_start = core::device_memory_info(c.run.device).free_bytes;
-    if (b.free_at_start < available) {
-      available = b.free_at_start;
-      b.clamped = true;
-    }
-  }
-  GNNPIPE_CHECK_AS(OutOfBudget, available > b.reserve, "memory.limit: {} has only {} free, less than memory.reserve ({})",
-                   c.run.device.str(), core::format_bytes(available), core::format_bytes(b.reserve));
-  b.budget = available - b.reserve;
-  if (b.clamped) {
-    core::logger().info("memory.limit {} is more than the {} free on {}: the budget is {} (free - reserve)",
-                        core::format_bytes(b.limit), core::format_bytes(b.free_at_start), c.run.device.str(),
-                        core::format_bytes(b.budget));
-  }
-  return b;
-}
 
 // Everything a run trains with, built in dependency order: the budgeted allocator, the train
 // stream and its op context, the model, the sampler, the optimizer, and the pipeline's setup.
@@ -262,7 +231,7 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
   if (c.run.checkpoint_every > 0) {
     setup.checkpoint_every = c.run.checkpoint_every;
     setup.on_checkpoint = [&](const pipeline::CheckpointEvent& e) {
-      const Checkpoint checkpoint = to_checkpoint(e, resources.model().params(), c);
+      const Checkpoint checkpoint = to_checkpoint(e, resources.model().params(), c, {d.features.cols(), d.labels.num_classes});
       if (e.best) write_checkpoint(checkpoints / "best", checkpoint);
       if (e.last) write_checkpoint(checkpoints / "last", checkpoint);
     };

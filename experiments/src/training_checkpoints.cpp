@@ -61,7 +61,7 @@ std::vector<std::string> differing_keys(const YAML::Node& a, const YAML::Node& b
 }
 
 Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::ParamStore<float>& params,
-                         const config::ExperimentConfig& config) {
+                         const config::ExperimentConfig& config, ModelDims dims) {
   Checkpoint c;
   c.epoch = event.epoch;
   c.config_hash = config_hash(config);
@@ -87,12 +87,26 @@ Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::P
                    {"test_at_best", t.test_at_best},
                    {"train_at_best", t.train_at_best}}},
                  {"rng", {{"seed", config.run.seed}, {"next_epoch", event.epoch + 1}}},
-                 {"has_optimizer_state", event.optimizer.has_value()}};
+                 {"has_optimizer_state", event.optimizer.has_value()},
+                 {"model", {{"in_dim", dims.in_dim}, {"out_dim", dims.out_dim}}}};
   return c;
 }
 
-pipeline::TrackerState restore_checkpoint(const Checkpoint& c, const std::string& source, models::GnnModel<float>& model,
-                                          models::Optimizer<float>& optimizer) {
+ModelDims checkpoint_model_dims(const Checkpoint& c, const std::string& source) {
+  ModelDims dims;
+  try {
+    const nlohmann::json& j = c.run_state.at("model");
+    dims.in_dim = j.at("in_dim").get<int64_t>();
+    dims.out_dim = j.at("out_dim").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    GNNPIPE_THROW(DataError, "{}: run_state.model: {}", source, e.what());
+  }
+  GNNPIPE_CHECK_DATA(dims.in_dim > 0 && dims.out_dim > 0, "{}: run_state.model: widths {} -> {} are not positive",
+                     source, dims.in_dim, dims.out_dim);
+  return dims;
+}
+
+void restore_parameters(const Checkpoint& c, const std::string& source, models::GnnModel<float>& model) {
   models::ParamStore<float>& params = model.params();
   GNNPIPE_CHECK_DATA(c.parameters.size() == params.count(), "{}: {} parameter arrays, the model has {}", source,
                      c.parameters.size(), params.count());
@@ -106,12 +120,17 @@ pipeline::TrackerState restore_checkpoint(const Checkpoint& c, const std::string
                        fmt::format("[{}]", fmt::join(a.shape, ", ")), p.name, p.rows, p.cols);
     std::copy(a.values.begin(), a.values.end(), values.begin() + static_cast<std::ptrdiff_t>(p.offset));
   }
+  params.values_from_host(values, model.context().stream());
+}
+
+pipeline::TrackerState restore_checkpoint(const Checkpoint& c, const std::string& source, models::GnnModel<float>& model,
+                                          models::Optimizer<float>& optimizer) {
   GNNPIPE_CHECK_DATA(c.run_state.value("has_optimizer_state", false),
                      "{}: holds no optimizer state (a best-model checkpoint): resume from checkpoints/last", source);
   models::OptimizerHostState<float> state;
   state.steps = c.optimizer_steps;
   for (const CheckpointArray& a : c.optimizer_state) state.arrays.emplace_back(a.name, a.values);
-  params.values_from_host(values, model.context().stream());
+  restore_parameters(c, source, model);
   try {
     optimizer.state_from_host(state);
   } catch (const core::DataError& e) {

@@ -26,11 +26,25 @@ std::string config_hash(const config::ExperimentConfig& config);
 // keys a resume may change; sorted.
 std::vector<std::string> differing_keys(const YAML::Node& a, const YAML::Node& b);
 
+// The model's input and output widths (the dataset's feature columns and classes), kept in a
+// checkpoint's run_state.model so that `gnnpipe infer` can rebuild the model for another graph.
+struct ModelDims {
+  int64_t in_dim = 0, out_dim = 0;
+};
+
 // The checkpoint of `event`: the parameters split by the model's names and shapes, the optimizer's
-// arrays flat, the tracker and the RNG position (the next epoch; a batch's randomness is a
-// function of (seed, epoch, batch)) in run_state.
+// arrays flat, the tracker, the RNG position (the next epoch; a batch's randomness is a function
+// of (seed, epoch, batch)) and the model's widths in run_state.
 Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::ParamStore<float>& params,
-                         const config::ExperimentConfig& config);
+                         const config::ExperimentConfig& config, ModelDims dims);
+
+// The widths a checkpoint's model was built with (run_state.model); DataError naming `source`
+// when they are missing or not positive.
+ModelDims checkpoint_model_dims(const Checkpoint& checkpoint, const std::string& source);
+
+// Puts a checkpoint's parameters into `model`. DataError naming `source` when the arrays do not
+// fit the model (another architecture or other widths), naming the first array that differs.
+void restore_parameters(const Checkpoint& checkpoint, const std::string& source, models::GnnModel<float>& model);
 
 // Puts a checkpoint's parameters and optimizer state into `model` and `optimizer`; the tracker
 // state it holds. DataError naming `source` when the arrays do not fit the model (another

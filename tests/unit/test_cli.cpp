@@ -59,7 +59,9 @@ TEST_CASE("what has not landed exits 2 and says so in one line", "[cli]") {
   CHECK(r.err.find("model.type: 'ggnn' is not available yet") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "run"));  // refused before a run directory is made
   CHECK(r.err.find('\n') == r.err.size() - 1);
-  CHECK(cli({"infer", "x.yaml"}).code == 2);
+  const auto no_checkpoint = cli({"infer", "x.yaml"});
+  CHECK(no_checkpoint.code == 2);
+  CHECK(no_checkpoint.err.find("--checkpoint") != std::string::npos);
   const auto missing = cli({"data", "info", "/nonexistent/dataset"});
   CHECK(missing.code == 3);
   CHECK(missing.err == "gnnpipe: /nonexistent/dataset: no such file or directory\n");

@@ -34,6 +34,9 @@ struct RunDirectoryOptions {
   // appended to, log.txt is appended to.
   bool resume = false;
   int resume_after = 0;
+  // gnnpipe infer: no metrics.csv, and a fresh directory named `<name><suffix>-<timestamp>`.
+  bool metrics = true;
+  std::string suffix;
 };
 
 // One metrics.csv row. `extra` has one value per RunDirectoryOptions::extra_metrics, in order.

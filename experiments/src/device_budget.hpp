@@ -1,0 +1,19 @@
+#pragma once
+// The device memory budget of a run or an inference job (DESIGN §4): memory.limit minus
+// memory.reserve, and on a GPU never more than what is free when it starts (minus the reserve).
+#include <cstddef>
+
+#include "gnnpipe/experiments/config/experiment_config.hpp"
+
+namespace gnnpipe::experiments {
+
+struct Budget {
+  std::size_t limit = 0, reserve = 0, budget = 0, free_at_start = 0;
+  bool clamped = false;  // the budget is what was free, not memory.limit
+};
+
+// ConfigError when the reserve leaves nothing of the limit; OutOfBudget when the device has less
+// free than the reserve. Logs a clamped budget.
+Budget budget_for(const config::ExperimentConfig& config);
+
+}  // namespace gnnpipe::experiments

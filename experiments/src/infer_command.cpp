@@ -1,0 +1,221 @@
+#include "gnnpipe/experiments/infer_command.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/log.hpp"
+#include "gnnpipe/core/process.hpp"
+#include "gnnpipe/core/stream.hpp"
+#include "gnnpipe/core/timer.hpp"
+#include "gnnpipe/core/units.hpp"
+#include "gnnpipe/experiments/checkpoint.hpp"
+#include "gnnpipe/experiments/trainer.hpp"
+#include "gnnpipe/experiments/training_sampler.hpp"
+#include "gnnpipe/graph/dataset_options.hpp"
+#include "gnnpipe/graph/io/npy.hpp"
+#include "gnnpipe/graph/node_scores.hpp"
+#include "gnnpipe/memory/caching_allocator.hpp"
+#include "gnnpipe/models/gnn_model.hpp"
+#include "gnnpipe/models/op_context.hpp"
+#include "gnnpipe/models/ops/metrics.hpp"
+#include "gnnpipe/pipeline/inference_plan.hpp"
+#include "gnnpipe/pipeline/layerwise_inference.hpp"
+#include "device_budget.hpp"
+#include "training_checkpoints.hpp"
+
+namespace gnnpipe::experiments {
+namespace {
+
+// The model of the config with the checkpoint's widths, its parameters in memory of the budget.
+// OutOfBudget when the budget cannot hold them: the job's first failure, before any other work.
+class InferenceModel {
+ public:
+  InferenceModel(const config::ExperimentConfig& c, const Checkpoint& checkpoint, const std::string& source)
+      : dims_(checkpoint_model_dims(checkpoint, source)),
+        budget_(budget_for(c)),
+        allocator_(c.run.device, budget_.budget),
+        stream_(c.run.device),
+        ops_(stream_, c.run.ops, &allocator_) {
+    std::size_t values = 0;
+    for (const CheckpointArray& a : checkpoint.parameters) values += a.values.size();
+    try {
+      model_ = std::make_unique<models::GnnModel<float>>(c.model, dims_.in_dim, dims_.out_dim, c.run.seed, ops_);
+    } catch (const core::OutOfBudget&) {
+      GNNPIPE_THROW(OutOfBudget,
+                    "memory.limit: a budget of {} cannot hold the model of {} ({} parameters: {} of values and as much "
+                    "again for gradients)",
+                    core::format_bytes(budget_.budget), source, values, core::format_bytes(values * sizeof(float)));
+    }
+    restore_parameters(checkpoint, source, *model_);
+    stream_.synchronize();
+    parameter_bytes_ = allocator_.stats().in_use_bytes;
+  }
+
+  models::GnnModel<float>& model() { return *model_; }
+  const ModelDims& dims() const { return dims_; }
+  const Budget& budget() const { return budget_; }
+  const memory::CachingAllocator& allocator() const { return allocator_; }
+  std::size_t parameter_bytes() const { return parameter_bytes_; }
+  // What the budget leaves for inference's arrays.
+  std::size_t allowance() const { return budget_.budget - std::min(budget_.budget, parameter_bytes_); }
+
+ private:
+  ModelDims dims_;
+  Budget budget_;
+  memory::CachingAllocator allocator_;
+  core::Stream stream_;
+  models::OpContext ops_;
+  std::unique_ptr<models::GnnModel<float>> model_;
+  std::size_t parameter_bytes_ = 0;
+};
+
+graph::Dataset load_inference_dataset(const config::ExperimentConfig& c, const std::filesystem::path& data_dir,
+                                      const ModelDims& dims) {
+  core::Stopwatch watch;
+  graph::Dataset d = graph::load_dataset(c.dataset, data_dir);
+  GNNPIPE_CHECK_DATA(!d.features.empty(), "{}: the dataset has no features (set dataset.random_features: F)", d.name);
+  GNNPIPE_CHECK_DATA(d.features.cols() == dims.in_dim,
+                     "{}: {} feature columns, the checkpoint's model takes {} (inference needs the width it was trained on)",
+                     d.name, d.features.cols(), dims.in_dim);
+  GNNPIPE_CHECK_CONFIG(!d.labels.is_multi_label(), "dataset: {} is multi-label; multi-label inference is not wired in yet",
+                       d.name);
+  core::logger().info("{}: {} nodes, {} edges, {} features (loaded in {:.2f} s)", d.name, d.num_nodes(),
+                      d.graph.num_edges(), d.features.cols(), watch.seconds());
+  return d;
+}
+
+// Accuracy of `logits` over a split, or null when the split is empty or the labels do not match
+// the model's classes.
+nlohmann::json split_accuracy(const models::Matrix<float>& logits, const graph::Dataset& d,
+                              const graph::HostArray<graph::NodeId>& split, bool labels_match) {
+  if (!labels_match || split.empty()) return nullptr;
+  return models::cpu::accuracy<float>(logits.cview(), d.labels.single.span(), split.span());
+}
+
+}  // namespace
+
+nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const InferOptions& options) {
+  config::ExperimentConfig c = c_in;
+  if (options.memory_limit) c.memory.limit_bytes = *options.memory_limit;
+  check_training_supported(c);
+  if (options.embeddings_layer) {
+    GNNPIPE_CHECK_CONFIG(*options.embeddings_layer >= 0 && *options.embeddings_layer < c.model.layers,
+                         "--embeddings: layer {} of a {}-layer model (0..{})", *options.embeddings_layer, c.model.layers,
+                         c.model.layers - 1);
+  }
+  auto& log = core::logger();
+  const std::string source = options.checkpoint.string();
+  const Checkpoint checkpoint = read_checkpoint(options.checkpoint);
+  InferenceModel im(c, checkpoint, source);
+  models::GnnModel<float>& model = im.model();
+  const graph::Dataset d = load_inference_dataset(c, options.data_dir, im.dims());
+  if (checkpoint.config_hash != config_hash(c)) {
+    log.info("{}: trained with another config than this one (the architecture fits; the dataset or training keys differ)",
+             source);
+  }
+  const bool labels_match = !d.labels.empty() && d.labels.num_classes == im.dims().out_dim;
+  if (!d.labels.empty() && !labels_match) {
+    log.warn("{}: {} classes, the model predicts {}: no accuracy is reported", d.name, d.labels.num_classes,
+             im.dims().out_dim);
+  }
+
+  const bool on_gpu = c.run.device.is_cuda();
+  const pipeline::InferenceChunks chunks = pipeline::plan_inference_chunks(
+      model, d.graph, d.features.cols(), im.allowance(), c.sampler.eval_chunk_nodes, on_gpu);
+  graph::NodeScores scores;
+  if (chunks.rows_cut > 0) scores = graph::node_scores(d.graph, c.memory.cut, {.cache_dir = partition_cache_dir(c.sampler)});
+  const pipeline::InferenceCut cut{&scores,
+                                   model.block_norm() == graph::BlockNorm::kMean ? graph::CutWeights::kRowMean
+                                                                                 : graph::CutWeights::kKeep,
+                                   c.run.seed};
+  log.info("infer: budget {} ({} for the model, {} left), {} chunks of up to {} destinations (their arrays {} at most){}",
+           core::format_bytes(im.budget().budget), core::format_bytes(im.parameter_bytes()),
+           core::format_bytes(im.allowance()), chunks.chunks(), chunks.largest_chunk_nodes,
+           core::format_bytes(chunks.largest_bytes),
+           chunks.rows_cut == 0 ? std::string()
+                                : fmt::format("; {} rows keep part of their in-edges ({} edges cut per layer, {})",
+                                              chunks.rows_cut, chunks.edges_cut, memory::to_string(c.memory.cut)));
+
+  RunDirectoryOptions dir_options = options.out;
+  dir_options.metrics = false;
+  if (dir_options.out.empty() && dir_options.suffix.empty()) dir_options.suffix = "-infer";
+  RunDirectory out(c, dir_options);
+  log.info("output directory {}", out.path().string());
+
+  models::Matrix<float> embeddings;
+  core::Stopwatch watch;
+  const models::Matrix<float> logits = pipeline::infer_layerwise(
+      model, d.graph, d.features,
+      {.chunk_nodes = c.sampler.eval_chunk_nodes,
+       .parallel_chunks = c.pipeline.sampler_threads,
+       .chunks = &chunks,
+       .cut = cut,
+       .on_layer = [&](std::size_t l, const models::Matrix<float>& y) {
+         if (options.embeddings_layer && static_cast<std::size_t>(*options.embeddings_layer) == l) {
+           embeddings = models::Matrix<float>(y.rows(), y.cols());
+           std::copy(y.flat().begin(), y.flat().end(), embeddings.flat().begin());
+         }
+       }});
+  const double seconds = watch.seconds();
+
+  std::vector<int64_t> predictions(static_cast<std::size_t>(logits.rows()));
+  for (int64_t r = 0; r < logits.rows(); ++r) {
+    const float* row = logits.data() + r * logits.cols();
+    predictions[static_cast<std::size_t>(r)] = std::max_element(row, row + logits.cols()) - row;  // ties: lowest
+  }
+  std::vector<std::string> files{"predictions.npy"};
+  graph::io::write_npy<int64_t>(out.path() / "predictions.npy", predictions);
+  if (options.logits) {
+    graph::io::write_npy<float>(out.path() / "logits.npy", logits.flat(), {logits.rows(), logits.cols()});
+    files.push_back("logits.npy");
+  }
+  if (options.embeddings_layer) {
+    const std::string name = fmt::format("embeddings_layer{}.npy", *options.embeddings_layer);
+    graph::io::write_npy<float>(out.path() / name, embeddings.flat(), {embeddings.rows(), embeddings.cols()});
+    files.push_back(name);
+  }
+
+  const auto& stats = im.allocator().stats();
+  nlohmann::json summary = {
+      {"name", c.name},
+      {"dataset", d.name},
+      {"nodes", d.num_nodes()},
+      {"checkpoint", source},
+      {"checkpoint_epoch", checkpoint.epoch},
+      {"output_dir", out.path().string()},
+      {"device", c.run.device.str()},
+      {"test_accuracy", split_accuracy(logits, d, d.splits.test, labels_match)},
+      {"val_accuracy", split_accuracy(logits, d, d.splits.val, labels_match)},
+      {"train_accuracy", split_accuracy(logits, d, d.splits.train, labels_match)},
+      {"time_s", seconds},
+      {"chunks", chunks.chunks()},
+      {"largest_chunk_nodes", chunks.largest_chunk_nodes},
+      {"rows_cut", chunks.rows_cut},
+      {"edges_cut", chunks.edges_cut},
+      {"cut", std::string(memory::to_string(c.memory.cut))},
+      {"outputs", files},
+      {"memory",
+       {{"budget_bytes", im.budget().budget},
+        {"limit_bytes", im.budget().limit},
+        {"reserve_bytes", im.budget().reserve},
+        {"parameter_bytes", im.parameter_bytes()},
+        {"predicted_chunk_bytes", chunks.largest_bytes},
+        {"peak_device_bytes", stats.peak_in_use_bytes},
+        {"peak_host_bytes", core::peak_rss_bytes()}}},
+  };
+  out.write_summary(summary);
+  const auto accuracy_text = [](const nlohmann::json& a) {
+    return a.is_null() ? std::string("n/a") : fmt::format("{:.4f}", a.get<double>());
+  };
+  log.info("inferred {} nodes in {:.3f} s: test {}, val {}; peak device memory {} of {}; {}", d.num_nodes(), seconds,
+           accuracy_text(summary["test_accuracy"]), accuracy_text(summary["val_accuracy"]),
+           core::format_bytes(stats.peak_in_use_bytes), core::format_bytes(im.budget().budget), out.path().string());
+  return summary;
+}
+
+}  // namespace gnnpipe::experiments

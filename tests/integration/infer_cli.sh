@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Issue #15: `gnnpipe infer` with a run's checkpoint. Unlimited, it reports the accuracies the run
+# evaluated at its best epoch; under a budget that forces small chunks it stays under the budget
+# (peak_device_bytes <= budget_bytes) with the same accuracy; its .npy outputs have the documented
+# shapes and dtypes. A budget below the model, another feature width, a layer out of range and a
+# missing checkpoint are one-line errors with their exit codes (4, 3, 2, 3) that leave no output.
+set -euo pipefail
+gnnpipe=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat >"$tmp/run.yaml" <<YAML
+name: inferred
+dataset: {synthetic: {nodes: 3000, avg_degree: 8, features: 24, classes: 5, seed: 3}}
+model: {type: sage, layers: 2, hidden: 32, dropout: 0.3}
+sampler: {type: neighbor, fanouts: [5, 5], batch_size: 256}
+optimizer: {type: adam, lr: 0.01}
+pipeline: {mode: pipelined, sampler_threads: 2}
+run: {device: cpu, epochs: 6, seed: 1}
+YAML
+field() { grep -o "\"$2\": *[^,}]*" "$1" | head -1 | sed 's/.*: *//; s/"//g'; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$gnnpipe" run "$tmp/run.yaml" --out "$tmp/run" >"$tmp/run.log" 2>&1 || { cat "$tmp/run.log" >&2; exit 1; }
+ck=$tmp/run/checkpoints/best
+
+"$gnnpipe" infer "$tmp/run.yaml" --checkpoint "$ck" --out "$tmp/wide" --logits --embeddings 0 >"$tmp/wide.log" 2>&1 ||
+  { cat "$tmp/wide.log" >&2; exit 1; }
+for key in test_accuracy val_accuracy; do
+  [[ $(field "$tmp/run/summary.json" $key) == "$(field "$tmp/wide/summary.json" $key)" ]] ||
+    fail "$key: run $(field "$tmp/run/summary.json" $key), infer $(field "$tmp/wide/summary.json" $key)"
+done
+[[ $(field "$tmp/wide/summary.json" chunks) == 1 ]] || fail "unlimited inference ran in $(field "$tmp/wide/summary.json" chunks) chunks"
+# .npy headers: dtype and shape.
+head -c 128 "$tmp/wide/predictions.npy" | grep -aq "'descr': '<i8', 'fortran_order': False, 'shape': (3000,)" || fail "predictions.npy header"
+head -c 128 "$tmp/wide/logits.npy" | grep -aq "'descr': '<f4', 'fortran_order': False, 'shape': (3000, 5)" || fail "logits.npy header"
+head -c 128 "$tmp/wide/embeddings_layer0.npy" | grep -aq "'shape': (3000, 32)" || fail "embeddings_layer0.npy header"
+
+# A budget the model and a few hundred destinations fit: many chunks, under the budget, same accuracy.
+params=$(field "$tmp/wide/summary.json" parameter_bytes)
+limit=$((params + 120 * 1024))
+"$gnnpipe" infer "$tmp/run.yaml" --checkpoint "$ck" --out "$tmp/tight" --memory-limit "$limit" >"$tmp/tight.log" 2>&1 ||
+  { cat "$tmp/tight.log" >&2; exit 1; }
+chunks=$(field "$tmp/tight/summary.json" chunks)
+peak=$(field "$tmp/tight/summary.json" peak_device_bytes)
+budget=$(field "$tmp/tight/summary.json" budget_bytes)
+echo "budget $budget: $chunks chunks, peak $peak" >&2
+[[ $chunks -gt 3 ]] || fail "a budget of $budget ran in $chunks chunks"
+[[ $peak -le $budget ]] || fail "peak $peak over the budget $budget"
+[[ $(field "$tmp/tight/summary.json" test_accuracy) == "$(field "$tmp/wide/summary.json" test_accuracy)" ]] ||
+  fail "test accuracy under the budget: $(field "$tmp/tight/summary.json" test_accuracy)"
+
+expect() {  # expect CODE PATTERN ARGS...: the command fails with CODE, one line matching PATTERN, no output dir
+  local code=$1 pattern=$2 status
+  shift 2
+  set +e
+  "$gnnpipe" infer "$tmp/run.yaml" --out "$tmp/refused" "$@" >"$tmp/refused.log" 2>&1
+  status=$?
+  set -e
+  [[ $status -eq $code ]] && grep -q "$pattern" "$tmp/refused.log" || { cat "$tmp/refused.log" >&2; fail "expected exit $code and '$pattern' for $*, got $status"; }
+  [[ $(grep -c "^gnnpipe: " "$tmp/refused.log") -eq 1 ]] || fail "not one error line for $*"
+  [[ ! -e $tmp/refused ]] || fail "a refused job left $tmp/refused"
+}
+expect 4 "cannot hold the model" --checkpoint "$ck" --memory-limit 8KiB
+expect 3 "feature columns" --checkpoint "$ck" --set dataset.synthetic.features=16
+expect 2 "embeddings" --checkpoint "$ck" --embeddings 2
+expect 3 "no checkpoint there" --checkpoint "$tmp/run/checkpoints/none"
+echo ok >&2
