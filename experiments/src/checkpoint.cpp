@@ -3,18 +3,45 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/graph/io/npy.hpp"
 
 namespace gnnpipe::experiments {
 namespace fs = std::filesystem;
+
+fs::path epoch_checkpoint_dir(const fs::path& checkpoints, int epoch) {
+  return checkpoints / fmt::format("epoch-{:06d}", epoch);
+}
+
+void keep_newest_epoch_checkpoints(const fs::path& checkpoints, int keep) {
+  std::vector<std::pair<int, fs::path>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(checkpoints, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory() || name.size() != 12 || !name.starts_with("epoch-")) continue;
+    if (!std::all_of(name.begin() + 6, name.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) continue;
+    found.emplace_back(std::stoi(name.substr(6)), entry.path());
+  }
+  GNNPIPE_CHECK(!ec, "cannot list '{}': {}", checkpoints.string(), ec.message());
+  std::sort(found.begin(), found.end());
+  const std::size_t kept = static_cast<std::size_t>(std::max(keep, 0));
+  for (std::size_t i = 0; i + kept < found.size(); ++i) {
+    fs::remove_all(found[i].second, ec);
+    GNNPIPE_CHECK(!ec, "cannot remove '{}': {}", found[i].second.string(), ec.message());
+  }
+}
 
 uint64_t fnv1a64(const void* bytes, std::size_t size) {
   uint64_t h = 0xcbf29ce484222325ull;

@@ -233,7 +233,12 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
     setup.on_checkpoint = [&](const pipeline::CheckpointEvent& e) {
       const Checkpoint checkpoint = to_checkpoint(e, resources.model().params(), c, {d.features.cols(), d.labels.num_classes});
       if (e.best) write_checkpoint(checkpoints / "best", checkpoint);
-      if (e.last) write_checkpoint(checkpoints / "last", checkpoint);
+      if (!e.last) return;
+      write_checkpoint(checkpoints / "last", checkpoint);
+      if (c.run.keep_last > 1) {
+        write_checkpoint(epoch_checkpoint_dir(checkpoints, e.epoch), checkpoint);
+        keep_newest_epoch_checkpoints(checkpoints, c.run.keep_last);
+      }
     };
   }
   const pipeline::MemoryPlan plan = pipeline::plan_memory(setup);

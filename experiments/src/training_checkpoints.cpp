@@ -31,7 +31,9 @@ std::map<std::string, std::string> relevant(const YAML::Node& resolved) {
 
 }  // namespace
 
-bool resume_may_change(const std::string& key) { return key == "run.epochs" || key == "run.checkpoint_every"; }
+bool resume_may_change(const std::string& key) {
+  return key == "run.epochs" || key == "run.checkpoint_every" || key == "run.keep_last";
+}
 
 std::vector<std::pair<std::string, std::string>> resume_relevant_keys(const YAML::Node& resolved) {
   const std::map<std::string, std::string> keys = relevant(resolved);

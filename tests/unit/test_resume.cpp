@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -106,6 +107,20 @@ TEST_CASE("resume: checkpoints follow run.checkpoint_every, best holds the best 
   const auto best = experiments::read_checkpoint(dir / "every4" / "checkpoints" / "best");
   CHECK(best.epoch == r.summary["best_epoch"].get<int>());
   CHECK(best.run_state["tracker"]["best_val"].get<double>() == r.summary["val_accuracy"].get<double>());
+  // keep_last 3: epoch directories of the 3 newest due epochs (3, 4, 5 of 1..5 with every 1), the
+  // newest the same checkpoint as last.
+  test::run_experiment(kBase, {"run.checkpoint_every=1", "run.epochs=5", "run.keep_last=3"}, dir / "keep3");
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir / "keep3" / "checkpoints")) names.push_back(entry.path().filename().string());
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"best", "epoch-000003", "epoch-000004", "epoch-000005", "last"});
+  const auto newest = experiments::read_checkpoint(dir / "keep3" / "checkpoints" / "epoch-000005");
+  const auto last5 = experiments::read_checkpoint(dir / "keep3" / "checkpoints" / "last");
+  CHECK(newest.epoch == 5);
+  CHECK(newest.parameters.front().values == last5.parameters.front().values);
+  CHECK(experiments::read_checkpoint(dir / "keep3" / "checkpoints" / "epoch-000003").epoch == 3);
+  // keep_last 1 (the default): last alone.
+  CHECK_FALSE(fs::exists(dir / "every4" / "checkpoints" / "epoch-000006"));
   // checkpoint_every 0: none.
   test::run_experiment(kBase, {"run.checkpoint_every=0", "run.epochs=2"}, dir / "none");
   CHECK_FALSE(fs::exists(dir / "none" / "checkpoints"));

@@ -249,6 +249,8 @@ RunOptions parse_run_section(ConfigMap s) {
   check_at_least(s, "patience", o.patience, 0);
   o.checkpoint_every = s.get("checkpoint_every", o.checkpoint_every);
   check_at_least(s, "checkpoint_every", o.checkpoint_every, 0);
+  o.keep_last = s.get("keep_last", o.keep_last);
+  check_at_least(s, "keep_last", o.keep_last, 1);
   o.ops.allow_tf32 = s.get("tf32", o.ops.allow_tf32);
   if (auto spmm = s.get_optional<std::string>("spmm")) o.ops.spmm = models::parse_spmm_impl(*spmm, s.key_path("spmm"));
   s.finish();

@@ -54,6 +54,11 @@ void write_checkpoint(const std::filesystem::path& dir, const Checkpoint& checkp
 // the manifest's, or an unknown format version.
 Checkpoint read_checkpoint(const std::filesystem::path& dir);
 
+// run.keep_last: the directory under `checkpoints` that keeps epoch `epoch`'s checkpoint
+// ("epoch-000012"), and the removal of all such directories but the `keep` newest (by epoch).
+std::filesystem::path epoch_checkpoint_dir(const std::filesystem::path& checkpoints, int epoch);
+void keep_newest_epoch_checkpoints(const std::filesystem::path& checkpoints, int keep);
+
 // FNV-1a 64 of `bytes` (the manifest's checksum; also the summary's params_checksum).
 uint64_t fnv1a64(const void* bytes, std::size_t size);
 

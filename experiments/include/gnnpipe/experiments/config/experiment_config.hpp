@@ -29,6 +29,9 @@ struct RunOptions {
   // Checkpoints (issue #15): checkpoints/last at every evaluated epoch that is a multiple of
   // checkpoint_every (and the last), checkpoints/best at every new best evaluation; 0 = none.
   int checkpoint_every = 1;
+  // How many checkpoints of due epochs stay: 1 keeps checkpoints/last alone; K > 1 also keeps
+  // checkpoints/epoch-NNNNNN of the K most recent ones (the newest is last's epoch). >= 1.
+  int keep_last = 1;
   // CUDA only: run.tf32 (cuBLAS may use TF32 tensor cores; off keeps CPU parity) and run.spmm
   // (kernel | cusparse: which SpMM aggregates).
   models::OpOptions ops;
