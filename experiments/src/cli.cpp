@@ -22,6 +22,7 @@
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
+#include "stop_signals.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
@@ -166,6 +167,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       RunDirectory run_dir(experiment, dir_options);
       core::logger().info("run directory {}", run_dir.path().string());
       train_options.trace = run_trace;
+      const StopSignals stop_signals;
+      train_options.stop_request = &stop_signals.flag();
       const nlohmann::json summary = train_experiment(experiment, dataset, run_dir, train_options);
       fmt::print(out, "{}: test accuracy {:.4f} at epoch {} (val {:.4f}); summary in {}\n", experiment.name,
                  summary["test_accuracy"].get<double>(), summary["best_epoch"].get<int>(),

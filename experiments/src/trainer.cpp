@@ -103,7 +103,8 @@ class TrainingResources {
                parameter_bytes_, allocator_.stats().in_use_bytes - before_model_ - parameter_bytes_,
                cut_scores(c, d), cut_weights(c, model_.block_norm()),
                options.fault, options.step_fault,
-               /*first_epoch=*/1, /*resumed=*/{}, /*checkpoint_every=*/0, /*on_checkpoint=*/{}} {
+               /*first_epoch=*/1, /*resumed=*/{}, /*checkpoint_every=*/0, /*on_checkpoint=*/{},
+               options.stop_request} {
     if (c.run.device.is_cuda()) {
       for (const auto& gpu : core::list_gpus()) {
         if (gpu.index == c.run.device.index()) {
@@ -228,6 +229,8 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
     log.info("resuming after epoch {} of {} (best so far: epoch {}, val {:.4f})", options.resume->epoch, c.run.epochs,
              setup.resumed.best_epoch, setup.resumed.best_val);
   }
+  // The epoch checkpoints/last holds (for the message of a stopped run).
+  std::atomic<int> last_written{options.resume ? options.resume->epoch : 0};
   if (c.run.checkpoint_every > 0) {
     setup.checkpoint_every = c.run.checkpoint_every;
     setup.on_checkpoint = [&](const pipeline::CheckpointEvent& e) {
@@ -235,6 +238,7 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
       if (e.best) write_checkpoint(checkpoints / "best", checkpoint);
       if (!e.last) return;
       write_checkpoint(checkpoints / "last", checkpoint);
+      last_written.store(e.epoch);
       if (c.run.keep_last > 1) {
         write_checkpoint(epoch_checkpoint_dir(checkpoints, e.epoch), checkpoint);
         keep_newest_epoch_checkpoints(checkpoints, c.run.keep_last);
@@ -250,7 +254,7 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
            plan.staging_slots == 1 ? "" : "s", plan.device_slot_count, plan.device_slot_count == 1 ? "" : "s");
   pipeline::StageRecorder& recorder = resources.recorder();
   core::Stopwatch run_watch;
-  const pipeline::RunResult result = pipeline::run_training(setup, [&](const pipeline::EpochResult& r) {
+  const auto on_epoch = [&](const pipeline::EpochResult& r) {
     run_dir.append_metrics(EpochMetrics{r.epoch, r.loss, r.evaluated ? r.train_acc : NAN, r.evaluated ? r.val_acc : NAN,
                                         r.evaluated ? r.test_acc : NAN, r.memory, r.epoch_time_s, {}});
     if (r.evaluated) {
@@ -260,7 +264,16 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
       log.info("epoch {:>4} | loss {:.4f} | {:.3f} s | {} | {}", r.epoch, r.loss, r.epoch_time_s, memory_note(r.memory),
                r.verdict);
     }
-  });
+  };
+  pipeline::RunResult result;
+  try {
+    result = pipeline::run_training(setup, on_epoch);
+  } catch (const core::Interrupted& e) {
+    const int epoch = last_written.load();
+    if (epoch == 0) GNNPIPE_THROW(Interrupted, "{}; no checkpoint was written yet (run.checkpoint_every)", e.message());
+    GNNPIPE_THROW(Interrupted, "{}; {} holds epoch {}: go on with gnnpipe run CONFIG --resume {}", e.message(),
+                  (checkpoints / "last").string(), epoch, run_dir.path().string());
+  }
   const double run_time = run_watch.seconds();
   if (options.on_trained) options.on_trained(resources.model());
   if (result.epochs_run < c.run.epochs) log.info("early stop after epoch {}: no better validation accuracy for {} epochs", result.epochs_run, c.run.patience);

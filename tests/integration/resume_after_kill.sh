@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Issue #15: a run killed with SIGKILL (a real child process, mid-run) and continued with
 # `gnnpipe run --resume` ends with bitwise the parameters (params_checksum) and the per-epoch
-# metrics of the same run left alone; its metrics.csv has each epoch once. Also: --resume with a
-# changed key is refused naming it (exit 2), and without a checkpoint it is a data error (exit 3).
+# metrics of the same run left alone; its metrics.csv has each epoch once. A run sent SIGTERM
+# finishes the step in flight, exits 5 naming the checkpoint, and resumes the same way. Also:
+# --resume with a changed key is refused naming it (exit 2), and without a checkpoint it is a data
+# error (exit 3).
 set -euo pipefail
 gnnpipe=$1
 tmp=$(mktemp -d)
@@ -43,6 +45,24 @@ echo "params_checksum: whole $whole, killed at $killed_at and resumed $resumed" 
 # Each epoch once, with the same loss and accuracies (the first 5 columns) as the run left alone.
 diff <(cut -d, -f1-5 "$tmp/whole/metrics.csv") <(cut -d, -f1-5 "$tmp/killed/metrics.csv") >&2 ||
   { echo "FAIL: metrics.csv differs" >&2; exit 1; }
+
+# SIGTERM: the step in flight finishes, exit 5 with one line naming the checkpoint, no summary.
+"$gnnpipe" run "$tmp/run.yaml" --out "$tmp/termed" >"$tmp/termed.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 6000); do
+  [[ $(epoch_of "$tmp/termed") -ge 2 ]] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.01
+done
+kill -TERM "$pid" 2>/dev/null || true
+wait "$pid" && status=0 || status=$?
+[[ $status -eq 5 ]] || { cat "$tmp/termed.log" >&2; echo "FAIL: SIGTERM gave exit $status, not 5" >&2; exit 1; }
+grep -q "^gnnpipe: .*stopped by signal 15.*--resume" "$tmp/termed.log" ||
+  { cat "$tmp/termed.log" >&2; echo "FAIL: no line naming the signal and --resume" >&2; exit 1; }
+[[ ! -f $tmp/termed/summary.json ]] || { echo "FAIL: a stopped run left a summary" >&2; exit 1; }
+echo "stopped by SIGTERM after checkpoint epoch $(epoch_of "$tmp/termed")" >&2
+"$gnnpipe" run "$tmp/run.yaml" --resume "$tmp/termed" >"$tmp/resume2.log" 2>&1 || { cat "$tmp/resume2.log" >&2; exit 1; }
+[[ $(checksum "$tmp/termed") == "$whole" ]] || { echo "FAIL: the run resumed after SIGTERM trained other parameters" >&2; exit 1; }
 
 set +e
 "$gnnpipe" run "$tmp/run.yaml" --set run.epochs=50 --set model.hidden=16 --resume "$tmp/killed" >"$tmp/changed.log" 2>&1

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -142,4 +143,36 @@ TEST_CASE("resume: another config, a finished run or a missing checkpoint is ref
   fs::remove_all(dir / "run" / "checkpoints" / "last");
   CHECK_THROWS_AS(resume({}, dir / "run"), core::DataError);
   CHECK_THROWS_AS(resume({}, dir / "nowhere"), core::ConfigError);
+}
+
+TEST_CASE("resume: a stop request ends the run between steps with Interrupted, and it resumes bitwise", "[checkpoint]") {
+  test::TempDir dir;
+  for (const char* mode : {"sequential", "pipelined"}) {
+    INFO(mode);
+    const std::vector<std::string> s{std::string("pipeline.mode=") + mode};
+    const auto whole = test::run_experiment(kBase, s, dir / (std::string(mode) + "-whole"));
+    // The request arrives as epoch 4's first step is about to train (as a signal would, from
+    // outside; the pipelined sampler is epochs ahead by then).
+    std::atomic<int> stop{0};
+    experiments::TrainOptions options;
+    options.stop_request = &stop;
+    options.fault = [&](pipeline::Stage stage, int epoch, int64_t) {
+      if (stage == pipeline::Stage::kTrain && epoch == 4) stop.store(15);
+    };
+    const fs::path part = dir / (std::string(mode) + "-stopped");
+    try {
+      test::run_experiment(kBase, s, part, options);
+      FAIL("the run was not stopped");
+    } catch (const core::Interrupted& e) {
+      CHECK_THAT(e.message(), Catch::Contains("stopped by signal 15") && Catch::Contains("--resume"));
+      CHECK(core::exit_code_for(e) == core::ExitCode::kInterrupted);
+    }
+    CHECK_FALSE(fs::exists(part / "summary.json"));
+    const auto last = experiments::read_checkpoint(part / "checkpoints" / "last");
+    CHECK(last.epoch <= 3);
+    CHECK(last.epoch >= 2);  // pipelined: epoch 3's evaluation may still be running when 4 stops
+    const nlohmann::json resumed = resume(s, part);
+    CHECK(resumed["params_checksum"] == whole.summary["params_checksum"]);
+    CHECK(stable_metrics(part / "metrics.csv") == stable_metrics(dir / (std::string(mode) + "-whole") / "metrics.csv"));
+  }
 }

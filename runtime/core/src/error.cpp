@@ -31,6 +31,7 @@ ExitCode exit_code_for(const std::exception& e) noexcept {
   if (dynamic_cast<const DataError*>(&e) != nullptr) return ExitCode::kData;
   if (dynamic_cast<const CudaError*>(&e) != nullptr) return ExitCode::kDevice;
   if (dynamic_cast<const OutOfBudget*>(&e) != nullptr) return ExitCode::kDevice;
+  if (dynamic_cast<const Interrupted*>(&e) != nullptr) return ExitCode::kInterrupted;
   return ExitCode::kInternal;
 }
 

@@ -23,6 +23,8 @@ std::exception_ptr with_context(std::exception_ptr error, const std::string& con
     return prefixed(e, context);
   } catch (const core::CudaError& e) {
     return prefixed(e, context);
+  } catch (const core::Interrupted& e) {
+    return prefixed(e, context);
   } catch (const core::Error& e) {
     return prefixed(e, context);
   } catch (const std::exception& e) {

@@ -573,6 +573,10 @@ void Stages::train(const Item& item) {
   const core::TraceRange range("gnnpipe train");
   const double t0 = s_.recorder.now();
   fault(Stage::kTrain, item);
+  if (s_.stop_request != nullptr) {
+    const int signal = s_.stop_request->load();
+    GNNPIPE_CHECK_AS(Interrupted, signal == 0, "stopped by signal {} before this step", signal);
+  }
   const auto dev = static_cast<std::size_t>(item.device_slot);
   GNNPIPE_CHECK(!item.resident || (dev == 0 && device_slots_.size() == 1), "{}: a resident batch lives in device slot 0 of 1, not {} of {}",
                 describe(item), dev, device_slots_.size());

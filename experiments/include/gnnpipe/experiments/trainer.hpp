@@ -9,6 +9,7 @@
 // completed, summary.json go to the run directory. On a GPU the model's ops run on the train
 // stream with device memory from a caching allocator under `memory.limit` (run.tf32 and run.spmm
 // pick the GEMM math and the SpMM implementation).
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -46,6 +47,9 @@ struct TrainOptions {
   // gnnpipe run --resume: the run directory's checkpoints/last (its config checked against this
   // run's by the caller); training goes on after its epoch.
   std::shared_ptr<const Checkpoint> resume;
+  // gnnpipe run: set to the signal number by SIGINT/SIGTERM (StopSignals); the run stops before its
+  // next step and train_experiment throws core::Interrupted naming the checkpoint to resume from.
+  const std::atomic<int>* stop_request = nullptr;
   // Called once training ended, with the trained model (tests read its parameters).
   std::function<void(const models::GnnModel<float>&)> on_trained;
 };

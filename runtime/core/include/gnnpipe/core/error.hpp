@@ -46,10 +46,17 @@ class OutOfBudget : public Error {
   using Error::Error;
 };
 
-// Process exit codes (DESIGN §5).
-enum class ExitCode : int { kOk = 0, kInternal = 1, kUsage = 2, kData = 3, kDevice = 4 };
+// A run stopped on request (SIGINT/SIGTERM) between two steps; its last checkpoint stays. Exit
+// code 5.
+class Interrupted : public Error {
+  using Error::Error;
+};
 
-// Maps an exception to its exit code: ConfigError 2, DataError 3, CudaError/OutOfBudget 4, else 1.
+// Process exit codes (DESIGN §5, plus 5: stopped by a signal, resumable).
+enum class ExitCode : int { kOk = 0, kInternal = 1, kUsage = 2, kData = 3, kDevice = 4, kInterrupted = 5 };
+
+// Maps an exception to its exit code: ConfigError 2, DataError 3, CudaError/OutOfBudget 4,
+// Interrupted 5, else 1.
 ExitCode exit_code_for(const std::exception& e) noexcept;
 
 // The one-line text shown to users: Error::message() for our errors (the location goes to the

@@ -14,6 +14,7 @@
 // Both modes give bitwise-identical parameters on the CPU backend (same batches, same order, same
 // dropout keys). An exception in any stage cancels the graph, drains the streams and is rethrown
 // once, as the same error type, prefixed with the stage and the batch.
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -96,6 +97,10 @@ struct TrainingSetup {
   // the train stream). 0: never.
   int checkpoint_every = 0;
   std::function<void(const CheckpointEvent&)> on_checkpoint;
+  // A stop request (the signal number of SIGINT/SIGTERM; 0: none), read before every step: once
+  // set, the step in flight finishes, no other starts, the streams drain and run_training throws
+  // core::Interrupted (whatever was checkpointed stays: checkpoints are written whole or not).
+  const std::atomic<int>* stop_request = nullptr;
 };
 
 struct EpochResult {
