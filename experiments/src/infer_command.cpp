@@ -124,9 +124,12 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
              im.dims().out_dim);
   }
 
+  // The CPU backend charges each packed chunk to the budget as a GPU allocates it, so a budget
+  // means the same on both.
   const bool on_gpu = c.run.device.is_cuda();
+  const pipeline::InferenceArrays arrays = on_gpu ? pipeline::InferenceArrays::kDevice : pipeline::InferenceArrays::kCharged;
   const pipeline::InferenceChunks chunks = pipeline::plan_inference_chunks(
-      model, d.graph, d.features.cols(), im.allowance(), c.sampler.eval_chunk_nodes, on_gpu);
+      model, d.graph, d.features.cols(), im.allowance(), c.sampler.eval_chunk_nodes, arrays);
   graph::NodeScores scores;
   if (chunks.rows_cut > 0) scores = graph::node_scores(d.graph, c.memory.cut, {.cache_dir = partition_cache_dir(c.sampler)});
   const pipeline::InferenceCut cut{&scores,
@@ -155,6 +158,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
        .parallel_chunks = c.pipeline.sampler_threads,
        .chunks = &chunks,
        .cut = cut,
+       .charge_packed = true,
        .on_layer = [&](std::size_t l, const models::Matrix<float>& y) {
          if (options.embeddings_layer && static_cast<std::size_t>(*options.embeddings_layer) == l) {
            embeddings = models::Matrix<float>(y.rows(), y.cols());

@@ -55,7 +55,7 @@ int64_t inference_block_edges(const models::GnnModel<float>& model, int64_t dst,
 }
 
 std::vector<std::size_t> inference_chunk_needs(const models::GnnModel<float>& model, int64_t feature_cols,
-                                               int64_t num_nodes, int64_t dst, int64_t block_edges, bool on_gpu) {
+                                               int64_t num_nodes, int64_t dst, int64_t block_edges, InferenceArrays which) {
   const models::BlockShape shape{dst, std::min(num_nodes, dst + block_edges), block_edges};
   // Every layer runs on the same arrays, one after another: each array needs the most any layer asks.
   std::vector<std::size_t> needs;
@@ -67,28 +67,32 @@ std::vector<std::size_t> inference_chunk_needs(const models::GnnModel<float>& mo
     if (l > 0) widest_in = std::max(widest_in, model.layer_out_dim(l - 1));
     widest_out = std::max(widest_out, model.layer_out_dim(l));
   }
-  if (on_gpu) {
-    // The packed chunk (pipeline/packed_batch.cpp: 256-byte aligned sections) and the output rows,
-    // grow-only arrays of the chunk runner.
-    const auto src = static_cast<std::size_t>(shape.num_src), edges = static_cast<std::size_t>(block_edges);
-    needs.push_back(section(src * static_cast<std::size_t>(widest_in) * sizeof(float)) + section(src * sizeof(int32_t)) +
-                    section(static_cast<std::size_t>(dst + 1) * sizeof(graph::EdgeOffset)) +
-                    2 * section(edges * sizeof(graph::NodeId)) + section(edges * sizeof(float)) +
-                    section((src + 1) * sizeof(graph::EdgeOffset)) + section(edges * sizeof(graph::EdgeOffset)) +
-                    4 * kSectionAlign);
-    needs.push_back(static_cast<std::size_t>(dst * widest_out) * sizeof(float));
-  }
+  if (which == InferenceArrays::kModel) return needs;
+  // The packed chunk (pipeline/packed_batch.cpp: 256-byte aligned sections), a grow-only array of
+  // the GPU's chunk runner, which the CPU backend charges alike (layerwise_inference.cpp).
+  // Sections: input rows and ids; the destinations' labels, loss rows and weights; the block's CSR,
+  // weights and transpose.
+  const auto src = static_cast<std::size_t>(shape.num_src), edges = static_cast<std::size_t>(block_edges);
+  needs.push_back(section(src * static_cast<std::size_t>(widest_in) * sizeof(float)) + section(src * sizeof(int32_t)) +
+                  3 * section(static_cast<std::size_t>(dst) * sizeof(int32_t)) +
+                  section(static_cast<std::size_t>(dst + 1) * sizeof(graph::EdgeOffset)) +
+                  2 * section(edges * sizeof(graph::NodeId)) + section(edges * sizeof(float)) +
+                  section((src + 1) * sizeof(graph::EdgeOffset)) + section(edges * sizeof(graph::EdgeOffset)) +
+                  4 * kSectionAlign);
+  // The output rows come back from a device array of their own on a GPU (the CPU writes in place).
+  if (which == InferenceArrays::kDevice) needs.push_back(static_cast<std::size_t>(dst * widest_out) * sizeof(float));
   return needs;
 }
 
 std::size_t inference_chunk_bytes(const models::GnnModel<float>& model, int64_t feature_cols, int64_t num_nodes,
-                                  int64_t dst, int64_t block_edges, bool on_gpu) {
+                                  int64_t dst, int64_t block_edges, InferenceArrays which) {
   return memory::GrowOnlyFootprint{}.bytes_after(
-      inference_chunk_needs(model, feature_cols, num_nodes, dst, block_edges, on_gpu));
+      inference_chunk_needs(model, feature_cols, num_nodes, dst, block_edges, which));
 }
 
 InferenceChunks plan_inference_chunks(const models::GnnModel<float>& model, const graph::CsrGraph& graph,
-                                      int64_t feature_cols, std::size_t allowance, int max_chunk_nodes, bool on_gpu) {
+                                      int64_t feature_cols, std::size_t allowance, int max_chunk_nodes,
+                                      InferenceArrays which) {
   GNNPIPE_CHECK_CONFIG(max_chunk_nodes >= 1, "sampler.eval_chunk_nodes: must be >= 1, got {}", max_chunk_nodes);
   const int64_t n = graph.num_nodes();
   const auto offsets = graph.offsets();
@@ -100,7 +104,7 @@ InferenceChunks plan_inference_chunks(const models::GnnModel<float>& model, cons
   memory::GrowOnlyFootprint arrays;
   const auto needs = [&](int64_t begin, int64_t end) {
     return inference_chunk_needs(model, feature_cols, n, end - begin,
-                                 inference_block_edges(model, end - begin, in_edges(begin, end)), on_gpu);
+                                 inference_block_edges(model, end - begin, in_edges(begin, end)), which);
   };
   const auto fits = [&](const std::vector<std::size_t>& need) { return arrays.bytes_after(need) <= allowance; };
   InferenceChunks plan;
@@ -135,7 +139,7 @@ InferenceChunks plan_inference_chunks(const models::GnnModel<float>& model, cons
     // One destination whose in-edges do not fit: keep the most block edges that do.
     const int64_t all = inference_block_edges(model, 1, in_edges(begin, begin + 1));
     const int64_t loops = inference_block_edges(model, 1, 0);
-    const auto row = [&](int64_t edges) { return inference_chunk_needs(model, feature_cols, n, 1, edges, on_gpu); };
+    const auto row = [&](int64_t edges) { return inference_chunk_needs(model, feature_cols, n, 1, edges, which); };
     GNNPIPE_CHECK_AS(OutOfBudget, fits(row(loops)),
                      "memory.limit: inference needs {} for one destination row of the model's layers, and the budget "
                      "leaves {} after the model",

@@ -12,6 +12,7 @@
 #include "gnnpipe/core/buffer.hpp"
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/tsan_annotations.hpp"
+#include "gnnpipe/memory/caching_allocator.hpp"
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/pipeline/packed_batch.hpp"
 #include "gnnpipe/samplers/inference_sampler.hpp"
@@ -187,6 +188,11 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
 
   models::Matrix<float> previous;  // the last layer's outputs for every node (empty before layer 0)
   std::vector<float> input;        // one chunk's input rows, reused (CPU)
+  // charge_packed: the CPU backend's twin of the GPU's packed chunk, the budget it would take there
+  // (grown like its device array: the old charge goes back, then the larger one is taken), while
+  // the rows themselves are gathered into `input`. So a budget binds both backends alike.
+  memory::CachingAllocator* const budget = options.charge_packed ? model.context().allocator() : nullptr;
+  memory::BudgetCharge packed_charge;
   const bool on_gpu = model.context().is_cuda();
   DeviceChunkRunner* gpu = on_gpu ? &workspace.state().runner_for(model.context()) : nullptr;
   if (gpu != nullptr) gpu->discard();  // nothing of an earlier, failed call stays queued
@@ -219,6 +225,13 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
           continue;
         }
         const std::size_t rows = chunk.input_nodes.size();
+        if (budget != nullptr) {
+          const std::size_t packed = memory::CachingAllocator::size_class(BatchLayout::of(chunk, in_cols).total_bytes);
+          if (packed > packed_charge.bytes()) {
+            packed_charge.release();
+            packed_charge = budget->charge(packed);
+          }
+        }
         input.resize(rows * static_cast<std::size_t>(in_cols));
         if (l == 0) {
           features.gather(chunk.input_nodes.span(), input);

@@ -338,7 +338,8 @@ std::size_t Stages::evaluation_bound() const {
     edges = std::max<int64_t>(edges, g.offsets()[static_cast<std::size_t>(end)] - g.offsets()[static_cast<std::size_t>(begin)]);
   }
   return inference_chunk_bytes(eval_model_, s_.data.features.cols(), n, chunk,
-                               inference_block_edges(eval_model_, chunk, edges), device_.is_cuda());
+                               inference_block_edges(eval_model_, chunk, edges),
+                               device_.is_cuda() ? InferenceArrays::kDevice : InferenceArrays::kModel);
 }
 
 MemoryPlan Stages::resident_plan() const {
@@ -744,6 +745,7 @@ void Stages::evaluate(EpochResult& r) {
                                  .parallel_chunks = s_.pipeline.sampler_threads,
                                  .chunks = nullptr,
                                  .cut = {},
+                                 .charge_packed = false,
                                  .on_layer = {}},
                                 eval_workspace_);
     logits = layerwise.cview();

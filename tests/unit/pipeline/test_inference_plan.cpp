@@ -17,6 +17,7 @@
 #include "gnnpipe/models/op_context.hpp"
 #include "gnnpipe/pipeline/inference_plan.hpp"
 #include "gnnpipe/pipeline/layerwise_inference.hpp"
+#include "gnnpipe/pipeline/packed_batch.hpp"
 #include "gnnpipe/samplers/inference_sampler.hpp"
 #include "sampler_helpers.hpp"
 
@@ -26,6 +27,8 @@ using graph::NodeId;
 namespace {
 
 constexpr int64_t kCols = 6;
+// The arrays `gnnpipe infer` budgets on the CPU backend: the model's and the packed chunk's charge.
+constexpr auto kCharged = pipeline::InferenceArrays::kCharged;
 
 models::ModelOptions sage(int layers = 2) {
   models::ModelOptions o;
@@ -75,15 +78,15 @@ TEST_CASE("inference chunks cover the graph, each fits the allowance and none co
     const auto bytes = [&](int64_t begin, int64_t end) {
       return pipeline::inference_chunk_bytes(model, kCols, g.num_nodes(), end - begin,
                                              pipeline::inference_block_edges(model, end - begin, in_edges(g, begin, end)),
-                                             false);
+                                             pipeline::InferenceArrays::kCharged);
     };
     // Unlimited: chunks of max_chunk_nodes.
-    const auto wide = pipeline::plan_inference_chunks(model, g, kCols, std::size_t{1} << 40, 256, false);
+    const auto wide = pipeline::plan_inference_chunks(model, g, kCols, std::size_t{1} << 40, 256, kCharged);
     CHECK(wide.bounds == std::vector<NodeId>{0, 256, 512, 768, 900});
     CHECK(wide.rows_cut == 0);
     // A tight allowance: about 40 destinations a chunk.
     const std::size_t allowance = bytes(0, 40);
-    const auto plan = pipeline::plan_inference_chunks(model, g, kCols, allowance, 256, false);
+    const auto plan = pipeline::plan_inference_chunks(model, g, kCols, allowance, 256, kCharged);
     REQUIRE(plan.bounds.front() == 0);
     REQUIRE(plan.bounds.back() == 900);
     REQUIRE(plan.keep_edges.size() + 1 == plan.bounds.size());
@@ -94,7 +97,7 @@ TEST_CASE("inference chunks cover the graph, each fits the allowance and none co
     const auto needs = [&](int64_t begin, int64_t end) {
       return pipeline::inference_chunk_needs(model, kCols, g.num_nodes(), end - begin,
                                              pipeline::inference_block_edges(model, end - begin, in_edges(g, begin, end)),
-                                             false);
+                                             pipeline::InferenceArrays::kCharged);
     };
     for (std::size_t c = 0; c + 1 < plan.bounds.size(); ++c) {
       const int64_t begin = plan.bounds[c], end = plan.bounds[c + 1];
@@ -105,6 +108,19 @@ TEST_CASE("inference chunks cover the graph, each fits the allowance and none co
       arrays.grow(needs(begin, end));
     }
     CHECK(plan.largest_bytes == arrays.bytes());
+    // The packed chunk's need (the last array) holds every planned chunk's packed layout, at the
+    // widest input of any layer.
+    const auto sampler = samplers::make_inference_sampler(g, model.block_norm(), 1);
+    const auto ws = sampler->make_workspace();
+    int64_t widest = kCols;
+    for (std::size_t l = 0; l < model.num_layers(); ++l) widest = std::max(widest, model.layer_out_dim(l));
+    for (std::size_t c = 0; c + 1 < plan.bounds.size(); ++c) {
+      samplers::BatchSpec spec;
+      spec.index = static_cast<int64_t>(c);
+      for (NodeId v = plan.bounds[c]; v < plan.bounds[c + 1]; ++v) spec.seeds.push_back(v);
+      const graph::MiniBatch chunk = sampler->sample(spec, *ws);
+      CHECK(pipeline::BatchLayout::of(chunk, widest).total_bytes <= needs(plan.bounds[c], plan.bounds[c + 1]).back());
+    }
   }
 }
 
@@ -128,7 +144,7 @@ TEST_CASE("inference in budgeted chunks computes the fixed chunks' logits and st
       return e;
     }();
     const std::size_t chunk_bytes = pipeline::inference_chunk_bytes(
-        reference, kCols, n, 50, pipeline::inference_block_edges(reference, 50, biggest50), false);
+        reference, kCols, n, 50, pipeline::inference_block_edges(reference, 50, biggest50), kCharged);
     memory::CachingAllocator allocator(core::Device::cpu(), std::size_t{1} << 30);
     const models::OpContext ctx(stream, {}, &allocator);
     models::GnnModel<float> model(o, kCols, 4, 2, ctx);
@@ -139,16 +155,16 @@ TEST_CASE("inference in budgeted chunks computes the fixed chunks' logits and st
     const std::size_t allowance = budget - tight.stats().in_use_bytes;
     // Chunks of 1000 nodes do not fit this budget: the allocator refuses.
     CHECK_THROWS_AS(pipeline::infer_layerwise(bounded, g, features, {.chunk_nodes = 1000, .parallel_chunks = 2,
-                                                                     .chunks = nullptr, .cut = {}, .on_layer = {}}),
+                                                                     .chunks = nullptr, .cut = {}, .charge_packed = true, .on_layer = {}}),
                     core::OutOfBudget);
     bounded.release_arrays();  // what the refused call grew
-    const auto chunks = pipeline::plan_inference_chunks(bounded, g, kCols, allowance, 8192, false);
+    const auto chunks = pipeline::plan_inference_chunks(bounded, g, kCols, allowance, 8192, kCharged);
     CHECK(chunks.rows_cut == 0);
     CHECK(chunks.largest_chunk_nodes >= 50);
     std::vector<std::size_t> layers_seen;
     const auto got = pipeline::infer_layerwise(
         bounded, g, features,
-        {.chunk_nodes = 1, .parallel_chunks = 2, .chunks = &chunks, .cut = {}, .on_layer = [&](std::size_t l, const models::Matrix<float>& y) {
+        {.chunk_nodes = 1, .parallel_chunks = 2, .chunks = &chunks, .cut = {}, .charge_packed = true, .on_layer = [&](std::size_t l, const models::Matrix<float>& y) {
            CHECK(y.rows() == n);
            layers_seen.push_back(l);
          }});
@@ -174,13 +190,22 @@ TEST_CASE("a destination whose in-edges do not fit keeps the most that do, cut b
   gat.type = models::ModelType::kGat;
   gat.heads = 2;
   const models::GnnModel<float> model(gat, kCols, 3, 1);
-  const auto row = [&](int64_t edges) { return pipeline::inference_chunk_bytes(model, kCols, n, 1, edges, false); };
+  const auto row = [&](int64_t edges) { return pipeline::inference_chunk_bytes(model, kCols, n, 1, edges, kCharged); };
   // Room for a row with about 100 in-edges, not the hub's.
   const std::size_t allowance = row(100);
   const int64_t hub_block_edges = pipeline::inference_block_edges(model, 1, hub_edges);
   REQUIRE(row(hub_block_edges) > allowance);
-  const auto plan = pipeline::plan_inference_chunks(model, g, kCols, allowance, 64, false);
+  const auto plan = pipeline::plan_inference_chunks(model, g, kCols, allowance, 64, kCharged);
   CHECK(plan.rows_cut == 1);
+  // SAGE's own CPU arrays hold rows, not edges; the packed chunk's charge (its sources' rows and its
+  // edges) grows with the row's edges, as a GPU's device array does, so SAGE's rows are cut too.
+  const models::GnnModel<float> rows_only(sage(), kCols, 3, 1);
+  const auto sage_row = [&](int64_t edges, pipeline::InferenceArrays which) {
+    return pipeline::inference_chunk_bytes(rows_only, kCols, n, 1, edges, which);
+  };
+  CHECK(sage_row(hub_edges, pipeline::InferenceArrays::kModel) == sage_row(1, pipeline::InferenceArrays::kModel));
+  CHECK(sage_row(hub_edges, kCharged) > sage_row(1, kCharged));
+  CHECK(sage_row(hub_edges, pipeline::InferenceArrays::kDevice) > sage_row(hub_edges, kCharged));
   int64_t hub_chunk = -1;
   for (std::size_t c = 0; c + 1 < plan.bounds.size(); ++c) {
     if (plan.keep_edges[c] >= 0) hub_chunk = static_cast<int64_t>(c);
@@ -240,12 +265,12 @@ TEST_CASE("a destination whose in-edges do not fit keeps the most that do, cut b
   models::GnnModel<float> bounded(gat, kCols, 3, 1, ctx);
   const graph::FeatureStore features = features_for(n);
   CHECK_THROWS_AS(pipeline::infer_layerwise(bounded, g, features, {.chunk_nodes = 1, .parallel_chunks = 1,
-                                                                   .chunks = nullptr, .cut = {}, .on_layer = {}}),
+                                                                   .chunks = nullptr, .cut = {}, .charge_packed = true, .on_layer = {}}),
                   core::OutOfBudget);
   bounded.release_arrays();
   const pipeline::InferenceCut gat_cut{&scores, graph::CutWeights::kKeep, 3};
   const auto logits = pipeline::infer_layerwise(bounded, g, features,
-                                                {.chunk_nodes = 1, .parallel_chunks = 2, .chunks = &plan, .cut = gat_cut, .on_layer = {}});
+                                                {.chunk_nodes = 1, .parallel_chunks = 2, .chunks = &plan, .cut = gat_cut, .charge_packed = true, .on_layer = {}});
   CHECK(logits.rows() == n);  // the allocator refused nothing over its budget
   for (float v : logits.flat()) REQUIRE(std::isfinite(v));
 }
@@ -253,10 +278,10 @@ TEST_CASE("a destination whose in-edges do not fit keeps the most that do, cut b
 TEST_CASE("an allowance below one destination row is an OutOfBudget naming memory.limit", "[pipeline][inference][infer]") {
   const graph::CsrGraph g = test::random_graph(100, 300, 2);
   const models::GnnModel<float> model(sage(), kCols, 3, 1);
-  const std::size_t one_row = pipeline::inference_chunk_bytes(model, kCols, 100, 1, 0, false);
+  const std::size_t one_row = pipeline::inference_chunk_bytes(model, kCols, 100, 1, 0, kCharged);
   REQUIRE(one_row > 0);
   try {
-    (void)pipeline::plan_inference_chunks(model, g, kCols, one_row - 1, 64, false);
+    (void)pipeline::plan_inference_chunks(model, g, kCols, one_row - 1, 64, kCharged);
     FAIL("no error");
   } catch (const core::OutOfBudget& e) {
     CHECK_THAT(e.message(), Catch::Contains("memory.limit") && Catch::Contains("one destination row"));

@@ -27,16 +27,25 @@ namespace gnnpipe::pipeline {
 // destination where `model` adds them (GCN, GAT).
 int64_t inference_block_edges(const models::GnnModel<float>& model, int64_t dst, int64_t in_edges);
 
-// What layer-wise inference asks of each of its grow-only arrays (the model's, and on a GPU the
-// packed chunk and its output rows) for a chunk of `dst` destinations and `block_edges` edges
+// Which of layer-wise inference's arrays take the budget.
+enum class InferenceArrays {
+  kModel,       // the model's alone: the CPU backend, rows gathered into host memory (a training
+                // run's evaluation there)
+  kCharged,     // and the packed chunk, charged to the budget as a GPU would allocate it, the rows
+                // still gathered on the host (the CPU backend under `gnnpipe infer`: one budget
+                // binds both backends alike)
+  kDevice,      // and the packed chunk and its output rows in device arrays (a GPU)
+};
+
+// What layer-wise inference asks of each of its grow-only arrays (`which` of them) for a chunk of `dst` destinations and `block_edges` edges
 // (sources at most min(num_nodes, dst + block_edges)) with `feature_cols` input columns, in bytes
 // requested, in a fixed order (memory::GrowOnlyFootprint turns them into bytes held).
 std::vector<std::size_t> inference_chunk_needs(const models::GnnModel<float>& model, int64_t feature_cols,
-                                               int64_t num_nodes, int64_t dst, int64_t block_edges, bool on_gpu);
+                                               int64_t num_nodes, int64_t dst, int64_t block_edges, InferenceArrays which);
 // The device bytes those arrays hold for that chunk alone (size classes included): an upper bound
 // of what the allocator gives out for it.
 std::size_t inference_chunk_bytes(const models::GnnModel<float>& model, int64_t feature_cols, int64_t num_nodes,
-                                  int64_t dst, int64_t block_edges, bool on_gpu);
+                                  int64_t dst, int64_t block_edges, InferenceArrays which);
 
 struct InferenceChunks {
   // Chunk c holds destinations [bounds[c], bounds[c + 1]); bounds.front() == 0, bounds.back() == n.
@@ -60,7 +69,8 @@ struct InferenceChunks {
 // that keeps the most edges that fit. OutOfBudget when one destination does not fit even with no
 // in-edge but its self-loop (the allowance is below the model's arrays for a single row).
 InferenceChunks plan_inference_chunks(const models::GnnModel<float>& model, const graph::CsrGraph& graph,
-                                      int64_t feature_cols, std::size_t allowance, int max_chunk_nodes, bool on_gpu);
+                                      int64_t feature_cols, std::size_t allowance, int max_chunk_nodes,
+                                      InferenceArrays which);
 
 // How a cut chunk loses edges: the ranking of graph::EdgeCutPlan with these scores and weights,
 // keyed by (seed, chunk index), so every layer cuts the same edges.

@@ -25,6 +25,9 @@ struct LayerwiseInferenceOptions {
   // with `cut` (the same edges in every layer).
   const InferenceChunks* chunks = nullptr;
   InferenceCut cut;
+  // CPU backend: charge each chunk's packed bytes to the model's allocator as a GPU allocates them
+  // (InferenceArrays::kCharged), so that a budget binds both backends alike.
+  bool charge_packed = false;
   // Called after each layer with its outputs for every node (embeddings of a hidden layer).
   std::function<void(std::size_t layer, const models::Matrix<float>& outputs)> on_layer;
 };
