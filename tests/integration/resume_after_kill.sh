@@ -20,16 +20,21 @@ run: {device: cpu, epochs: 40, seed: 5}
 YAML
 checksum() { grep -o '"params_checksum": *"[0-9a-f]*"' "$1/summary.json" | grep -o '[0-9a-f]\{16\}'; }
 epoch_of() { grep -o '"epoch": *[0-9]*' "$1/checkpoints/last/manifest.json" 2>/dev/null | grep -o '[0-9]*$' || echo 0; }
+# start_run DIR EPOCH: starts a run into DIR in the background (its pid in $pid) and returns once
+# checkpoints/last holds epoch EPOCH or later (or the run ended by itself).
+start_run() {
+  "$gnnpipe" run "$tmp/run.yaml" --out "$1" >"$1.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 6000); do
+    [[ $(epoch_of "$1") -ge $2 ]] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.01
+  done
+}
 
 "$gnnpipe" run "$tmp/run.yaml" --out "$tmp/whole" >"$tmp/whole.log" 2>&1 || { cat "$tmp/whole.log" >&2; exit 1; }
 
-"$gnnpipe" run "$tmp/run.yaml" --out "$tmp/killed" >"$tmp/killed.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 6000); do
-  [[ $(epoch_of "$tmp/killed") -ge 3 ]] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.01
-done
+start_run "$tmp/killed" 3
 kill -9 "$pid" 2>/dev/null || true
 wait "$pid" && status=0 || status=$?
 [[ $status -eq 137 ]] || { echo "FAIL: the run ended by itself (exit $status) before it could be killed" >&2; exit 1; }
@@ -47,13 +52,7 @@ diff <(cut -d, -f1-5 "$tmp/whole/metrics.csv") <(cut -d, -f1-5 "$tmp/killed/metr
   { echo "FAIL: metrics.csv differs" >&2; exit 1; }
 
 # SIGTERM: the step in flight finishes, exit 5 with one line naming the checkpoint, no summary.
-"$gnnpipe" run "$tmp/run.yaml" --out "$tmp/termed" >"$tmp/termed.log" 2>&1 &
-pid=$!
-for _ in $(seq 1 6000); do
-  [[ $(epoch_of "$tmp/termed") -ge 2 ]] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.01
-done
+start_run "$tmp/termed" 2
 kill -TERM "$pid" 2>/dev/null || true
 wait "$pid" && status=0 || status=$?
 [[ $status -eq 5 ]] || { cat "$tmp/termed.log" >&2; echo "FAIL: SIGTERM gave exit $status, not 5" >&2; exit 1; }
