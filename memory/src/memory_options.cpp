@@ -28,6 +28,21 @@ std::string_view to_string(CutStrategy strategy) {
   return "?";
 }
 
+std::string_view to_string(CacheRank rank) {
+  switch (rank) {
+    case CacheRank::kDegree: return "degree";
+    case CacheRank::kPresample: return "presample";
+  }
+  return "?";
+}
+
+CacheRank parse_cache_rank(std::string_view text, std::string_view key) {
+  for (CacheRank r : {CacheRank::kDegree, CacheRank::kPresample}) {
+    if (text == to_string(r)) return r;
+  }
+  GNNPIPE_THROW(ConfigError, "{}: '{}' is not a cache rank (allowed: degree, presample)", key, text);
+}
+
 std::string_view to_string(FeaturePlacement placement) {
   switch (placement) {
     case FeaturePlacement::kAuto: return "auto";

@@ -131,6 +131,10 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   if (c.memory.policy == memory::MemoryPolicy::kCut || every_key) memory["cut"] = std::string(to_string(c.memory.cut));
   memory["tolerance"] = number(c.memory.tolerance);
   memory["features"] = std::string(to_string(c.memory.features));
+  memory["cache_rank"] = std::string(to_string(c.memory.cache_rank));
+  if (c.memory.cache_rank == memory::CacheRank::kPresample || every_key) {
+    memory["cache_presample_epochs"] = c.memory.cache_presample_epochs;
+  }
   root["memory"] = memory;
 
   YAML::Node run(YAML::NodeType::Map);

@@ -229,6 +229,13 @@ memory::MemoryOptions parse_memory_section(ConfigMap s) {
   if (auto features = s.get_optional<std::string>("features")) {
     o.features = memory::parse_feature_placement(*features, s.key_path("features"));
   }
+  if (auto rank = s.get_optional<std::string>("cache_rank")) o.cache_rank = memory::parse_cache_rank(*rank, s.key_path("cache_rank"));
+  if (o.cache_rank == memory::CacheRank::kPresample) {
+    o.cache_presample_epochs = s.get("cache_presample_epochs", o.cache_presample_epochs);
+    check_at_least(s, "cache_presample_epochs", o.cache_presample_epochs, 1);
+  } else {
+    reject_keys(s, {"cache_presample_epochs"}, "cache_rank presample");
+  }
   s.finish();
   return o;
 }

@@ -55,9 +55,9 @@ std::vector<std::string> MemoryPlan::lines() const {
   out.push_back(fmt::format("  host: dataset {} (read once), staging slots at most {} ({} x the largest packed batch)",
                             format_bytes(host_dataset), format_bytes(host_staging), staging_slots));
   if (features == "cache") {
-    out.push_back(fmt::format("  features: a cache of the {} most sampled rows on the device ({}, copied once); batches carry "
-                              "the rows it misses",
-                              cache_rows, format_bytes(device_features)));
+    out.push_back(fmt::format("  features: a cache of the {} most sampled rows on the device ({}, copied once; ranked by {}); "
+                              "batches carry the rows it misses",
+                              cache_rows, format_bytes(device_features), cache_rank));
   } else out.push_back(features == "device"
                     ? fmt::format("  features: on the device ({}, copied once); batches carry node ids, rows are gathered there",
                                   format_bytes(device_features))

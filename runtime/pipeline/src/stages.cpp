@@ -213,19 +213,42 @@ void Stages::place_eval_graph() {
                       to_string(wanted), core::format_bytes(layout.total_bytes), device_.str());
 }
 
-// memory.features cache: the `rows` rows sampled most often, taken to be the nodes that are most
-// often a neighbour (most appearances among the graph's in-edge sources; ties: lower id), PaGraph's
-// choice. They are gathered on the host in 64 MiB chunks (in the store's type) and copied into the
+// memory.features cache: the `rows` rows sampled most often: with memory.cache_rank degree, taken
+// to be the nodes that are most often a neighbour (most appearances among the graph's in-edge
+// sources; ties: lower id), PaGraph's choice; with presample, the nodes most often among the input
+// rows of the first cache_presample_epochs epochs' batches, sampled now (a batch is a function of
+// (seed, epoch, batch), so epoch 1's counts are exactly what epoch 1 will read; GNNLab's choice),
+// ties by the degree count. They are gathered on the host in 64 MiB chunks (in the store's type) and copied into the
 // cache on the copy stream (on the CPU backend a memcpy into allocator memory, charged like a GPU's).
+std::vector<int64_t> Stages::presampled_appearances() const {
+  std::vector<int64_t> counts(static_cast<std::size_t>(s_.data.graph.num_nodes()), 0);
+  samplers::ParallelSampler parallel(s_.sampler);
+  const auto window = static_cast<std::size_t>(std::max(1, s_.pipeline.sampler_threads) * 2);
+  for (int epoch = 1; epoch <= s_.memory.cache_presample_epochs; ++epoch) {
+    const std::vector<samplers::BatchSpec> plan = s_.sampler.plan_epoch(epoch);
+    for (std::size_t begin = 0; begin < plan.size(); begin += window) {
+      const std::size_t n = std::min(window, plan.size() - begin);
+      for (const graph::MiniBatch& batch : parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(begin, n))) {
+        for (const graph::NodeId v : batch.input_nodes.span()) ++counts[static_cast<std::size_t>(v)];
+      }
+    }
+  }
+  return counts;
+}
+
 void Stages::build_cache(int64_t rows) {
   const graph::CsrGraph& g = s_.data.graph;
   const graph::FeatureStore& f = s_.data.features;
   std::vector<int64_t> appearances(static_cast<std::size_t>(g.num_nodes()), 0);
   for (graph::NodeId u : g.indices()) ++appearances[static_cast<std::size_t>(u)];
+  std::vector<int64_t> sampled;
+  if (s_.memory.cache_rank == memory::CacheRank::kPresample) sampled = presampled_appearances();
   std::vector<graph::NodeId> order(appearances.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](graph::NodeId a, graph::NodeId b) {
-    return appearances[static_cast<std::size_t>(a)] > appearances[static_cast<std::size_t>(b)];
+    const auto i = static_cast<std::size_t>(a), j = static_cast<std::size_t>(b);
+    if (!sampled.empty() && sampled[i] != sampled[j]) return sampled[i] > sampled[j];
+    return appearances[i] > appearances[j];
   });
   order.resize(static_cast<std::size_t>(rows));
   cache_slot_of_.assign(appearances.size(), -1);
@@ -364,6 +387,10 @@ MemoryPlan Stages::resident_plan() const {
   if (!cache_slot_of_.empty()) {
     p.features = "cache";
     p.cache_rows = cache_rows_;
+    p.cache_rank = s_.memory.cache_rank == memory::CacheRank::kPresample
+                       ? fmt::format("presample ({} epoch{})", s_.memory.cache_presample_epochs,
+                                     s_.memory.cache_presample_epochs == 1 ? "" : "s")
+                       : std::string("degree");
     p.device_features = static_cast<std::size_t>(cache_rows_) * s_.data.features.bytes_per_row();
   } else if (features_on_device_) {
     p.features = "device";

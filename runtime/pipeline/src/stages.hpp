@@ -135,6 +135,9 @@ class Stages {
   void place_features(const Probe& probe);
   int64_t packed_cols() const { return features_on_device_ ? 0 : s_.data.features.cols(); }
   void build_cache(int64_t rows);
+  // memory.cache_rank presample: how often each node is an input row of the batches of the first
+  // cache_presample_epochs epochs.
+  std::vector<int64_t> presampled_appearances() const;
   // A packed layout's feature rows: gathered on the host, and (a cache) how many the cache held.
   void count_rows(const BatchLayout& layout) {
     host_gathered_ += layout.features.bytes;

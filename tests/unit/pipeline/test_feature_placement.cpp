@@ -291,3 +291,41 @@ TEST_CASE("device slots: the staging slots' count, at most four, fewer where the
   }
   CHECK(fewer > 0);
 }
+
+TEST_CASE("memory.cache_rank presample caches the rows the batches read: more hits than degree, the same parameters",
+          "[pipeline]") {
+  test::TempDir dir;
+  // Few train nodes: the batches read their neighbourhoods, not the graph's best-connected nodes.
+  const std::vector<std::string> wide{"dataset.synthetic.features=512", "dataset.synthetic.train_fraction=0.1",
+                                      "sampler.fanouts=[2, 2]", "sampler.batch_size=10", "pipeline.staging_slots=1"};
+  const auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), wide.begin(), wide.end());
+    return more;
+  };
+  const std::size_t need = plan(with({"memory.features=cache"})).largest_batch_peak;
+  std::string limit;
+  for (int percent = 99; percent > 30 && limit.empty(); --percent) {
+    const std::string l = "memory.limit=" + std::to_string(need * static_cast<std::size_t>(percent) / 100);
+    const pipeline::MemoryPlan p = plan(with({"memory.features=cache", l}));
+    if (p.cache_rows > 0 && p.cache_rows < 350 && p.counters.split == 0) limit = l;
+  }
+  REQUIRE_FALSE(limit.empty());
+  const Run degree = train(with({"memory.features=cache", limit}), dir, "degree");
+  const Run presample = train(with({"memory.features=cache", "memory.cache_rank=presample", limit}), dir, "presample");
+  CHECK(presample.summary["params_checksum"] == degree.summary["params_checksum"]);
+  CHECK(presample.summary["memory"]["plan"]["cache_rows"] == degree.summary["memory"]["plan"]["cache_rows"]);
+  const auto hit_rate = [](const Run& r) {
+    const auto& d = r.summary["data_movement"];
+    const double hits = d["cache_hit_rows"].get<double>(), misses = d["cache_miss_rows"].get<double>();
+    return hits / (hits + misses);
+  };
+  INFO("hit rate: degree " << hit_rate(degree) << ", presample " << hit_rate(presample));
+  CHECK(hit_rate(presample) > hit_rate(degree) + 0.05);
+  bool named = false;
+  for (const std::string& line : plan(with({"memory.features=cache", "memory.cache_rank=presample", limit})).lines()) {
+    named = named || line.find("ranked by presample (1 epoch)") != std::string::npos;
+  }
+  CHECK(named);
+  CHECK_THROWS_WITH(plan({"memory.cache_presample_epochs=2"}), Catch::Contains("memory.cache_presample_epochs"));
+  CHECK_THROWS_WITH(plan({"memory.cache_rank=hottest"}), Catch::Contains("memory.cache_rank"));
+}

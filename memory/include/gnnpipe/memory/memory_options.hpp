@@ -33,7 +33,16 @@ enum class FeaturePlacement {
   kCache,   // the most sampled rows on the device; a batch carries only the rows it misses
 };
 
+// Which rows a feature cache holds (memory.cache_rank): the most often sampled, estimated
+enum class CacheRank {
+  kDegree,     // by in-graph appearances as a neighbour (PaGraph): free, blind to which nodes train
+  kPresample,  // by appearances in the batches of the first cache_presample_epochs epochs,
+               // sampled before training (GNNLab); ties by degree. Costs that much sampling.
+};
+
 std::string_view to_string(MemoryPolicy policy);
+std::string_view to_string(CacheRank rank);
+CacheRank parse_cache_rank(std::string_view text, std::string_view key);
 std::string_view to_string(FeaturePlacement placement);
 std::string_view to_string(CutStrategy strategy);
 // Parse the YAML names; throw ConfigError naming `key` and the allowed values otherwise.
@@ -81,6 +90,8 @@ struct MemoryOptions {
   // Safety margin of a prediction: a batch fits when predicted / (1 - tolerance) <= what is left.
   double tolerance = 0.05;
   FeaturePlacement features = FeaturePlacement::kAuto;
+  CacheRank cache_rank = CacheRank::kDegree;
+  int cache_presample_epochs = 1;  // presample: epochs counted (>= 1)
 
   static constexpr uint64_t kAutoReserveCuda = uint64_t{256} << 20;
   // The reserve on a device of this kind (`cuda`: a GPU).

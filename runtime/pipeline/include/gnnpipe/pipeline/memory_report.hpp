@@ -55,6 +55,7 @@ struct MemoryPlan {
   std::string features = "host";
   std::size_t device_features = 0;  // the matrix, or the cache
   int64_t cache_rows = 0;
+  std::string cache_rank;  // memory.cache_rank of the cache: "degree" or "presample (N epochs)"
   // pipeline.eval_graph as decided: the whole graph's block on the device (its bytes) or 0
   // (layer-wise evaluation, or over the resident full batch).
   std::size_t eval_graph = 0;
