@@ -6,12 +6,10 @@
 #include "gnnpipe/core/units.hpp"
 #include "gnnpipe/memory/caching_allocator.hpp"
 #include "gnnpipe/memory/grow_only_footprint.hpp"
+#include "gnnpipe/pipeline/packed_batch.hpp"
 
 namespace gnnpipe::pipeline {
 namespace {
-
-constexpr std::size_t kSectionAlign = 256;  // packed_batch.cpp's section alignment
-std::size_t section(std::size_t bytes) { return (bytes + kSectionAlign - 1) / kSectionAlign * kSectionAlign; }
 
 bool adds_self_loops(const models::GnnModel<float>& model) {
   const graph::BlockNorm norm = model.block_norm();
@@ -68,17 +66,9 @@ std::vector<std::size_t> inference_chunk_needs(const models::GnnModel<float>& mo
     widest_out = std::max(widest_out, model.layer_out_dim(l));
   }
   if (which == InferenceArrays::kModel) return needs;
-  // The packed chunk (pipeline/packed_batch.cpp: 256-byte aligned sections), a grow-only array of
-  // the GPU's chunk runner, which the CPU backend charges alike (layerwise_inference.cpp).
-  // Sections: input rows and ids; the destinations' labels, loss rows and weights; the block's CSR,
-  // weights and transpose.
-  const auto src = static_cast<std::size_t>(shape.num_src), edges = static_cast<std::size_t>(block_edges);
-  needs.push_back(section(src * static_cast<std::size_t>(widest_in) * sizeof(float)) + section(src * sizeof(int32_t)) +
-                  3 * section(static_cast<std::size_t>(dst) * sizeof(int32_t)) +
-                  section(static_cast<std::size_t>(dst + 1) * sizeof(graph::EdgeOffset)) +
-                  2 * section(edges * sizeof(graph::NodeId)) + section(edges * sizeof(float)) +
-                  section((src + 1) * sizeof(graph::EdgeOffset)) + section(edges * sizeof(graph::EdgeOffset)) +
-                  4 * kSectionAlign);
+  // The packed chunk (at the widest input of any layer), a grow-only array of the GPU's chunk
+  // runner, which the CPU backend charges alike (layerwise_inference.cpp).
+  needs.push_back(packed_block_batch_bytes(shape.num_src, dst, block_edges, widest_in));
   // The output rows come back from a device array of their own on a GPU (the CPU writes in place).
   if (which == InferenceArrays::kDevice) needs.push_back(static_cast<std::size_t>(dst * widest_out) * sizeof(float));
   return needs;

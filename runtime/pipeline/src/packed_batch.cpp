@@ -98,6 +98,25 @@ BatchLayout lay_out(const graph::MiniBatch& batch, int64_t feature_cols, std::sp
 
 }  // namespace
 
+std::size_t packed_block_batch_bytes(int64_t num_src, int64_t num_dst, int64_t edges, int64_t feature_cols) {
+  // The sections of lay_out, in its order, each at its largest.
+  const auto src = static_cast<std::size_t>(num_src), dst = static_cast<std::size_t>(num_dst);
+  const auto e = static_cast<std::size_t>(edges);
+  Packer p;
+  p.add<float>(src * static_cast<std::size_t>(feature_cols));
+  p.add<graph::NodeId>(src);
+  p.add<int32_t>(dst);  // labels
+  p.add<int32_t>(dst);  // loss rows
+  p.add<float>(dst);    // loss weights
+  p.add<graph::EdgeOffset>(dst + 1);
+  p.add<graph::NodeId>(e);
+  p.add<float>(e);
+  p.add<graph::EdgeOffset>(src + 1);
+  p.add<graph::NodeId>(e);
+  p.add<graph::EdgeOffset>(e);
+  return p.end();
+}
+
 BatchLayout BatchLayout::of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int32_t> cache_slot_of,
                             graph::FeatureDType dtype) {
   std::vector<int64_t> edges;

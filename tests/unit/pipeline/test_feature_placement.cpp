@@ -40,6 +40,24 @@ Run train(std::vector<std::string> sets, const test::TempDir& dir, const std::st
 
 pipeline::MemoryPlan plan(const std::vector<std::string>& sets) { return test::plan_experiment(kBase, sets); }
 
+// "memory.limit=..." for `sets` with memory.features cache: the largest budget (in 1% steps below
+// what the whole cache needs) at which the cache holds at least one row and fewer than `max_rows`
+// and the governor splits no batch; empty when there is none.
+std::string partial_cache_limit(const std::vector<std::string>& sets, int64_t max_rows) {
+  const auto with = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> all = sets;
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+  };
+  const std::size_t need = plan(with({"memory.features=cache"})).largest_batch_peak;
+  for (int percent = 99; percent > 30; --percent) {
+    const std::string l = "memory.limit=" + std::to_string(need * static_cast<std::size_t>(percent) / 100);
+    const pipeline::MemoryPlan p = plan(with({"memory.features=cache", l}));
+    if (p.cache_rows > 0 && p.cache_rows < max_rows && p.counters.split == 0) return l;
+  }
+  return {};
+}
+
 }  // namespace
 
 TEST_CASE("features on the device train bit for bit as gathered on the host, for every batch kind", "[pipeline][tsan]") {
@@ -169,15 +187,7 @@ TEST_CASE("a feature cache: the same parameters as host placement, and its hits 
     more.insert(more.begin(), wide.begin(), wide.end());
     return more;
   };
-  // The largest budget (in 1% steps below what the whole cache needs) that caches part of the rows
-  // and splits no batch.
-  const std::size_t need = plan(with({"memory.features=cache"})).largest_batch_peak;
-  std::string limit;
-  for (int percent = 99; percent > 30 && limit.empty(); --percent) {
-    const std::string l = "memory.limit=" + std::to_string(need * static_cast<std::size_t>(percent) / 100);
-    const pipeline::MemoryPlan p = plan(with({"memory.features=cache", l}));
-    if (p.cache_rows > 0 && p.cache_rows < 700 && p.counters.split == 0) limit = l;
-  }
+  const std::string limit = partial_cache_limit(wide, 700);
   REQUIRE_FALSE(limit.empty());
   const Run host = train(with({"memory.features=host", limit}), dir, "part-host");
   const Run part = train(with({"memory.features=cache", limit}), dir, "part-cache");
@@ -302,13 +312,7 @@ TEST_CASE("memory.cache_rank presample caches the rows the batches read: more hi
     more.insert(more.begin(), wide.begin(), wide.end());
     return more;
   };
-  const std::size_t need = plan(with({"memory.features=cache"})).largest_batch_peak;
-  std::string limit;
-  for (int percent = 99; percent > 30 && limit.empty(); --percent) {
-    const std::string l = "memory.limit=" + std::to_string(need * static_cast<std::size_t>(percent) / 100);
-    const pipeline::MemoryPlan p = plan(with({"memory.features=cache", l}));
-    if (p.cache_rows > 0 && p.cache_rows < 350 && p.counters.split == 0) limit = l;
-  }
+  const std::string limit = partial_cache_limit(wide, 350);
   REQUIRE_FALSE(limit.empty());
   const Run degree = train(with({"memory.features=cache", limit}), dir, "degree");
   const Run presample = train(with({"memory.features=cache", "memory.cache_rank=presample", limit}), dir, "presample");
