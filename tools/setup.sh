@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gnnpipe's build needs, when they are missing.
+# Installs the Debian packages gnnpipe's build needs (and tools/plot.py's matplotlib), when they are missing.
 # As root: runs `apt-get update` once, then installs what is missing. Otherwise: prints the one
 # command to run and exits 1. Prints nothing to do when everything is there.
 set -euo pipefail
 
 packages=(cmake ninja-build g++ ccache pkg-config libtbb-dev libspdlog-dev libfmt-dev libyaml-cpp-dev catch2
-          libopenblas-dev libmetis-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libbenchmark-dev)
+          libopenblas-dev libmetis-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libbenchmark-dev
+          python3-matplotlib python3-numpy)
 
 missing=()
 for p in "${packages[@]}"; do
