@@ -485,10 +485,13 @@ def plot_run(plt, run):
 
 def plot_bench(plt, bench_dir, bench):
     path = os.path.join(bench_dir, "bench.json")
-    stages = bench.get("stages") if isinstance(bench, dict) else None
+    # "stage_busy_s_per_epoch" (older bench.json files: "stages")
+    stages = None
+    if isinstance(bench, dict):
+        stages = bench.get("stage_busy_s_per_epoch", bench.get("stages"))
     if not isinstance(stages, dict) or not isinstance(stages.get("sequential"), dict) \
             or not isinstance(stages.get("pipelined"), dict):
-        raise InputError(f"{path}: no stages.sequential and stages.pipelined")
+        raise InputError(f"{path}: no stage_busy_s_per_epoch.sequential and .pipelined")
     seq, pip = stages["sequential"], stages["pipelined"]
     names = sorted(set(seq) | set(pip), key=stage_rank)
     fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [2.2, 1]})

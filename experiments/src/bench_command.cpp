@@ -21,7 +21,7 @@ constexpr const char* kStages[] = {"sample", "gather", "govern", "transfer", "tr
 std::map<std::string, double> per_epoch(const nlohmann::json& summary) {
   const double epochs = std::max(1, summary["epochs"].get<int>());
   std::map<std::string, double> out;
-  for (const char* s : kStages) out[s] = summary["stages"].value(s, 0.0) / epochs;
+  for (const char* s : kStages) out[s] = summary["stage_busy_s"].value(s, 0.0) / epochs;
   return out;
 }
 
@@ -62,12 +62,15 @@ nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset
     RunDirectoryOptions options;
     options.out = parent.path() / name;
     options.mirror_log = false;  // the bench directory's log.txt has both runs
-    RunDirectory run_dir(c, options);
+    // Each run's config.yaml says the mode it ran in, so that it replays as that run.
+    config::ExperimentConfig run_config = c;
+    run_config.pipeline.mode = mode;
+    run_config.resolved = config::to_yaml(run_config);
+    RunDirectory run_dir(run_config, options);
     core::logger().info("bench: {} run", name);
     TrainOptions train_options;
-    train_options.mode = mode;
     train_options.trace = true;
-    runs[name] = train_experiment(c, d, run_dir, train_options);
+    runs[name] = train_experiment(run_config, d, run_dir, train_options);
   }
   const auto& seq = runs["sequential"];
   const auto& pipe = runs["pipelined"];
@@ -109,7 +112,7 @@ nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset
       {"sampler_threads", c.pipeline.sampler_threads},
       {"hardware_threads", hw},
       {"staging_slots", c.pipeline.staging_slots},
-      {"stages", {{"sequential", seq_stages}, {"pipelined", pipe_stages}}},
+      {"stage_busy_s_per_epoch", {{"sequential", seq_stages}, {"pipelined", pipe_stages}}},
       {"trainer_wait_s_per_epoch", pipe["trainer_wait_s"].get<double>() / std::max(1, pipe["epochs"].get<int>())},
       {"params_identical", identical},
       {"params_checksum", {{"sequential", seq["params_checksum"]}, {"pipelined", pipe["params_checksum"]}}},

@@ -3,7 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ostream.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <ostream>
 #include <string>
@@ -16,6 +18,7 @@
 #include "gnnpipe/core/log.hpp"
 #include "gnnpipe/core/units.hpp"
 #include "gnnpipe/experiments/bench_command.hpp"
+#include "gnnpipe/experiments/config/config_map.hpp"
 #include "gnnpipe/experiments/data_commands.hpp"
 #include "gnnpipe/experiments/doctor.hpp"
 #include "gnnpipe/experiments/infer_command.hpp"
@@ -56,9 +59,42 @@ struct ExperimentArgs {
 
 void add_experiment_args(CLI::App& cmd, ExperimentArgs& args) {
   cmd.add_option("config", args.config, "experiment YAML file")->required();
-  cmd.add_option("--set", args.sets, "override a key, value parsed as YAML: --set sampler.fanouts=[10,10]");
+  // One value per --set, so that `--set k=v CONFIG` does not take CONFIG as a second assignment.
+  cmd.add_option("--set", args.sets, "override a key, value parsed as YAML: --set sampler.fanouts=[10,10] (repeatable)")
+      ->allow_extra_args(false);
   cmd.add_option("--out", args.out_dir, "run directory (default runs/<name>-<timestamp>)");
   cmd.add_option("--data-dir", args.data_dir, "base for relative dataset paths (default $GNNPIPE_DATA_DIR, else cwd)");
+}
+
+const std::vector<std::string> kCommands{"run", "bench", "infer", "data", "doctor"};
+
+// The first word that is not an option (or the value of --log-level) when it is no command:
+// "unknown command 'runn' (did you mean 'run'?)", which CLI11 would report as a missing command.
+std::string unknown_command(int argc, const char* const* argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--log-level") {
+      ++i;
+      continue;
+    }
+    if (arg.empty() || arg.front() == '-') continue;
+    if (std::find(kCommands.begin(), kCommands.end(), arg) != kCommands.end()) return {};
+    const std::string closest = config::closest_key(arg, kCommands);
+    return fmt::format("unknown command '{}'{} (commands: {})", arg,
+                       closest.empty() ? std::string() : " (did you mean '" + closest + "'?)", fmt::join(kCommands, ", "));
+  }
+  return {};
+}
+
+// The dataset of `experiment`, read from `config_file`: a ConfigError (a dataset.path that is not
+// there) names the file as every other config error does.
+graph::Dataset load_dataset_of(const config::ExperimentConfig& experiment, const std::string& config_file,
+                               const std::string& data_dir_flag) {
+  try {
+    return load_training_dataset(experiment, graph::resolve_data_dir(data_dir_flag));
+  } catch (const core::ConfigError& e) {
+    GNNPIPE_THROW(ConfigError, "{}: {}", config_file, e.message());
+  }
 }
 
 }  // namespace
@@ -68,8 +104,14 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                "gnnpipe"};
   app.set_version_flag("--version", version_text, "print version, build type, CUDA support and detected GPUs");
   app.require_subcommand(1);
-  std::string log_level = "info";
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")->capture_default_str();
+  // Options of the program are accepted after the command too (gnnpipe run CONFIG --log-level debug).
+  app.fallthrough();
+  std::string log_level;
+  bool quiet = false, verbose = false;
+  app.add_option("--log-level", log_level, "console level: trace, debug, info (default), warn, error or off; "
+                                           "log.txt always has every line at info and above");
+  app.add_flag("-q,--quiet", quiet, "console: warnings and errors only (--log-level warn)");
+  app.add_flag("-v,--verbose", verbose, "console: debug lines too (--log-level debug)");
 
   ExperimentArgs run_args;
   bool run_trace = false, run_plan = false;
@@ -119,6 +161,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   convert->add_option("--random-features", convert_args.random_features,
                       "add seeded random features of this width (for datasets without features)");
   convert->add_option("--seed", convert_args.seed, "seed of --random-features")->capture_default_str();
+  convert->add_flag("--force", convert_args.force, "write into an existing, non-empty --out directory");
   DataSynthArgs synth_args;
   auto* synth = data->add_subcommand("synth", "generate a synthetic graph with community structure (native format)");
   synth->add_option("--out", synth_args.out, "output directory")->required();
@@ -127,6 +170,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   synth->add_option("--features", synth_args.features, "feature width")->capture_default_str();
   synth->add_option("--classes", synth_args.classes, "number of classes (= communities)")->capture_default_str();
   synth->add_option("--seed", synth_args.seed, "seed")->capture_default_str();
+  synth->add_flag("--force", synth_args.force, "write into an existing, non-empty --out directory");
 
   DoctorOptions doctor_options;
   std::vector<std::string> doctor_devices;
@@ -136,6 +180,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   doctor->add_option("--bytes", doctor_bytes, "size of each bandwidth test")->capture_default_str();
   doctor->add_option("--repeats", doctor_options.repeats, "bandwidth = best of this many copies")->capture_default_str();
 
+  if (const std::string problem = unknown_command(argc, argv); !problem.empty()) {
+    fmt::print(err, "gnnpipe: {}\n", problem);
+    return static_cast<int>(ExitCode::kUsage);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -144,11 +192,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   }
 
   try {
-    core::set_log_level(log_level);
+    core::set_log_level(!log_level.empty() ? log_level : quiet ? "warn" : verbose ? "debug" : "info");
     if (*run) {
       const config::ExperimentConfig experiment = config::load_experiment(run_args.config, run_args.sets);
       check_training_supported(experiment);
-      const graph::Dataset dataset = load_training_dataset(experiment, graph::resolve_data_dir(run_args.data_dir));
+      // --out before the dataset: a minute of loading must not end in "--out exists".
+      if (!run_args.out_dir.empty() && run_resume.empty() && !run_plan) check_output_dir(run_args.out_dir, "--out");
+      const graph::Dataset dataset = load_dataset_of(experiment, run_args.config, run_args.data_dir);
       if (run_plan) {
         for (const std::string& line : plan_experiment(experiment, dataset).lines()) fmt::print(out, "{}\n", line);
         return 0;
@@ -170,20 +220,24 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       const StopSignals stop_signals;
       train_options.stop_request = &stop_signals.flag();
       const nlohmann::json summary = train_experiment(experiment, dataset, run_dir, train_options);
-      fmt::print(out, "{}: test accuracy {:.4f} at epoch {} (val {:.4f}); summary in {}\n", experiment.name,
+      fmt::print(out, "{}: test accuracy {:.4f} at epoch {} (val {:.4f}){}; summary in {}\n", experiment.name,
                  summary["test_accuracy"].get<double>(), summary["best_epoch"].get<int>(),
-                 summary["val_accuracy"].get<double>(), (run_dir.path() / "summary.json").string());
+                 summary["val_accuracy"].get<double>(),
+                 experiment.dataset.random_features > 0 ? " (random features: the accuracy is not meaningful)" : "",
+                 (run_dir.path() / "summary.json").string());
       return 0;
     }
     if (*bench) {
       const config::ExperimentConfig experiment = config::load_experiment(bench_args.config, bench_args.sets);
       check_training_supported(experiment);
-      const graph::Dataset dataset = load_training_dataset(experiment, graph::resolve_data_dir(bench_args.data_dir));
+      if (!bench_args.out_dir.empty()) check_output_dir(bench_args.out_dir, "--out");
+      const graph::Dataset dataset = load_dataset_of(experiment, bench_args.config, bench_args.data_dir);
       run_bench(experiment, dataset, bench_args.out_dir, out);
       return 0;
     }
     if (*infer) {
       const config::ExperimentConfig experiment = config::load_experiment(infer_args.config, infer_args.sets);
+      if (!infer_args.out_dir.empty()) check_output_dir(infer_args.out_dir, "--out");
       InferOptions options;
       options.checkpoint = infer_checkpoint;
       if (!infer_limit.empty()) options.memory_limit = core::parse_bytes(infer_limit);

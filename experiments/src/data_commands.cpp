@@ -1,4 +1,5 @@
 #include "gnnpipe/experiments/data_commands.hpp"
+#include "gnnpipe/experiments/run_dir.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -45,6 +46,7 @@ int data_convert(const DataConvertArgs& args, std::ostream& out) {
   const auto format = graph::io::parse_dataset_format(args.from, "--from");
   const auto dtype = graph::parse_feature_dtype(args.feature_dtype, "--feature-dtype");
   GNNPIPE_CHECK_CONFIG(args.random_features >= 0, "--random-features must be >= 0, got {}", args.random_features);
+  check_output_dir(args.out, "--out", args.force, "pass --force to write into it");
   core::Stopwatch watch;
   graph::Dataset dataset = graph::io::load_dataset(args.src, format);
   const double load_s = watch.seconds();
@@ -66,6 +68,8 @@ int data_synth(const DataSynthArgs& args, std::ostream& out) {
   options.features = args.features;
   options.classes = args.classes;
   options.seed = args.seed;
+  graph::validate(options);
+  check_output_dir(args.out, "--out", args.force, "pass --force to write into it");
   core::Stopwatch watch;
   const graph::Dataset dataset = graph::make_synthetic(options);
   const double gen_s = watch.seconds();

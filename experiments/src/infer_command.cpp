@@ -74,7 +74,7 @@ class InferenceModel {
   std::size_t parameter_bytes_ = 0;
 };
 
-graph::Dataset load_inference_dataset(const config::ExperimentConfig& c, const std::filesystem::path& data_dir,
+graph::Dataset load_inference_dataset(const config::ExperimentConfig& c, const graph::DataDir& data_dir,
                                       const ModelDims& dims) {
   core::Stopwatch watch;
   graph::Dataset d = graph::load_dataset(c.dataset, data_dir);

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <ctime>
 
@@ -38,13 +40,8 @@ fs::path create_fresh(const fs::path& root, const std::string& stem) {
 }
 
 fs::path create_out(const fs::path& out) {
+  check_output_dir(out, "--out");
   std::error_code ec;
-  if (fs::exists(out, ec)) {
-    GNNPIPE_CHECK_CONFIG(fs::is_directory(out), "--out {}: exists and is not a directory", out.string());
-    GNNPIPE_CHECK_CONFIG(fs::is_empty(out), "--out {}: exists and is not empty (choose a new directory)",
-                         out.string());
-    return out;
-  }
   fs::create_directories(out, ec);
   GNNPIPE_CHECK(!ec, "cannot create the run directory '{}': {}", out.string(), ec.message());
   return out;
@@ -85,6 +82,26 @@ void check_metric_name(const std::string& name) {
 }
 
 }  // namespace
+
+void check_output_dir(const fs::path& out, const std::string& option, bool allow_files, const std::string& hint) {
+  GNNPIPE_CHECK_CONFIG(!out.empty(), "{}: empty path", option);
+  std::error_code ec;
+  const auto writable = [](const fs::path& dir) { return ::access(dir.c_str(), W_OK | X_OK) == 0; };
+  if (fs::exists(out, ec)) {
+    GNNPIPE_CHECK_CONFIG(fs::is_directory(out, ec), "{} {}: exists and is not a directory", option, out.string());
+    GNNPIPE_CHECK_CONFIG(allow_files || fs::is_empty(out, ec), "{} {}: exists and is not empty ({})", option,
+                         out.string(), hint);
+    GNNPIPE_CHECK_CONFIG(writable(out), "{} {}: the directory is not writable", option, out.string());
+    return;
+  }
+  // The nearest ancestor that exists must be a directory this process may create entries in.
+  fs::path ancestor = fs::absolute(out, ec).parent_path();
+  while (!ancestor.empty() && !fs::exists(ancestor, ec) && ancestor != ancestor.root_path()) ancestor = ancestor.parent_path();
+  GNNPIPE_CHECK_CONFIG(fs::is_directory(ancestor, ec), "{} {}: cannot be created ({} is not a directory)", option,
+                       out.string(), ancestor.string());
+  GNNPIPE_CHECK_CONFIG(writable(ancestor), "{} {}: cannot be created ({} is not writable)", option, out.string(),
+                       ancestor.string());
+}
 
 const std::vector<std::string>& RunDirectory::metric_columns() {
   static const std::vector<std::string> columns{"epoch",          "loss",          "train_acc",        "val_acc",

@@ -11,6 +11,7 @@
 
 #include "gnnpipe/core/build_info.hpp"
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/memory_kind.hpp"
 #include "gnnpipe/core/log.hpp"
 #include "gnnpipe/core/process.hpp"
@@ -66,7 +67,7 @@ void check_training_supported(const config::ExperimentConfig& c) {
   }
 }
 
-graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const std::filesystem::path& data_dir) {
+graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const graph::DataDir& data_dir) {
   core::Stopwatch load_watch;
   graph::Dataset d = graph::load_dataset(c.dataset, data_dir);
   check_trainable(d);
@@ -213,12 +214,82 @@ pipeline::MemoryPlan plan_experiment(const config::ExperimentConfig& c, const gr
   return pipeline::plan_memory(resources.setup());
 }
 
+namespace {
+
+// The epochs a run has finished, for the summary of a run that did not finish.
+struct EpochRecord {
+  std::optional<pipeline::EpochResult> last, best;
+  void add(const pipeline::EpochResult& r) {
+    last = r;
+    if (r.evaluated && (!best || r.val_acc > best->val_acc)) best = r;
+  }
+};
+
+nlohmann::json epoch_json(const std::optional<pipeline::EpochResult>& r) {
+  if (!r) return nullptr;
+  nlohmann::json j = {{"epoch", r->epoch}, {"loss", r->loss}, {"epoch_time_s", r->epoch_time_s}};
+  if (r->evaluated) {
+    j["train_accuracy"] = r->train_acc;
+    j["val_accuracy"] = r->val_acc;
+    j["test_accuracy"] = r->test_acc;
+  }
+  return j;
+}
+
+// summary.json of a run that stopped early: its status (interrupted | failed), the error, and the
+// metrics of the last and of the best evaluated epoch it finished (`last`, `best`: null when none).
+nlohmann::json stopped_summary(const config::ExperimentConfig& c, const graph::Dataset& d, const std::string& status,
+                               const std::string& error, const EpochRecord& epochs, double run_time) {
+  return {{"name", c.name},
+          {"status", status},
+          {"error", error},
+          {"dataset", d.name},
+          {"device", c.run.device.str()},
+          {"sampler", std::string(samplers::to_string(c.sampler.type))},
+          {"epochs", epochs.last ? epochs.last->epoch : 0},
+          {"best_epoch", epochs.best ? epochs.best->epoch : 0},
+          {"last", epoch_json(epochs.last)},
+          {"best", epoch_json(epochs.best)},
+          {"run_time_s", run_time},
+          {"build", {{"version", core::build_info().version}, {"build_type", core::build_info().build_type}}}};
+}
+
+// train_experiment's work; `epochs` records each finished epoch as it is reported.
+nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, const graph::Dataset& d,
+                                         RunDirectory& run_dir, const TrainOptions& options, EpochRecord& epochs);
+
+}  // namespace
+
 nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::Dataset& d, RunDirectory& run_dir,
                                 const TrainOptions& options) {
+  EpochRecord epochs;
+  core::Stopwatch watch;
+  try {
+    return train_experiment_recorded(c, d, run_dir, options, epochs);
+  } catch (const std::exception& e) {
+    // The run directory records how the run ended: summary.json with the status, and the error in
+    // log.txt (the program prints it on the console itself).
+    const bool interrupted = dynamic_cast<const core::Interrupted*>(&e) != nullptr;
+    const std::string message = core::user_message(e);
+    try {
+      core::log_to_files(spdlog::level::err, message);
+      run_dir.write_summary(stopped_summary(c, d, interrupted ? "interrupted" : "failed", message, epochs, watch.seconds()));
+    } catch (const std::exception& also) {
+      core::logger().error("could not record the stopped run in {}: {}", run_dir.path().string(), also.what());
+    }
+    throw;
+  }
+}
+
+namespace {
+
+nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, const graph::Dataset& d,
+                                         RunDirectory& run_dir, const TrainOptions& options, EpochRecord& epochs) {
   check_training_supported(c);
   check_trainable(d);
   auto& log = core::logger();
-  for (const auto& line : d.synthesized) log.info("synthetic: {}", line);
+  // What the loader made up or changed (synthetic graph, random features, row normalisation).
+  for (const auto& line : d.synthesized) log.info("dataset: {}", line);
   TrainingResources resources(c, d, options);
   pipeline::TrainingSetup& setup = resources.setup();
   const std::filesystem::path checkpoints = run_dir.path() / "checkpoints";
@@ -255,6 +326,7 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
   pipeline::StageRecorder& recorder = resources.recorder();
   core::Stopwatch run_watch;
   const auto on_epoch = [&](const pipeline::EpochResult& r) {
+    epochs.add(r);
     run_dir.append_metrics(EpochMetrics{r.epoch, r.loss, r.evaluated ? r.train_acc : NAN, r.evaluated ? r.val_acc : NAN,
                                         r.evaluated ? r.test_acc : NAN, r.memory, r.epoch_time_s, {}});
     if (r.evaluated) {
@@ -270,9 +342,13 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
     result = pipeline::run_training(setup, on_epoch);
   } catch (const core::Interrupted& e) {
     const int epoch = last_written.load();
-    if (epoch == 0) GNNPIPE_THROW(Interrupted, "{}; no checkpoint was written yet (run.checkpoint_every)", e.message());
-    GNNPIPE_THROW(Interrupted, "{}; {} holds epoch {}: go on with gnnpipe run CONFIG --resume {}", e.message(),
-                  (checkpoints / "last").string(), epoch, run_dir.path().string());
+    const int in_flight = (epochs.last ? epochs.last->epoch : setup.first_epoch - 1) + 1;
+    if (epoch == 0) {
+      GNNPIPE_THROW(Interrupted, "interrupted at epoch {} ({}); no checkpoint was written yet (run.checkpoint_every)",
+                    in_flight, e.message());
+    }
+    GNNPIPE_THROW(Interrupted, "interrupted at epoch {} ({}); {} holds epoch {}: go on with gnnpipe run CONFIG --resume {}",
+                  in_flight, e.message(), (checkpoints / "last").string(), epoch, run_dir.path().string());
   }
   const double run_time = run_watch.seconds();
   if (options.on_trained) options.on_trained(resources.model());
@@ -288,6 +364,7 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
   const bool full_batch = c.sampler.type == samplers::SamplerType::kFull;
   nlohmann::json summary = {
       {"name", c.name},
+      {"status", "done"},
       {"dataset", d.name},
       {"synthesized", d.synthesized},
       {"test_accuracy", result.test_at_best},
@@ -304,7 +381,9 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
       {"full_batch", full_batch},
       {"params_checksum", fmt::format("{:016x}", result.params_checksum)},
       {"num_parameters", resources.model().params().size()},
-      {"stages", stages},
+      {"stage_busy_s", stages},
+      {"stage_note", "stage_busy_s and stage_detail are totals over the run's epochs; in pipelined mode the stages "
+                     "overlap, so their sum can exceed run_time_s"},
       {"stage_detail", detail},
       {"trainer_wait_s", recorder.totals().at(pipeline::Stage::kTrain).wait_s},
       {"max_batches_in_flight", result.max_in_flight},
@@ -341,5 +420,7 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
            result.best_val, result.test_at_best, median(result.epoch_times), run_time, run_dir.path().string());
   return summary;
 }
+
+}  // namespace
 
 }  // namespace gnnpipe::experiments

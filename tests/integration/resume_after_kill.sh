@@ -51,17 +51,19 @@ echo "params_checksum: whole $whole, killed at $killed_at and resumed $resumed" 
 diff <(cut -d, -f1-5 "$tmp/whole/metrics.csv") <(cut -d, -f1-5 "$tmp/killed/metrics.csv") >&2 ||
   { echo "FAIL: metrics.csv differs" >&2; exit 1; }
 
-# SIGTERM: the step in flight finishes, exit 5 with one line naming the checkpoint, no summary.
+# SIGTERM: the step in flight finishes, exit 5 with one line naming the checkpoint, a summary
+# with status interrupted (replaced by the resumed run's).
 start_run "$tmp/termed" 2
 kill -TERM "$pid" 2>/dev/null || true
 wait "$pid" && status=0 || status=$?
 [[ $status -eq 5 ]] || { cat "$tmp/termed.log" >&2; echo "FAIL: SIGTERM gave exit $status, not 5" >&2; exit 1; }
 grep -q "^gnnpipe: .*stopped by signal 15.*--resume" "$tmp/termed.log" ||
   { cat "$tmp/termed.log" >&2; echo "FAIL: no line naming the signal and --resume" >&2; exit 1; }
-[[ ! -f $tmp/termed/summary.json ]] || { echo "FAIL: a stopped run left a summary" >&2; exit 1; }
+grep -q '"status": "interrupted"' "$tmp/termed/summary.json" || { echo "FAIL: a stopped run left no summary with status interrupted" >&2; exit 1; }
 echo "stopped by SIGTERM after checkpoint epoch $(epoch_of "$tmp/termed")" >&2
 "$gnnpipe" run "$tmp/run.yaml" --resume "$tmp/termed" >"$tmp/resume2.log" 2>&1 || { cat "$tmp/resume2.log" >&2; exit 1; }
 [[ $(checksum "$tmp/termed") == "$whole" ]] || { echo "FAIL: the run resumed after SIGTERM trained other parameters" >&2; exit 1; }
+grep -q '"status": "done"' "$tmp/termed/summary.json" || { echo "FAIL: the resumed run's summary does not say done" >&2; exit 1; }
 
 set +e
 "$gnnpipe" run "$tmp/run.yaml" --set run.epochs=50 --set model.hidden=16 --resume "$tmp/killed" >"$tmp/changed.log" 2>&1

@@ -196,7 +196,7 @@ TEST_CASE("typos get the closest key at every level", "[config]") {
 
 TEST_CASE("set overrides (--set) replace scalars, lists, nested keys and byte sizes", "[config]") {
   const auto c = parse(kCanonical, {"model.hidden=64", "sampler.fanouts=[10,10]", "memory.limit=8GiB",
-                                    "run.device=cuda:0", "dataset.path=", "dataset.synthetic.nodes=500",
+                                    "run.device=cuda:0", "dataset.path=null", "dataset.synthetic.nodes=500",
                                     "optimizer={type: sgd, lr: 0.5}", "name=renamed"});
   CHECK(c.model.hidden == 64);
   CHECK(c.sampler.fanouts == std::vector<int>{10, 10});
@@ -273,6 +273,58 @@ TEST_CASE("experiment files: load, prefix errors with the file, and the shipped 
     INFO(entry.path().string());
     CHECK_NOTHROW(load_experiment(entry.path(), {}));
   }
+}
+
+// config.yaml is what a user replays: every setting of every shipped config must come back from
+// it (Cora's normalize_features once did not, and the replay trained another model).
+TEST_CASE("every shipped config comes back, setting for setting, from the config.yaml it writes", "[config]") {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(GNNPIPE_SOURCE_DIR) / "configs")) {
+    INFO(entry.path().string());
+    const auto c = load_experiment(entry.path(), {});
+    const auto replayed = parse(yaml_text(c.resolved));
+    CHECK(same_settings(replayed, c));
+    CHECK(yaml_text(replayed.resolved) == yaml_text(c.resolved));
+    ++checked;
+  }
+  CHECK(checked >= 10);
+  // Settings away from the defaults, one of each kind.
+  const auto rows = parse("{name: tiny, dataset: {path: cora, normalize_features: row}}");
+  CHECK(rows.dataset.normalize_rows);
+  CHECK(same_settings(parse(yaml_text(rows.resolved)), rows));
+  CHECK_FALSE(same_settings(parse("{name: tiny, dataset: {path: cora}}"), rows));
+}
+
+TEST_CASE("set overrides: blanks around key and value, and an empty value is an error, not the default", "[config]") {
+  using Catch::Contains;
+  CHECK(parse(kMinimal, {"run.epochs = 2"}).run.epochs == 2);
+  CHECK(parse(kMinimal, {" model.hidden=\t64 "}).model.hidden == 64);
+  CHECK_THROWS_WITH(parse(kMinimal, {"run.epochs="}), Contains("--set 'run.epochs=': the value of run.epochs is empty"));
+  CHECK_THROWS_WITH(parse(kMinimal, {"run.epochs=  "}), Contains("the value of run.epochs is empty"));
+  CHECK_THROWS_WITH(parse(kMinimal, {" =3"}), Contains("the key is missing"));
+  CHECK_THROWS_WITH(parse(kMinimal, {"model={hidden: 3, hidden: 4}"}), Contains("duplicate key 'hidden' in the top level"));
+}
+
+TEST_CASE("a key given twice in one mapping is an error naming it and both lines", "[config]") {
+  using Catch::Contains;
+  CHECK_THROWS_WITH(parse("name: a\ndataset: {synthetic: {nodes: 100}}\nrun:\n  epochs: 3\n  seed: 1\n  epochs: 5\n"),
+                    Contains("6:3: duplicate key 'epochs' in run (first at line 4)"));
+  CHECK_THROWS_WITH(parse("name: a\nname: b\ndataset: {synthetic: {nodes: 100}}\n"),
+                    Contains("duplicate key 'name' in the top level (first at line 1)"));
+  gnnpipe::test::TempDir dir;
+  const auto file = dir / "dup.yaml";
+  gnnpipe::test::write_text(file, "name: a\ndataset: {path: x}\ndataset: {path: y}\n");
+  CHECK_THROWS_WITH(load_experiment(file, {}), Contains("dup.yaml: 3:1: duplicate key 'dataset'"));
+  // The same key in different mappings is fine.
+  CHECK(parse("{name: a, dataset: {synthetic: {nodes: 100, seed: 1}}, run: {seed: 1}}").run.seed == 1);
+}
+
+TEST_CASE("every key the parser reads can be set with --set", "[config]") {
+  gnnpipe::test::TempDir dir;
+  const auto file = dir / "exp.yaml";
+  gnnpipe::test::write_text(file, kCanonical);
+  CHECK(load_experiment(file, {"dataset.normalize_features=row"}).dataset.normalize_rows);
+  CHECK_FALSE(load_experiment(file, {"dataset.normalize_features=none"}).dataset.normalize_rows);
 }
 
 TEST_CASE("the memory section: reserve, policy and the keys only some policies read", "[config][memory]") {

@@ -9,21 +9,34 @@
 
 using namespace gnnpipe::core;
 
-TEST_CASE("the logger mirrors into a file and honours the level", "[core][log]") {
+TEST_CASE("the log file keeps every info line whatever the console level, and is flushed per line", "[core][log]") {
   const auto path = std::filesystem::temp_directory_path() / "gnnpipe_test_log.txt";
   std::filesystem::remove(path);
-  add_log_file(path.string());
+  const auto read = [&] {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
   set_log_level("warn");
-  logger().info("hidden line");
+  add_log_file(path.string());
+  CHECK(console_log_level() == spdlog::level::warn);
+  logger().info("quiet on the console");
+  logger().debug("below info");
   logger().warn("visible {}", 42);
-  logger().flush();
+  // No flush: every line is in the file as soon as it is logged.
+  CHECK(read().find("quiet on the console") != std::string::npos);
+  CHECK(read().find("visible 42") != std::string::npos);
+  CHECK(read().find("below info") == std::string::npos);
+  log_to_files(spdlog::level::err, "only in the file");
+  CHECK(read().find("[error] only in the file") != std::string::npos);
+  // A more verbose console takes the file along.
+  set_log_level("debug");
+  logger().debug("now shown");
+  CHECK(read().find("now shown") != std::string::npos);
   remove_log_files();
   set_log_level("info");
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  CHECK(text.str().find("visible 42") != std::string::npos);
-  CHECK(text.str().find("hidden line") == std::string::npos);
+  CHECK(logger().level() == spdlog::level::info);
   std::filesystem::remove(path);
 }
 

@@ -167,7 +167,10 @@ TEST_CASE("resume: a stop request ends the run between steps with Interrupted, a
       CHECK_THAT(e.message(), Catch::Contains("stopped by signal 15") && Catch::Contains("--resume"));
       CHECK(core::exit_code_for(e) == core::ExitCode::kInterrupted);
     }
-    CHECK_FALSE(fs::exists(part / "summary.json"));
+    const nlohmann::json stopped = nlohmann::json::parse(test::read_file(part / "summary.json"));
+    CHECK(stopped["status"] == "interrupted");
+    CHECK_THAT(stopped["error"].get<std::string>(), Catch::Contains("interrupted at epoch 4"));
+    CHECK(stopped["last"]["epoch"].get<int>() >= 3);  // pipelined: epoch 4 may have reported before the stop
     const auto last = experiments::read_checkpoint(part / "checkpoints" / "last");
     CHECK(last.epoch <= 3);
     CHECK(last.epoch >= 2);  // pipelined: epoch 3's evaluation may still be running when 4 stops

@@ -1,6 +1,9 @@
 #include "gnnpipe/experiments/config/config_map.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <map>
 #include <numeric>
 
 namespace gnnpipe::experiments::config {
@@ -21,15 +24,41 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+void check_unique_keys(const YAML::Node& node, const std::string& path) {
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) check_unique_keys(node[i], fmt::format("{}[{}]", path, i));
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, int> first_line;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : std::string("?");
+    const YAML::Mark mark = entry.first.Mark();
+    const auto [it, fresh] = first_line.emplace(key, mark.line + 1);
+    GNNPIPE_CHECK_CONFIG(fresh, "{}:{}: duplicate key '{}' in {} (first at line {})", mark.line + 1, mark.column + 1,
+                         key, path.empty() ? std::string("the top level") : path, it->second);
+    check_unique_keys(entry.second, path.empty() ? key : path + "." + key);
+  }
+}
+
 }  // namespace
+
+void check_unique_keys(const YAML::Node& node) { check_unique_keys(node, ""); }
 
 YAML::Node load_yaml_file(const std::filesystem::path& path) {
   GNNPIPE_CHECK_CONFIG(std::filesystem::is_regular_file(path), "{}: no such config file", path.string());
+  YAML::Node root;
   try {
-    return YAML::LoadFile(path.string());
+    root = YAML::LoadFile(path.string());
   } catch (const YAML::Exception& e) {
     GNNPIPE_THROW(ConfigError, "{}: {}:{}: {}", path.string(), e.mark.line + 1, e.mark.column + 1, e.msg);
   }
+  try {
+    check_unique_keys(root);
+  } catch (const core::ConfigError& e) {
+    GNNPIPE_THROW(ConfigError, "{}: {}", path.string(), e.message());
+  }
+  return root;
 }
 
 std::string closest_key(const std::string& key, const std::vector<std::string>& known) {
@@ -45,7 +74,11 @@ std::string closest_key(const std::string& key, const std::vector<std::string>& 
   return best;
 }
 
-ConfigMap::ConfigMap(YAML::Node node, std::string path) : node_(std::move(node)), path_(std::move(path)) {
+ConfigMap::ConfigMap(YAML::Node node, std::string path)
+    : ConfigMap(std::move(node), std::move(path), std::make_shared<std::set<std::string>>()) {}
+
+ConfigMap::ConfigMap(YAML::Node node, std::string path, std::shared_ptr<std::set<std::string>> read)
+    : node_(std::move(node)), path_(std::move(path)), read_(std::move(read)) {
   GNNPIPE_CHECK_CONFIG(!node_ || node_.IsNull() || node_.IsMap(), "{}: expected a mapping of keys to values",
                        path_.empty() ? std::string("the config") : path_);
 }
@@ -53,8 +86,8 @@ ConfigMap::ConfigMap(YAML::Node node, std::string path) : node_(std::move(node))
 bool ConfigMap::has(const std::string& key) const { return node_.IsMap() && node_[key] && !node_[key].IsNull(); }
 
 ConfigMap ConfigMap::child(const std::string& key) {
-  known_.insert(key);
-  return ConfigMap(node_.IsMap() ? node_[key] : YAML::Node(), key_path(key));
+  note_read(key);
+  return ConfigMap(node_.IsMap() ? node_[key] : YAML::Node(), key_path(key), read_);
 }
 
 void ConfigMap::allow(const std::vector<std::string>& keys) { known_.insert(keys.begin(), keys.end()); }

@@ -13,6 +13,12 @@ namespace {
 const std::vector<std::string> kSections{"name",     "dataset", "model", "sampler", "optimizer",
                                          "pipeline", "memory",  "run"};
 
+std::string trim(const std::string& text) {
+  const std::size_t first = text.find_first_not_of(" \t");
+  if (first == std::string::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
 // Numbers as their shortest exact text ("0.003", not 0.0030000000000000001), read back exactly.
 std::string number(double value) { return fmt::format("{}", value); }
 
@@ -45,6 +51,7 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   dataset["random_features"] = c.dataset.random_features;
   dataset["random_features_seed"] = c.dataset.random_features_seed;
   dataset["feature_dtype"] = graph::to_string(c.dataset.feature_dtype);
+  dataset["normalize_features"] = c.dataset.normalize_rows ? "row" : "none";
   if (c.dataset.synthetic || every_key) {
     const graph::SyntheticOptions s = c.dataset.synthetic.value_or(graph::SyntheticOptions{});
     YAML::Node synthetic(YAML::NodeType::Map);
@@ -155,12 +162,31 @@ const YAML::Node& schema() {
   return tree;
 }
 
+// Whether the dotted `path` names a key of the schema.
+bool in_schema(const std::string& path) {
+  YAML::Node node = YAML::Clone(schema());
+  for (std::size_t start = 0;;) {
+    const std::size_t dot = path.find('.', start);
+    const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!node.IsMap() || !node[part]) return false;
+    node.reset(node[part]);
+    if (dot == std::string::npos) return true;
+    start = dot + 1;
+  }
+}
+
 }  // namespace
 
 void apply_set(YAML::Node& root, const std::string& assignment) {
   const std::size_t eq = assignment.find('=');
-  GNNPIPE_CHECK_CONFIG(eq != std::string::npos && eq > 0, "--set '{}': expected key.path=value", assignment);
-  const std::string key = assignment.substr(0, eq);
+  GNNPIPE_CHECK_CONFIG(eq != std::string::npos, "--set '{}': expected key.path=value", assignment);
+  // "run.epochs = 2" (quoted in a shell) means run.epochs=2.
+  const std::string key = trim(assignment.substr(0, eq));
+  const std::string value_text = trim(assignment.substr(eq + 1));
+  GNNPIPE_CHECK_CONFIG(!key.empty(), "--set '{}': expected key.path=value (the key is missing)", assignment);
+  // An empty value is most often an unset shell variable: never read it as "the default".
+  GNNPIPE_CHECK_CONFIG(!value_text.empty(), "--set '{}': the value of {} is empty (leave the --set out to keep the "
+                       "config's value)", assignment, key);
   std::vector<std::string> parts;
   for (std::size_t start = 0;;) {
     const std::size_t dot = key.find('.', start);
@@ -191,9 +217,14 @@ void apply_set(YAML::Node& root, const std::string& assignment) {
 
   YAML::Node value;
   try {
-    value = YAML::Load(assignment.substr(eq + 1));
+    value = YAML::Load(value_text);
   } catch (const YAML::Exception& e) {
     GNNPIPE_THROW(ConfigError, "--set '{}': the value is not valid YAML: {}", assignment, e.msg);
+  }
+  try {
+    check_unique_keys(value);
+  } catch (const core::ConfigError& e) {
+    GNNPIPE_THROW(ConfigError, "--set '{}': {}", assignment, e.message());
   }
 
   // Walk down, creating (or replacing non-mapping) sections; reset() rebinds, `=` would overwrite.
@@ -207,6 +238,7 @@ void apply_set(YAML::Node& root, const std::string& assignment) {
 }
 
 ExperimentConfig parse_experiment(const YAML::Node& root_in, const std::vector<std::string>& sets) {
+  check_unique_keys(root_in);
   YAML::Node root = YAML::Clone(root_in);
   for (const auto& assignment : sets) apply_set(root, assignment);
 
@@ -233,8 +265,18 @@ ExperimentConfig parse_experiment(const YAML::Node& root_in, const std::vector<s
                          "sampler.fanouts: has {} entries but model.layers is {} (at most one fanout per layer)",
                          c.sampler.fanouts.size(), c.model.layers);
   }
+  // A key the parser reads but emit() does not write would be dropped from config.yaml (the run
+  // would not replay) and refused by --set: a programming error, caught by every parse.
+  for (const std::string& key : top.keys_read()) {
+    GNNPIPE_CHECK(in_schema(key), "config key {} is read by the parser but missing from the schema (emit)", key);
+  }
   c.resolved = to_yaml(c);
   return c;
+}
+
+bool same_settings(const ExperimentConfig& a, const ExperimentConfig& b) {
+  return a.name == b.name && a.dataset == b.dataset && a.model == b.model && a.sampler == b.sampler &&
+         a.optimizer == b.optimizer && a.pipeline == b.pipeline && a.memory == b.memory && a.run == b.run;
 }
 
 ExperimentConfig load_experiment(const std::filesystem::path& file, const std::vector<std::string>& sets) {

@@ -3,6 +3,7 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "gnnpipe/core/check.hpp"
@@ -12,12 +13,24 @@ namespace {
 
 std::mutex g_sinks_mutex;
 
+// Files (log.txt) get every line at info and above, and the console's more verbose levels too,
+// whatever the console shows: a run's record does not depend on how it was watched.
+spdlog::level::level_enum file_level(spdlog::level::level_enum console) {
+  return std::min(console, spdlog::level::info);
+}
+
+bool is_file_sink(const spdlog::sink_ptr& sink) {
+  return std::dynamic_pointer_cast<spdlog::sinks::basic_file_sink_mt>(sink) != nullptr;
+}
+
 std::shared_ptr<spdlog::logger> make_logger() {
   auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   auto log = std::make_shared<spdlog::logger>("gnnpipe", spdlog::sinks_init_list{console});
   log->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
   log->set_level(spdlog::level::info);
-  log->flush_on(spdlog::level::warn);
+  // Every line reaches its file when it is logged: a run that is killed or fails leaves a whole
+  // log.txt (runs log a few lines per epoch, so the cost of a flush per line does not show).
+  log->flush_on(spdlog::level::trace);
   return log;
 }
 
@@ -33,7 +46,14 @@ void set_log_level(const std::string& level) {
   // from_str answers `off` for unknown names; accept `off` only when asked for by name.
   GNNPIPE_CHECK_CONFIG(parsed != spdlog::level::off || level == "off",
                        "log level '{}' is not one of trace, debug, info, warn, error, off", level);
-  logger().set_level(parsed);
+  std::lock_guard lock(g_sinks_mutex);
+  for (const auto& sink : logger().sinks()) sink->set_level(is_file_sink(sink) ? file_level(parsed) : parsed);
+  logger().set_level(std::min(parsed, file_level(parsed)));
+}
+
+spdlog::level::level_enum console_log_level() {
+  std::lock_guard lock(g_sinks_mutex);
+  return logger().sinks().empty() ? logger().level() : logger().sinks().front()->level();
 }
 
 void add_log_file(const std::string& path) {
@@ -45,15 +65,28 @@ void add_log_file(const std::string& path) {
     GNNPIPE_THROW(Error, "cannot open log file '{}': {}", path, e.what());
   }
   sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] %v");
+  // The console sink's level is the level the user asked for (the logger's own may be lower).
+  const auto console = logger().sinks().empty() ? logger().level() : logger().sinks().front()->level();
+  sink->set_level(file_level(console));
+  logger().set_level(std::min(console, file_level(console)));
   logger().sinks().push_back(std::move(sink));
 }
 
 void remove_log_files() {
   std::lock_guard lock(g_sinks_mutex);
   auto& sinks = logger().sinks();
-  std::erase_if(sinks, [](const spdlog::sink_ptr& sink) {
-    return std::dynamic_pointer_cast<spdlog::sinks::basic_file_sink_mt>(sink) != nullptr;
-  });
+  std::erase_if(sinks, is_file_sink);
+  if (!sinks.empty()) logger().set_level(sinks.front()->level());
+}
+
+void log_to_files(spdlog::level::level_enum level, const std::string& text) {
+  std::lock_guard lock(g_sinks_mutex);
+  const spdlog::details::log_msg message(logger().name(), level, text);
+  for (const auto& sink : logger().sinks()) {
+    if (!is_file_sink(sink)) continue;
+    sink->log(message);
+    sink->flush();
+  }
 }
 
 }  // namespace gnnpipe::core

@@ -7,13 +7,15 @@
 
 namespace gnnpipe::graph {
 
-std::filesystem::path resolve_data_dir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("GNNPIPE_DATA_DIR"); env != nullptr && env[0] != '\0') return env;
-  return std::filesystem::current_path();
+DataDir resolve_data_dir(const std::string& flag) {
+  if (!flag.empty()) return {flag, "--data-dir"};
+  if (const char* env = std::getenv("GNNPIPE_DATA_DIR"); env != nullptr && env[0] != '\0') {
+    return {env, "$GNNPIPE_DATA_DIR"};
+  }
+  return {std::filesystem::current_path(), "the current directory"};
 }
 
-Dataset load_dataset(const DatasetOptions& options, const std::filesystem::path& data_dir) {
+Dataset load_dataset(const DatasetOptions& options, const DataDir& data_dir) {
   GNNPIPE_CHECK_CONFIG(options.path.empty() != !options.synthetic.has_value(),
                        "dataset: set exactly one of dataset.path and dataset.synthetic");
   GNNPIPE_CHECK_CONFIG(options.random_features >= 0, "dataset.random_features: must be >= 0, got {}",
@@ -22,8 +24,17 @@ Dataset load_dataset(const DatasetOptions& options, const std::filesystem::path&
   if (options.synthetic) {
     d = make_synthetic(*options.synthetic);
   } else {
-    std::filesystem::path path = options.path;
-    if (path.is_relative()) path = data_dir / path;
+    const std::filesystem::path given = options.path;
+    const std::filesystem::path path = given.is_relative() ? data_dir.path / given : given;
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) {
+      GNNPIPE_CHECK_CONFIG(given.is_relative(), "dataset.path: {} does not exist", given.string());
+      GNNPIPE_THROW(ConfigError,
+                    "dataset.path: '{}' not found in {}{} (relative paths are looked up under --data-dir, else "
+                    "$GNNPIPE_DATA_DIR, else the current directory)",
+                    given.string(), data_dir.path.string(),
+                    data_dir.origin.empty() ? std::string() : " (" + data_dir.origin + ")");
+    }
     d = io::load_dataset(path, options.format);
   }
   if (options.random_features > 0) add_random_features(d, options.random_features, options.random_features_seed);

@@ -21,6 +21,7 @@ struct DataConvertArgs {
   std::string feature_dtype = "float32";
   int64_t random_features = 0;  // > 0: add seeded random features of this width
   uint64_t seed = 0;
+  bool force = false;  // write into an existing, non-empty `out` (refused otherwise)
 };
 
 struct DataSynthArgs {
@@ -30,6 +31,7 @@ struct DataSynthArgs {
   int features = 64;
   int classes = 16;
   uint64_t seed = 0;
+  bool force = false;  // write into an existing, non-empty `out` (refused otherwise)
 };
 
 int data_info(const DataInfoArgs& args, std::ostream& out);

@@ -30,7 +30,7 @@ struct InferOptions {
   std::optional<std::size_t> memory_limit;  // replaces memory.limit
   std::optional<int> embeddings_layer;      // also write this layer's outputs (0-based)
   bool logits = false;                      // also write logits.npy
-  std::filesystem::path data_dir;           // base of relative dataset paths
+  graph::DataDir data_dir{"."};            // base of relative dataset paths
   RunDirectoryOptions out;                  // where to write (out.out empty: runs/<name>-infer-<time>)
 };
 

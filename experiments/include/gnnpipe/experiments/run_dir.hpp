@@ -39,6 +39,14 @@ struct RunDirectoryOptions {
   std::string suffix;
 };
 
+// Checks, before any work is done, that `out` can be a new output directory: it does not exist
+// and its nearest existing ancestor is a writable directory, or it is an empty writable directory
+// (any writable directory when `allow_files`, for `data ... --force`). ConfigError (exit 2) naming
+// `option` and the problem otherwise, e.g. "--out runs/x: exists and is not empty (choose a new
+// directory)". `hint` is appended to the not-empty message.
+void check_output_dir(const std::filesystem::path& out, const std::string& option, bool allow_files = false,
+                      const std::string& hint = "choose a new directory");
+
 // One metrics.csv row. `extra` has one value per RunDirectoryOptions::extra_metrics, in order.
 struct EpochMetrics {
   int epoch = 0;

@@ -36,7 +36,7 @@ void check_training_supported(const config::ExperimentConfig& config);
 // Loads the experiment's dataset and checks that it can be trained on (labels, single-label,
 // features, a train split): DataError / ConfigError otherwise. Called before the run directory
 // is created, so a bad dataset leaves nothing behind.
-graph::Dataset load_training_dataset(const config::ExperimentConfig& config, const std::filesystem::path& data_dir);
+graph::Dataset load_training_dataset(const config::ExperimentConfig& config, const graph::DataDir& data_dir);
 
 struct TrainOptions {
   bool trace = false;                              // write trace.json into the run directory
@@ -65,7 +65,11 @@ pipeline::MemoryPlan plan_experiment(const config::ExperimentConfig& config, con
 std::shared_ptr<const Checkpoint> load_resume_checkpoint(const config::ExperimentConfig& config,
                                                          const std::filesystem::path& run_dir);
 
-// Trains `config` on `dataset` (from load_training_dataset) and returns the summary it wrote.
+// Trains `config` on `dataset` (from load_training_dataset) and returns the summary it wrote, with
+// "status": "done". A run that throws (interrupted by a signal, OutOfBudget, any failure) first
+// writes summary.json with "status" "interrupted" or "failed", "error" (the one-line message),
+// "epochs" finished, "best_epoch", and the metrics of the "last" and "best" finished epochs, and
+// puts the error into log.txt; then the exception goes on.
 nlohmann::json train_experiment(const config::ExperimentConfig& config, const graph::Dataset& dataset,
                                 RunDirectory& run_dir, const TrainOptions& options = {});
 

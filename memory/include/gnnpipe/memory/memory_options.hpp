@@ -98,6 +98,8 @@ struct MemoryOptions {
   uint64_t reserve_for(bool cuda) const {
     return reserve_bytes.value_or(cuda ? std::min(kAutoReserveCuda, limit_bytes / 8) : 0);
   }
+
+  bool operator==(const MemoryOptions&) const = default;
 };
 
 }  // namespace gnnpipe::memory

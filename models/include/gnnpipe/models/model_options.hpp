@@ -18,6 +18,8 @@ struct ModelOptions {
   int heads = 8;                         // >= 1
   bool concat_heads = true;              // hidden layers concatenate heads (width hidden * heads) or average
   double attention_dropout = 0.0;        // on attention coefficients, in [0, 1)
+
+  bool operator==(const ModelOptions&) const = default;
 };
 
 // True for the models that read heads, concat_heads and attention_dropout.

@@ -36,6 +36,8 @@ struct OpOptions {
   // relative accuracy, so parity with the CPU needs it off (the default).
   bool allow_tf32 = false;
   SpmmImpl spmm = SpmmImpl::kKernel;
+
+  bool operator==(const OpOptions&) const = default;
 };
 
 class OpContext {

@@ -17,6 +17,8 @@ struct OptimizerOptions {
   double beta1 = 0.9;                          // in [0, 1)
   double beta2 = 0.999;                        // in [0, 1)
   double eps = 1e-8;                           // > 0
+
+  bool operator==(const OptimizerOptions&) const = default;
 };
 
 constexpr std::string_view to_string(OptimizerType type) {

@@ -32,6 +32,8 @@ struct SamplerOptions {
   std::filesystem::path cache_dir;  // partition cache; empty: $GNNPIPE_CACHE_DIR or ~/.cache/gnnpipe
   // Evaluation (every type): layer-wise full-neighbor inference in chunks of this many nodes.
   int eval_chunk_nodes = 8192;
+
+  bool operator==(const SamplerOptions&) const = default;
 };
 
 // The batch_size a type uses when the config gives none (PyG's examples' orders of magnitude).

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -15,8 +16,14 @@
 
 namespace gnnpipe::experiments::config {
 
-// Parses a YAML file; ConfigError "<file>: <line>:<column>: <problem>" when it cannot.
+// Parses a YAML file; ConfigError "<file>: <line>:<column>: <problem>" when it cannot, including a
+// key repeated within one mapping (check_unique_keys).
 YAML::Node load_yaml_file(const std::filesystem::path& path);
+
+// ConfigError "<line>:<column>: duplicate key 'k' in <path> (first at line L)" for the first key
+// that appears twice in one mapping anywhere in `node`: YAML readers differ on which one wins
+// (yaml-cpp: the first), so neither is taken.
+void check_unique_keys(const YAML::Node& node);
 
 // The known key closest to `key` by edit distance (at most 3 edits), or "" when none is close.
 std::string closest_key(const std::string& key, const std::vector<std::string>& known);
@@ -39,7 +46,7 @@ class ConfigMap {
   }
   template <class T>
   std::optional<T> get_optional(const std::string& key) {
-    known_.insert(key);
+    note_read(key);
     const YAML::Node value = node_[key];
     if (!value || value.IsNull()) return std::nullopt;
     GNNPIPE_CHECK_CONFIG(value.IsScalar(), "{}: expected a {} value, got a {}", key_path(key), type_name<T>(),
@@ -54,7 +61,7 @@ class ConfigMap {
   // the value is not a list, or "key[i]" for an element that is not a T.
   template <class T>
   std::optional<std::vector<T>> get_list_optional(const std::string& key) {
-    known_.insert(key);
+    note_read(key);
     const YAML::Node value = node_[key];
     if (!value || value.IsNull()) return std::nullopt;
     GNNPIPE_CHECK_CONFIG(value.IsSequence(), "{}: expected a list of {} values, got a {}", key_path(key),
@@ -79,6 +86,11 @@ class ConfigMap {
   // Throws ConfigError for the first key that was neither read nor allowed.
   void finish() const;
 
+  // The full key paths ("dataset.synthetic.nodes") that this map and every child() of it (and
+  // their children) were asked for, present or not: the keys the parser reads, which the schema
+  // that config.yaml and --set use must hold (checked by parse_experiment).
+  const std::set<std::string>& keys_read() const { return *read_; }
+
  private:
   template <class T>
   static const char* type_name() {
@@ -88,9 +100,16 @@ class ConfigMap {
     else return "string";
   }
 
+  void note_read(const std::string& key) {
+    known_.insert(key);
+    read_->insert(key_path(key));
+  }
+  ConfigMap(YAML::Node node, std::string path, std::shared_ptr<std::set<std::string>> read);
+
   YAML::Node node_;
   std::string path_;
   std::set<std::string> known_;
+  std::shared_ptr<std::set<std::string>> read_;  // shared with the children
 };
 
 }  // namespace gnnpipe::experiments::config

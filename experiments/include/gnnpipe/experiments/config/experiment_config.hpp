@@ -35,6 +35,8 @@ struct RunOptions {
   // CUDA only: run.tf32 (cuBLAS may use TF32 tensor cores; off keeps CPU parity) and run.spmm
   // (kernel | cusparse: which SpMM aggregates).
   models::OpOptions ops;
+
+  bool operator==(const RunOptions&) const = default;
 };
 
 struct ExperimentConfig {
@@ -51,20 +53,24 @@ struct ExperimentConfig {
   YAML::Node resolved;
 };
 
+// Whether every setting of `a` equals `b`'s (all fields but `resolved`).
+bool same_settings(const ExperimentConfig& a, const ExperimentConfig& b);
+
 // Reads the experiment file, applies `sets` in order (see apply_set), and parses it (see
 // parse_experiment). ConfigError "<file>: <problem>" for a bad file or value; a bad --set
 // assignment is a ConfigError naming the assignment.
 ExperimentConfig load_experiment(const std::filesystem::path& file, const std::vector<std::string>& sets);
 
 // Applies `sets` to a copy of `root` (which is not modified) and parses every section strictly:
-// unknown keys, types and value ranges, `name` required, `dataset` required, and the cross-section
+// keys repeated within a mapping (check_unique_keys), unknown keys, types and value ranges, `name` required, `dataset` required, and the cross-section
 // rule that a neighbor sampler has at most one fanout per model layer. Fills `resolved`.
 ExperimentConfig parse_experiment(const YAML::Node& root, const std::vector<std::string>& sets = {});
 
 // Applies one "key.path=value" assignment to `root` in place. The value is parsed as YAML
-// ("sampler.fanouts=[10,10]", "memory.limit=8GiB"; an empty value resets the key to its default).
-// Missing sections are created. ConfigError when there is no '=', the value is not YAML, or the key
-// path is not in the schema (naming the first unknown component and the closest known key).
+// ("sampler.fanouts=[10,10]", "memory.limit=8GiB"); blanks around the key and the value are
+// ignored. Missing sections are created. ConfigError when there is no '=', the key or the value is
+// empty (an unset shell variable must not silently mean the default), the value is not YAML, or
+// the key path is not in the schema (naming the first unknown component and the closest key).
 void apply_set(YAML::Node& root, const std::string& assignment);
 
 // The config as YAML with every default filled in: the keys of the sections' types only (e.g. no

@@ -11,8 +11,13 @@ namespace gnnpipe::core {
 // The shared logger; created on first use with level `info`.
 spdlog::logger& logger();
 
-// Sets the level from a name: trace, debug, info, warn, error, off. Throws ConfigError otherwise.
+// Sets the console's level from a name: trace, debug, info, warn, error, off. Throws ConfigError
+// otherwise. Files added by add_log_file get every line at info and above (and the console's
+// lines when it is more verbose), whatever the console's level. Every line is flushed.
 void set_log_level(const std::string& level);
+
+// The console's level (set_log_level); the logger's own level may be lower for the files.
+spdlog::level::level_enum console_log_level();
 
 // Mirrors every later log line into `path` (appending). Throws Error if the file cannot be opened.
 // Call it (and remove_log_files) before worker threads log: spdlog sink lists are not locked.
@@ -20,5 +25,9 @@ void add_log_file(const std::string& path);
 
 // Stops mirroring into files added by add_log_file.
 void remove_log_files();
+
+// Writes one line into the files only (e.g. a run's final error, which the program prints on the
+// console itself), and flushes them.
+void log_to_files(spdlog::level::level_enum level, const std::string& text);
 
 }  // namespace gnnpipe::core

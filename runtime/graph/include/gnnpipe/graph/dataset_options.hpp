@@ -21,14 +21,28 @@ struct DatasetOptions {
   FeatureDType feature_dtype = FeatureDType::kFloat32;  // storage of the features in memory
   bool normalize_rows = false;  // `normalize_features: row`: divide each feature row by its sum (GCN paper)
   std::optional<SyntheticOptions> synthetic;           // instead of path
+
+  bool operator==(const DatasetOptions&) const = default;
+};
+
+// The base of relative dataset paths and where it came from ("--data-dir", "$GNNPIPE_DATA_DIR",
+// "the current directory"; empty when a caller gave the path itself), for the error that says
+// where a dataset was looked for.
+struct DataDir {
+  DataDir(std::filesystem::path dir, std::string from = {}) : path(std::move(dir)), origin(std::move(from)) {}
+  DataDir(const char* dir) : path(dir) {}
+  std::filesystem::path path;
+  std::string origin;
 };
 
 // The data dir for relative dataset paths: `flag` (--data-dir) if not empty, else
 // $GNNPIPE_DATA_DIR if set, else the current directory.
-std::filesystem::path resolve_data_dir(const std::string& flag);
+DataDir resolve_data_dir(const std::string& flag);
 
 // Loads (or generates) the dataset, adds random features if asked, converts the feature storage,
-// and validates. ConfigError for inconsistent options, DataError for bad data.
-Dataset load_dataset(const DatasetOptions& options, const std::filesystem::path& data_dir);
+// and validates. ConfigError for inconsistent options and for a dataset.path that does not exist
+// (naming the key, the path and, for a relative one, the data dir and where it came from);
+// DataError for bad data.
+Dataset load_dataset(const DatasetOptions& options, const DataDir& data_dir);
 
 }  // namespace gnnpipe::graph

@@ -41,6 +41,8 @@ struct SyntheticOptions {
   double feature_noise = 1.0;        // std-dev of the Gaussian noise around the class centroid
   double train_fraction = 0.6;
   double val_fraction = 0.2;         // the rest is test
+
+  bool operator==(const SyntheticOptions&) const = default;
 };
 
 // Throws ConfigError naming the field ("synthetic.nodes must be > 0, got 0") on a bad option.

@@ -29,6 +29,8 @@ struct PipelineOptions {
   // against; same parameters bit for bit).
   bool resident = true;
   EvalGraph eval_graph = EvalGraph::kAuto;
+
+  bool operator==(const PipelineOptions&) const = default;
 };
 
 constexpr std::string_view to_string(PipelineMode mode) {
