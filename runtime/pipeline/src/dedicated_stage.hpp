@@ -94,7 +94,7 @@ class DedicatedStage {
         next = std::move(*it);
         queue_.erase(it);
       }
-      recorder_.record_wait(stage_, epoch_of_(next.first), recorder_.now() - wait_begin);
+      recorder_.record_wait(stage_, epoch_of_(next.first), wait_begin, recorder_.now());
       if (!failure_.failed()) {
         try {
           work_(next.first, *next.second);

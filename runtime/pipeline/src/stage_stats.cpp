@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 
 #include "gnnpipe/core/check.hpp"
 
@@ -42,9 +43,10 @@ void StageRecorder::record(Stage stage, int epoch, int64_t batch, double begin_s
   t.items += 1;
 }
 
-void StageRecorder::record_wait(Stage stage, int epoch, double seconds) {
+void StageRecorder::record_wait(Stage stage, int epoch, double begin_s, double end_s, WaitFor what) {
   std::lock_guard lock(mutex_);
-  by_epoch_[{stage, epoch}].wait_s += seconds;
+  by_epoch_[{stage, epoch}].wait_s += end_s - begin_s;
+  if (end_s > begin_s) waits_.push_back(WaitEvent{stage, what, begin_s, end_s});
 }
 
 std::map<Stage, StageTotals> StageRecorder::totals() const { return totals(-1); }
@@ -85,28 +87,86 @@ void StageRecorder::write_chrome_trace(const std::filesystem::path& path) const 
   GNNPIPE_CHECK_DATA(out.good(), "{}: writing the trace failed", path.string());
 }
 
-std::string epoch_verdict(const std::map<Stage, StageTotals>& t, double epoch_s, int sampler_threads, bool pipelined) {
-  const auto busy = [&](Stage s) { auto it = t.find(s); return it == t.end() ? 0.0 : it->second.busy_s; };
-  const double sampling = busy(Stage::kSample) + busy(Stage::kGather);
+double WindowStats::share_of(double seconds) const {
+  return std::min(100.0, percent(seconds, length_s));
+}
+
+double WindowStats::share(Stage stage) const {
+  const auto busy = busy_s.find(stage);
+  const auto n = lanes.find(stage);
+  if (busy == busy_s.end() || n == lanes.end() || n->second == 0) return 0.0;
+  return std::min(100.0, percent(busy->second, length_s * n->second));
+}
+
+double WindowStats::sampling_share() const {
+  // Sample and gather run on the same pool threads: their busy time over those threads' time.
+  const auto lanes_of = [&](Stage s) { auto it = lanes.find(s); return it == lanes.end() ? 0 : it->second; };
+  const int threads = std::max(lanes_of(Stage::kSample), lanes_of(Stage::kGather));
+  if (threads == 0) return 0.0;
+  return std::min(100.0, percent(busy_s.at(Stage::kSample) + busy_s.at(Stage::kGather), length_s * threads));
+}
+
+WindowStats StageRecorder::window(double begin_s, double end_s) const {
+  WindowStats w;
+  w.length_s = std::max(0.0, end_s - begin_s);
+  for (Stage s : kStages) w.busy_s[s] = 0.0;
+  const auto overlap = [&](double b, double e) { return std::max(0.0, std::min(e, end_s) - std::max(b, begin_s)); };
+  std::lock_guard lock(mutex_);
+  std::map<Stage, std::set<int>> lanes;
+  for (const StageEvent& e : events_) {
+    const double o = overlap(e.begin_s, e.end_s);
+    if (o <= 0) continue;
+    w.busy_s[e.stage] += o;
+    lanes[e.stage].insert(e.lane);
+    if (e.stage == Stage::kEval) w.eval_s_by_epoch[e.epoch] += o;
+  }
+  for (const auto& [stage, set] : lanes) w.lanes[stage] = static_cast<int>(set.size());
+  for (const WaitEvent& e : waits_) {
+    if (e.stage != Stage::kTrain) continue;
+    (e.what == WaitFor::kInput ? w.train_wait_input_s : w.train_wait_eval_s) += overlap(e.begin_s, e.end_s);
+  }
+  return w;
+}
+
+namespace {
+
+// "evaluation of epoch 3 ran 42% of it" for the evaluations that ran within the window.
+std::string evaluations(const WindowStats& w) {
+  std::string text;
+  for (const auto& [epoch, seconds] : w.eval_s_by_epoch) {
+    text += fmt::format("{}evaluation of epoch {} {:.0f}%", text.empty() ? "" : ", ", epoch, w.share_of(seconds));
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string epoch_verdict(const WindowStats& w, bool pipelined) {
+  const double sampling = w.sampling_share(), transfer = w.share(Stage::kTransfer), train = w.share(Stage::kTrain),
+               eval = w.share(Stage::kEval);
   if (!pipelined) {
+    const double gather = w.share(Stage::kGather), sample = w.share(Stage::kSample);
     return fmt::format("sequential: sampling {:.0f}%, transfer {:.0f}%, training {:.0f}%, evaluation {:.0f}% of the epoch",
-                       percent(sampling, epoch_s), percent(busy(Stage::kTransfer), epoch_s),
-                       percent(busy(Stage::kTrain), epoch_s), percent(busy(Stage::kEval), epoch_s));
+                       std::min(100.0, sample + gather), transfer, train, eval);
   }
-  const double waited = t.count(Stage::kTrain) != 0U ? t.at(Stage::kTrain).wait_s : 0.0;
-  const double sampler_util = percent(sampling, epoch_s * std::max(1, sampler_threads));
-  const double transfer_util = percent(busy(Stage::kTransfer), epoch_s);
-  const double train_util = percent(busy(Stage::kTrain), epoch_s);
-  if (percent(waited, epoch_s) < 10.0 || (train_util >= sampler_util && train_util >= transfer_util)) {
-    return fmt::format("bound by training: trainer {:.0f}% busy, waited {:.0f}% of the epoch for data (sampler threads {:.0f}% busy)",
-                       train_util, percent(waited, epoch_s), sampler_util);
+  const double wait_data = w.share_of(w.train_wait_input_s), wait_eval = w.share_of(w.train_wait_eval_s);
+  const std::string waits = fmt::format("trainer waited {:.0f}% of the epoch for data{}", wait_data,
+                                        wait_eval >= 0.5 ? fmt::format(", {:.0f}% for evaluation", wait_eval) : "");
+  const std::string evals = w.eval_s_by_epoch.empty() ? std::string() : "; " + evaluations(w) + " of this epoch";
+  // The largest share names the bound; evaluation also when the trainer waited on it more than
+  // on data (the next snapshot cannot be taken before the evaluation is done).
+  if ((wait_eval >= 10.0 && wait_eval >= wait_data) || (eval > train && eval >= sampling && eval >= transfer)) {
+    return fmt::format("bound by evaluation: evaluation thread {:.0f}% busy, trainer {:.0f}% busy, {}{}", eval, train,
+                       waits, evals);
   }
-  if (sampler_util >= transfer_util) {
-    return fmt::format("bound by sampling: sampler threads {:.0f}% busy, trainer waited {:.0f}% of the epoch",
-                       sampler_util, percent(waited, epoch_s));
+  if (wait_data < 10.0 || (train >= sampling && train >= transfer)) {
+    return fmt::format("bound by training: trainer {:.0f}% busy, {} (sampler threads {:.0f}% busy){}", train, waits,
+                       sampling, evals);
   }
-  return fmt::format("bound by transfer: copy {:.0f}% busy, trainer waited {:.0f}% of the epoch", transfer_util,
-                     percent(waited, epoch_s));
+  if (sampling >= transfer) {
+    return fmt::format("bound by sampling: sampler threads {:.0f}% busy, {}{}", sampling, waits, evals);
+  }
+  return fmt::format("bound by transfer: copy thread {:.0f}% busy, {}{}", transfer, waits, evals);
 }
 
 }  // namespace gnnpipe::pipeline

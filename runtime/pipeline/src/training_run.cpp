@@ -177,8 +177,11 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
       });
       stop = tracker.add(r);
     }
-    r.epoch_time_s = s.recorder.now() - start;
-    r.verdict = epoch_verdict(s.recorder.totals(epoch), r.epoch_time_s, 1, false);
+    r.window_begin_s = start;
+    r.window_end_s = s.recorder.now();
+    r.epoch_time_s = r.window_end_s - start;
+    r.eval_time_s = s.recorder.totals(epoch).at(Stage::kEval).busy_s;
+    r.verdict = epoch_verdict(s.recorder.window(start, r.window_end_s), false);
     times.push_back(r.epoch_time_s);
     epochs_run = epoch;
     on_epoch(r);
@@ -211,11 +214,12 @@ class EvalWorker {
   }
 
   // Blocks until the previous epoch is done; returns the seconds waited.
+  // Waits until the previous epoch is reported; returns when the wait began (recorder time).
   double wait_idle() {
     const double t0 = stages_.setup().recorder.now();
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [this] { return !job_.has_value(); });
-    return stages_.setup().recorder.now() - t0;
+    return t0;
   }
   // Epoch times from the device's timeline (GPU runs), by epoch; read after the thread stopped.
   const std::map<int, double>& device_times() const { return device_times_; }
@@ -249,11 +253,15 @@ class EvalWorker {
           if (stages_.setup().model.context().is_cuda()) {
             // The train thread only queues a GPU epoch's work: the device's timeline says how long it took.
             r.epoch_time_s = std::max(r.epoch_time_s, stages_.epoch_device_seconds());
-            r.verdict = epoch_verdict(stages_.setup().recorder.totals(r.epoch), r.epoch_time_s,
-                                      stages_.setup().pipeline.sampler_threads, true);
             device_times_[r.epoch] = r.epoch_time_s;
           }
-          if (r.evaluated) stages_.evaluate(r);
+          // The epoch's window is over, and the evaluations that ran in it (earlier epochs') are
+          // recorded: what ran within it names the bound.
+          r.verdict = epoch_verdict(stages_.setup().recorder.window(r.window_begin_s, r.window_end_s), true);
+          if (r.evaluated) {
+            stages_.evaluate(r);
+            r.eval_time_s = stages_.setup().recorder.totals(r.epoch).at(Stage::kEval).busy_s;
+          }
           if (tracker_.add(r)) stop_epoch_.store(r.epoch);
           on_epoch_(r);
           report_checkpoint(stages_.setup(), stages_, tracker_, r, std::move(due));
@@ -495,14 +503,16 @@ class PipelinedRun {
     // The next epoch starts now: its time includes any wait for this epoch's evaluation below.
     const double now = s_.recorder.now();
     r.epoch_time_s = now - epoch_start_;
+    r.window_begin_s = epoch_start_;
+    r.window_end_s = now;
     epoch_start_ = now;
     r.evaluated = evaluates(s_, epoch);
-    r.verdict = epoch_verdict(s_.recorder.totals(epoch), r.epoch_time_s, s_.pipeline.sampler_threads, true);
     r.memory = stages_.take_epoch_counters(epoch);
     times_.push_back(r.epoch_time_s);
     last_trained_epoch_ = epoch;
     // The evaluation twin and the loss copy are free once the previous epoch is reported.
-    s_.recorder.record_wait(Stage::kTrain, epoch + 1, eval_worker_->wait_idle());
+    const double wait_begin = eval_worker_->wait_idle();
+    s_.recorder.record_wait(Stage::kTrain, epoch + 1, wait_begin, s_.recorder.now(), WaitFor::kEvaluation);
     stages_.end_epoch_losses();
     if (epoch > stop_epoch_.load()) return;
     std::shared_ptr<CheckpointEvent> due = capture_checkpoint(s_, epoch);

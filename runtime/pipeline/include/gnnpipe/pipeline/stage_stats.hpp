@@ -45,6 +45,27 @@ struct StageTotals {
   int64_t items = 0;
 };
 
+// What a dedicated thread waited for: its input (the trainer: data), or the evaluation thread (the
+// trainer, before it may overwrite the evaluation twin with the next snapshot).
+enum class WaitFor { kInput, kEvaluation };
+
+// What happened within one stretch of wall time [begin_s, end_s), e.g. an epoch's: each event and
+// wait counted by its overlap with the window (not by the epoch it belongs to, which for a
+// pipelined run may be partly before or after it), so no share exceeds the window.
+struct WindowStats {
+  double length_s = 0;
+  std::map<Stage, double> busy_s;  // every stage present, 0 when idle
+  std::map<Stage, int> lanes;      // distinct threads that ran the stage within the window
+  double train_wait_input_s = 0;   // the trainer waited for data
+  double train_wait_eval_s = 0;    // the trainer waited for the evaluation thread
+  std::map<int, double> eval_s_by_epoch;  // evaluation busy within the window, by the epoch evaluated
+
+  // busy / (lanes x length) in percent, at most 100; `sampling` pools sample and gather.
+  double share(Stage stage) const;
+  double sampling_share() const;
+  double share_of(double seconds) const;
+};
+
 class StageRecorder {
  public:
   StageRecorder() : origin_(std::chrono::steady_clock::now()) {}
@@ -54,10 +75,14 @@ class StageRecorder {
   // name get numbered. Returns the lane id used by record() from this thread.
   int lane(std::string_view name);
   void record(Stage stage, int epoch, int64_t batch, double begin_s, double end_s);
-  void record_wait(Stage stage, int epoch, double seconds);
+  // The stage's thread waited from begin_s to end_s before an item of `epoch`.
+  void record_wait(Stage stage, int epoch, double begin_s, double end_s, WaitFor what = WaitFor::kInput);
 
+  // Totals by the epoch the items belong to (summary.json): run-wide, or of one epoch.
   std::map<Stage, StageTotals> totals() const;
   std::map<Stage, StageTotals> totals(int epoch) const;
+  // Totals by wall time: what ran within [begin_s, end_s) (the epoch lines' verdicts).
+  WindowStats window(double begin_s, double end_s) const;
   // Chrome trace event format ("X" complete events, microseconds; lanes as thread names).
   void write_chrome_trace(const std::filesystem::path& path) const;
 
@@ -65,16 +90,24 @@ class StageRecorder {
   int lane_locked(std::string_view name);
   std::chrono::steady_clock::time_point origin_;
   mutable std::mutex mutex_;
+  struct WaitEvent {
+    Stage stage;
+    WaitFor what;
+    double begin_s, end_s;
+  };
   std::vector<StageEvent> events_;                          // for the trace
+  std::vector<WaitEvent> waits_;
   std::map<std::pair<Stage, int>, StageTotals> by_epoch_;  // kept as events arrive: totals() never rescans
   std::vector<std::string> lane_names_;
   std::map<std::string, int, std::less<>> lane_counts_;
 };
 
-// One line in plain words on what bounded an epoch of `epoch_s` seconds, from its stage totals:
-// e.g. "bound by sampling: sampler threads 97% busy, trainer waited 41% of the epoch" or
-// "bound by training: trainer 92% busy, waited 3% for data". `sampler_threads` scales the sampling
-// capacity; `pipelined` false describes the sequential baseline's split of the epoch instead.
-std::string epoch_verdict(const std::map<Stage, StageTotals>& totals, double epoch_s, int sampler_threads, bool pipelined);
+// One line in plain words on what bounded the epoch whose wall-time window is `w`: the stage with
+// the largest share of its threads' time in the window (sampling, transfer, training, evaluation;
+// evaluation also when the trainer waited for it more than for data), and the trainer's waits,
+// e.g. "bound by sampling: sampler threads 97% busy, trainer waited 41% of the epoch for data".
+// Every share is of the window and at most 100%; an evaluation that ran in the window names the
+// epoch it evaluated. `pipelined` false describes the sequential baseline's split of the epoch.
+std::string epoch_verdict(const WindowStats& w, bool pipelined);
 
 }  // namespace gnnpipe::pipeline

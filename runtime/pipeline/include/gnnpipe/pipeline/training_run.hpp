@@ -109,7 +109,9 @@ struct EpochResult {
   double epoch_time_s = 0;  // training time of the epoch (pipelined: last step of e-1 to last step of e)
   bool evaluated = false;
   double train_acc = 0, val_acc = 0, test_acc = 0;  // when evaluated
-  std::string verdict;
+  double eval_time_s = 0;   // the evaluation's busy time (pipelined: it ran during later epochs)
+  double window_begin_s = 0, window_end_s = 0;  // the epoch's wall-time window (recorder time)
+  std::string verdict;    // from what ran within the window (StageRecorder::window)
   MemoryCounters memory;  // what the governor did with this epoch's batches
 };
 

@@ -1,0 +1,127 @@
+// Stage statistics by wall-time window (issue #16 item 1): an epoch's verdict counts what ran
+// within its window, whatever epoch the work belonged to, so no share exceeds 100 %, and it names
+// evaluation when evaluation is what the trainer waited for.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "gnnpipe/pipeline/stage_stats.hpp"
+
+using gnnpipe::pipeline::epoch_verdict;
+using gnnpipe::pipeline::Stage;
+using gnnpipe::pipeline::StageRecorder;
+using gnnpipe::pipeline::WaitFor;
+
+namespace {
+
+// Runs `record` on a thread of its own that names its lane `name` (lanes are per thread).
+void on_lane(StageRecorder& recorder, const char* name, const std::function<void()>& record) {
+  std::thread t([&] {
+    recorder.lane(name);
+    record();
+  });
+  t.join();
+}
+
+// Epoch 2's window is [10, 20). The trainer trains two batches and waits for data around them;
+// the evaluation of epoch 1 overlaps the window's first part and epoch 2's starts at its end; two
+// sampler threads are already sampling epoch 3; epoch 2's first batch was sampled before 10.
+void record_pipelined_epoch(StageRecorder& r) {
+  on_lane(r, "train", [&] {
+    r.record_wait(Stage::kTrain, 2, 8.0, 10.5);  // 0.5 s of it in the window
+    r.record(Stage::kTrain, 2, 0, 10.5, 14.0);
+    r.record_wait(Stage::kTrain, 2, 14.0, 15.0);
+    r.record(Stage::kTrain, 2, 1, 15.0, 19.5);
+  });
+  on_lane(r, "eval", [&] {
+    r.record(Stage::kEval, 1, -1, 9.0, 16.0);   // 6 s in the window
+    r.record(Stage::kEval, 2, -1, 19.5, 25.0);  // 0.5 s in the window
+  });
+  on_lane(r, "sampler", [&] {
+    r.record(Stage::kSample, 3, 0, 12.0, 18.0);
+    r.record(Stage::kGather, 3, 0, 18.0, 19.0);
+  });
+  on_lane(r, "sampler", [&] { r.record(Stage::kSample, 2, 1, 5.0, 11.0); });  // 1 s in the window
+  on_lane(r, "transfer", [&] { r.record(Stage::kTransfer, 2, 0, 9.9, 10.1); });
+}
+
+}  // namespace
+
+TEST_CASE("stage statistics of a window count the overlap of every event with it", "[pipeline][stats]") {
+  StageRecorder r;
+  record_pipelined_epoch(r);
+  const auto w = r.window(10.0, 20.0);
+  CHECK(w.length_s == 10.0);
+  CHECK(w.busy_s.at(Stage::kTrain) == Approx(8.0));
+  CHECK(w.busy_s.at(Stage::kEval) == Approx(6.5));
+  CHECK(w.busy_s.at(Stage::kSample) == Approx(7.0));
+  CHECK(w.busy_s.at(Stage::kGather) == Approx(1.0));
+  CHECK(w.busy_s.at(Stage::kTransfer) == Approx(0.1));
+  CHECK(w.busy_s.at(Stage::kGovern) == 0.0);
+  CHECK(w.lanes.at(Stage::kSample) == 2);
+  CHECK(w.lanes.at(Stage::kGather) == 1);
+  CHECK(w.train_wait_input_s == Approx(1.5));
+  CHECK(w.train_wait_eval_s == 0.0);
+  CHECK(w.eval_s_by_epoch.size() == 2);
+  CHECK(w.eval_s_by_epoch.at(1) == Approx(6.0));
+  CHECK(w.eval_s_by_epoch.at(2) == Approx(0.5));
+  CHECK(w.share(Stage::kTrain) == Approx(80.0));
+  CHECK(w.sampling_share() == Approx(40.0));  // 8 s of two threads' 20 s
+  CHECK(w.share(Stage::kEval) == Approx(65.0));
+  // By the epoch the items belong to, epoch 2's trainer waited 3.5 s, of which 2 s before the window.
+  CHECK(r.totals(2).at(Stage::kTrain).wait_s == Approx(3.5));
+  CHECK(r.totals(1).at(Stage::kEval).busy_s == Approx(7.0));
+  // A window outside every event is all zeros.
+  const auto empty = r.window(100.0, 110.0);
+  CHECK(empty.share(Stage::kTrain) == 0.0);
+  CHECK(empty.sampling_share() == 0.0);
+}
+
+TEST_CASE("the verdict of a pipelined epoch: shares of its window, the evaluations that overlapped it", "[pipeline][stats]") {
+  StageRecorder r;
+  record_pipelined_epoch(r);
+  CHECK(epoch_verdict(r.window(10.0, 20.0), true) ==
+        "bound by training: trainer 80% busy, trainer waited 15% of the epoch for data (sampler threads 40% busy); "
+        "evaluation of epoch 1 60%, evaluation of epoch 2 5% of this epoch");
+}
+
+TEST_CASE("a trainer that waits for the evaluation is bound by evaluation, with no share above 100%", "[pipeline][stats]") {
+  // A wide full-batch run: one short step per epoch, and the evaluation of the epoch before runs
+  // much longer; the trainer waits for it before the next snapshot. Counted by epoch tags, the
+  // wait (tagged epoch 2, 7 s) and the transfer of several epochs' batches would exceed the 3 s
+  // epoch that the old verdict divided by.
+  StageRecorder r;
+  on_lane(r, "train", [&] {
+    r.record_wait(Stage::kTrain, 2, 10.0, 17.0, WaitFor::kEvaluation);
+    r.record(Stage::kTrain, 2, 0, 17.0, 20.0);
+  });
+  on_lane(r, "eval", [&] { r.record(Stage::kEval, 1, -1, 9.0, 17.0); });
+  on_lane(r, "transfer", [&] {
+    for (int e = 0; e < 5; ++e) r.record(Stage::kTransfer, 2, e, 10.0 + e, 11.0 + e);
+  });
+  const auto w = r.window(10.0, 20.0);
+  for (Stage s : gnnpipe::pipeline::kStages) CHECK(w.share(s) <= 100.0);
+  CHECK(w.share_of(w.train_wait_eval_s) == Approx(70.0));
+  CHECK(epoch_verdict(w, true) ==
+        "bound by evaluation: evaluation thread 70% busy, trainer 30% busy, trainer waited 0% of the epoch for data, "
+        "70% for evaluation; evaluation of epoch 1 70% of this epoch");
+  // The same events over a window too short for them are capped at 100 %.
+  const auto inner = r.window(12.0, 13.0);
+  CHECK(inner.share(Stage::kTransfer) == 100.0);
+  CHECK(inner.share_of(inner.train_wait_eval_s) == 100.0);
+}
+
+TEST_CASE("the sequential verdict splits the epoch among its stages", "[pipeline][stats]") {
+  StageRecorder r;
+  on_lane(r, "sequential", [&] {
+    r.record(Stage::kSample, 1, 0, 0.0, 1.0);
+    r.record(Stage::kGather, 1, 0, 1.0, 2.0);
+    r.record(Stage::kTransfer, 1, 0, 2.0, 2.5);
+    r.record(Stage::kTrain, 1, 0, 2.5, 8.0);
+    r.record(Stage::kEval, 1, -1, 8.0, 10.0);
+  });
+  CHECK(epoch_verdict(r.window(0.0, 10.0), false) ==
+        "sequential: sampling 20%, transfer 5%, training 55%, evaluation 20% of the epoch");
+}
