@@ -80,14 +80,15 @@ nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset
   const double batches = static_cast<double>(seq["stage_detail"]["train"]["items"].get<int64_t>()) /
                          std::max(1, seq["epochs"].get<int>());
   const int hw = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  const int width = std::min(c.pipeline.sampler_threads, hw);
+  const int threads = pipe["threads"]["sampler_threads"].get<int>();  // auto resolved by the run
+  const int width = std::min(threads, hw);
   const auto seq_stages = per_epoch(seq), pipe_stages = per_epoch(pipe);
   const BenchBound bound = pipeline_bound(seq_stages, base_epoch, std::max(1.0, batches), width);
   const double speedup = pipe_epoch > 0 ? base_epoch / pipe_epoch : 0.0;
   const double efficiency = bound.speedup > 0 ? speedup / bound.speedup : 0.0;
 
   fmt::print(out, "{}: {} sampler, {} batches per epoch, {} sampler threads ({} hardware threads), {} staging slots\n",
-             c.name, samplers::to_string(c.sampler.type), batches, c.pipeline.sampler_threads, hw, c.pipeline.staging_slots);
+             c.name, samplers::to_string(c.sampler.type), batches, threads, hw, c.pipeline.staging_slots);
   fmt::print(out, "{:<22}{:>14}{:>14}\n", "seconds per epoch", "sequential", "pipelined");
   for (const char* s : kStages) fmt::print(out, "{:<22}{:>14.4f}{:>14.4f}\n", std::string("  ") + s + " (busy)", seq_stages.at(s), pipe_stages.at(s));
   fmt::print(out, "{:<22}{:>14}{:>14.4f}\n", "  trainer waited", "-",
@@ -109,7 +110,8 @@ nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset
       {"bound_bottleneck", bound.bottleneck},
       {"efficiency", efficiency},
       {"batches_per_epoch", batches},
-      {"sampler_threads", c.pipeline.sampler_threads},
+      {"sampler_threads", threads},
+      {"threads", pipe["threads"]},
       {"hardware_threads", hw},
       {"staging_slots", c.pipeline.staging_slots},
       {"stage_busy_s_per_epoch", {{"sequential", seq_stages}, {"pipelined", pipe_stages}}},

@@ -25,6 +25,8 @@
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
+#include "multi_seed.hpp"
+#include "report_command.hpp"
 #include "stop_signals.hpp"
 
 namespace gnnpipe::experiments {
@@ -66,7 +68,7 @@ void add_experiment_args(CLI::App& cmd, ExperimentArgs& args) {
   cmd.add_option("--data-dir", args.data_dir, "base for relative dataset paths (default $GNNPIPE_DATA_DIR, else cwd)");
 }
 
-const std::vector<std::string> kCommands{"run", "bench", "infer", "data", "doctor"};
+const std::vector<std::string> kCommands{"run", "bench", "infer", "report", "data", "doctor"};
 
 // The first word that is not an option (or the value of --log-level) when it is no command:
 // "unknown command 'runn' (did you mean 'run'?)", which CLI11 would report as a missing command.
@@ -142,6 +144,12 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   infer->add_option("--embeddings", infer_embeddings, "also write this layer's outputs (0-based) as embeddings_layerL.npy");
   infer->add_flag("--logits", infer_logits, "also write logits.npy [nodes x classes]");
 
+  ReportArgs report_args;
+  auto* report = app.add_subcommand("report", "one table (Markdown; --csv) over run directories, by the config keys that differ");
+  report->add_option("dirs", report_args.dirs, "run directories, multi-seed parents, or directories holding them")
+      ->required();
+  report->add_option("--csv", report_args.csv, "also write the table as CSV to this file");
+
   auto* data = app.add_subcommand("data", "inspect, convert and synthesize datasets");
   data->require_subcommand(1);
   DataInfoArgs info_args;
@@ -206,6 +214,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       RunDirectoryOptions dir_options;
       dir_options.out = run_args.out_dir;
       TrainOptions train_options;
+      GNNPIPE_CHECK_CONFIG(experiment.run.seeds.empty() || run_resume.empty(),
+                           "--resume: give one seed's run directory (<dir>/seed-N) and its config.yaml, not a "
+                           "config with run.seeds");
       if (!run_resume.empty()) {
         GNNPIPE_CHECK_CONFIG(run_args.out_dir.empty() || std::filesystem::path(run_args.out_dir) == run_resume,
                              "--out {}: a resumed run writes into its own directory ({})", run_args.out_dir, run_resume);
@@ -213,6 +224,14 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         dir_options.out = run_resume;
         dir_options.resume = true;
         dir_options.resume_after = train_options.resume->epoch;
+      }
+      // run.seeds: a run directory per seed under this one (multi_seed.hpp).
+      if (!experiment.run.seeds.empty()) {
+        const StopSignals stop_signals;
+        train_options.trace = run_trace;
+        train_options.stop_request = &stop_signals.flag();
+        train_seeds(experiment, dataset, dir_options, train_options, out);
+        return 0;
       }
       RunDirectory run_dir(experiment, dir_options);
       core::logger().info("run directory {}", run_dir.path().string());
@@ -230,6 +249,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (*bench) {
       const config::ExperimentConfig experiment = config::load_experiment(bench_args.config, bench_args.sets);
       check_training_supported(experiment);
+      GNNPIPE_CHECK_CONFIG(experiment.run.seeds.empty(), "{}: run.seeds / run.runs: gnnpipe bench trains one seed "
+                           "(run.seed); leave them out", bench_args.config);
       if (!bench_args.out_dir.empty()) check_output_dir(bench_args.out_dir, "--out");
       const graph::Dataset dataset = load_dataset_of(experiment, bench_args.config, bench_args.data_dir);
       run_bench(experiment, dataset, bench_args.out_dir, out);
@@ -254,14 +275,15 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
                  summary["output_dir"].get<std::string>() + "/summary.json");
       return 0;
     }
+    if (*report) return report_runs(report_args, out);
     if (*info) return data_info(info_args, out);
     if (*convert) return data_convert(convert_args, out);
     if (*synth) return data_synth(synth_args, out);
     if (*doctor) {
       for (const auto& text : doctor_devices) doctor_options.devices.push_back(core::Device::parse(text));
       doctor_options.copy_bytes = core::parse_bytes(doctor_bytes);
-      const DoctorReport report = run_doctor(doctor_options, out);
-      return static_cast<int>(report.ok ? ExitCode::kOk : ExitCode::kDevice);
+      const DoctorReport doctor_report = run_doctor(doctor_options, out);
+      return static_cast<int>(doctor_report.ok ? ExitCode::kOk : ExitCode::kDevice);
     }
   } catch (const std::exception& e) {
     fmt::print(err, "gnnpipe: {}\n", core::user_message(e));

@@ -26,6 +26,7 @@
 #include "gnnpipe/pipeline/inference_plan.hpp"
 #include "gnnpipe/pipeline/layerwise_inference.hpp"
 #include "device_budget.hpp"
+#include "thread_plan.hpp"
 #include "training_checkpoints.hpp"
 
 namespace gnnpipe::experiments {
@@ -150,12 +151,17 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
   RunDirectory out(c, dir_options);
   log.info("output directory {}", out.path().string());
 
+  // Inference has no train or evaluation thread beside its chunks: auto uses every usable CPU.
+  ThreadPlan threads = plan_threads(c.pipeline.sampler_threads, c.run.device.is_cuda(), core::usable_cpus());
+  if (threads.sampler_auto) threads.sampler_threads = threads.cpus.usable;
+  const AppliedThreads applied(threads);
+  log.info("{}", threads.line());
   models::Matrix<float> embeddings;
   core::Stopwatch watch;
   const models::Matrix<float> logits = pipeline::infer_layerwise(
       model, d.graph, d.features,
       {.chunk_nodes = c.sampler.eval_chunk_nodes,
-       .parallel_chunks = c.pipeline.sampler_threads,
+       .parallel_chunks = threads.sampler_threads,
        .chunks = &chunks,
        .cut = cut,
        .charge_packed = true,

@@ -27,6 +27,7 @@
 #include "gnnpipe/experiments/training_sampler.hpp"
 #include "gnnpipe/pipeline/training_run.hpp"
 #include "device_budget.hpp"
+#include "thread_plan.hpp"
 #include "training_checkpoints.hpp"
 
 namespace gnnpipe::experiments {
@@ -88,7 +89,9 @@ namespace {
 class TrainingResources {
  public:
   TrainingResources(const config::ExperimentConfig& c, const graph::Dataset& d, const TrainOptions& options)
-      : budget_(budget_for(c)),
+      : threads_(plan_threads(c.pipeline.sampler_threads, c.run.device.is_cuda(), core::usable_cpus())),
+        applied_threads_(threads_),
+        budget_(budget_for(c)),
         allocator_(c.run.device, budget_.budget),
         train_stream_(c.run.device),
         ops_(train_stream_, c.run.ops, &allocator_),
@@ -98,7 +101,7 @@ class TrainingResources {
         sampler_(make_training_sampler(c, d, model_.block_norm(), model_.num_layers())),
         optimizer_(models::make_optimizer(model_.params(), c.optimizer, ops_)),
         setup_{d,          *sampler_,       model_,          *optimizer_,
-               c.model,    pipeline_of(c, options), c.run.epochs, c.run.seed,
+               c.model,    pipeline_of(c, options, threads_), c.run.epochs, c.run.seed,
                c.run.patience, c.sampler.eval_chunk_nodes, recorder_, c.memory,
                budget_.reserve, budget_.free_at_start, budget_.clamped,
                parameter_bytes_, allocator_.stats().in_use_bytes - before_model_ - parameter_bytes_,
@@ -124,11 +127,14 @@ class TrainingResources {
   const memory::CachingAllocator& allocator() const { return allocator_; }
   const models::GnnModel<float>& model() const { return model_; }
   const Budget& budget() const { return budget_; }
+  const ThreadPlan& threads() const { return threads_; }
 
  private:
-  static pipeline::PipelineOptions pipeline_of(const config::ExperimentConfig& c, const TrainOptions& options) {
+  static pipeline::PipelineOptions pipeline_of(const config::ExperimentConfig& c, const TrainOptions& options,
+                                               const ThreadPlan& threads) {
     pipeline::PipelineOptions pipe = c.pipeline;
     if (options.mode) pipe.mode = *options.mode;
+    pipe.sampler_threads = threads.sampler_threads;  // auto resolved
     return pipe;
   }
 
@@ -147,6 +153,8 @@ class TrainingResources {
     return graph::CutWeights::kKeep;
   }
 
+  ThreadPlan threads_;
+  AppliedThreads applied_threads_;  // OpenBLAS and oneTBB thread counts for as long as the run lives
   Budget budget_;
   memory::CachingAllocator allocator_;
   core::Stream train_stream_;
@@ -316,6 +324,7 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
       }
     };
   }
+  log.info("{}", resources.threads().line());
   const pipeline::MemoryPlan plan = pipeline::plan_memory(setup);
   for (const std::string& line : plan.lines()) log.info("{}", line);
   const pipeline::PipelineOptions& pipe = setup.pipeline;
@@ -390,6 +399,7 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
       {"stage_detail", detail},
       {"trainer_wait_s", recorder.totals().at(pipeline::Stage::kTrain).wait_s},
       {"max_batches_in_flight", result.max_in_flight},
+      {"threads", resources.threads().json()},
       {"memory",
        {{"peak_host_bytes", core::peak_rss_bytes()},
         {"peak_device_bytes", resources.allocator().stats().peak_in_use_bytes},

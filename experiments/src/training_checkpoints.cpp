@@ -12,19 +12,8 @@
 namespace gnnpipe::experiments {
 namespace {
 
-void flatten(const YAML::Node& node, const std::string& prefix, std::map<std::string, std::string>& out) {
-  if (node.IsMap()) {
-    for (const auto& kv : node) flatten(kv.second, prefix.empty() ? kv.first.as<std::string>() : prefix + "." + kv.first.as<std::string>(), out);
-    return;
-  }
-  YAML::Emitter e;
-  e << YAML::Flow << node;
-  out[prefix] = e.c_str();
-}
-
 std::map<std::string, std::string> relevant(const YAML::Node& resolved) {
-  std::map<std::string, std::string> all;
-  flatten(resolved, "", all);
+  std::map<std::string, std::string> all = config::flat_keys(resolved);
   std::erase_if(all, [](const auto& kv) { return resume_may_change(kv.first); });
   return all;
 }

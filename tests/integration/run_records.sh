@@ -131,4 +131,22 @@ grep -q "\[info\]" "$tmp/out" && fail "-q still printed info lines"
 expect 2 "an unknown command" -- runn "$tmp/small.yaml"
 has "unknown command 'runn' (did you mean 'run'?)" "an unknown command"
 
+# --- Several seeds, and a report over run directories (item 3).
+expect 0 "run.seeds" -- run "$tmp/small.yaml" --set run.epochs=2 --set "run.seeds=[0, 1, 2]" --out "$tmp/seeds"
+has "over 3 seeds" "run.seeds"
+has "±" "run.seeds"
+for s in 0 1 2; do [ -f "$tmp/seeds/seed-$s/summary.json" ] || fail "run.seeds: no seed-$s/summary.json"; done
+grep -q '"test_accuracy": {' "$tmp/seeds/summary.json" || fail "run.seeds: the parent summary has no mean"
+grep -q "^  seed: 1$" "$tmp/seeds/seed-1/config.yaml" || fail "run.seeds: seed-1/config.yaml does not say seed: 1"
+grep -q "seeds:" "$tmp/seeds/seed-1/config.yaml" && fail "run.seeds: seed-1/config.yaml still lists the seeds"
+expect 0 "a seed's run replays alone" -- run "$tmp/seeds/seed-1/config.yaml" --out "$tmp/seed1again"
+[ "$(field "$tmp/seed1again/summary.json" params_checksum)" = "$(field "$tmp/seeds/seed-1/summary.json" params_checksum)" ] ||
+  fail "seed-1 replayed to another checksum"
+expect 0 "report over the seeds' runs" -- report "$tmp/seeds"/seed-0 "$tmp/seeds"/seed-1 "$tmp/seeds"/seed-2 --csv "$tmp/report.csv"
+has "| run.seed |" "report over the seeds' runs"
+[ "$(wc -l <"$tmp/report.csv")" -eq 4 ] || fail "report: the CSV has $(wc -l <"$tmp/report.csv") lines, not 4"
+expect 0 "report over the multi-seed parent and a single run" -- report "$tmp/seeds" "$tmp/set1"
+expect 2 "report on a directory without runs" -- report "$tmp/full"
+expect 2 "bench with run.seeds" -- bench "$tmp/small.yaml" --set "run.seeds=[0, 1]"
+
 [ "$fails" -eq 0 ]

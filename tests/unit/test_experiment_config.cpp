@@ -74,7 +74,12 @@ TEST_CASE("missing sections take the modules' defaults", "[config]") {
   CHECK(c.sampler.replace == false);
   CHECK(c.optimizer.lr == 0.003);
   CHECK(c.optimizer.beta2 == 0.999);
-  CHECK(c.pipeline.sampler_threads == 8);
+  CHECK(c.pipeline.sampler_threads == 0);  // auto
+  CHECK(yaml_text(c.resolved).find("sampler_threads: auto") != std::string::npos);
+  CHECK(parse(kMinimal, {"pipeline.sampler_threads=auto"}).pipeline.sampler_threads == 0);
+  CHECK(parse(kMinimal, {"pipeline.sampler_threads=3"}).pipeline.sampler_threads == 3);
+  CHECK_THROWS_WITH(parse(kMinimal, {"pipeline.sampler_threads=many"}),
+                    Catch::Contains("pipeline.sampler_threads: 'many' is not a valid integer"));
   CHECK(c.memory.limit_bytes == defaults.memory.limit_bytes);
   CHECK(c.run.epochs == 10);
   CHECK(c.run.patience == 0);

@@ -123,7 +123,11 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
 
   YAML::Node pipeline(YAML::NodeType::Map);
   pipeline["mode"] = std::string(to_string(c.pipeline.mode));
-  pipeline["sampler_threads"] = c.pipeline.sampler_threads;
+  if (c.pipeline.sampler_threads > 0) {
+    pipeline["sampler_threads"] = c.pipeline.sampler_threads;
+  } else {
+    pipeline["sampler_threads"] = "auto";
+  }
   pipeline["staging_slots"] = c.pipeline.staging_slots;
   pipeline["eval_every"] = c.pipeline.eval_every;
   pipeline["resident"] = c.pipeline.resident ? "auto" : "off";
@@ -148,6 +152,13 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   run["device"] = c.run.device.str();
   run["epochs"] = c.run.epochs;
   run["seed"] = c.run.seed;
+  if (!c.run.seeds.empty() || every_key) {
+    YAML::Node seeds(YAML::NodeType::Sequence);
+    for (const uint64_t s : c.run.seeds) seeds.push_back(s);
+    seeds.SetStyle(YAML::EmitterStyle::Flow);
+    run["seeds"] = seeds;
+  }
+  if (every_key) run["runs"] = 1;  // read as seeds: seed, seed+1, ... (never written)
   run["patience"] = c.run.patience;
   run["checkpoint_every"] = c.run.checkpoint_every;
   run["keep_last"] = c.run.keep_last;
@@ -289,6 +300,26 @@ ExperimentConfig load_experiment(const std::filesystem::path& file, const std::v
 }
 
 YAML::Node to_yaml(const ExperimentConfig& config) { return emit(config, /*every_key=*/false); }
+
+namespace {
+void flatten(const YAML::Node& node, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      flatten(kv.second, prefix.empty() ? kv.first.as<std::string>() : prefix + "." + kv.first.as<std::string>(), out);
+    }
+    return;
+  }
+  YAML::Emitter e;
+  e << YAML::Flow << node;
+  out[prefix] = e.c_str();
+}
+}  // namespace
+
+std::map<std::string, std::string> flat_keys(const YAML::Node& node) {
+  std::map<std::string, std::string> out;
+  flatten(node, "", out);
+  return out;
+}
 
 std::string yaml_text(const YAML::Node& node) {
   YAML::Emitter out;

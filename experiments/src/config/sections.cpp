@@ -1,5 +1,6 @@
 #include "gnnpipe/experiments/config/sections.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "gnnpipe/core/units.hpp"
@@ -170,8 +171,13 @@ samplers::SamplerOptions parse_sampler_section(ConfigMap s) {
 pipeline::PipelineOptions parse_pipeline_section(ConfigMap s) {
   pipeline::PipelineOptions o;
   o.mode = parse_pipeline_mode(s.get("mode", std::string(to_string(o.mode))), s.key_path("mode"));
-  o.sampler_threads = s.get("sampler_threads", o.sampler_threads);
-  check_at_least(s, "sampler_threads", o.sampler_threads, 1);
+  // auto (0): chosen at the start of a run from the CPUs the process may use (thread_plan).
+  if (s.get<std::string>("sampler_threads", "auto") == "auto") {
+    o.sampler_threads = 0;
+  } else {
+    o.sampler_threads = s.get("sampler_threads", 1);
+    check_at_least(s, "sampler_threads", o.sampler_threads, 1);
+  }
   o.staging_slots = s.get("staging_slots", o.staging_slots);
   check_at_least(s, "staging_slots", o.staging_slots, 1);
   o.eval_every = s.get("eval_every", o.eval_every);
@@ -252,6 +258,21 @@ RunOptions parse_run_section(ConfigMap s) {
   o.epochs = s.get("epochs", o.epochs);
   check_at_least(s, "epochs", o.epochs, 1);
   o.seed = s.get("seed", o.seed);
+  if (auto seeds = s.get_list_optional<uint64_t>("seeds")) {
+    GNNPIPE_CHECK_CONFIG(!seeds->empty(), "{}: must not be empty", s.key_path("seeds"));
+    GNNPIPE_CHECK_CONFIG(!s.has("runs"), "{}: set run.seeds or run.runs, not both", s.key_path("runs"));
+    std::vector<uint64_t> sorted = *seeds;
+    std::sort(sorted.begin(), sorted.end());
+    GNNPIPE_CHECK_CONFIG(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(), "{}: a seed appears twice",
+                         s.key_path("seeds"));
+    o.seeds = std::move(*seeds);
+  }
+  if (auto runs = s.get_optional<int>("runs")) {
+    GNNPIPE_CHECK_CONFIG(*runs >= 1 && *runs <= 1000, "{}: must be in [1, 1000], got {}", s.key_path("runs"), *runs);
+    if (*runs > 1) {
+      for (int i = 0; i < *runs; ++i) o.seeds.push_back(o.seed + static_cast<uint64_t>(i));
+    }
+  }
   o.patience = s.get("patience", o.patience);
   check_at_least(s, "patience", o.patience, 0);
   o.checkpoint_every = s.get("checkpoint_every", o.checkpoint_every);

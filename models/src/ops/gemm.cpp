@@ -23,6 +23,13 @@ int blas_int(int64_t v, const char* what) {
 
 }  // namespace
 
+void set_gemm_threads(int n) {
+  GNNPIPE_CHECK(n >= 1, "gemm threads must be >= 1, got {}", n);
+  openblas_set_num_threads(n);
+}
+
+int gemm_threads() { return openblas_get_num_threads(); }
+
 template <class T>
 void gemm(bool trans_a, bool trans_b, std::type_identity_t<T> alpha, ConstView<T> a, ConstView<T> b,
           std::type_identity_t<T> beta, MatrixView<T> c) {

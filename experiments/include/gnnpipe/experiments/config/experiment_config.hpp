@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct RunOptions {
   core::Device device = core::Device::cpu();
   int epochs = 10;     // >= 1
   uint64_t seed = 0;   // the only source of randomness of a run (with epoch and batch ids)
+  // run.seeds: [0, 1, 2] (or run.runs: N, meaning seed, seed+1, ...): one run directory per seed
+  // and a summary over them. Empty: one run with `seed`.
+  std::vector<uint64_t> seeds;
   int patience = 0;    // stop after this many epochs without a better validation accuracy; 0 = off
   // Checkpoints (issue #15): checkpoints/last at every evaluated epoch that is a multiple of
   // checkpoint_every (and the last), checkpoints/best at every new best evaluation; 0 = none.
@@ -76,6 +80,9 @@ void apply_set(YAML::Node& root, const std::string& assignment);
 // The config as YAML with every default filled in: the keys of the sections' types only (e.g. no
 // `heads` for a sage model, no `momentum` for adam), so that parse_experiment(to_yaml(c)) == c.
 YAML::Node to_yaml(const ExperimentConfig& config);
+
+// Every leaf of `node` by its dotted key path ("model.hidden" -> "256"), values in YAML flow text.
+std::map<std::string, std::string> flat_keys(const YAML::Node& node);
 
 // `node` as YAML text (block style, lists of numbers in flow style), ending in a newline.
 std::string yaml_text(const YAML::Node& node);

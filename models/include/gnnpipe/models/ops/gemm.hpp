@@ -12,4 +12,8 @@ template <class T>
 void gemm(bool trans_a, bool trans_b, std::type_identity_t<T> alpha, ConstView<T> a, ConstView<T> b,
           std::type_identity_t<T> beta, MatrixView<T> c);
 
+// OpenBLAS's thread count for every later gemm (process-wide; n >= 1), and the count in use.
+void set_gemm_threads(int n);
+int gemm_threads();
+
 }  // namespace gnnpipe::models::cpu

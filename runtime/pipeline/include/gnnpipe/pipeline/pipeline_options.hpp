@@ -19,7 +19,9 @@ enum class EvalGraph { kAuto, kResident, kLayerwise };
 
 struct PipelineOptions {
   PipelineMode mode = PipelineMode::kPipelined;
-  int sampler_threads = 8;  // sample+gather threads, >= 1
+  // sample+gather threads, >= 1 for a run; 0 in a config means auto (pipeline.sampler_threads:
+  // auto, the default), which the experiment layer resolves from the usable CPUs before a run.
+  int sampler_threads = 0;
   int staging_slots = 4;    // pinned staging slots = batches in flight, >= 1
   int eval_every = 1;       // evaluate every N epochs, >= 1
   // pipeline.resident (auto | off). auto: a sampler's fixed batch (Sampler::fixed_batch) that fits

@@ -1,0 +1,90 @@
+#include "multi_seed.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "gnnpipe/core/error.hpp"
+#include "gnnpipe/core/log.hpp"
+
+namespace gnnpipe::experiments {
+
+nlohmann::json mean_std(const std::vector<double>& values) {
+  const auto n = static_cast<double>(values.size());
+  const double mean = values.empty() ? 0.0 : std::accumulate(values.begin(), values.end(), 0.0) / n;
+  double squares = 0;
+  for (const double v : values) squares += (v - mean) * (v - mean);
+  const double std = values.size() > 1 ? std::sqrt(squares / (n - 1)) : 0.0;
+  return {{"mean", mean}, {"std", std}, {"n", values.size()}};
+}
+
+namespace {
+
+nlohmann::json seeds_summary(const config::ExperimentConfig& c, const nlohmann::json& runs, const std::string& status) {
+  std::vector<double> val, test, epoch_time;
+  for (const auto& r : runs) {
+    val.push_back(r["val_accuracy"].get<double>());
+    test.push_back(r["test_accuracy"].get<double>());
+    epoch_time.push_back(r["epoch_time_s"].get<double>());
+  }
+  return {{"name", c.name},
+          {"status", status},
+          {"seeds", c.run.seeds},
+          {"runs", runs},
+          {"val_accuracy", mean_std(val)},
+          {"test_accuracy", mean_std(test)},
+          {"epoch_time_s", mean_std(epoch_time)},
+          {"metric_note", "per run: the best validation accuracy and the test accuracy at that epoch"}};
+}
+
+}  // namespace
+
+nlohmann::json train_seeds(const config::ExperimentConfig& c, const graph::Dataset& d,
+                           const RunDirectoryOptions& parent_options, const TrainOptions& options, std::ostream& out) {
+  RunDirectoryOptions parent_dir_options = parent_options;
+  parent_dir_options.metrics = false;
+  RunDirectory parent(c, parent_dir_options);
+  core::logger().info("{} seeds: {}; runs under {}", c.run.seeds.size(), fmt::join(c.run.seeds, ", "),
+                      parent.path().string());
+  nlohmann::json runs = nlohmann::json::array();
+  for (const uint64_t seed : c.run.seeds) {
+    config::ExperimentConfig one = c;
+    one.run.seed = seed;
+    one.run.seeds.clear();
+    one.resolved = config::to_yaml(one);
+    RunDirectoryOptions options_one;
+    options_one.out = parent.path() / fmt::format("seed-{}", seed);
+    options_one.mirror_log = false;  // the parent's log.txt has every run
+    core::logger().info("seed {}: run directory {}", seed, options_one.out.string());
+    try {
+      RunDirectory dir(one, options_one);
+      const nlohmann::json s = train_experiment(one, d, dir, options);
+      runs.push_back({{"seed", seed},
+                      {"dir", options_one.out.filename().string()},
+                      {"val_accuracy", s["val_accuracy"]},
+                      {"test_accuracy", s["test_accuracy"]},
+                      {"best_epoch", s["best_epoch"]},
+                      {"epoch_time_s", s["epoch_time_s"]},
+                      {"params_checksum", s["params_checksum"]}});
+    } catch (const std::exception& e) {
+      nlohmann::json summary = seeds_summary(c, runs, dynamic_cast<const core::Interrupted*>(&e) ? "interrupted" : "failed");
+      summary["error"] = fmt::format("seed {}: {}", seed, core::user_message(e));
+      parent.write_summary(summary);
+      throw;
+    }
+  }
+  const nlohmann::json summary = seeds_summary(c, runs, "done");
+  parent.write_summary(summary);
+  const auto& test = summary["test_accuracy"];
+  const auto& val = summary["val_accuracy"];
+  fmt::print(out, "{}: test accuracy {:.4f} ± {:.4f}, val {:.4f} ± {:.4f} over {} seeds (mean ± std of each run's best "
+                  "validation epoch); summary in {}\n",
+             c.name, test["mean"].get<double>(), test["std"].get<double>(), val["mean"].get<double>(),
+             val["std"].get<double>(), runs.size(), (parent.path() / "summary.json").string());
+  return summary;
+}
+
+}  // namespace gnnpipe::experiments

@@ -1,0 +1,51 @@
+#include "thread_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "gnnpipe/models/ops/gemm.hpp"
+
+namespace gnnpipe::experiments {
+
+ThreadPlan plan_threads(int configured, bool cuda, const core::UsableCpus& cpus) {
+  ThreadPlan plan;
+  plan.cpus = cpus;
+  const int usable = std::max(1, cpus.usable);
+  plan.sampler_auto = configured <= 0;
+  plan.sampler_threads = plan.sampler_auto ? std::max(1, cuda ? usable - 2 : usable / 4) : configured;
+  // OPENBLAS_NUM_THREADS, when set, is the user's (or a sanitizer run's) choice and stays.
+  const char* env = std::getenv("OPENBLAS_NUM_THREADS");
+  plan.blas_from_env = env != nullptr && env[0] != '\0';
+  plan.blas_threads = plan.blas_from_env ? std::max(1, models::cpu::gemm_threads()) : usable;
+  plan.tbb_threads = usable;
+  return plan;
+}
+
+std::string ThreadPlan::line() const {
+  return fmt::format("threads: {}: {} sampler thread{} ({}), OpenBLAS {}{}, oneTBB {}", cpus.describe(), sampler_threads,
+                     sampler_threads == 1 ? "" : "s", sampler_auto ? "auto" : "pipeline.sampler_threads", blas_threads,
+                     blas_from_env ? " (OPENBLAS_NUM_THREADS)" : "",
+                     tbb_threads);
+}
+
+nlohmann::json ThreadPlan::json() const {
+  return {{"usable_cpus", cpus.usable},
+          {"affinity_cpus", cpus.affinity},
+          {"cgroup_quota_cpus", cpus.quota ? nlohmann::json(*cpus.quota) : nlohmann::json(nullptr)},
+          {"sampler_threads", sampler_threads},
+          {"sampler_threads_auto", sampler_auto},
+          {"blas_threads", blas_threads},
+          {"tbb_threads", tbb_threads}};
+}
+
+AppliedThreads::AppliedThreads(const ThreadPlan& plan)
+    : previous_blas_(models::cpu::gemm_threads()),
+      limit_(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(std::max(1, plan.tbb_threads))) {
+  if (!plan.blas_from_env) models::cpu::set_gemm_threads(plan.blas_threads);
+}
+
+AppliedThreads::~AppliedThreads() { models::cpu::set_gemm_threads(std::max(1, previous_blas_)); }
+
+}  // namespace gnnpipe::experiments
