@@ -11,6 +11,7 @@
 #include "gnnpipe/core/log.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
+#include "multi_seed.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
@@ -23,6 +24,21 @@ std::map<std::string, double> per_epoch(const nlohmann::json& summary) {
   std::map<std::string, double> out;
   for (const char* s : kStages) out[s] = summary["stage_busy_s"].value(s, 0.0) / epochs;
   return out;
+}
+
+// Epoch-time statistics of a run without its first `warmup` epochs (caches, allocator growth,
+// page faults): median, mean +- unbiased std; the warm-up epochs reported apart.
+nlohmann::json epoch_stats(const nlohmann::json& summary, int warmup) {
+  const std::vector<double> all = summary["epoch_times_s"].get<std::vector<double>>();
+  const auto skip = static_cast<std::size_t>(std::min<std::size_t>(static_cast<std::size_t>(warmup), all.size()));
+  std::vector<double> measured(all.begin() + static_cast<std::ptrdiff_t>(skip), all.end());
+  nlohmann::json stats = mean_std(measured);
+  std::vector<double> sorted = measured;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t n = sorted.size();
+  stats["median"] = n == 0 ? 0.0 : (n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2);
+  stats["warmup_s"] = std::vector<double>(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(skip));
+  return stats;
 }
 
 }  // namespace
@@ -74,9 +90,12 @@ nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset
   }
   const auto& seq = runs["sequential"];
   const auto& pipe = runs["pipelined"];
-  // Means, like the per-stage seconds per epoch they are compared with.
-  const double base_epoch = seq["epoch_time_mean_s"].get<double>();
-  const double pipe_epoch = pipe["epoch_time_mean_s"].get<double>();
+  // Epoch times without the warm-up epoch (when at least two others remain); means, like the
+  // per-stage seconds per epoch they are compared with.
+  const int warmup = seq["epochs"].get<int>() >= 3 ? 1 : 0;
+  const nlohmann::json seq_times = epoch_stats(seq, warmup), pipe_times = epoch_stats(pipe, warmup);
+  const double base_epoch = seq_times["mean"].get<double>();
+  const double pipe_epoch = pipe_times["mean"].get<double>();
   const double batches = static_cast<double>(seq["stage_detail"]["train"]["items"].get<int64_t>()) /
                          std::max(1, seq["epochs"].get<int>());
   const int hw = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
@@ -94,6 +113,10 @@ nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset
   fmt::print(out, "{:<22}{:>14}{:>14.4f}\n", "  trainer waited", "-",
              pipe["trainer_wait_s"].get<double>() / std::max(1, pipe["epochs"].get<int>()));
   fmt::print(out, "{:<22}{:>14.4f}{:>14.4f}\n", "epoch (mean)", base_epoch, pipe_epoch);
+  fmt::print(out, "{:<22}{:>14.4f}{:>14.4f}\n", "epoch (median)", seq_times["median"].get<double>(),
+             pipe_times["median"].get<double>());
+  fmt::print(out, "{:<22}{:>14.4f}{:>14.4f}   ({} epochs after {} warm-up)\n", "epoch (std)",
+             seq_times["std"].get<double>(), pipe_times["std"].get<double>(), seq_times["n"].get<int>(), warmup);
   fmt::print(out, "speedup {:.2f}x; ideal bound {:.2f}x (1/N + (N-1)/N * max stage fraction, bottleneck: {}); efficiency {:.2f}\n",
              speedup, bound.speedup, bound.bottleneck, efficiency);
   const bool identical = seq["params_checksum"] == pipe["params_checksum"];
@@ -112,6 +135,9 @@ nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset
       {"batches_per_epoch", batches},
       {"sampler_threads", threads},
       {"threads", pipe["threads"]},
+      {"warmup_epochs", warmup},
+      {"epoch_s", {{"sequential", seq_times}, {"pipelined", pipe_times}}},
+      {"provenance", pipe["provenance"]},
       {"hardware_threads", hw},
       {"staging_slots", c.pipeline.staging_slots},
       {"stage_busy_s_per_epoch", {{"sequential", seq_stages}, {"pipelined", pipe_stages}}},

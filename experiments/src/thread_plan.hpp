@@ -27,8 +27,9 @@ struct ThreadPlan {
 
 // `configured` is pipeline.sampler_threads (0 = auto). Auto: on a GPU, every usable CPU but two
 // (the train and transfer threads only queue work there); on the CPU backend, where the train and
-// evaluation threads compute, a quarter of them (at least 1). OpenBLAS and oneTBB get every usable
-// CPU (OpenBLAS keeps OPENBLAS_NUM_THREADS when that is set).
+// evaluation threads compute, a quarter of them (at least 1). oneTBB gets every usable CPU;
+// OpenBLAS every one on a GPU run, and on the CPU backend what the samplers and the evaluation
+// thread leave (usable - samplers - 1, at least 1); OPENBLAS_NUM_THREADS, when set, wins.
 ThreadPlan plan_threads(int configured, bool cuda, const core::UsableCpus& cpus);
 
 // Applies a plan for as long as it lives: OpenBLAS's count (unless from the environment; restored

@@ -27,6 +27,7 @@
 #include "gnnpipe/experiments/training_sampler.hpp"
 #include "gnnpipe/pipeline/training_run.hpp"
 #include "device_budget.hpp"
+#include "provenance.hpp"
 #include "thread_plan.hpp"
 #include "training_checkpoints.hpp"
 
@@ -354,13 +355,9 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
     result = pipeline::run_training(setup, on_epoch);
   } catch (const core::Interrupted& e) {
     const int epoch = last_written.load();
-    const int in_flight = (epochs.last ? epochs.last->epoch : setup.first_epoch - 1) + 1;
-    if (epoch == 0) {
-      GNNPIPE_THROW(Interrupted, "interrupted at epoch {} ({}); no checkpoint was written yet (run.checkpoint_every)",
-                    in_flight, e.message());
-    }
-    GNNPIPE_THROW(Interrupted, "interrupted at epoch {} ({}); {} holds epoch {}: go on with gnnpipe run CONFIG --resume {}",
-                  in_flight, e.message(), (checkpoints / "last").string(), epoch, run_dir.path().string());
+    if (epoch == 0) GNNPIPE_THROW(Interrupted, "{}; no checkpoint was written yet (run.checkpoint_every)", e.message());
+    GNNPIPE_THROW(Interrupted, "{}; {} holds epoch {}: go on with gnnpipe run CONFIG --resume {}", e.message(),
+                  (checkpoints / "last").string(), epoch, run_dir.path().string());
   }
   const double run_time = run_watch.seconds();
   if (options.on_trained) options.on_trained(resources.model());
@@ -427,6 +424,8 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
         {"cache_hit_rows", result.data.cache_hit_rows},
         {"cache_miss_rows", result.data.cache_miss_rows}}},
       {"build", {{"version", build.version}, {"build_type", build.build_type}, {"cuda", build.cuda}}},
+      {"provenance", provenance(c, d, resources.threads().json())},
+      {"epoch_times_s", result.epoch_times},
   };
   run_dir.write_summary(summary);
   log.info("best epoch {}: val {:.4f}, test {:.4f}; median epoch {:.4f} s, run {:.2f} s; {}", result.best_epoch,

@@ -170,7 +170,7 @@ TEST_CASE("resume: a stop request ends the run between steps with Interrupted, a
     const nlohmann::json stopped = nlohmann::json::parse(test::read_file(part / "summary.json"));
     CHECK(stopped["status"] == "interrupted");
     CHECK_THAT(stopped["error"].get<std::string>(), Catch::Contains("interrupted at epoch 4"));
-    CHECK(stopped["last"]["epoch"].get<int>() >= 3);  // pipelined: epoch 4 may have reported before the stop
+    CHECK(stopped["last"]["epoch"].get<int>() >= 2);  // pipelined: epoch 3 may still be evaluated when 4 stops
     const auto last = experiments::read_checkpoint(part / "checkpoints" / "last");
     CHECK(last.epoch <= 3);
     CHECK(last.epoch >= 2);  // pipelined: epoch 3's evaluation may still be running when 4 stops

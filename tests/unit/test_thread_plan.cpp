@@ -57,6 +57,11 @@ TEST_CASE("sampler_threads auto: a quarter of the CPUs on the CPU backend, all b
   const auto plan = plan_threads(0, false, cpus(8, 2.5));
   CHECK(plan.sampler_auto);
   CHECK(plan.tbb_threads == 3);
+  if (!plan.blas_from_env) {
+    CHECK(plan.blas_threads == 1);  // 3 CPUs - 1 sampler - 1 evaluation thread
+    CHECK(plan_threads(0, false, cpus(16, std::nullopt)).blas_threads == 11);
+    CHECK(plan_threads(0, true, cpus(16, std::nullopt)).blas_threads == 16);
+  }
   CHECK(plan.json()["usable_cpus"] == 3);
   CHECK(plan.json()["cgroup_quota_cpus"] == 2.5);
   CHECK_THAT(plan.line(), Catch::Contains("1 sampler thread (auto)"));

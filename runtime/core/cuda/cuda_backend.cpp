@@ -62,6 +62,12 @@ bool pageable(const void* ptr) {
 }  // namespace
 
 bool compiled() { return true; }
+Versions versions() noexcept {
+  Versions v;
+  if (cudaRuntimeGetVersion(&v.runtime) != cudaSuccess) v.runtime = 0;
+  if (cudaDriverGetVersion(&v.driver) != cudaSuccess) v.driver = 0;
+  return v;
+}
 
 const CudaProbe& probe() noexcept {
   static const CudaProbe result = probe_devices();

@@ -11,6 +11,11 @@
 namespace gnnpipe::core::backend {
 
 bool compiled();
+// cudaRuntimeGetVersion / cudaDriverGetVersion (e.g. 13000); 0 when unknown or without CUDA.
+struct Versions {
+  int runtime = 0, driver = 0;
+};
+Versions versions() noexcept;
 // Asks the driver once per process how many devices there are (see cuda_probe() in device.hpp).
 const CudaProbe& probe() noexcept;
 int device_count() noexcept;

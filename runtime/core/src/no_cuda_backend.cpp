@@ -11,6 +11,7 @@ namespace {
 }  // namespace
 
 bool compiled() { return false; }
+Versions versions() noexcept { return {}; }
 const CudaProbe& probe() noexcept {
   static const CudaProbe none{};
   return none;

@@ -603,7 +603,8 @@ void Stages::train(const Item& item) {
   fault(Stage::kTrain, item);
   if (s_.stop_request != nullptr) {
     const int signal = s_.stop_request->load();
-    GNNPIPE_CHECK_AS(Interrupted, signal == 0, "stopped by signal {} before this step", signal);
+    GNNPIPE_CHECK_AS(Interrupted, signal == 0, "interrupted at epoch {}: stopped by signal {} before its batch {}",
+                     item.epoch, signal, item.spec.index);
   }
   const auto dev = static_cast<std::size_t>(item.device_slot);
   GNNPIPE_CHECK(!item.resident || (dev == 0 && device_slots_.size() == 1), "{}: a resident batch lives in device slot 0 of 1, not {} of {}",
