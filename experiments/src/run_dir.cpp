@@ -107,7 +107,10 @@ const std::vector<std::string>& RunDirectory::metric_columns() {
   static const std::vector<std::string> columns{"epoch",          "loss",          "train_acc",        "val_acc",
                                                 "test_acc",       "batches_fit",   "batches_split",    "micro_batches",
                                                 "batches_resampled", "batches_cut", "edges_cut",       "batches_retried",
-                                                "peak_device_bytes", "epoch_time_s"};
+                                                "peak_device_bytes", "epoch_time_s", "sample_s", "gather_s",
+                                                "transfer_s", "train_s", "eval_s", "train_wait_data_s",
+                                                "train_wait_eval_s", "trainer_wait_share", "eval_time_s", "seeds_per_s",
+                                                "edges_per_s", "reserved_device_bytes"};
   return columns;
 }
 
@@ -157,6 +160,14 @@ void RunDirectory::append_metrics(const EpochMetrics& row) {
   std::string line = fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}", row.epoch, row.loss, row.train_acc,
                                  row.val_acc, row.test_acc, m.fit, m.split, m.micro_batches, m.resampled, m.cut,
                                  m.edges_cut, m.retried, m.peak_bytes, row.epoch_time_s);
+  const pipeline::WindowStats& w = row.window;
+  const auto busy = [&](pipeline::Stage s) { auto it = w.busy_s.find(s); return it == w.busy_s.end() ? 0.0 : it->second; };
+  const auto per_s = [&](int64_t n) { return row.epoch_time_s > 0 ? static_cast<double>(n) / row.epoch_time_s : 0.0; };
+  line += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{}", busy(pipeline::Stage::kSample), busy(pipeline::Stage::kGather),
+                      busy(pipeline::Stage::kTransfer), busy(pipeline::Stage::kTrain), busy(pipeline::Stage::kEval),
+                      w.train_wait_input_s, w.train_wait_eval_s,
+                      w.share_of(w.train_wait_input_s + w.train_wait_eval_s) / 100.0, row.eval_time_s, per_s(m.seeds),
+                      per_s(m.edges), m.reserved_bytes);
   for (const double value : row.extra) line += fmt::format(",{}", value);
   metrics_ << line << '\n';
   metrics_.flush();

@@ -338,7 +338,8 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   const auto on_epoch = [&](const pipeline::EpochResult& r) {
     epochs.add(r);
     run_dir.append_metrics(EpochMetrics{r.epoch, r.loss, r.evaluated ? r.train_acc : NAN, r.evaluated ? r.val_acc : NAN,
-                                        r.evaluated ? r.test_acc : NAN, r.memory, r.epoch_time_s, {}});
+                                        r.evaluated ? r.test_acc : NAN, r.memory, r.epoch_time_s, {}, r.window,
+                                        r.eval_time_s});
     if (r.evaluated) {
       // The epoch's time is its training (pipelined: its evaluation overlaps the next epoch's).
       log.info("epoch {:>4} | loss {:.4f} | train {:.4f} | val {:.4f} | test {:.4f} | {:.3f} s, eval {:.3f} s{} | {} | {}",

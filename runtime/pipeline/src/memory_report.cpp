@@ -25,6 +25,9 @@ void MemoryCounters::add(const MemoryCounters& o) {
   edges_cut += o.edges_cut;
   retried += o.retried;
   peak_bytes = std::max(peak_bytes, o.peak_bytes);
+  reserved_bytes = std::max(reserved_bytes, o.reserved_bytes);
+  seeds += o.seeds;
+  edges += o.edges;
 }
 
 std::vector<std::string> MemoryPlan::lines() const {

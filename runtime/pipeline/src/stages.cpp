@@ -656,6 +656,11 @@ void Stages::train(const Item& item) {
   MemoryCounters c;
   c.retried = retried ? 1 : 0;
   c.peak_bytes = allocator_.stats().batch_peak_bytes;
+  c.reserved_bytes = allocator_.stats().in_use_bytes + allocator_.stats().cached_bytes;
+  c.seeds = static_cast<int64_t>(item.loss_rows);
+  for (const BatchLayout& layout : item.layouts) {
+    for (const BlockSections& b : layout.blocks) c.edges += static_cast<int64_t>(b.indices.bytes / sizeof(graph::NodeId));
+  }
   if (!retried && item.admission != nullptr) governor_->observe(*item.admission, allocator_.in_use_bytes_on(train_stream_));
   count(item.epoch, c);
   s_.recorder.record(Stage::kTrain, item.epoch, item.spec.index, t0, s_.recorder.now());

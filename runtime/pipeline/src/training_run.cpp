@@ -181,7 +181,8 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
     r.window_end_s = s.recorder.now();
     r.epoch_time_s = r.window_end_s - start;
     r.eval_time_s = s.recorder.totals(epoch).at(Stage::kEval).busy_s;
-    r.verdict = epoch_verdict(s.recorder.window(start, r.window_end_s), false);
+    r.window = s.recorder.window(start, r.window_end_s);
+    r.verdict = epoch_verdict(r.window, false);
     times.push_back(r.epoch_time_s);
     epochs_run = epoch;
     on_epoch(r);
@@ -257,7 +258,8 @@ class EvalWorker {
           }
           // The epoch's window is over, and the evaluations that ran in it (earlier epochs') are
           // recorded: what ran within it names the bound.
-          r.verdict = epoch_verdict(stages_.setup().recorder.window(r.window_begin_s, r.window_end_s), true);
+          r.window = stages_.setup().recorder.window(r.window_begin_s, r.window_end_s);
+          r.verdict = epoch_verdict(r.window, true);
           if (r.evaluated) {
             stages_.evaluate(r);
             r.eval_time_s = stages_.setup().recorder.totals(r.epoch).at(Stage::kEval).busy_s;

@@ -4,8 +4,12 @@
 //   log.txt       every log line while the RunDirectory lives (core::add_log_file)
 //   metrics.csv   one row per epoch: epoch,loss,train_acc,val_acc,test_acc, what the memory governor
 //                 did (batches_fit,batches_split,micro_batches,batches_resampled,batches_cut,
-//                 edges_cut,batches_retried,peak_device_bytes), epoch_time_s[,extra...]; the last two
-//                 fixed columns are the ones that may differ between the pipelined and sequential modes
+//                 edges_cut,batches_retried), then the columns that may differ between the pipelined
+//                 and sequential modes: peak_device_bytes,epoch_time_s, the epoch window's stage
+//                 busy and wait seconds (sample_s,gather_s,transfer_s,train_s,eval_s,
+//                 train_wait_data_s,train_wait_eval_s), trainer_wait_share (of the epoch),
+//                 eval_time_s (its evaluation's own), seeds_per_s, edges_per_s (trained on),
+//                 reserved_device_bytes[,extra...]
 //   summary.json  written only by an explicit write_summary() call, atomically (temp file + rename),
 //                 so a run that fails before its end leaves no summary.json that claims success.
 // Not thread-safe: one thread (the runner) owns it.
@@ -18,6 +22,7 @@
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/pipeline/memory_report.hpp"
+#include "gnnpipe/pipeline/stage_stats.hpp"
 
 namespace gnnpipe::experiments {
 
@@ -57,6 +62,9 @@ struct EpochMetrics {
   pipeline::MemoryCounters memory;
   double epoch_time_s = 0;
   std::vector<double> extra;
+  // Where the epoch's wall time went (its window), and its evaluation's own time.
+  pipeline::WindowStats window;
+  double eval_time_s = 0;
 };
 
 class RunDirectory {

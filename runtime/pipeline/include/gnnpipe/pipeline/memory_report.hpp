@@ -23,6 +23,10 @@ struct MemoryCounters {
   int64_t edges_cut = 0;      // edges those lost
   int64_t retried = 0;        // steps that still ran out of budget and were split and run again
   std::size_t peak_bytes = 0; // the allocator's peak (all streams)
+  std::size_t reserved_bytes = 0;  // the largest in use + cached (held from the driver) after a step
+  // The work the steps did (with the governor's counts, as both are gathered per step):
+  int64_t seeds = 0;  // loss rows (training seeds) trained on
+  int64_t edges = 0;  // edges of the blocks trained on (every part of a split batch)
 
   void add(const MemoryCounters& other);
 };

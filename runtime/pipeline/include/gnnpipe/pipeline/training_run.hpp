@@ -112,6 +112,7 @@ struct EpochResult {
   double eval_time_s = 0;   // the evaluation's busy time (pipelined: it ran during later epochs)
   double window_begin_s = 0, window_end_s = 0;  // the epoch's wall-time window (recorder time)
   std::string verdict;    // from what ran within the window (StageRecorder::window)
+  WindowStats window;     // what ran within it, per stage
   MemoryCounters memory;  // what the governor did with this epoch's batches
 };
 
