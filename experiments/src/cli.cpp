@@ -28,6 +28,7 @@
 #include "multi_seed.hpp"
 #include "report_command.hpp"
 #include "stop_signals.hpp"
+#include "sweep.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
@@ -214,9 +215,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       RunDirectoryOptions dir_options;
       dir_options.out = run_args.out_dir;
       TrainOptions train_options;
-      GNNPIPE_CHECK_CONFIG(experiment.run.seeds.empty() || run_resume.empty(),
-                           "--resume: give one seed's run directory (<dir>/seed-N) and its config.yaml, not a "
-                           "config with run.seeds");
+      GNNPIPE_CHECK_CONFIG((experiment.run.seeds.empty() && experiment.sweep.empty()) || run_resume.empty(),
+                           "--resume: give one run's directory (<dir>/seed-N, a sweep point) and its config.yaml, "
+                           "not a config with run.seeds or sweep");
       if (!run_resume.empty()) {
         GNNPIPE_CHECK_CONFIG(run_args.out_dir.empty() || std::filesystem::path(run_args.out_dir) == run_resume,
                              "--out {}: a resumed run writes into its own directory ({})", run_args.out_dir, run_resume);
@@ -225,12 +226,16 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         dir_options.resume = true;
         dir_options.resume_after = train_options.resume->epoch;
       }
-      // run.seeds: a run directory per seed under this one (multi_seed.hpp).
-      if (!experiment.run.seeds.empty()) {
+      // sweep: a run directory per point; run.seeds: per seed (sweep.hpp, multi_seed.hpp).
+      if (!experiment.sweep.empty() || !experiment.run.seeds.empty()) {
         const StopSignals stop_signals;
         train_options.trace = run_trace;
         train_options.stop_request = &stop_signals.flag();
-        train_seeds(experiment, dataset, dir_options, train_options, out);
+        if (!experiment.sweep.empty()) {
+          train_sweep(experiment, dataset, graph::resolve_data_dir(run_args.data_dir), dir_options, train_options, out);
+        } else {
+          train_seeds(experiment, dataset, dir_options, train_options, out);
+        }
         return 0;
       }
       RunDirectory run_dir(experiment, dir_options);
@@ -249,7 +254,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (*bench) {
       const config::ExperimentConfig experiment = config::load_experiment(bench_args.config, bench_args.sets);
       check_training_supported(experiment);
-      GNNPIPE_CHECK_CONFIG(experiment.run.seeds.empty(), "{}: run.seeds / run.runs: gnnpipe bench trains one seed "
+      GNNPIPE_CHECK_CONFIG(experiment.run.seeds.empty() && experiment.sweep.empty(),
+                           "{}: run.seeds / run.runs / sweep: gnnpipe bench trains one config with one seed "
                            "(run.seed); leave them out", bench_args.config);
       if (!bench_args.out_dir.empty()) check_output_dir(bench_args.out_dir, "--out");
       const graph::Dataset dataset = load_dataset_of(experiment, bench_args.config, bench_args.data_dir);

@@ -148,5 +148,16 @@ has "| run.seed |" "report over the seeds' runs"
 expect 0 "report over the multi-seed parent and a single run" -- report "$tmp/seeds" "$tmp/set1"
 expect 2 "report on a directory without runs" -- report "$tmp/full"
 expect 2 "bench with run.seeds" -- bench "$tmp/small.yaml" --set "run.seeds=[0, 1]"
+{ cat "$tmp/small.yaml"; echo "sweep: {model.hidden: [8, 16], optimizer.lr: [0.01]}"; } >"$tmp/sweep.yaml"
+expect 0 "a sweep" -- run "$tmp/sweep.yaml" --set run.epochs=1 --out "$tmp/sweep"
+has "| model.hidden |" "a sweep prints the table by the key that differs"
+for d in 01-hidden-8_lr-0.01 02-hidden-16_lr-0.01; do
+  [ "$(field "$tmp/sweep/$d/summary.json" status)" = done ] || fail "sweep: $d has no finished run"
+done
+grep -q "^  hidden: 16$" "$tmp/sweep/02-hidden-16_lr-0.01/config.yaml" || fail "sweep: the point's config.yaml lacks its value"
+grep -q "sweep" "$tmp/sweep/02-hidden-16_lr-0.01/config.yaml" && fail "sweep: a point's config.yaml still has the sweep"
+{ cat "$tmp/small.yaml"; echo "sweep: {model.hidden: [8, 0]}"; } >"$tmp/badsweep.yaml"
+expect 2 "a sweep with a bad point fails before any run" -- run "$tmp/badsweep.yaml" --out "$tmp/badsweep"
+[ ! -e "$tmp/badsweep" ] || fail "a bad sweep left a directory"
 
 [ "$fails" -eq 0 ]

@@ -5,6 +5,7 @@
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "multi_seed.hpp"
+#include "sweep.hpp"
 
 using gnnpipe::experiments::mean_std;
 using gnnpipe::experiments::config::parse_experiment;
@@ -36,4 +37,29 @@ TEST_CASE("run.seeds and run.runs give the seeds of a multi-seed run, and round-
   CHECK_THROWS_WITH(run_section("{seeds: [1, 1]}"), Contains("run.seeds: a seed appears twice"));
   CHECK_THROWS_WITH(run_section("{seeds: [1, 2], runs: 2}"), Contains("run.runs: set run.seeds or run.runs, not both"));
   CHECK_THROWS_WITH(run_section("{runs: 0}"), Contains("run.runs: must be in [1, 1000], got 0"));
+}
+
+TEST_CASE("a sweep block: its grid, its errors before any run, and its config round trip", "[seeds][config]") {
+  using Catch::Contains;
+  using gnnpipe::experiments::config::sweep_points;
+  const auto c = parse_experiment(YAML::Load(
+      "{name: s, dataset: {synthetic: {nodes: 100}}, sweep: {model.hidden: [8, 16], optimizer.lr: [0.1, 0.01, 0.001]}}"));
+  REQUIRE(c.sweep.size() == 2);
+  const auto points = sweep_points(c.sweep);
+  REQUIRE(points.size() == 6);
+  CHECK(points.front() == std::vector<std::string>{"model.hidden=8", "optimizer.lr=0.1"});
+  CHECK(points[1] == std::vector<std::string>{"model.hidden=8", "optimizer.lr=0.01"});
+  CHECK(points.back() == std::vector<std::string>{"model.hidden=16", "optimizer.lr=0.001"});
+  const auto again = parse_experiment(YAML::Load(gnnpipe::experiments::config::yaml_text(c.resolved)));
+  CHECK(gnnpipe::experiments::config::same_settings(again, c));
+  CHECK(gnnpipe::experiments::sweep_point_name(0, points.front()) == "01-hidden-8_lr-0.1");
+  CHECK(gnnpipe::experiments::sweep_point_name(11, {"sampler.fanouts=[5, 5]"}) == "12-fanouts-_5__5_");
+  const auto bad = [](const std::string& sweep) {
+    return parse_experiment(YAML::Load("{name: s, dataset: {synthetic: {nodes: 100}}, sweep: " + sweep + "}"));
+  };
+  CHECK_THROWS_WITH(bad("{model.hiden: [8]}"), Contains("sweep point model.hiden=8: --set 'model.hiden=8': unknown key model.hiden"));
+  CHECK_THROWS_WITH(bad("{model.hidden: [8, 0]}"), Contains("sweep point model.hidden=0: model.hidden: must be >= 1"));
+  CHECK_THROWS_WITH(bad("{model.hidden: []}"), Contains("sweep.model.hidden: expected a non-empty list"));
+  CHECK_THROWS_WITH(bad("{name: [a, b]}"), Contains("sweep.name: cannot be swept"));
+  CHECK_THROWS_WITH(bad("[1, 2]"), Contains("sweep: expected a mapping"));
 }

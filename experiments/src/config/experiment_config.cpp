@@ -1,6 +1,7 @@
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <array>
 
@@ -11,7 +12,7 @@ namespace gnnpipe::experiments::config {
 namespace {
 
 const std::vector<std::string> kSections{"name",     "dataset", "model", "sampler", "optimizer",
-                                         "pipeline", "memory",  "run"};
+                                         "pipeline", "memory",  "run",   "sweep"};
 
 std::string trim(const std::string& text) {
   const std::size_t first = text.find_first_not_of(" \t");
@@ -165,7 +166,54 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   run["tf32"] = c.run.ops.allow_tf32;
   run["spmm"] = std::string(models::to_string(c.run.ops.spmm));
   root["run"] = run;
+  if (!c.sweep.empty() || every_key) {
+    YAML::Node sweep(YAML::NodeType::Map);
+    for (const SweepAxis& axis : c.sweep) {
+      YAML::Node values(YAML::NodeType::Sequence);
+      for (const std::string& v : axis.values) values.push_back(YAML::Load(v));
+      values.SetStyle(YAML::EmitterStyle::Flow);
+      sweep[axis.key] = values;
+    }
+    root["sweep"] = sweep;
+  }
   return root;
+}
+
+std::string flow_text(const YAML::Node& node) {
+  YAML::Emitter e;
+  e << YAML::Flow << node;
+  return e.c_str();
+}
+
+const YAML::Node& schema();
+
+// sweep: {key.path: [values...]}: each key a --set path of the schema (not sweep or name), each
+// value list non-empty; every combination must parse (checked here, before any run).
+std::vector<SweepAxis> parse_sweep(const ConfigMap& section, const YAML::Node& root) {
+  std::vector<SweepAxis> axes;
+  const YAML::Node node = root["sweep"];
+  if (!node || node.IsNull()) return axes;
+  GNNPIPE_CHECK_CONFIG(node.IsMap(), "sweep: expected a mapping of key paths to lists of values");
+  for (const auto& entry : node) {
+    SweepAxis axis;
+    axis.key = entry.first.as<std::string>();
+    const std::string path = section.key_path(axis.key);
+    GNNPIPE_CHECK_CONFIG(axis.key.rfind("sweep", 0) != 0 && axis.key != "name", "{}: cannot be swept", path);
+    GNNPIPE_CHECK_CONFIG(entry.second.IsSequence() && entry.second.size() > 0,
+                         "{}: expected a non-empty list of values", path);
+    for (std::size_t i = 0; i < entry.second.size(); ++i) axis.values.push_back(flow_text(entry.second[i]));
+    axes.push_back(std::move(axis));
+  }
+  YAML::Node base = YAML::Clone(root);
+  base.remove("sweep");
+  for (const auto& point : sweep_points(axes)) {
+    try {
+      (void)parse_experiment(base, point);
+    } catch (const core::ConfigError& e) {
+      GNNPIPE_THROW(ConfigError, "sweep point {}: {}", fmt::join(point, ", "), e.message());
+    }
+  }
+  return axes;
 }
 
 const YAML::Node& schema() {
@@ -269,6 +317,7 @@ ExperimentConfig parse_experiment(const YAML::Node& root_in, const std::vector<s
   c.pipeline = parse_pipeline_section(top.child("pipeline"));
   c.memory = parse_memory_section(top.child("memory"));
   c.run = parse_run_section(top.child("run"));
+  c.sweep = parse_sweep(top.child("sweep"), root);
 
   // A neighbor sampler samples one layer per fanout, so it cannot have more fanouts than layers.
   if (c.sampler.type == samplers::SamplerType::kNeighbor) {
@@ -287,7 +336,23 @@ ExperimentConfig parse_experiment(const YAML::Node& root_in, const std::vector<s
 
 bool same_settings(const ExperimentConfig& a, const ExperimentConfig& b) {
   return a.name == b.name && a.dataset == b.dataset && a.model == b.model && a.sampler == b.sampler &&
-         a.optimizer == b.optimizer && a.pipeline == b.pipeline && a.memory == b.memory && a.run == b.run;
+         a.optimizer == b.optimizer && a.pipeline == b.pipeline && a.memory == b.memory && a.run == b.run &&
+         a.sweep == b.sweep;
+}
+
+std::vector<std::vector<std::string>> sweep_points(const std::vector<SweepAxis>& sweep) {
+  std::vector<std::vector<std::string>> points{{}};
+  for (const SweepAxis& axis : sweep) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& point : points) {
+      for (const std::string& value : axis.values) {
+        next.push_back(point);
+        next.back().push_back(axis.key + "=" + value);
+      }
+    }
+    points = std::move(next);
+  }
+  return sweep.empty() ? std::vector<std::vector<std::string>>{} : points;
 }
 
 ExperimentConfig load_experiment(const std::filesystem::path& file, const std::vector<std::string>& sets) {

@@ -43,6 +43,13 @@ struct RunOptions {
   bool operator==(const RunOptions&) const = default;
 };
 
+// One axis of a `sweep:` block: a --set key path and the values it takes (YAML flow text each).
+struct SweepAxis {
+  std::string key;
+  std::vector<std::string> values;
+  bool operator==(const SweepAxis&) const = default;
+};
+
 struct ExperimentConfig {
   std::string name;  // required; names the run directory, so a safe file-name component
   graph::DatasetOptions dataset;
@@ -52,6 +59,10 @@ struct ExperimentConfig {
   pipeline::PipelineOptions pipeline;
   memory::MemoryOptions memory;
   RunOptions run;
+  // sweep: {model.hidden: [64, 128], optimizer.lr: [0.01, 0.003]}: the grid of runs (every
+  // combination, the first key varying slowest), each the config with those keys set (sweep.hpp).
+  // Every combination is parsed with the rest of the config (errors before any run).
+  std::vector<SweepAxis> sweep;
   // The configuration as run: the file after overrides, every default filled in (= to_yaml of the
   // fields above). Written to the run directory as config.yaml; parsing it gives the same config.
   YAML::Node resolved;
@@ -59,6 +70,10 @@ struct ExperimentConfig {
 
 // Whether every setting of `a` equals `b`'s (all fields but `resolved`).
 bool same_settings(const ExperimentConfig& a, const ExperimentConfig& b);
+
+// The grid of a sweep: one list of "key=value" assignments per run, the first axis varying
+// slowest; empty for no sweep.
+std::vector<std::vector<std::string>> sweep_points(const std::vector<SweepAxis>& sweep);
 
 // Reads the experiment file, applies `sets` in order (see apply_set), and parses it (see
 // parse_experiment). ConfigError "<file>: <problem>" for a bad file or value; a bad --set
