@@ -19,6 +19,7 @@
 #include "gnnpipe/core/units.hpp"
 #include "gnnpipe/experiments/bench_command.hpp"
 #include "gnnpipe/experiments/config/config_map.hpp"
+#include "gnnpipe/experiments/config/reference.hpp"
 #include "gnnpipe/experiments/data_commands.hpp"
 #include "gnnpipe/experiments/doctor.hpp"
 #include "gnnpipe/experiments/infer_command.hpp"
@@ -69,7 +70,7 @@ void add_experiment_args(CLI::App& cmd, ExperimentArgs& args) {
   cmd.add_option("--data-dir", args.data_dir, "base for relative dataset paths (default $GNNPIPE_DATA_DIR, else cwd)");
 }
 
-const std::vector<std::string> kCommands{"run", "bench", "infer", "report", "data", "doctor"};
+const std::vector<std::string> kCommands{"run", "bench", "infer", "report", "config", "data", "doctor"};
 
 // The first word that is not an option (or the value of --log-level) when it is no command:
 // "unknown command 'runn' (did you mean 'run'?)", which CLI11 would report as a missing command.
@@ -150,6 +151,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   report->add_option("dirs", report_args.dirs, "run directories, multi-seed parents, or directories holding them")
       ->required();
   report->add_option("--csv", report_args.csv, "also write the table as CSV to this file");
+
+  bool config_reference_flag = false;
+  auto* config_cmd = app.add_subcommand("config", "about experiment configs: --reference prints every key (docs/CONFIG.md)");
+  config_cmd->add_flag("--reference", config_reference_flag, "print the Markdown reference of every config key")->required();
 
   auto* data = app.add_subcommand("data", "inspect, convert and synthesize datasets");
   data->require_subcommand(1);
@@ -282,6 +287,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return 0;
     }
     if (*report) return report_runs(report_args, out);
+    if (*config_cmd) {
+      fmt::print(out, "{}", config::config_reference());
+      return 0;
+    }
     if (*info) return data_info(info_args, out);
     if (*convert) return data_convert(convert_args, out);
     if (*synth) return data_synth(synth_args, out);

@@ -366,6 +366,8 @@ ExperimentConfig load_experiment(const std::filesystem::path& file, const std::v
 
 YAML::Node to_yaml(const ExperimentConfig& config) { return emit(config, /*every_key=*/false); }
 
+YAML::Node to_yaml_schema() { return YAML::Clone(schema()); }
+
 namespace {
 void flatten(const YAML::Node& node, const std::string& prefix, std::map<std::string, std::string>& out) {
   if (node.IsMap()) {

@@ -96,6 +96,9 @@ void apply_set(YAML::Node& root, const std::string& assignment);
 // `heads` for a sage model, no `momentum` for adam), so that parse_experiment(to_yaml(c)) == c.
 YAML::Node to_yaml(const ExperimentConfig& config);
 
+// The schema: the defaults with the keys of every type (what --set paths are checked against).
+YAML::Node to_yaml_schema();
+
 // Every leaf of `node` by its dotted key path ("model.hidden" -> "256"), values in YAML flow text.
 std::map<std::string, std::string> flat_keys(const YAML::Node& node);
 
