@@ -5,7 +5,10 @@
 #include <fmt/ostream.h>
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <ostream>
 #include <string>
@@ -246,6 +249,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       RunDirectory run_dir(experiment, dir_options);
       core::logger().info("run directory {}", run_dir.path().string());
       train_options.trace = run_trace;
+      // A progress line only where someone watches: a terminal, at info level or more verbose.
+      train_options.progress = isatty(fileno(stderr)) == 1 && core::console_log_level() <= spdlog::level::info;
       const StopSignals stop_signals;
       train_options.stop_request = &stop_signals.flag();
       const nlohmann::json summary = train_experiment(experiment, dataset, run_dir, train_options);

@@ -5,7 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <vector>
 
@@ -27,7 +30,9 @@
 #include "gnnpipe/experiments/training_sampler.hpp"
 #include "gnnpipe/pipeline/training_run.hpp"
 #include "device_budget.hpp"
+#include "progress_line.hpp"
 #include "provenance.hpp"
+#include "stall_watchdog.hpp"
 #include "thread_plan.hpp"
 #include "training_checkpoints.hpp"
 
@@ -109,7 +114,7 @@ class TrainingResources {
                cut_scores(c, d), cut_weights(c, model_.block_norm()),
                options.fault, options.step_fault,
                /*first_epoch=*/1, /*resumed=*/{}, /*checkpoint_every=*/0, /*on_checkpoint=*/{},
-               options.stop_request} {
+               options.stop_request, /*on_step=*/{}} {
     if (c.run.device.is_cuda()) {
       for (const auto& gpu : core::list_gpus()) {
         if (gpu.index == c.run.device.index()) {
@@ -226,9 +231,12 @@ pipeline::MemoryPlan plan_experiment(const config::ExperimentConfig& c, const gr
 namespace {
 
 // The epochs a run has finished, for the summary of a run that did not finish.
+// Thread-safe: epochs are reported on the evaluation thread, read by the stall watchdog's.
 struct EpochRecord {
   std::optional<pipeline::EpochResult> last, best;
+  mutable std::mutex mutex;
   void add(const pipeline::EpochResult& r) {
+    const std::lock_guard lock(mutex);
     last = r;
     if (r.evaluated && (!best || r.val_acc > best->val_acc)) best = r;
   }
@@ -249,6 +257,7 @@ nlohmann::json epoch_json(const std::optional<pipeline::EpochResult>& r) {
 // metrics of the last and of the best evaluated epoch it finished (`last`, `best`: null when none).
 nlohmann::json stopped_summary(const config::ExperimentConfig& c, const graph::Dataset& d, const std::string& status,
                                const std::string& error, const EpochRecord& epochs, double run_time) {
+  const std::lock_guard lock(epochs.mutex);
   return {{"name", c.name},
           {"status", status},
           {"error", error},
@@ -335,8 +344,28 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
            plan.staging_slots == 1 ? "" : "s", plan.device_slot_count, plan.device_slot_count == 1 ? "" : "s");
   pipeline::StageRecorder& recorder = resources.recorder();
   core::Stopwatch run_watch;
+  ProgressLine progress(c.run.epochs, options.progress);
+  if (options.progress) setup.on_step = [&](int epoch, int64_t batch, int64_t batches, int64_t seeds) {
+    progress.step(epoch, batch, batches, seeds);
+  };
+  // A stalled thread cannot be unwound: record what the run has and end the process.
+  const auto on_stall = options.on_stall ? options.on_stall : [&](const std::string& message) {
+    progress.clear();
+    core::logger().error("{}", message);
+    try {
+      run_dir.write_summary(stopped_summary(c, d, "stalled", message, epochs, run_watch.seconds()));
+    } catch (const std::exception& e) {
+      core::logger().error("could not write summary.json: {}", e.what());
+    }
+    core::logger().flush();
+    std::fprintf(stderr, "gnnpipe: %s\n", message.c_str());
+    std::fflush(stderr);
+    std::_Exit(static_cast<int>(core::ExitCode::kStalled));
+  };
+  const StallWatchdog watchdog(recorder, c.run.stall_timeout_s, on_stall);
   const auto on_epoch = [&](const pipeline::EpochResult& r) {
     epochs.add(r);
+    progress.epoch_done(r);
     run_dir.append_metrics(EpochMetrics{r.epoch, r.loss, r.evaluated ? r.train_acc : NAN, r.evaluated ? r.val_acc : NAN,
                                         r.evaluated ? r.test_acc : NAN, r.memory, r.epoch_time_s, {}, r.window,
                                         r.eval_time_s});

@@ -160,4 +160,15 @@ grep -q "sweep" "$tmp/sweep/02-hidden-16_lr-0.01/config.yaml" && fail "sweep: a 
 expect 2 "a sweep with a bad point fails before any run" -- run "$tmp/badsweep.yaml" --out "$tmp/badsweep"
 [ ! -e "$tmp/badsweep" ] || fail "a bad sweep left a directory"
 
+# --- On a terminal, a progress line redrawn in place (a pseudo-terminal from script(1)).
+if command -v script >/dev/null; then
+  script -q -e -c "'$bin' run '$tmp/small.yaml' --set run.epochs=2 --out '$tmp/tty'" "$tmp/tty.log" >/dev/null 2>&1 ||
+    fail "a run on a terminal failed"
+  grep -q "epoch 2/2 \[##########\] [0-9]*/[0-9]* batches | [0-9]* seeds/s | ETA" "$tmp/tty.log" ||
+    { fail "a run on a terminal drew no progress line"; cat -v "$tmp/tty.log" | head -20; }
+  grep -q "batches |" "$tmp/tty/log.txt" && fail "the progress line went into log.txt"
+else
+  echo "SKIP: script(1) not found: the progress line is not checked"
+fi
+
 [ "$fails" -eq 0 ]

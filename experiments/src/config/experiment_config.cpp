@@ -163,6 +163,7 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   run["patience"] = c.run.patience;
   run["checkpoint_every"] = c.run.checkpoint_every;
   run["keep_last"] = c.run.keep_last;
+  run["stall_timeout"] = number(c.run.stall_timeout_s);
   run["tf32"] = c.run.ops.allow_tf32;
   run["spmm"] = std::string(models::to_string(c.run.ops.spmm));
   root["run"] = run;

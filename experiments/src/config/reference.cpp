@@ -119,6 +119,8 @@ const std::vector<KeyDoc>& key_docs() {
       {"run.patience", "integer", kAll, "Stop after this many evaluations without a better validation accuracy; 0: never."},
       {"run.checkpoint_every", "integer", kAll, "Write checkpoints/last every N evaluated epochs; 0: no checkpoints."},
       {"run.keep_last", "integer", kAll, "K > 1 also keeps checkpoints/epoch-NNNNNN of the K newest."},
+      {"run.stall_timeout", "number (seconds)", kAll,
+       "No stage beginning or finishing an item for this long ends the run as stalled (exit code 6), naming what each thread holds; 0: off."},
       {"run.tf32", "boolean", "run.device cuda", "cuBLAS may use TF32 tensor cores (off keeps CPU parity)."},
       {"run.spmm", "string", "run.device cuda", "kernel or cusparse: which SpMM aggregates."},
       {"sweep", "mapping of key paths to lists", kAll,

@@ -277,6 +277,8 @@ RunOptions parse_run_section(ConfigMap s) {
   check_at_least(s, "patience", o.patience, 0);
   o.checkpoint_every = s.get("checkpoint_every", o.checkpoint_every);
   check_at_least(s, "checkpoint_every", o.checkpoint_every, 0);
+  o.stall_timeout_s = s.get("stall_timeout", o.stall_timeout_s);
+  check_at_least(s, "stall_timeout", o.stall_timeout_s, 0.0);
   o.keep_last = s.get("keep_last", o.keep_last);
   check_at_least(s, "keep_last", o.keep_last, 1);
   o.ops.allow_tf32 = s.get("tf32", o.ops.allow_tf32);

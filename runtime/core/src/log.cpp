@@ -79,6 +79,13 @@ void remove_log_files() {
   if (!sinks.empty()) logger().set_level(sinks.front()->level());
 }
 
+void set_console_line_reset(bool on) {
+  std::lock_guard lock(g_sinks_mutex);
+  for (const auto& sink : logger().sinks()) {
+    if (!is_file_sink(sink)) sink->set_pattern(on ? "\r\033[K[%H:%M:%S.%e] [%^%l%$] %v" : "[%H:%M:%S.%e] [%^%l%$] %v");
+  }
+}
+
 void log_to_files(spdlog::level::level_enum level, const std::string& text) {
   std::lock_guard lock(g_sinks_mutex);
   const spdlog::details::log_msg message(logger().name(), level, text);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <set>
 
@@ -11,12 +12,17 @@
 namespace gnnpipe::pipeline {
 namespace {
 
-thread_local const StageRecorder* tl_recorder = nullptr;
+// The recorder a thread's lane belongs to, by serial number: a recorder made later at the same
+// address (a test's next run) must not inherit a stale lane.
+std::atomic<uint64_t> g_next_serial{1};
+thread_local uint64_t tl_recorder = 0;
 thread_local int tl_lane = -1;
 
 double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
 
 }  // namespace
+
+StageRecorder::StageRecorder() : serial_(g_next_serial.fetch_add(1)), origin_(std::chrono::steady_clock::now()) {}
 
 int StageRecorder::lane_locked(std::string_view name) {
   const int n = lane_counts_[std::string(name)]++;
@@ -26,17 +32,46 @@ int StageRecorder::lane_locked(std::string_view name) {
 
 int StageRecorder::lane(std::string_view name) {
   std::lock_guard lock(mutex_);
-  tl_recorder = this;
+  tl_recorder = serial_;
   tl_lane = lane_locked(name);
   return tl_lane;
 }
 
-void StageRecorder::record(Stage stage, int epoch, int64_t batch, double begin_s, double end_s) {
-  std::lock_guard lock(mutex_);
-  if (tl_recorder != this || tl_lane < 0) {  // a pool thread seen for the first time
-    tl_recorder = this;
+int StageRecorder::this_lane_locked(Stage stage) {
+  if (tl_recorder != serial_ || tl_lane < 0) {  // a pool thread seen for the first time
+    tl_recorder = serial_;
     tl_lane = lane_locked(stage == Stage::kSample || stage == Stage::kGather ? "sampler" : to_string(stage));
   }
+  return tl_lane;
+}
+
+double StageRecorder::begin(Stage stage, int epoch, int64_t batch) {
+  const double t = now();
+  std::lock_guard lock(mutex_);
+  const int lane = this_lane_locked(stage);
+  in_flight_[lane] = InFlight{stage, epoch, batch, lane_names_[static_cast<std::size_t>(lane)], t};
+  last_activity_s_ = std::max(last_activity_s_, t);
+  return t;
+}
+
+std::vector<StageRecorder::InFlight> StageRecorder::in_flight() const {
+  std::lock_guard lock(mutex_);
+  std::vector<InFlight> out;
+  for (const auto& [lane, item] : in_flight_) out.push_back(item);
+  std::sort(out.begin(), out.end(), [](const InFlight& a, const InFlight& b) { return a.since_s < b.since_s; });
+  return out;
+}
+
+double StageRecorder::last_activity_s() const {
+  std::lock_guard lock(mutex_);
+  return last_activity_s_;
+}
+
+void StageRecorder::record(Stage stage, int epoch, int64_t batch, double begin_s, double end_s) {
+  std::lock_guard lock(mutex_);
+  const int lane = this_lane_locked(stage);
+  in_flight_.erase(lane);
+  last_activity_s_ = std::max(last_activity_s_, end_s);
   events_.push_back(StageEvent{stage, epoch, batch, tl_lane, begin_s, end_s});
   StageTotals& t = by_epoch_[{stage, epoch}];
   t.busy_s += end_s - begin_s;
@@ -46,6 +81,7 @@ void StageRecorder::record(Stage stage, int epoch, int64_t batch, double begin_s
 void StageRecorder::record_wait(Stage stage, int epoch, double begin_s, double end_s, WaitFor what) {
   std::lock_guard lock(mutex_);
   by_epoch_[{stage, epoch}].wait_s += end_s - begin_s;
+  last_activity_s_ = std::max(last_activity_s_, end_s);
   if (end_s > begin_s) waits_.push_back(WaitEvent{stage, what, begin_s, end_s});
 }
 

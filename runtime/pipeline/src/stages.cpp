@@ -412,7 +412,7 @@ bool Stages::adopt_resident(Item& item) const {
 
 graph::MiniBatch Stages::sample(const Item& item, samplers::ParallelSampler& sampler) {
   const core::TraceRange range("gnnpipe sample");
-  const double t0 = s_.recorder.now();
+  const double t0 = s_.recorder.begin(Stage::kSample, item.epoch, item.spec.index);
   fault(Stage::kSample, item);
   graph::MiniBatch batch = sampler.sample_one(item.spec);
   s_.recorder.record(Stage::kSample, item.epoch, item.spec.index, t0, s_.recorder.now());
@@ -421,7 +421,7 @@ graph::MiniBatch Stages::sample(const Item& item, samplers::ParallelSampler& sam
 
 void Stages::gather(Item& item, graph::MiniBatch batch) {
   const core::TraceRange range("gnnpipe gather");
-  const double t0 = s_.recorder.now();
+  const double t0 = s_.recorder.begin(Stage::kGather, item.epoch, item.spec.index);
   fault(Stage::kGather, item);
   const BatchLayout layout = BatchLayout::of(batch, packed_cols(), cache_slot_of_, s_.data.features.dtype());
   item.layouts = {layout};
@@ -470,7 +470,7 @@ void Stages::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
 
 void Stages::govern(Item& item, samplers::ParallelSampler& sampler) {
   const core::TraceRange range("gnnpipe govern");
-  const double t0 = s_.recorder.now();
+  const double t0 = s_.recorder.begin(Stage::kGovern, item.epoch, item.spec.index);
   fault(Stage::kGovern, item);
   if (item.resident) {  // admitted in epoch 1, as it is; counted as that epoch's batch again
     count(item.epoch, counters_of(*item.admission));
@@ -514,7 +514,7 @@ void Stages::keep_resident(Item& item, bool whole_eval) {
 void Stages::transfer(const Item& item) {
   if (item.resident) return;  // skipped: device slot 0 holds the batch since epoch 1
   const core::TraceRange range("gnnpipe transfer");
-  const double t0 = s_.recorder.now();
+  const double t0 = s_.recorder.begin(Stage::kTransfer, item.epoch, item.spec.index);
   fault(Stage::kTransfer, item);
   if (item.layouts.size() > 1) {
     // Micro-batches enter the device slot one at a time, from the train stream (train()); the
@@ -599,7 +599,7 @@ void Stages::end_step(std::size_t parts, double* loss) {
 
 void Stages::train(const Item& item) {
   const core::TraceRange range("gnnpipe train");
-  const double t0 = s_.recorder.now();
+  const double t0 = s_.recorder.begin(Stage::kTrain, item.epoch, item.spec.index);
   fault(Stage::kTrain, item);
   if (s_.stop_request != nullptr) {
     const int signal = s_.stop_request->load();
@@ -664,6 +664,7 @@ void Stages::train(const Item& item) {
   if (!retried && item.admission != nullptr) governor_->observe(*item.admission, allocator_.in_use_bytes_on(train_stream_));
   count(item.epoch, c);
   s_.recorder.record(Stage::kTrain, item.epoch, item.spec.index, t0, s_.recorder.now());
+  if (s_.on_step) s_.on_step(item.epoch, item.spec.index, item.batches, c.seeds);
 }
 
 const std::byte* Stages::pack_part(const graph::MiniBatch& part, const BatchLayout& layout) {
@@ -764,7 +765,7 @@ void Stages::snapshot() {
 
 void Stages::evaluate(EpochResult& r) {
   const core::TraceRange range("gnnpipe eval");
-  const double t0 = s_.recorder.now();
+  const double t0 = s_.recorder.begin(Stage::kEval, r.epoch, -1);
   if (s_.fault) s_.fault(Stage::kEval, r.epoch, -1);
   models::Matrix<float> layerwise;
   models::MatrixView<const float> logits;

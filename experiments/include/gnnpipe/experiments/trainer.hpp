@@ -52,6 +52,11 @@ struct TrainOptions {
   const std::atomic<int>* stop_request = nullptr;
   // Called once training ended, with the trained model (tests read its parameters).
   std::function<void(const models::GnnModel<float>&)> on_trained;
+  // run.stall_timeout's action (tests); by default the run records the stall in summary.json
+  // ("status": "stalled") and log.txt and the process exits with ExitCode::kStalled (6).
+  std::function<void(const std::string& message)> on_stall;
+  // Redraw a progress line on stderr after every step (gnnpipe run on a terminal at info level).
+  bool progress = false;
 };
 
 // The memory plan of `config` (DESIGN §4): budget, resident memory and what the governor will do

@@ -36,6 +36,10 @@ struct RunOptions {
   // How many checkpoints of due epochs stay: 1 keeps checkpoints/last alone; K > 1 also keeps
   // checkpoints/epoch-NNNNNN of the K most recent ones (the newest is last's epoch). >= 1.
   int keep_last = 1;
+  // Seconds with no stage beginning or finishing an item before the run is declared stalled
+  // (what each thread holds is printed and recorded, exit code 6); 0 = off. Must exceed the
+  // longest single item (an evaluation of a large graph).
+  double stall_timeout_s = 0;
   // CUDA only: run.tf32 (cuBLAS may use TF32 tensor cores; off keeps CPU parity) and run.spmm
   // (kernel | cusparse: which SpMM aggregates).
   models::OpOptions ops;

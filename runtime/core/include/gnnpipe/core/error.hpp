@@ -53,7 +53,8 @@ class Interrupted : public Error {
 };
 
 // Process exit codes (DESIGN §5, plus 5: stopped by a signal, resumable).
-enum class ExitCode : int { kOk = 0, kInternal = 1, kUsage = 2, kData = 3, kDevice = 4, kInterrupted = 5 };
+// kStalled: the stall watchdog (run.stall_timeout) ended a run in which no stage advanced.
+enum class ExitCode : int { kOk = 0, kInternal = 1, kUsage = 2, kData = 3, kDevice = 4, kInterrupted = 5, kStalled = 6 };
 
 // Maps an exception to its exit code: ConfigError 2, DataError 3, CudaError/OutOfBudget 4,
 // Interrupted 5, else 1.

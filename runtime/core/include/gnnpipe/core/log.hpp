@@ -26,6 +26,10 @@ void add_log_file(const std::string& path);
 // Stops mirroring into files added by add_log_file.
 void remove_log_files();
 
+// On: each console line starts by returning to the line's start and clearing it (a progress line
+// drawn there is overwritten, not mixed in). For terminals only.
+void set_console_line_reset(bool on);
+
 // Writes one line into the files only (e.g. a run's final error, which the program prints on the
 // console itself), and flushes them.
 void log_to_files(spdlog::level::level_enum level, const std::string& text);

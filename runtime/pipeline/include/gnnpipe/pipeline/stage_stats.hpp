@@ -68,13 +68,28 @@ struct WindowStats {
 
 class StageRecorder {
  public:
-  StageRecorder() : origin_(std::chrono::steady_clock::now()) {}
+  StageRecorder();
 
   double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin_).count(); }
   // Names the calling thread's lane ("sampler", "transfer", "train", "eval"); lanes of the same
   // name get numbered. Returns the lane id used by record() from this thread.
   int lane(std::string_view name);
   void record(Stage stage, int epoch, int64_t batch, double begin_s, double end_s);
+  // Marks the calling thread as working on (stage, epoch, batch) until its next record(); returns
+  // now(), the item's begin time. What in_flight() reports (the stall watchdog).
+  double begin(Stage stage, int epoch, int64_t batch);
+
+  struct InFlight {
+    Stage stage;
+    int epoch;
+    int64_t batch;
+    std::string lane;
+    double since_s;
+  };
+  // The items threads are working on now, oldest first.
+  std::vector<InFlight> in_flight() const;
+  // The latest begin, record or end of a wait (recorder time); 0 before any.
+  double last_activity_s() const;
   // The stage's thread waited from begin_s to end_s before an item of `epoch`.
   void record_wait(Stage stage, int epoch, double begin_s, double end_s, WaitFor what = WaitFor::kInput);
 
@@ -88,6 +103,8 @@ class StageRecorder {
 
  private:
   int lane_locked(std::string_view name);
+  int this_lane_locked(Stage stage);  // the calling thread's lane (named after `stage` when new)
+  uint64_t serial_;  // unique per recorder in the process (thread lanes are keyed by it)
   std::chrono::steady_clock::time_point origin_;
   mutable std::mutex mutex_;
   struct WaitEvent {
@@ -97,6 +114,8 @@ class StageRecorder {
   };
   std::vector<StageEvent> events_;                          // for the trace
   std::vector<WaitEvent> waits_;
+  std::map<int, InFlight> in_flight_;  // by lane
+  double last_activity_s_ = 0;
   std::map<std::pair<Stage, int>, StageTotals> by_epoch_;  // kept as events arrive: totals() never rescans
   std::vector<std::string> lane_names_;
   std::map<std::string, int, std::less<>> lane_counts_;

@@ -101,6 +101,9 @@ struct TrainingSetup {
   // set, the step in flight finishes, no other starts, the streams drain and run_training throws
   // core::Interrupted (whatever was checkpointed stays: checkpoints are written whole or not).
   const std::atomic<int>* stop_request = nullptr;
+  // Called on the train thread after every step (the progress line): epoch, the batch's position,
+  // the epoch's batch count, the seeds it trained.
+  std::function<void(int epoch, int64_t batch, int64_t batches, int64_t seeds)> on_step;
 };
 
 struct EpochResult {
