@@ -2,7 +2,8 @@
 # Issue #16 item 0: a run directory that replays and records, and a command line that says what is
 # wrong. Checks, with the built binary:
 #  - every shipped config whose data is here, replayed through its run's saved config.yaml, trains
-#    the same parameters (params_checksum); the others are checked setting by setting in the unit
+#    the same parameters (params_checksum), and no epoch line shows a share above 100 %; the others
+#    are checked setting by setting in the unit
 #    test "every shipped config comes back ... from the config.yaml it writes";
 #  - a bench's sequential/config.yaml says mode: sequential;
 #  - a failed and an interrupted run leave summary.json with their status and error, and a log.txt
@@ -44,6 +45,9 @@ for config in "$root"/configs/*.yaml; do
     { fail "$name: the run failed"; cat "$tmp/out"; continue; }
   GNNPIPE_DATA_DIR=$data "$bin" run "$tmp/$name-a/config.yaml" --out "$tmp/$name-b" >"$tmp/out" 2>&1 ||
     { fail "$name: the replay of its config.yaml failed"; cat "$tmp/out"; continue; }
+  # No share of an epoch above 100 % in any epoch line (item 1).
+  over=$(grep "\] epoch " "$tmp/$name-a/log.txt" | grep -o "[0-9]*%" | tr -d % | awk '$1 > 100' | head -1)
+  [ -z "$over" ] || fail "$name: an epoch line shows a share of $over%"
   a=$(field "$tmp/$name-a/summary.json" params_checksum)
   b=$(field "$tmp/$name-b/summary.json" params_checksum)
   if [ "$a" = "$b" ] && [ -n "$a" ]; then echo "ok: $name replays from its config.yaml ($a)"; else fail "$name: checksum $a, replayed $b"; fi
