@@ -14,13 +14,20 @@ GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_d
                       const OpContext& ctx)
     : options_(options), ctx_(ctx) {
   GNNPIPE_CHECK_CONFIG(options.layers >= 1, "model.layers: must be >= 1, got {}", options.layers);
-  // GAT's hidden layers have `heads` heads of `hidden` channels (concatenated: heads * hidden wide);
-  // its last layer has one head of out_dim channels, as PyG's GAT example.
-  const int64_t gat_width = options.concat_heads ? int64_t{options.heads} * options.hidden : options.hidden;
+  GNNPIPE_CHECK_CONFIG(options.hidden_widths.empty() ||
+                           options.hidden_widths.size() == static_cast<std::size_t>(options.layers - 1),
+                       "model.hidden: a list of {} widths for {} layers (one per hidden layer: {})",
+                       options.hidden_widths.size(), options.layers, options.layers - 1);
+  // GAT's hidden layers have `heads` heads of hidden_width(l) channels (concatenated: heads times
+  // as wide); its last layer has one head of out_dim channels, as PyG's GAT example.
+  const auto width_after = [&](int l) {  // the input width of layer l + 1
+    const int64_t w = options.hidden_width(l);
+    return options.type == ModelType::kGat && options.concat_heads ? int64_t{options.heads} * w : w;
+  };
   for (int l = 0; l < options.layers; ++l) {
     const bool last = l + 1 == options.layers;
-    const int64_t in = l == 0 ? in_dim : (options.type == ModelType::kGat ? gat_width : options.hidden);
-    const int64_t out = last ? out_dim : options.hidden;
+    const int64_t in = l == 0 ? in_dim : width_after(l - 1);
+    const int64_t out = last ? out_dim : options.hidden_width(l);
     switch (options.type) {
       case ModelType::kGcn: layers_.push_back(std::make_unique<GcnLayer<T>>(params_, in, out, l, ctx_)); break;
       case ModelType::kSage: layers_.push_back(std::make_unique<SageLayer<T>>(params_, in, out, l, ctx_)); break;

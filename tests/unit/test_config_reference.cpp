@@ -26,7 +26,7 @@ TEST_CASE("every key of the config schema is documented, and every documented ke
   CHECK(documented.size() == keys.size());
   const std::string md = config_reference();
   CHECK(md.find("(undocumented)") == std::string::npos);
-  CHECK(md.find("| `model.hidden` | integer | `256` |") != std::string::npos);
+  CHECK(md.find("| `model.hidden` | integer or list of integers | `256` |") != std::string::npos);
   CHECK(md.find("| `pipeline.sampler_threads` | integer or auto | `auto` |") != std::string::npos);
 }
 

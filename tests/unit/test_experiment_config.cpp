@@ -324,6 +324,19 @@ TEST_CASE("a key given twice in one mapping is an error naming it and both lines
   CHECK(parse("{name: a, dataset: {synthetic: {nodes: 100, seed: 1}}, run: {seed: 1}}").run.seed == 1);
 }
 
+TEST_CASE("model.hidden: one width, or one per hidden layer", "[config]") {
+  using Catch::Contains;
+  const auto c = parse(kMinimal, {"model.layers=3", "model.hidden=[256, 32]"});
+  CHECK(c.model.hidden_widths == std::vector<int>{256, 32});
+  CHECK(c.model.hidden_width(1) == 32);
+  CHECK(yaml_text(c.resolved).find("hidden: [256, 32]") != std::string::npos);
+  CHECK(same_settings(parse(yaml_text(c.resolved)), c));
+  CHECK(parse(kMinimal, {"model.hidden=64"}).model.hidden_width(0) == 64);
+  CHECK_THROWS_WITH(parse(kMinimal, {"model.layers=3", "model.hidden=[256]"}),
+                    Contains("model.hidden: a list of 1 widths, but model.layers 3 has 2 hidden layers"));
+  CHECK_THROWS_WITH(parse(kMinimal, {"model.layers=2", "model.hidden=[0]"}), Contains("model.hidden[0]: must be >= 1, got 0"));
+}
+
 TEST_CASE("every key the parser reads can be set with --set", "[config]") {
   gnnpipe::test::TempDir dir;
   const auto file = dir / "exp.yaml";

@@ -73,7 +73,11 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   YAML::Node model(YAML::NodeType::Map);
   model["type"] = std::string(to_string(c.model.type));
   model["layers"] = c.model.layers;
-  model["hidden"] = c.model.hidden;
+  if (c.model.hidden_widths.empty()) {
+    model["hidden"] = c.model.hidden;
+  } else {
+    model["hidden"] = flow_list(c.model.hidden_widths);
+  }
   model["dropout"] = number(c.model.dropout);
   model["activation"] = std::string(to_string(c.model.activation));
   if (models::has_attention(c.model.type) || every_key) {

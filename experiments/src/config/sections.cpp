@@ -69,8 +69,20 @@ models::ModelOptions parse_model_section(ConfigMap s) {
   o.type = parse_model_type(s.get("type", std::string(to_string(o.type))), s.key_path("type"));
   o.layers = s.get("layers", o.layers);
   check_at_least(s, "layers", o.layers, 1);
-  o.hidden = s.get("hidden", o.hidden);
-  check_at_least(s, "hidden", o.hidden, 1);
+  if (s.is_list("hidden")) {
+    o.hidden_widths = *s.get_list_optional<int>("hidden");
+    GNNPIPE_CHECK_CONFIG(o.hidden_widths.size() == static_cast<std::size_t>(o.layers - 1),
+                         "{}: a list of {} widths, but model.layers {} has {} hidden layer{}", s.key_path("hidden"),
+                         o.hidden_widths.size(), o.layers, o.layers - 1, o.layers == 2 ? "" : "s");
+    for (std::size_t i = 0; i < o.hidden_widths.size(); ++i) {
+      GNNPIPE_CHECK_CONFIG(o.hidden_widths[i] >= 1, "{}[{}]: must be >= 1, got {}", s.key_path("hidden"), i,
+                           o.hidden_widths[i]);
+    }
+    if (!o.hidden_widths.empty()) o.hidden = o.hidden_widths.front();
+  } else {
+    o.hidden = s.get("hidden", o.hidden);
+    check_at_least(s, "hidden", o.hidden, 1);
+  }
   o.dropout = s.get("dropout", o.dropout);
   check_fraction(s, "dropout", o.dropout);
   o.activation = parse_activation(s.get("activation", std::string(to_string(o.activation))), s.key_path("activation"));

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -182,4 +183,38 @@ TEST_CASE("a whole model's parameter gradients pass a finite-difference check, d
     INFO("worst index " << check.worst << ": numeric " << check.numeric << ", analytic " << check.analytic);
     CHECK(check.max_error < 1e-6);
   }
+}
+
+// Issue #17 item 4: model.hidden as a list gives each hidden layer its own width.
+TEST_CASE("per-layer hidden widths shape every layer's weights", "[models][layers]") {
+  // The widths every weight matrix (rows > 1) connects, in parameter order.
+  const auto widths = [](const models::GnnModel<double>& model) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (std::size_t i = 0; i < model.params().count(); ++i) {
+      const auto& p = model.params().param(i);
+      if (p.rows > 1) out.emplace_back(p.rows, p.cols);
+    }
+    return out;
+  };
+  models::ModelOptions o;
+  o.layers = 3;
+  o.hidden_widths = {16, 4};
+  o.hidden = 16;
+  o.type = models::ModelType::kGcn;
+  const auto gcn = widths(models::GnnModel<double>(o, 10, 3, 1));
+  CHECK(gcn == std::vector<std::pair<int64_t, int64_t>>{{10, 16}, {16, 4}, {4, 3}});
+  o.type = models::ModelType::kGat;
+  o.heads = 2;
+  o.concat_heads = true;
+  const auto gat = widths(models::GnnModel<double>(o, 10, 3, 1));
+  // GAT weights: in x (heads * channels); hidden layers concatenate their heads (the attention
+  // vectors, heads x channels, are in the list too).
+  const auto has = [&](int64_t rows, int64_t cols) {
+    return std::find(gat.begin(), gat.end(), std::pair<int64_t, int64_t>{rows, cols}) != gat.end();
+  };
+  CHECK(gat.front() == std::pair<int64_t, int64_t>{10, 32});
+  CHECK(has(32, 8));  // layer 1: 2 heads x 16 in, 2 heads x 4 out
+  CHECK(has(8, 3));   // the last layer: one head of the 3 classes
+  o.hidden_widths = {16};
+  CHECK_THROWS_AS(models::GnnModel<double>(o, 10, 3, 1), core::ConfigError);
 }

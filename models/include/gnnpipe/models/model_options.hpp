@@ -1,7 +1,9 @@
 #pragma once
 // The `model:` section of an experiment (DESIGN §5) as plain options with in-class defaults;
 // experiments/ fills it from YAML. Names (to_string) are the YAML spellings.
+#include <cstddef>
 #include <string_view>
+#include <vector>
 
 namespace gnnpipe::models {
 
@@ -12,6 +14,9 @@ struct ModelOptions {
   ModelType type = ModelType::kSage;
   int layers = 2;                        // message-passing layers, >= 1
   int hidden = 256;                      // hidden width, >= 1
+  // model.hidden: [256, 32]: each hidden layer's width (layers - 1 entries, each >= 1); empty: every
+  // hidden layer is `hidden` wide. (`hidden` then holds the first entry.)
+  std::vector<int> hidden_widths;
   double dropout = 0.5;                  // on layer inputs, in [0, 1)
   Activation activation = Activation::kRelu;
   // Attention models only (gat, gaan):
@@ -20,6 +25,11 @@ struct ModelOptions {
   double attention_dropout = 0.0;        // on attention coefficients, in [0, 1)
 
   bool operator==(const ModelOptions&) const = default;
+
+  // The width of hidden layer l's output (0 <= l < layers - 1; per head for attention models).
+  int hidden_width(int l) const {
+    return hidden_widths.empty() ? hidden : hidden_widths[static_cast<std::size_t>(l)];
+  }
 };
 
 // True for the models that read heads, concat_heads and attention_dropout.

@@ -36,6 +36,8 @@ class ConfigMap {
   const std::string& path() const { return path_; }
   std::string key_path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
   bool has(const std::string& key) const;
+  // Whether `key` is present and a list (a key that takes one value or a list, e.g. model.hidden).
+  bool is_list(const std::string& key) const { return has(key) && node_[key].IsSequence(); }
 
   // The value at `key` as T, or `fallback` when absent. ConfigError naming the key when the
   // value is not a T.
