@@ -11,7 +11,7 @@
 #include "gnnpipe/core/log.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
-#include "multi_seed.hpp"
+#include "run_stats.hpp"
 
 namespace gnnpipe::experiments {
 namespace {

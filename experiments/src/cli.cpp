@@ -234,11 +234,13 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
         dir_options.resume = true;
         dir_options.resume_after = train_options.resume->epoch;
       }
+      train_options.trace = run_trace;
+      // A progress line only where someone watches: a terminal, at info level or more verbose.
+      train_options.progress = isatty(fileno(stderr)) == 1 && core::console_log_level() <= spdlog::level::info;
+      const StopSignals stop_signals;
+      train_options.stop_request = &stop_signals.flag();
       // sweep: a run directory per point; run.seeds: per seed (sweep.hpp, multi_seed.hpp).
       if (!experiment.sweep.empty() || !experiment.run.seeds.empty()) {
-        const StopSignals stop_signals;
-        train_options.trace = run_trace;
-        train_options.stop_request = &stop_signals.flag();
         if (!experiment.sweep.empty()) {
           train_sweep(experiment, dataset, graph::resolve_data_dir(run_args.data_dir), dir_options, train_options, out);
         } else {
@@ -248,11 +250,6 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       }
       RunDirectory run_dir(experiment, dir_options);
       core::logger().info("run directory {}", run_dir.path().string());
-      train_options.trace = run_trace;
-      // A progress line only where someone watches: a terminal, at info level or more verbose.
-      train_options.progress = isatty(fileno(stderr)) == 1 && core::console_log_level() <= spdlog::level::info;
-      const StopSignals stop_signals;
-      train_options.stop_request = &stop_signals.flag();
       const nlohmann::json summary = train_experiment(experiment, dataset, run_dir, train_options);
       fmt::print(out, "{}: test accuracy {:.4f} at epoch {} (val {:.4f}){}; summary in {}\n", experiment.name,
                  summary["test_accuracy"].get<double>(), summary["best_epoch"].get<int>(),

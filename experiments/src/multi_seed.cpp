@@ -9,17 +9,9 @@
 
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/log.hpp"
+#include "run_stats.hpp"
 
 namespace gnnpipe::experiments {
-
-nlohmann::json mean_std(const std::vector<double>& values) {
-  const auto n = static_cast<double>(values.size());
-  const double mean = values.empty() ? 0.0 : std::accumulate(values.begin(), values.end(), 0.0) / n;
-  double squares = 0;
-  for (const double v : values) squares += (v - mean) * (v - mean);
-  const double std = values.size() > 1 ? std::sqrt(squares / (n - 1)) : 0.0;
-  return {{"mean", mean}, {"std", std}, {"n", values.size()}};
-}
 
 namespace {
 

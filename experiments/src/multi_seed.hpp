@@ -14,9 +14,6 @@
 
 namespace gnnpipe::experiments {
 
-// {"mean", "std", "n"} of `values` (std: unbiased, 0 for one value).
-nlohmann::json mean_std(const std::vector<double>& values);
-
 // Trains config.run.seeds one after the other, each in `<parent>/seed-<s>` with run.seed = s and
 // no run.seeds (so that its config.yaml replays that run alone); the parent keeps config.yaml,
 // log.txt (every run's lines) and summary.json. Prints one line with the means. A run that fails

@@ -269,7 +269,7 @@ nlohmann::json stopped_summary(const config::ExperimentConfig& c, const graph::D
           {"last", epoch_json(epochs.last)},
           {"best", epoch_json(epochs.best)},
           {"run_time_s", run_time},
-          {"build", {{"version", core::build_info().version}, {"build_type", core::build_info().build_type}}}};
+          {"provenance", provenance(c, d, nullptr)}};
 }
 
 // train_experiment's work; `epochs` records each finished epoch as it is reported.
@@ -399,7 +399,6 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
     stages[std::string(pipeline::to_string(stage))] = t.busy_s;
     detail[std::string(pipeline::to_string(stage))] = {{"busy_s", t.busy_s}, {"wait_s", t.wait_s}, {"items", t.items}};
   }
-  const auto& build = core::build_info();
   const bool full_batch = c.sampler.type == samplers::SamplerType::kFull;
   nlohmann::json summary = {
       {"name", c.name},
@@ -453,7 +452,6 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
         {"device_gathered_bytes", result.data.device_gathered_bytes},
         {"cache_hit_rows", result.data.cache_hit_rows},
         {"cache_miss_rows", result.data.cache_miss_rows}}},
-      {"build", {{"version", build.version}, {"build_type", build.build_type}, {"cuda", build.cuda}}},
       {"provenance", provenance(c, d, resources.threads().json())},
       {"epoch_times_s", result.epoch_times},
   };

@@ -4,7 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
-#include "multi_seed.hpp"
+#include "run_stats.hpp"
 #include "sweep.hpp"
 
 using gnnpipe::experiments::mean_std;

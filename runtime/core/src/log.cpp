@@ -12,6 +12,7 @@ namespace gnnpipe::core {
 namespace {
 
 std::mutex g_sinks_mutex;
+constexpr const char* kConsolePattern = "[%H:%M:%S.%e] [%^%l%$] %v";
 
 // Files (log.txt) get every line at info and above, and the console's more verbose levels too,
 // whatever the console shows: a run's record does not depend on how it was watched.
@@ -26,7 +27,7 @@ bool is_file_sink(const spdlog::sink_ptr& sink) {
 std::shared_ptr<spdlog::logger> make_logger() {
   auto console = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
   auto log = std::make_shared<spdlog::logger>("gnnpipe", spdlog::sinks_init_list{console});
-  log->set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  log->set_pattern(kConsolePattern);
   log->set_level(spdlog::level::info);
   // Every line reaches its file when it is logged: a run that is killed or fails leaves a whole
   // log.txt (runs log a few lines per epoch, so the cost of a flush per line does not show).
@@ -82,7 +83,7 @@ void remove_log_files() {
 void set_console_line_reset(bool on) {
   std::lock_guard lock(g_sinks_mutex);
   for (const auto& sink : logger().sinks()) {
-    if (!is_file_sink(sink)) sink->set_pattern(on ? "\r\033[K[%H:%M:%S.%e] [%^%l%$] %v" : "[%H:%M:%S.%e] [%^%l%$] %v");
+    if (!is_file_sink(sink)) sink->set_pattern(on ? std::string("\r\033[K") + kConsolePattern : kConsolePattern);
   }
 }
 

@@ -73,6 +73,7 @@ void StageRecorder::record(Stage stage, int epoch, int64_t batch, double begin_s
   in_flight_.erase(lane);
   last_activity_s_ = std::max(last_activity_s_, end_s);
   events_.push_back(StageEvent{stage, epoch, batch, tl_lane, begin_s, end_s});
+  events_end_max_.push_back(std::max(end_s, events_end_max_.empty() ? end_s : events_end_max_.back()));
   StageTotals& t = by_epoch_[{stage, epoch}];
   t.busy_s += end_s - begin_s;
   t.items += 1;
@@ -82,7 +83,10 @@ void StageRecorder::record_wait(Stage stage, int epoch, double begin_s, double e
   std::lock_guard lock(mutex_);
   by_epoch_[{stage, epoch}].wait_s += end_s - begin_s;
   last_activity_s_ = std::max(last_activity_s_, end_s);
-  if (end_s > begin_s) waits_.push_back(WaitEvent{stage, what, begin_s, end_s});
+  if (end_s > begin_s) {
+    waits_.push_back(WaitEvent{stage, what, begin_s, end_s});
+    waits_end_max_.push_back(std::max(end_s, waits_end_max_.empty() ? end_s : waits_end_max_.back()));
+  }
 }
 
 std::map<Stage, StageTotals> StageRecorder::totals() const { return totals(-1); }
@@ -149,7 +153,8 @@ WindowStats StageRecorder::window(double begin_s, double end_s) const {
   const auto overlap = [&](double b, double e) { return std::max(0.0, std::min(e, end_s) - std::max(b, begin_s)); };
   std::lock_guard lock(mutex_);
   std::map<Stage, std::set<int>> lanes;
-  for (const StageEvent& e : events_) {
+  for (std::size_t i = events_.size(); i-- > 0 && events_end_max_[i] > begin_s;) {
+    const StageEvent& e = events_[i];
     const double o = overlap(e.begin_s, e.end_s);
     if (o <= 0) continue;
     w.busy_s[e.stage] += o;
@@ -157,7 +162,8 @@ WindowStats StageRecorder::window(double begin_s, double end_s) const {
     if (e.stage == Stage::kEval) w.eval_s_by_epoch[e.epoch] += o;
   }
   for (const auto& [stage, set] : lanes) w.lanes[stage] = static_cast<int>(set.size());
-  for (const WaitEvent& e : waits_) {
+  for (std::size_t i = waits_.size(); i-- > 0 && waits_end_max_[i] > begin_s;) {
+    const WaitEvent& e = waits_[i];
     if (e.stage != Stage::kTrain) continue;
     (e.what == WaitFor::kInput ? w.train_wait_input_s : w.train_wait_eval_s) += overlap(e.begin_s, e.end_s);
   }

@@ -114,6 +114,9 @@ class StageRecorder {
   };
   std::vector<StageEvent> events_;                          // for the trace
   std::vector<WaitEvent> waits_;
+  // The latest end among events_[0..i] (and waits_): window() reads backwards and stops where
+  // everything before has ended, so an epoch's verdict does not rescan the whole run.
+  std::vector<double> events_end_max_, waits_end_max_;
   std::map<int, InFlight> in_flight_;  // by lane
   double last_activity_s_ = 0;
   std::map<std::pair<Stage, int>, StageTotals> by_epoch_;  // kept as events arrive: totals() never rescans
