@@ -63,9 +63,6 @@ void check_trainable(const graph::Dataset& d) {
 }  // namespace
 
 void check_training_supported(const config::ExperimentConfig& c) {
-  GNNPIPE_CHECK_CONFIG(models::is_implemented(c.model.type),
-                       "model.type: '{}' is not available yet (this build trains gcn, sage and gat)",
-                       models::to_string(c.model.type));
   check_sampler_fits_model(c.sampler, static_cast<std::size_t>(c.model.layers));
   if (c.run.device.is_cuda()) {
     GNNPIPE_CHECK_CONFIG(core::cuda_compiled(), "run.device: {} needs a build with the CUDA backend (this one has none)",

@@ -300,6 +300,91 @@ void bce_with_logits(const OpContext& ctx, ConstView<T> logits, MatrixView<const
 }
 
 template <class T>
+void gru_cell(const OpContext& ctx, ConstView<T> gi, ConstView<T> gh, ConstView<T> h, MatrixView<T> h_new) {
+  const int64_t c = h_new.cols;
+  GNNPIPE_CHECK(gi.cols == 3 * c && gh.rows == gi.rows && gh.cols == gi.cols && h.rows == gi.rows && h.cols <= c &&
+                    h_new.rows == gi.rows,
+                "gru_cell: gi {}, gh {}, h {} and h_new {} do not fit a GRU", shape_str(gi), shape_str(gh), shape_str(h),
+                shape_str(h_new));
+  launch_gru_cell<T>(gi.data, gh.data, h.data, h.cols, gi.rows, c, h_new.data, stream_of(ctx));
+}
+
+template <class T>
+void gru_cell_backward(const OpContext& ctx, ConstView<T> gi, ConstView<T> gh, ConstView<T> h, ConstView<T> dh_new,
+                       MatrixView<T> dgi, MatrixView<T> dgh, MatrixView<T> dh) {
+  const int64_t c = dh_new.cols;
+  GNNPIPE_CHECK(gi.cols == 3 * c && gh.rows == gi.rows && gh.cols == gi.cols && h.rows == gi.rows && h.cols <= c &&
+                    dh_new.rows == gi.rows && dgi.rows == gi.rows && dgi.cols == 3 * c && dgh.rows == gi.rows &&
+                    dgh.cols == 3 * c && dh.rows == gi.rows && dh.cols == h.cols,
+                "gru_cell_backward: gi {}, gh {}, h {}, dh_new {}, dgi {}, dgh {}, dh {} do not fit a GRU", shape_str(gi),
+                shape_str(gh), shape_str(h), shape_str(dh_new), shape_str(dgi), shape_str(dgh), shape_str(dh));
+  launch_gru_cell_backward<T>(gi.data, gh.data, h.data, h.cols, dh_new.data, gi.rows, c, dgi.data, dgh.data, dh.data,
+                              stream_of(ctx));
+}
+
+template <class T>
+void segment_max(const OpContext& ctx, const graph::Block& block, ConstView<T> x, MatrixView<T> y,
+                 MatrixView<int64_t> argmax) {
+  GNNPIPE_CHECK(x.rows == block.num_src && y.rows == block.num_dst && y.cols == x.cols && argmax.rows == y.rows &&
+                    argmax.cols == y.cols,
+                "segment_max: x {}, y {} and argmax [{} x {}] for a block of {} sources, {} destinations", shape_str(x),
+                shape_str(y), argmax.rows, argmax.cols, block.num_src, block.num_dst);
+  launch_segment_max<T>(arrays(block), x.data, x.cols, y.data, argmax.data, stream_of(ctx));
+}
+
+template <class T>
+void segment_max_backward(const OpContext& ctx, const graph::Block& block, MatrixView<const int64_t> argmax,
+                          ConstView<T> dy, MatrixView<T> dx) {
+  GNNPIPE_CHECK(dy.rows == block.num_dst && argmax.rows == dy.rows && argmax.cols == dy.cols && dx.rows == block.num_src &&
+                    dx.cols == dy.cols,
+                "segment_max_backward: dy {}, argmax [{} x {}] and dx {} for a block of {} sources, {} destinations",
+                shape_str(dy), argmax.rows, argmax.cols, shape_str(dx), block.num_src, block.num_dst);
+  launch_segment_max_backward<T>(arrays(block), argmax.data, dy.data, dy.cols, dx.data, stream_of(ctx));
+}
+
+template <class T>
+void spmm_mean(const OpContext& ctx, const graph::Block& block, ConstView<T> x, MatrixView<T> y) {
+  GNNPIPE_CHECK(x.rows == block.num_src && y.rows == block.num_dst && y.cols == x.cols,
+                "spmm_mean: x {} and y {} for a block of {} sources, {} destinations", shape_str(x), shape_str(y),
+                block.num_src, block.num_dst);
+  launch_spmm_mean<T>(arrays(block), x.data, x.cols, y.data, stream_of(ctx));
+}
+
+template <class T>
+void spmm_mean_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> dy, MatrixView<T> dx) {
+  GNNPIPE_CHECK(dy.rows == block.num_dst && dx.rows == block.num_src && dx.cols == dy.cols,
+                "spmm_mean_backward: dy {} and dx {} for a block of {} sources, {} destinations", shape_str(dy),
+                shape_str(dx), block.num_src, block.num_dst);
+  launch_spmm_mean_backward<T>(arrays(block), dy.data, dy.cols, dx.data, stream_of(ctx));
+}
+
+template <class T>
+void head_scale(const OpContext& ctx, ConstView<T> gate, ConstView<T> x, MatrixView<T> y) {
+  GNNPIPE_CHECK(gate.rows == x.rows && gate.cols > 0 && x.cols % gate.cols == 0, "head_scale: gate {} does not fit x {}",
+                shape_str(gate), shape_str(x));
+  check_same_shape<T>(x, y, "head_scale: x and y");
+  launch_head_scale<T>(gate.data, x.data, x.rows, gate.cols, x.cols / gate.cols, y.data, stream_of(ctx));
+}
+
+template <class T>
+void head_scale_backward(const OpContext& ctx, ConstView<T> gate, ConstView<T> x, ConstView<T> dy, MatrixView<T> dx,
+                         MatrixView<T> dgate) {
+  GNNPIPE_CHECK(gate.rows == x.rows && gate.cols > 0 && x.cols % gate.cols == 0,
+                "head_scale_backward: gate {} does not fit x {}", shape_str(gate), shape_str(x));
+  check_same_shape<T>(x, dy, "head_scale_backward: x and dy");
+  check_same_shape<T>(x, dx, "head_scale_backward: x and dx");
+  check_same_shape<T>(gate, dgate, "head_scale_backward: gate and dgate");
+  launch_head_scale_backward<T>(gate.data, x.data, dy.data, x.rows, gate.cols, x.cols / gate.cols, dx.data, dgate.data,
+                                stream_of(ctx));
+}
+
+template <class T>
+void axpy(const OpContext& ctx, T a, ConstView<T> x, MatrixView<T> y) {
+  check_same_shape<T>(x, y, "axpy: x and y");
+  launch_axpy<T>(a, x.data, y.data, x.size(), stream_of(ctx));
+}
+
+template <class T>
 void zero(const OpContext& ctx, MatrixView<T> x) {
   if (x.size() == 0) return;
   GNNPIPE_CUDA_CHECK(cudaMemsetAsync(x.data, 0, static_cast<std::size_t>(x.size()) * sizeof(T), stream_of(ctx)));
@@ -373,6 +458,19 @@ void sgd_step(const OpContext& ctx, T* w, const T* grad, T* velocity, const T* d
                                    double*);                                                                          \
   template void bce_with_logits<T>(const OpContext&, ConstView<T>, MatrixView<const uint8_t>,                        \
                                    std::span<const int32_t>, MatrixView<T>, double*, double*);                       \
+  template void gru_cell<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, MatrixView<T>);             \
+  template void gru_cell_backward<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, ConstView<T>,      \
+                                     MatrixView<T>, MatrixView<T>, MatrixView<T>);                                   \
+  template void segment_max<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>,                  \
+                               MatrixView<int64_t>);                                                                 \
+  template void segment_max_backward<T>(const OpContext&, const graph::Block&, MatrixView<const int64_t>,           \
+                                        ConstView<T>, MatrixView<T>);                                                \
+  template void spmm_mean<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);                   \
+  template void spmm_mean_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);          \
+  template void head_scale<T>(const OpContext&, ConstView<T>, ConstView<T>, MatrixView<T>);                         \
+  template void head_scale_backward<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, MatrixView<T>,   \
+                                       MatrixView<T>);                                                               \
+  template void axpy<T>(const OpContext&, T, ConstView<T>, MatrixView<T>);                                          \
   template void zero<T>(const OpContext&, MatrixView<T>);                                                            \
   template void copy<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                              \
   template void copy_rows<T>(const OpContext&, ConstView<T>, std::span<const int32_t>, MatrixView<T>,                 \

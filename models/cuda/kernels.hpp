@@ -103,6 +103,41 @@ void launch_head_mean(const T* x, int64_t rows, int64_t heads, int64_t channels,
 template <class T>
 void launch_head_mean_backward(const T* dy, int64_t rows, int64_t heads, int64_t channels, T* dx, cudaStream_t stream);
 
+// --- GGNN and GaAN (cpu twins: ops/gated.hpp) --------------------------------------------------
+// GRU cell of width c over rows: h_new = (1 - z) n + z h from gi, gh (rows x 3c, blocks r, z, n);
+// h is rows x h_cols (h_cols <= c, missing columns zero).
+template <class T>
+void launch_gru_cell(const T* gi, const T* gh, const T* h, int64_t h_cols, int64_t rows, int64_t c, T* h_new,
+                     cudaStream_t stream);
+// Its backward: dgi, dgh (rows x 3c) and the direct dh = z * dh_new (rows x h_cols), overwritten.
+template <class T>
+void launch_gru_cell_backward(const T* gi, const T* gh, const T* h, int64_t h_cols, const T* dh_new, int64_t rows,
+                              int64_t c, T* dgi, T* dgh, T* dh, cudaStream_t stream);
+// y[v, c] = max over in-edges (first on ties, its edge id in argmax; 0 and -1 without edges).
+template <class T>
+void launch_segment_max(const BlockArrays& b, const T* x, int64_t f, T* y, int64_t* argmax, cudaStream_t stream);
+// dx[u, c] = sum over transposed entries k of u with argmax[v, c] == t_edges[k] of dy[v, c].
+template <class T>
+void launch_segment_max_backward(const BlockArrays& b, const int64_t* argmax, const T* dy, int64_t f, T* dx,
+                                 cudaStream_t stream);
+// y[v, :] = (sum over in-edges in order of x[u, :]) * (1 / in-degree); weights ignored.
+template <class T>
+void launch_spmm_mean(const BlockArrays& b, const T* x, int64_t f, T* y, cudaStream_t stream);
+// dx[u, :] = sum over transposed entries (in order) of (1 / in-degree(v)) * dy[v, :].
+template <class T>
+void launch_spmm_mean_backward(const BlockArrays& b, const T* dy, int64_t f, T* dx, cudaStream_t stream);
+// y[n, h*C+c] = gate[n, h] * x[n, h*C+c].
+template <class T>
+void launch_head_scale(const T* gate, const T* x, int64_t rows, int64_t heads, int64_t channels, T* y,
+                       cudaStream_t stream);
+// dx[n, h*C+c] = gate[n, h] * dy[n, h*C+c]; dgate[n, h] = sum over c (increasing) of dy * x.
+template <class T>
+void launch_head_scale_backward(const T* gate, const T* x, const T* dy, int64_t rows, int64_t heads, int64_t channels,
+                                T* dx, T* dgate, cudaStream_t stream);
+// y[i] += a * x[i] over n elements.
+template <class T>
+void launch_axpy(T a, const T* x, T* y, int64_t n, cudaStream_t stream);
+
 // --- elementwise (cpu twins: ops/elementwise.hpp, ops/dropout.hpp) -------------------------------
 // dst[i] = float(src[i]): IEEE half bits, or bfloat16 bits when `bfloat16` (exact).
 void launch_widen_16bit(const uint16_t* src, bool bfloat16, int64_t n, float* dst, cudaStream_t stream);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "gnnpipe/models/layers/gaan_layer.hpp"
 #include "gnnpipe/models/layers/gat_layer.hpp"
 #include "gnnpipe/models/layers/gcn_layer.hpp"
+#include "gnnpipe/models/layers/ggnn_layer.hpp"
 #include "gnnpipe/models/layers/sage_layer.hpp"
 #include "gnnpipe/models/ops/ops.hpp"
 
@@ -12,7 +14,7 @@ namespace gnnpipe::models {
 template <class T>
 GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_dim, uint64_t seed,
                       const OpContext& ctx)
-    : options_(options), ctx_(ctx) {
+    : options_(options), ctx_(ctx), chained_(options.type == ModelType::kGgnn) {
   GNNPIPE_CHECK_CONFIG(options.layers >= 1, "model.layers: must be >= 1, got {}", options.layers);
   GNNPIPE_CHECK_CONFIG(options.hidden_widths.empty() ||
                            options.hidden_widths.size() == static_cast<std::size_t>(options.layers - 1),
@@ -24,6 +26,14 @@ GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_d
     const int64_t w = options.hidden_width(l);
     return options.type == ModelType::kGat && options.concat_heads ? int64_t{options.heads} * w : w;
   };
+  GruParams gru;
+  if (options.type == ModelType::kGgnn) {
+    GNNPIPE_CHECK_CONFIG(std::all_of(options.hidden_widths.begin(), options.hidden_widths.end(),
+                                     [&](int w) { return w == options.hidden; }),
+                         "model.hidden: GGNN's steps share one state width; give one number, not a list of different "
+                         "widths");
+    gru = GgnnLayer<T>::add_gru(params_, options.hidden);
+  }
   for (int l = 0; l < options.layers; ++l) {
     const bool last = l + 1 == options.layers;
     const int64_t in = l == 0 ? in_dim : width_after(l - 1);
@@ -37,9 +47,17 @@ GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_d
         layers_.push_back(std::make_unique<GatLayer<T>>(params_, shape, l, ctx_));
         break;
       }
-      default:
-        GNNPIPE_THROW(ConfigError, "model.type: '{}' is not available yet (this build trains gcn, sage and gat)",
-                      to_string(options.type));
+      case ModelType::kGgnn: {
+        // The seed's GGNN: x W_in before the first step, W_out after the last; every step C wide.
+        const GgnnShape shape{in, options.hidden, last ? out_dim : options.hidden, l == 0, last};
+        layers_.push_back(std::make_unique<GgnnLayer<T>>(params_, shape, gru, l, ctx_));
+        break;
+      }
+      case ModelType::kGaan: {
+        const GaanShape shape{in, out, options.heads, options.key_dim, options.value_dim, options.gate_dim};
+        layers_.push_back(std::make_unique<GaanLayer<T>>(params_, shape, l, ctx_));
+        break;
+      }
     }
   }
   params_.initialize(seed);
@@ -81,7 +99,7 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
                     x.rows);
       ids = row_ids.first(static_cast<std::size_t>(h.rows));
     }
-    if (training && p > T{0}) {
+    if (training && p > T{0} && (l == 0 || !chained_)) {
       const MatrixView<T> a = inputs_[l].matrix(ctx_, h.rows, h.cols);
       ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, h, ids, a,
                               masks_[l].ensure(ctx_, static_cast<std::size_t>(h.rows * h.cols)));
@@ -91,7 +109,7 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
     }
     const MatrixView<T> z = outputs_[l].matrix(ctx_, block.num_dst, layers_[l]->out_dim());
     layers_[l]->forward(block, input_views_[l], z, LayerContext{training, dropout_key.with(l).with(1), ids});
-    if (l + 1 < layers_.size()) activate(z);  // in place: z now holds act(z)
+    if (l + 1 < layers_.size() && !chained_) activate(z);  // in place: z now holds act(z)
     h = z;
   }
   return h;
@@ -105,7 +123,7 @@ void GnnModel<T>::infer_layer(std::size_t l, const graph::Block& block, MatrixVi
                 shape_str(x), shape_str(y), block.num_src, block.num_dst, layers_[l]->out_dim());
   training_ = false;
   layers_[l]->forward(block, x, y, LayerContext{false, core::RngKey{}});
-  if (l + 1 < layers_.size()) activate(y);
+  if (l + 1 < layers_.size() && !chained_) activate(y);
 }
 
 template <class T>
@@ -136,7 +154,7 @@ void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixVi
     const int64_t out = layers_[l]->out_dim();
     GNNPIPE_CHECK(dz.rows == block.num_dst && dz.cols == out, "backward: gradient {} for layer {} of [{} x {}]",
                   shape_str(dz), l, block.num_dst, out);
-    if (l + 1 < layers_.size()) {
+    if (l + 1 < layers_.size() && !chained_) {
       // The activation ran in place, so its backward works from the output.
       activate_backward(outputs_[l].view(block.num_dst, out), dz);
     }
@@ -146,7 +164,7 @@ void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixVi
     }
     const MatrixView<T> da = spare->matrix(ctx_, block.num_src, layers_[l]->in_dim());  // overwritten by backward
     layers_[l]->backward(block, dz, da);
-    if (training_ && p > T{0}) ops::dropout_backward<T>(ctx_, masks_[l].data(), p, da, da);
+    if (training_ && p > T{0} && !chained_) ops::dropout_backward<T>(ctx_, masks_[l].data(), p, da, da);
     std::swap(current, spare);
     dz = current->view(block.num_src, layers_[l]->in_dim());
   }
@@ -161,8 +179,9 @@ std::vector<std::size_t> GnnModel<T>::training_arrays(std::span<const BlockShape
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const BlockShape& s = shapes[l];
     const int64_t in = layers_[l]->in_dim();
-    bytes.push_back(dropout ? t(s.num_src * in) : 0);                                  // inputs_[l]
-    bytes.push_back(dropout ? static_cast<std::size_t>(s.num_src * in) : 0);            // masks_[l]
+    const bool dropped = dropout && (l == 0 || !chained_);
+    bytes.push_back(dropped ? t(s.num_src * in) : 0);                                  // inputs_[l]
+    bytes.push_back(dropped ? static_cast<std::size_t>(s.num_src * in) : 0);            // masks_[l]
     bytes.push_back(t(s.num_dst * layers_[l]->out_dim()));                              // outputs_[l]
     layers_[l]->training_arrays(s, training, l > 0, bytes);
   }

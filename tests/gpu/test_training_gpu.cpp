@@ -138,7 +138,8 @@ TEMPLATE_TEST_CASE("one training step on the GPU matches the CPU: logits, loss, 
   // double: whole runs are float only (pipeline::TrainingSetup holds a GnnModel<float>), so the
   // double CUDA path is checked here, one full step of each layer type.
   const graph::Dataset d = small_graph();
-  for (const auto type : {models::ModelType::kGcn, models::ModelType::kSage, models::ModelType::kGat}) {
+  for (const auto type : {models::ModelType::kGcn, models::ModelType::kSage, models::ModelType::kGat,
+                          models::ModelType::kGgnn, models::ModelType::kGaan}) {
     INFO(models::to_string(type));
     check_training_step<TestType>(d, step_options(type));
   }

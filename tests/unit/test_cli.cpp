@@ -51,12 +51,13 @@ TEST_CASE("usage errors exit 2", "[cli]") {
   CHECK(bad_size.err == "gnnpipe: 'lots' is not a byte size (examples: 16GiB, 512MB, 1e9)\n");
 }
 
-TEST_CASE("what has not landed exits 2 and says so in one line", "[cli]") {
+TEST_CASE("a model the config cannot build exits 2 and says so in one line", "[cli]") {
   gnnpipe::test::TempDir dir;
-  const auto r = cli({"run", GNNPIPE_SOURCE_DIR "/configs/quickstart.yaml", "--set", "model.type=ggnn", "--out",
+  const auto r = cli({"run", GNNPIPE_SOURCE_DIR "/configs/quickstart.yaml", "--set", "model.type=ggnn", "--set",
+                      "model.layers=3", "--set", "sampler.fanouts=[5, 5, 5]", "--set", "model.hidden=[8, 16]", "--out",
                       (dir / "run").c_str()});
   CHECK(r.code == 2);
-  CHECK(r.err.find("model.type: 'ggnn' is not available yet") != std::string::npos);
+  CHECK(r.err.find("model.hidden: GGNN's steps share one state width") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "run"));  // refused before a run directory is made
   CHECK(r.err.find('\n') == r.err.size() - 1);
   const auto no_checkpoint = cli({"infer", "x.yaml"});

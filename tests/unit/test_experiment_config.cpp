@@ -97,6 +97,14 @@ TEST_CASE("the type-specific keys: attention models and optimizers", "[config]")
   CHECK(sgd.optimizer.momentum == 0.5);
   CHECK(sgd.optimizer.weight_decay_first_layer_only);
   CHECK_THROWS_WITH(with("model: {type: sage, heads: 4}"), Catch::Contains("model.heads: only for type gat or gaan"));
+  const auto gaan = with("model: {type: gaan, heads: 2, key_dim: 3, value_dim: 5, gate_dim: 7}");
+  CHECK(gaan.model.heads == 2);
+  CHECK(gaan.model.key_dim == 3);
+  CHECK(gaan.model.value_dim == 5);
+  CHECK(gaan.model.gate_dim == 7);
+  CHECK_THROWS_WITH(with("model: {type: gaan, concat_heads: false}"), Catch::Contains("model.concat_heads: only for type gat"));
+  CHECK_THROWS_WITH(with("model: {type: gat, gate_dim: 8}"), Catch::Contains("model.gate_dim: only for type gaan"));
+  CHECK_THROWS_WITH(with("model: {type: gaan, key_dim: 0}"), Catch::Contains("model.key_dim: must be >= 1, got 0"));
   CHECK_THROWS_WITH(with("optimizer: {type: adam, momentum: 0.9}"), Catch::Contains("optimizer.momentum: only for type sgd"));
   CHECK_THROWS_WITH(with("optimizer: {type: sgd, beta1: 0.9}"), Catch::Contains("optimizer.beta1: only for type adam"));
 }
@@ -142,7 +150,7 @@ TEST_CASE("every range check names the key and the value", "[config]") {
   CHECK_THROWS_WITH(with("model: {dropout: 1.0}"), Contains("model.dropout: must be in [0, 1), got 1"));
   CHECK_THROWS_WITH(with("model: {dropout: -0.1}"), Contains("model.dropout: must be in [0, 1), got -0.1"));
   CHECK_THROWS_WITH(with("model: {type: gat, heads: 0}"), Contains("model.heads: must be >= 1, got 0"));
-  CHECK_THROWS_WITH(with("model: {type: gaan, attention_dropout: 1}"), Contains("model.attention_dropout: must be in [0, 1)"));
+  CHECK_THROWS_WITH(with("model: {type: gat, attention_dropout: 1}"), Contains("model.attention_dropout: must be in [0, 1)"));
   CHECK_THROWS_WITH(with("model: {type: gin}"), Contains("model.type: 'gin' is not one of gcn, sage, gat, ggnn, gaan"));
   CHECK_THROWS_WITH(with("model: {activation: tanh}"), Contains("model.activation: 'tanh' is not one of relu, elu, leaky_relu"));
   CHECK_THROWS_WITH(with("optimizer: {lr: 0}"), Contains("optimizer.lr: must be > 0, got 0"));

@@ -89,7 +89,8 @@ TEST_CASE("what this build cannot train is a ConfigError, refused before a run d
   CHECK_FALSE(std::filesystem::exists(dir / "d"));
   CHECK_THROWS_WITH(train(kTiny, {"run.spmm=fast"}, dir, "m"),
                     Catch::Contains("run.spmm: 'fast' is not an SpMM implementation (allowed: kernel, cusparse)"));
-  CHECK_THROWS_WITH(train(kTiny, {"model.type=ggnn"}, dir, "g"), Catch::Contains("model.type: 'ggnn' is not available yet"));
+  CHECK_THROWS_WITH(train(kTiny, {"model.type=ggnn", "model.hidden=[8, 4]", "model.layers=3"}, dir, "g"),
+                    Catch::Contains("model.hidden: GGNN's steps share one state width"));
   gnnpipe::test::write_text(dir / "edges.txt", "0 1\n1 2\n");
   CHECK_THROWS_WITH(train(kTiny, {"dataset.synthetic=null", "dataset.path=" + (dir / "edges.txt").string()}, dir, "e"),
                     Catch::Contains("has no labels"));

@@ -80,10 +80,15 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   }
   model["dropout"] = number(c.model.dropout);
   model["activation"] = std::string(to_string(c.model.activation));
-  if (models::has_attention(c.model.type) || every_key) {
-    model["heads"] = c.model.heads;
+  if (models::has_attention(c.model.type) || every_key) model["heads"] = c.model.heads;
+  if (c.model.type == models::ModelType::kGat || every_key) {
     model["concat_heads"] = c.model.concat_heads;
     model["attention_dropout"] = number(c.model.attention_dropout);
+  }
+  if (c.model.type == models::ModelType::kGaan || every_key) {
+    model["key_dim"] = c.model.key_dim;
+    model["value_dim"] = c.model.value_dim;
+    model["gate_dim"] = c.model.gate_dim;
   }
   root["model"] = model;
 

@@ -79,6 +79,11 @@ models::ModelOptions parse_model_section(ConfigMap s) {
                            o.hidden_widths[i]);
     }
     if (!o.hidden_widths.empty()) o.hidden = o.hidden_widths.front();
+    GNNPIPE_CHECK_CONFIG(o.type != models::ModelType::kGgnn ||
+                             std::all_of(o.hidden_widths.begin(), o.hidden_widths.end(),
+                                         [&](int w) { return w == o.hidden; }),
+                         "{}: GGNN's steps share one state width; give one number, not a list of different widths",
+                         s.key_path("hidden"));
   } else {
     o.hidden = s.get("hidden", o.hidden);
     check_at_least(s, "hidden", o.hidden, 1);
@@ -89,11 +94,25 @@ models::ModelOptions parse_model_section(ConfigMap s) {
   if (models::has_attention(o.type)) {
     o.heads = s.get("heads", o.heads);
     check_at_least(s, "heads", o.heads, 1);
+  } else {
+    reject_keys(s, {"heads"}, "type gat or gaan");
+  }
+  if (o.type == models::ModelType::kGat) {
     o.concat_heads = s.get("concat_heads", o.concat_heads);
     o.attention_dropout = s.get("attention_dropout", o.attention_dropout);
     check_fraction(s, "attention_dropout", o.attention_dropout);
   } else {
-    reject_keys(s, {"heads", "concat_heads", "attention_dropout"}, "type gat or gaan");
+    reject_keys(s, {"concat_heads", "attention_dropout"}, "type gat");
+  }
+  if (o.type == models::ModelType::kGaan) {
+    o.key_dim = s.get("key_dim", o.key_dim);
+    check_at_least(s, "key_dim", o.key_dim, 1);
+    o.value_dim = s.get("value_dim", o.value_dim);
+    check_at_least(s, "value_dim", o.value_dim, 1);
+    o.gate_dim = s.get("gate_dim", o.gate_dim);
+    check_at_least(s, "gate_dim", o.gate_dim, 1);
+  } else {
+    reject_keys(s, {"key_dim", "value_dim", "gate_dim"}, "type gaan");
   }
   s.finish();
   return o;

@@ -18,20 +18,7 @@
 #include "gnnpipe/models/ops/spmm.hpp"
 #include "parallel.hpp"
 
-#if defined(GNNPIPE_MODELS_CUDA)
-#include "cuda_ops.hpp"
-// Runs the CUDA twin (on ctx's device, made current first) and returns when `ctx` is on a GPU;
-// falls through to the CPU twin otherwise.
-#define GNNPIPE_ON_CUDA(call)   \
-  if (ctx.is_cuda()) {          \
-    cuda::make_current(ctx);    \
-    cuda::call;                 \
-    return;                     \
-  }
-#else
-// A build without CUDA cannot make a CUDA context (OpContext throws), so only the CPU twin runs.
-#define GNNPIPE_ON_CUDA(call) GNNPIPE_CHECK(!ctx.is_cuda(), "this build has no CUDA backend")
-#endif
+#include "ops/dispatch.hpp"
 
 namespace gnnpipe::models::ops {
 

@@ -1,5 +1,5 @@
 // The memory governor's arithmetic against the allocator (issue #13): after every training step
-// (forward with dropout, loss gradient, backward) of GCN, SAGE and GAT on batches of changing
+// (forward with dropout, loss gradient, backward) of GCN, SAGE, GAT, GGNN and GaAN on batches of changing
 // shapes, the bytes the model's arrays hold in the run's allocator equal what
 // GnnModel::training_arrays predicts through a GrowOnlyFootprint, to the byte. Likewise for
 // infer_layer and inference_arrays. If a layer gains an array or changes a size, these tests fail
@@ -53,7 +53,7 @@ TEST_CASE("training_arrays predicts the bytes a training step holds, batch after
   }();
   for (const auto& [type, concat] : std::vector<std::pair<models::ModelType, bool>>{
            {models::ModelType::kGcn, true}, {models::ModelType::kSage, true}, {models::ModelType::kGat, true},
-           {models::ModelType::kGat, false}}) {
+           {models::ModelType::kGat, false}, {models::ModelType::kGgnn, true}, {models::ModelType::kGaan, true}}) {
     INFO("model " << models::to_string(type) << (concat ? "" : " (heads averaged)"));
     const core::Stream stream(core::Device::cpu());
     memory::CachingAllocator allocator(core::Device::cpu(), std::size_t{1} << 30);
@@ -89,7 +89,8 @@ TEST_CASE("training_arrays predicts the bytes a training step holds, batch after
 
 TEST_CASE("inference_arrays predicts the bytes of infer_layer", "[models][footprint]") {
   core::Rng rng(8, {2});
-  for (models::ModelType type : {models::ModelType::kGcn, models::ModelType::kSage, models::ModelType::kGat}) {
+  for (models::ModelType type : {models::ModelType::kGcn, models::ModelType::kSage, models::ModelType::kGat,
+                                  models::ModelType::kGgnn, models::ModelType::kGaan}) {
     INFO(models::to_string(type));
     const core::Stream stream(core::Device::cpu());
     memory::CachingAllocator allocator(core::Device::cpu(), std::size_t{1} << 30);

@@ -1,6 +1,7 @@
 #pragma once
 // GnnModel<T>: a stack of graph layers with dropout before every layer and ReLU between layers
-// (PyG's GCN/SAGE examples). Block l feeds layer l; full-batch training passes the same block for
+// (PyG's GCN/SAGE examples; GGNN's steps are chained states: dropout on the input only, no
+// activation between steps). Block l feeds layer l; full-batch training passes the same block for
 // every layer. forward() keeps the activations for backward(); one forward, then at most one
 // backward. Dropout masks come from the Philox stream (seed, epoch, batch, layer) at positions
 // given by the GLOBAL node id of each row (ops/dropout.hpp), so a run is reproducible for any
@@ -85,6 +86,9 @@ class GnnModel {
   std::vector<MatrixView<const T>> input_views_;
   DeviceArray<T> grad_, next_;  // backward's gradient buffers, reused across calls
   bool training_ = false;
+  // GGNN: layers are the steps of one recurrent state, so no activation and no dropout between
+  // them (dropout on the model's input only).
+  bool chained_ = false;
 };
 
 }  // namespace gnnpipe::models

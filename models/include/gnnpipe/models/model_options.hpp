@@ -22,7 +22,11 @@ struct ModelOptions {
   // Attention models only (gat, gaan):
   int heads = 8;                         // >= 1
   bool concat_heads = true;              // hidden layers concatenate heads (width hidden * heads) or average
-  double attention_dropout = 0.0;        // on attention coefficients, in [0, 1)
+  double attention_dropout = 0.0;        // on attention coefficients, in [0, 1) (gat)
+  // GaAN only (the seed's d_a, d_v, d_m):
+  int key_dim = 8;                       // attention key width per head
+  int value_dim = 8;                     // value width per head
+  int gate_dim = 64;                     // max-pooled gate features
 
   bool operator==(const ModelOptions&) const = default;
 
@@ -32,11 +36,7 @@ struct ModelOptions {
   }
 };
 
-// True for the models that read heads, concat_heads and attention_dropout.
-// The layer types this build can construct (GnnModel throws ConfigError for the others).
-constexpr bool is_implemented(ModelType type) {
-  return type == ModelType::kGcn || type == ModelType::kSage || type == ModelType::kGat;
-}
+// True for the models that read heads (gat and gaan).
 constexpr bool has_attention(ModelType type) { return type == ModelType::kGat || type == ModelType::kGaan; }
 
 constexpr std::string_view to_string(ModelType type) {

@@ -10,7 +10,9 @@
 namespace gnnpipe::experiments::config {
 
 //   model: {type: sage, layers: 2, hidden: 256, dropout: 0.5, activation: relu,
-//           heads: 8, concat_heads: true, attention_dropout: 0.0}   # the last three: gat, gaan only
+//           heads: 8,                                      # gat, gaan
+//           concat_heads: true, attention_dropout: 0.0,   # gat
+//           key_dim: 8, value_dim: 8, gate_dim: 64}        # gaan
 models::ModelOptions parse_model_section(ConfigMap section);
 //   optimizer: {type: adam, lr: 0.003, weight_decay: 0.0, weight_decay_first_layer_only: false,
 //               beta1: 0.9, beta2: 0.999, eps: 1e-8}   # adam;  sgd: momentum: 0.9 instead of betas/eps

@@ -70,6 +70,32 @@ void head_mean(const OpContext& ctx, ConstView<T> x, MatrixView<T> y);
 template <class T>
 void head_mean_backward(const OpContext& ctx, ConstView<T> dy, MatrixView<T> dx);
 
+// GGNN and GaAN pieces (cpu twins in gated.hpp): a GRU cell from its pre-activations and its
+// backward; max (with arg-max edges) and mean over each destination's in-edges, ignoring the
+// block's weights; per-head scaling; y += a x.
+template <class T>
+void gru_cell(const OpContext& ctx, ConstView<T> gi, ConstView<T> gh, ConstView<T> h, MatrixView<T> h_new);
+template <class T>
+void gru_cell_backward(const OpContext& ctx, ConstView<T> gi, ConstView<T> gh, ConstView<T> h, ConstView<T> dh_new,
+                       MatrixView<T> dgi, MatrixView<T> dgh, MatrixView<T> dh);
+template <class T>
+void segment_max(const OpContext& ctx, const graph::Block& block, ConstView<T> x, MatrixView<T> y,
+                 MatrixView<int64_t> argmax);
+template <class T>
+void segment_max_backward(const OpContext& ctx, const graph::Block& block, MatrixView<const int64_t> argmax,
+                          ConstView<T> dy, MatrixView<T> dx);
+template <class T>
+void spmm_mean(const OpContext& ctx, const graph::Block& block, ConstView<T> x, MatrixView<T> y);
+template <class T>
+void spmm_mean_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> dy, MatrixView<T> dx);
+template <class T>
+void head_scale(const OpContext& ctx, ConstView<T> gate, ConstView<T> x, MatrixView<T> y);
+template <class T>
+void head_scale_backward(const OpContext& ctx, ConstView<T> gate, ConstView<T> x, ConstView<T> dy, MatrixView<T> dx,
+                         MatrixView<T> dgate);
+template <class T>
+void axpy(const OpContext& ctx, std::type_identity_t<T> a, ConstView<T> x, MatrixView<T> y);
+
 // Elementwise (cpu twins in elementwise.hpp and dropout.hpp).
 template <class T>
 void bias_add(const OpContext& ctx, MatrixView<T> y, ConstView<T> bias);
