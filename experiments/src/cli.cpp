@@ -33,6 +33,7 @@
 #include "report_command.hpp"
 #include "stop_signals.hpp"
 #include "sweep.hpp"
+#include "run_stats.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
@@ -251,9 +252,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       RunDirectory run_dir(experiment, dir_options);
       core::logger().info("run directory {}", run_dir.path().string());
       const nlohmann::json summary = train_experiment(experiment, dataset, run_dir, train_options);
-      fmt::print(out, "{}: test accuracy {:.4f} at epoch {} (val {:.4f}){}; summary in {}\n", experiment.name,
-                 summary["test_accuracy"].get<double>(), summary["best_epoch"].get<int>(),
-                 summary["val_accuracy"].get<double>(),
+      fmt::print(out, "{}: test {} {:.4f} at epoch {} (val {:.4f}){}; summary in {}\n", experiment.name,
+                 metric_label(metric_of(summary)), summary[score_key(summary, "test")].get<double>(),
+                 summary["best_epoch"].get<int>(), summary[score_key(summary, "val")].get<double>(),
                  experiment.dataset.random_features > 0 ? " (random features: the accuracy is not meaningful)" : "",
                  (run_dir.path() / "summary.json").string());
       return 0;

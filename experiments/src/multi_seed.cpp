@@ -15,21 +15,23 @@ namespace gnnpipe::experiments {
 
 namespace {
 
-nlohmann::json seeds_summary(const config::ExperimentConfig& c, const nlohmann::json& runs, const std::string& status) {
+nlohmann::json seeds_summary(const config::ExperimentConfig& c, const nlohmann::json& runs, const std::string& status,
+                             const std::string& metric) {
   std::vector<double> val, test, epoch_time;
   for (const auto& r : runs) {
-    val.push_back(r["val_accuracy"].get<double>());
-    test.push_back(r["test_accuracy"].get<double>());
+    val.push_back(r["val_" + metric].get<double>());
+    test.push_back(r["test_" + metric].get<double>());
     epoch_time.push_back(r["epoch_time_s"].get<double>());
   }
   return {{"name", c.name},
           {"status", status},
           {"seeds", c.run.seeds},
           {"runs", runs},
-          {"val_accuracy", mean_std(val)},
-          {"test_accuracy", mean_std(test)},
+          {"metric", metric},
+          {"val_" + metric, mean_std(val)},
+          {"test_" + metric, mean_std(test)},
           {"epoch_time_s", mean_std(epoch_time)},
-          {"metric_note", "per run: the best validation accuracy and the test accuracy at that epoch"}};
+          {"metric_note", fmt::format("per run: the best validation {0} and the test {0} at that epoch", metric)}};
 }
 
 }  // namespace
@@ -42,6 +44,7 @@ nlohmann::json train_seeds(const config::ExperimentConfig& c, const graph::Datas
   core::logger().info("{} seeds: {}; runs under {}", c.run.seeds.size(), fmt::join(c.run.seeds, ", "),
                       parent.path().string());
   nlohmann::json runs = nlohmann::json::array();
+  std::string metric = d.labels.is_multi_label() ? "micro_f1" : "accuracy";
   for (const uint64_t seed : c.run.seeds) {
     config::ExperimentConfig one = c;
     one.run.seed = seed;
@@ -54,27 +57,29 @@ nlohmann::json train_seeds(const config::ExperimentConfig& c, const graph::Datas
     try {
       RunDirectory dir(one, options_one);
       const nlohmann::json s = train_experiment(one, d, dir, options);
+      metric = metric_of(s);
       runs.push_back({{"seed", seed},
                       {"dir", options_one.out.filename().string()},
-                      {"val_accuracy", s["val_accuracy"]},
-                      {"test_accuracy", s["test_accuracy"]},
+                      {"val_" + metric, s[score_key(s, "val")]},
+                      {"test_" + metric, s[score_key(s, "test")]},
                       {"best_epoch", s["best_epoch"]},
                       {"epoch_time_s", s["epoch_time_s"]},
                       {"params_checksum", s["params_checksum"]}});
     } catch (const std::exception& e) {
-      nlohmann::json summary = seeds_summary(c, runs, dynamic_cast<const core::Interrupted*>(&e) ? "interrupted" : "failed");
+      nlohmann::json summary =
+          seeds_summary(c, runs, dynamic_cast<const core::Interrupted*>(&e) ? "interrupted" : "failed", metric);
       summary["error"] = fmt::format("seed {}: {}", seed, core::user_message(e));
       parent.write_summary(summary);
       throw;
     }
   }
-  const nlohmann::json summary = seeds_summary(c, runs, "done");
+  const nlohmann::json summary = seeds_summary(c, runs, "done", metric);
   parent.write_summary(summary);
-  const auto& test = summary["test_accuracy"];
-  const auto& val = summary["val_accuracy"];
-  fmt::print(out, "{}: test accuracy {:.4f} ± {:.4f}, val {:.4f} ± {:.4f} over {} seeds (mean ± std of each run's best "
+  const auto& test = summary["test_" + metric];
+  const auto& val = summary["val_" + metric];
+  fmt::print(out, "{}: test {} {:.4f} ± {:.4f}, val {:.4f} ± {:.4f} over {} seeds (mean ± std of each run's best "
                   "validation epoch); summary in {}\n",
-             c.name, test["mean"].get<double>(), test["std"].get<double>(), val["mean"].get<double>(),
+             c.name, metric_label(metric), test["mean"].get<double>(), test["std"].get<double>(), val["mean"].get<double>(),
              val["std"].get<double>(), runs.size(), (parent.path() / "summary.json").string());
   return summary;
 }

@@ -14,6 +14,7 @@
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/experiments/config/config_map.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "run_stats.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
@@ -53,8 +54,8 @@ Row read_row(const fs::path& dir) {
   const nlohmann::json s = read_json(dir / "summary.json");
   GNNPIPE_CHECK_DATA(s.is_object(), "{}: not a run summary", (dir / "summary.json").string());
   row.status = s.value("status", std::string("done"));
-  std::tie(row.test, row.test_std) = value_of(s, "test_accuracy");
-  std::tie(row.val, row.val_std) = value_of(s, "val_accuracy");
+  std::tie(row.test, row.test_std) = value_of(s, score_key(s, "test").c_str());
+  std::tie(row.val, row.val_std) = value_of(s, score_key(s, "val").c_str());
   row.epoch_time = value_of(s, "epoch_time_s").first;
   if (s.contains("runs") && s["runs"].is_array()) row.runs = static_cast<int>(s["runs"].size());
   if (fs::exists(dir / "config.yaml")) {

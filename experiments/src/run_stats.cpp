@@ -14,4 +14,14 @@ nlohmann::json mean_std(const std::vector<double>& values) {
   return {{"mean", mean}, {"std", std}, {"n", values.size()}};
 }
 
+std::string metric_of(const nlohmann::json& summary) {
+  return summary.is_object() ? summary.value("metric", std::string("accuracy")) : std::string("accuracy");
+}
+
+std::string score_key(const nlohmann::json& summary, const char* split) {
+  return std::string(split) + "_" + metric_of(summary);
+}
+
+std::string metric_label(const std::string& metric) { return metric == "micro_f1" ? "micro-F1" : metric; }
+
 }  // namespace gnnpipe::experiments

@@ -10,6 +10,7 @@
 #include "gnnpipe/core/log.hpp"
 #include "multi_seed.hpp"
 #include "report_command.hpp"
+#include "run_stats.hpp"
 
 namespace gnnpipe::experiments {
 
@@ -64,8 +65,9 @@ nlohmann::json train_sweep(const config::ExperimentConfig& c, const graph::Datas
         s = train_experiment(point, data, dir, options);
       }
       entry["status"] = "done";
-      entry["test_accuracy"] = s["test_accuracy"];
-      entry["val_accuracy"] = s["val_accuracy"];
+      entry["metric"] = metric_of(s);
+      entry[score_key(s, "test")] = s[score_key(s, "test")];
+      entry[score_key(s, "val")] = s[score_key(s, "val")];
       dirs.push_back(point_options.out.string());
     } catch (const core::Interrupted&) {
       entry["status"] = "interrupted";

@@ -54,8 +54,6 @@ double median(std::vector<double> values) {
 
 void check_trainable(const graph::Dataset& d) {
   GNNPIPE_CHECK_DATA(!d.labels.empty(), "{}: the dataset has no labels to train on", d.name);
-  GNNPIPE_CHECK_CONFIG(!d.labels.is_multi_label(),
-                       "dataset: {} is multi-label; multi-label training (BCE) is not wired into the runner yet", d.name);
   GNNPIPE_CHECK_DATA(!d.features.empty(), "{}: the dataset has no features (set dataset.random_features: F)", d.name);
   GNNPIPE_CHECK_DATA(!d.splits.train.empty(), "{}: the train split is empty", d.name);
 }
@@ -239,13 +237,26 @@ struct EpochRecord {
   }
 };
 
-nlohmann::json epoch_json(const std::optional<pipeline::EpochResult>& r) {
+// The run's score: accuracy, or micro-F1 at threshold 0.5 for multi-label labels.
+std::string metric_name(const graph::Dataset& d) { return d.labels.is_multi_label() ? "micro_f1" : "accuracy"; }
+
+// A multi-label epoch's other scores of val and test (macro-F1, top-k micro- and macro-F1).
+void add_f1_scores(nlohmann::json& j, const pipeline::EpochResult& r) {
+  for (const auto& [split, m] : {std::pair{"val", r.val_f1}, std::pair{"test", r.test_f1}}) {
+    j[fmt::format("{}_macro_f1", split)] = m.macro;
+    j[fmt::format("{}_micro_f1_topk", split)] = m.micro_topk;
+    j[fmt::format("{}_macro_f1_topk", split)] = m.macro_topk;
+  }
+}
+
+nlohmann::json epoch_json(const std::optional<pipeline::EpochResult>& r, const std::string& metric) {
   if (!r) return nullptr;
   nlohmann::json j = {{"epoch", r->epoch}, {"loss", r->loss}, {"epoch_time_s", r->epoch_time_s}};
   if (r->evaluated) {
-    j["train_accuracy"] = r->train_acc;
-    j["val_accuracy"] = r->val_acc;
-    j["test_accuracy"] = r->test_acc;
+    j["train_" + metric] = r->train_acc;
+    j["val_" + metric] = r->val_acc;
+    j["test_" + metric] = r->test_acc;
+    if (metric == "micro_f1") add_f1_scores(j, *r);
   }
   return j;
 }
@@ -263,8 +274,9 @@ nlohmann::json stopped_summary(const config::ExperimentConfig& c, const graph::D
           {"sampler", std::string(samplers::to_string(c.sampler.type))},
           {"epochs", epochs.last ? epochs.last->epoch : 0},
           {"best_epoch", epochs.best ? epochs.best->epoch : 0},
-          {"last", epoch_json(epochs.last)},
-          {"best", epoch_json(epochs.best)},
+          {"metric", metric_name(d)},
+          {"last", epoch_json(epochs.last, metric_name(d))},
+          {"best", epoch_json(epochs.best, metric_name(d))},
           {"run_time_s", run_time},
           {"provenance", provenance(c, d, nullptr)}};
 }
@@ -368,8 +380,8 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
                                         r.eval_time_s});
     if (r.evaluated) {
       // The epoch's time is its training (pipelined: its evaluation overlaps the next epoch's).
-      log.info("epoch {:>4} | loss {:.4f} | train {:.4f} | val {:.4f} | test {:.4f} | {:.3f} s, eval {:.3f} s{} | {} | {}",
-               r.epoch, r.loss, r.train_acc, r.val_acc, r.test_acc, r.epoch_time_s, r.eval_time_s,
+      log.info("epoch {:>4} | loss {:.4f} | {}train {:.4f} | val {:.4f} | test {:.4f} | {:.3f} s, eval {:.3f} s{} | {} | {}",
+               r.epoch, r.loss, d.labels.is_multi_label() ? "micro-F1 " : "", r.train_acc, r.val_acc, r.test_acc, r.epoch_time_s, r.eval_time_s,
                pipe.mode == pipeline::PipelineMode::kPipelined ? " (overlapped)" : "", memory_note(r.memory),
                r.verdict);
     } else {
@@ -402,9 +414,10 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
       {"status", "done"},
       {"dataset", d.name},
       {"synthesized", d.synthesized},
-      {"test_accuracy", result.test_at_best},
-      {"val_accuracy", result.best_val},
-      {"train_accuracy", result.train_at_best},
+      {"metric", metric_name(d)},
+      {"test_" + metric_name(d), result.test_at_best},
+      {"val_" + metric_name(d), result.best_val},
+      {"train_" + metric_name(d), result.train_at_best},
       {"best_epoch", result.best_epoch},
       {"epochs", result.epochs_run},
       {"epoch_time_s", median(result.epoch_times)},
@@ -452,6 +465,12 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
       {"provenance", provenance(c, d, resources.threads().json())},
       {"epoch_times_s", result.epoch_times},
   };
+  if (d.labels.is_multi_label()) {
+    const std::lock_guard lock(epochs.mutex);
+    if (epochs.best) add_f1_scores(summary, *epochs.best);
+    summary["metric_note"] = "micro_f1: at threshold 0.5 (logit > 0), the score of best_epoch; *_topk: each node "
+                             "predicted its true number of labels, the highest scores (the DeepWalk protocol)";
+  }
   run_dir.write_summary(summary);
   log.info("best epoch {}: val {:.4f}, test {:.4f}; median epoch {:.4f} s, run {:.2f} s; {}", result.best_epoch,
            result.best_val, result.test_at_best, median(result.epoch_times), run_time, run_dir.path().string());

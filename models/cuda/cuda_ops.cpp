@@ -288,15 +288,19 @@ void log_softmax_nll(const OpContext& ctx, ConstView<T> logits, std::span<const 
 
 template <class T>
 void bce_with_logits(const OpContext& ctx, ConstView<T> logits, MatrixView<const uint8_t> targets,
-                     std::span<const int32_t> rows, MatrixView<T> dlogits, double* row_scratch, double* loss) {
+                     std::span<const int32_t> rows, std::span<const float> weights, MatrixView<T> dlogits,
+                     double* row_scratch, double* loss) {
   check_same_shape<T>(logits, dlogits, "bce_with_logits: logits and dlogits");
   GNNPIPE_CHECK(targets.rows == logits.rows && targets.cols == logits.cols,
                 "bce_with_logits: targets {} for logits {}", shape_str(targets), shape_str(logits));
   GNNPIPE_CHECK(static_cast<int64_t>(rows.size()) <= logits.rows, "bce_with_logits: {} rows listed for logits {}",
                 rows.size(), shape_str(logits));
   GNNPIPE_CHECK(loss != nullptr && (rows.empty() || row_scratch != nullptr), "bce_with_logits: no loss or scratch");
+  GNNPIPE_CHECK(weights.empty() || weights.size() == rows.size(), "bce_with_logits: {} weights for {} rows",
+                weights.size(), rows.size());
   launch_bce_with_logits<T>(logits.data, logits.rows, logits.cols, targets.data, rows.data(),
-                            static_cast<int64_t>(rows.size()), dlogits.data, row_scratch, loss, stream_of(ctx));
+                            static_cast<int64_t>(rows.size()), weights.empty() ? nullptr : weights.data(), dlogits.data,
+                            row_scratch, loss, stream_of(ctx));
 }
 
 template <class T>
@@ -457,7 +461,8 @@ void sgd_step(const OpContext& ctx, T* w, const T* grad, T* velocity, const T* d
                                    std::span<const int32_t>, std::span<const float>, MatrixView<T>, double*,         \
                                    double*);                                                                          \
   template void bce_with_logits<T>(const OpContext&, ConstView<T>, MatrixView<const uint8_t>,                        \
-                                   std::span<const int32_t>, MatrixView<T>, double*, double*);                       \
+                                   std::span<const int32_t>, std::span<const float>, MatrixView<T>, double*,        \
+                                   double*);                                                                         \
   template void gru_cell<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, MatrixView<T>);             \
   template void gru_cell_backward<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, ConstView<T>,      \
                                      MatrixView<T>, MatrixView<T>, MatrixView<T>);                                   \
@@ -479,6 +484,8 @@ void sgd_step(const OpContext& ctx, T* w, const T* grad, T* velocity, const T* d
   template void sgd_step<T>(const OpContext&, T*, const T*, T*, const T*, int64_t, T, T, bool);
 template void copy_rows<uint16_t>(const OpContext&, ConstView<uint16_t>, std::span<const int32_t>, MatrixView<uint16_t>,
                                   std::span<const int32_t>);
+template void copy_rows<uint8_t>(const OpContext&, ConstView<uint8_t>, std::span<const int32_t>, MatrixView<uint8_t>,
+                                 std::span<const int32_t>);
 GNNPIPE_INSTANTIATE(float)
 GNNPIPE_INSTANTIATE(double)
 #undef GNNPIPE_INSTANTIATE

@@ -93,7 +93,8 @@ void log_softmax_nll(const OpContext& ctx, ConstView<T> logits, std::span<const 
                      double* row_scratch, double* loss);
 template <class T>
 void bce_with_logits(const OpContext& ctx, ConstView<T> logits, MatrixView<const uint8_t> targets,
-                     std::span<const int32_t> rows, MatrixView<T> dlogits, double* row_scratch, double* loss);
+                     std::span<const int32_t> rows, std::span<const float> weights, MatrixView<T> dlogits,
+                     double* row_scratch, double* loss);
 template <class T>
 void zero(const OpContext& ctx, MatrixView<T> x);
 template <class T>

@@ -309,6 +309,8 @@ void launch_convert_from_float(const float* src, T* dst, int64_t n, cudaStream_t
 
 template void launch_copy_rows<uint16_t>(const uint16_t*, int64_t, const int32_t*, uint16_t*, const int32_t*, int64_t,
                                          cudaStream_t);
+template void launch_copy_rows<uint8_t>(const uint8_t*, int64_t, const int32_t*, uint8_t*, const int32_t*, int64_t,
+                                        cudaStream_t);
 
 #define GNNPIPE_INSTANTIATE(T)                                                                                   \
   template void launch_bias_add<T>(T*, int64_t, int64_t, const T*, cudaStream_t);                                \

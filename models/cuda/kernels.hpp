@@ -192,10 +192,13 @@ void launch_log_softmax_nll(const T* logits, int64_t n, int64_t classes, const i
 // Binary cross-entropy with logits over the listed rows, mean over num_rows * classes:
 // per element max(x, 0) - x t + log1p(exp(-|x|)); dlogits = (sigmoid(x) - t) / (num_rows * classes)
 // on listed rows, 0 elsewhere. row_loss: scratch of num_rows doubles (each the sum of its row, in
-// column order); *loss = (sum over k in order of row_loss[k]) / (num_rows * classes).
+// column order); *loss = (sum over k in order of row_loss[k]) / (num_rows * classes). With
+// weights (num_rows floats), row k's scale is weights[k] / classes instead: dlogits and row_loss[k]
+// are scaled by it and *loss is the plain ordered sum (the CPU twin's weighted form).
 template <class T>
 void launch_bce_with_logits(const T* logits, int64_t n, int64_t classes, const uint8_t* targets, const int32_t* rows,
-                            int64_t num_rows, T* dlogits, double* row_loss, double* loss, cudaStream_t stream);
+                            int64_t num_rows, const float* weights, T* dlogits, double* row_loss, double* loss,
+                            cudaStream_t stream);
 
 // --- optimizers (cpu twins: adam.cpp, optimizer.cpp) ----------------------------------------------
 // Adam, element i < n: g = grad[i] + decay[i] * w[i]; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;

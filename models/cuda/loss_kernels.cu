@@ -71,14 +71,15 @@ __global__ void log_softmax_nll_kernel(const T* __restrict__ logits, int64_t cla
 template <class T>
 __global__ void bce_with_logits_kernel(const T* __restrict__ logits, int64_t classes,
                                        const uint8_t* __restrict__ targets, const int32_t* __restrict__ rows,
-                                       int64_t num_rows, double inv_n, T* __restrict__ dlogits,
-                                       double* __restrict__ row_loss) {
+                                       int64_t num_rows, const float* __restrict__ weights, double inv_n, double inv_c,
+                                       T* __restrict__ dlogits, double* __restrict__ row_loss) {
   const int lane = util::lane_id();
   for (int64_t k = util::global_thread() / kWarpSize; k < num_rows; k += util::grid_threads() / kWarpSize) {
     const int64_t r = rows[k];
     const T* x = logits + r * classes;
     const uint8_t* t = targets + r * classes;
     T* d = dlogits + r * classes;
+    const double scale = weights == nullptr ? inv_n : mul_rn(static_cast<double>(weights[k]), inv_c);
     double sum = 0;
     for (int64_t base = 0; base < classes; base += kWarpSize) {
       const int64_t c = base + lane;
@@ -90,12 +91,12 @@ __global__ void bce_with_logits_kernel(const T* __restrict__ logits, int64_t cla
         term = add_rn(sub_rn(positive, mul_rn(v, target)), log1p(exp(-fabs(v))));
         // sigmoid without overflow: exp of a non-positive number only.
         const double sig = v >= 0 ? util::div_rn(1.0, add_rn(1.0, exp(-v))) : util::div_rn(exp(v), add_rn(1.0, exp(v)));
-        d[c] = static_cast<T>(mul_rn(sub_rn(sig, target), inv_n));
+        d[c] = static_cast<T>(mul_rn(sub_rn(sig, target), scale));
       }
       const int n = classes - base < kWarpSize ? static_cast<int>(classes - base) : kWarpSize;
       for (int j = 0; j < n; ++j) sum = add_rn(sum, __shfl_sync(util::kFullMask, term, j));
     }
-    if (lane == 0) row_loss[k] = sum;
+    if (lane == 0) row_loss[k] = weights == nullptr ? sum : mul_rn(sum, scale);
   }
 }
 
@@ -148,7 +149,8 @@ void launch_log_softmax_nll(const T* logits, int64_t n, int64_t classes, const i
 
 template <class T>
 void launch_bce_with_logits(const T* logits, int64_t n, int64_t classes, const uint8_t* targets, const int32_t* rows,
-                            int64_t num_rows, T* dlogits, double* row_loss, double* loss, cudaStream_t stream) {
+                            int64_t num_rows, const float* weights, T* dlogits, double* row_loss, double* loss,
+                            cudaStream_t stream) {
   zero_rows(dlogits, n, classes, stream);
   if (num_rows <= 0 || classes <= 0) {  // the CPU twin's 0 (no 0 / 0)
     GNNPIPE_CUDA_CHECK(cudaMemsetAsync(loss, 0, sizeof(double), stream));
@@ -156,17 +158,18 @@ void launch_bce_with_logits(const T* logits, int64_t n, int64_t classes, const u
   }
   // As the CPU twin: multiply by the inverse of num_rows * classes rather than divide.
   const double inv_n = 1.0 / (static_cast<double>(num_rows) * static_cast<double>(classes));
-  bce_with_logits_kernel<T><<<warp_grid(num_rows), kBlockThreads, 0, stream>>>(logits, classes, targets, rows, num_rows,
-                                                                               inv_n, dlogits, row_loss);
+  const double inv_c = 1.0 / static_cast<double>(classes);
+  bce_with_logits_kernel<T><<<warp_grid(num_rows), kBlockThreads, 0, stream>>>(
+      logits, classes, targets, rows, num_rows, weights, inv_n, inv_c, dlogits, row_loss);
   GNNPIPE_CUDA_CHECK(cudaGetLastError());
-  launch_ordered_total(row_loss, num_rows, inv_n, loss, stream);
+  launch_ordered_total(row_loss, num_rows, weights == nullptr ? inv_n : 1.0, loss, stream);
 }
 
 #define GNNPIPE_INSTANTIATE(T)                                                                                     \
   template void launch_log_softmax_nll<T>(const T*, int64_t, int64_t, const int32_t*, const int32_t*, int64_t,     \
                                           const float*, T*, double*, double*, cudaStream_t);                       \
-  template void launch_bce_with_logits<T>(const T*, int64_t, int64_t, const uint8_t*, const int32_t*, int64_t, T*, \
-                                          double*, double*, cudaStream_t);
+  template void launch_bce_with_logits<T>(const T*, int64_t, int64_t, const uint8_t*, const int32_t*, int64_t,     \
+                                          const float*, T*, double*, double*, cudaStream_t);
 GNNPIPE_INSTANTIATE(float)
 GNNPIPE_INSTANTIATE(double)
 #undef GNNPIPE_INSTANTIATE

@@ -730,21 +730,29 @@ TEMPLATE_TEST_CASE("ops::bce_with_logits over rows in random order", "[gpu][ops]
         for (int64_t c = 0; c < classes; ++c) logits(rows[0], c) = c % 2 == 0 ? T(80) : T(-80);
       }
 
-      LossResult<T> expected{Matrix<T>(kLossRows, classes), std::nan("")};
-      ops::bce_with_logits<T>(host(), logits.cview(), targets.cview(), rows, expected.dlogits.view(), nullptr,
-                              &expected.loss);
-      const auto logits_dev = to_device(logits, cuda.stream);
-      const auto targets_dev = to_device(targets, cuda.stream);
-      const auto rows_dev = to_device<int32_t>(rows, cuda.stream);
-      auto run = [&] {
-        auto dlogits = poisoned<T>(kLossRows, classes, cuda.stream);
-        auto scratch = test::poisoned_buffer<double>(rows.size(), cuda.stream);
-        auto loss = test::poisoned_buffer<double>(1, cuda.stream);
-        ops::bce_with_logits<T>(cuda.ctx, logits_dev.cview(), targets_dev.cview(), test::device_span(rows_dev),
-                                dlogits.view(), scratch.data(), loss.data());
-        return LossResult<T>{to_host(dlogits, cuda.stream), to_host(loss, cuda.stream)[0]};
-      };
-      check_loss<T>(expected, run, 1.0 / (static_cast<double>(std::max(count, 1)) * static_cast<double>(classes)));
+      std::vector<float> weights(rows.size());
+      for (float& w : weights) w = 0.1f + rng.uniform();
+      for (const bool weighted : {false, true}) {
+        INFO((weighted ? "weighted" : "mean"));
+        const std::span<const float> host_weights = weighted ? std::span<const float>(weights) : std::span<const float>();
+        LossResult<T> expected{Matrix<T>(kLossRows, classes), std::nan("")};
+        ops::bce_with_logits<T>(host(), logits.cview(), targets.cview(), rows, host_weights, expected.dlogits.view(),
+                                nullptr, &expected.loss);
+        const auto logits_dev = to_device(logits, cuda.stream);
+        const auto targets_dev = to_device(targets, cuda.stream);
+        const auto rows_dev = to_device<int32_t>(rows, cuda.stream);
+        const auto weights_dev = to_device<float>(weights, cuda.stream);
+        auto run = [&] {
+          auto dlogits = poisoned<T>(kLossRows, classes, cuda.stream);
+          auto scratch = test::poisoned_buffer<double>(rows.size(), cuda.stream);
+          auto loss = test::poisoned_buffer<double>(1, cuda.stream);
+          ops::bce_with_logits<T>(cuda.ctx, logits_dev.cview(), targets_dev.cview(), test::device_span(rows_dev),
+                                  weighted ? test::device_span(weights_dev) : std::span<const float>(), dlogits.view(),
+                                  scratch.data(), loss.data());
+          return LossResult<T>{to_host(dlogits, cuda.stream), to_host(loss, cuda.stream)[0]};
+        };
+        check_loss<T>(expected, run, 1.0 / (static_cast<double>(std::max(count, 1)) * static_cast<double>(classes)));
+      }
     }
   }
 }

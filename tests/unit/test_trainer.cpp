@@ -11,6 +11,7 @@
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
+#include "datasets.hpp"
 #include "experiment_helpers.hpp"
 #include "temp_dir.hpp"
 
@@ -134,4 +135,34 @@ TEST_CASE("a run whose activations exceed memory.limit fails with OutOfBudget an
   const nlohmann::json s = train(kTiny, {"memory.limit=64MiB"}, dir, "fits");
   CHECK(s["memory"]["peak_device_bytes"].get<std::size_t>() > 0);
   CHECK(s["memory"]["peak_device_bytes"].get<std::size_t>() <= std::size_t{64} << 20);
+}
+
+// Issue #17 item 2: multi-label data trains with binary cross-entropy and reports micro-F1 (threshold
+// 0.5 and top-k) and macro-F1 under their own names; a GraphSAINT batch split into parts by the
+// governor and the pipeline both give the baseline's parameters.
+TEST_CASE("BlogCatalog trains multi-label end to end, pipelined as sequential, micro- and macro-F1 reported",
+          "[runner][multilabel]") {
+  GNNPIPE_REQUIRE_DATASET(blogcatalog, "blogcatalog/converted/labels.npy");
+  gnnpipe::test::TempDir dir;
+  const std::string yaml = "name: bc\ndataset: {path: " + blogcatalog.parent_path().parent_path().string() +
+                           ", random_features: 16}\nmodel: {type: sage, layers: 2, hidden: 16}\n"
+                           "sampler: {type: saint_rw, batch_size: 300, walk_length: 2}\noptimizer: {lr: 0.01}\n"
+                           "run: {epochs: 2, seed: 3}\n";
+  const nlohmann::json seq = train(yaml, {"pipeline.mode=sequential"}, dir, "s");
+  const nlohmann::json pipe = train(yaml, {}, dir, "p");
+  CHECK(seq["metric"] == "micro_f1");
+  for (const char* key : {"test_micro_f1", "val_micro_f1", "train_micro_f1", "test_macro_f1", "test_micro_f1_topk",
+                          "test_macro_f1_topk", "val_macro_f1", "val_micro_f1_topk", "val_macro_f1_topk"}) {
+    INFO(key);
+    REQUIRE(seq.contains(key));
+    CHECK(seq[key].get<double>() >= 0.0);
+    CHECK(seq[key].get<double>() <= 1.0);
+  }
+  CHECK_FALSE(seq.contains("test_accuracy"));
+  CHECK(seq["test_micro_f1_topk"].get<double>() > 0.0);  // top-k always predicts something
+  CHECK(pipe["params_checksum"] == seq["params_checksum"]);
+  // A budget that splits the GraphSAINT subgraphs: the parts' weighted BCE adds up to the batch's.
+  const nlohmann::json split = train(yaml, {"pipeline.mode=sequential", "memory.limit=4MiB"}, dir, "m");
+  CHECK(split["memory"]["batches_split"].get<int64_t>() > 0);
+  CHECK(split["test_micro_f1_topk"].get<double>() == Approx(seq["test_micro_f1_topk"].get<double>()).margin(0.02));
 }

@@ -76,14 +76,17 @@ T log_softmax_nll(ConstView<T> logits, std::span<const int32_t> labels, std::spa
 
 template <class T>
 T bce_with_logits(ConstView<T> logits, MatrixView<const uint8_t> targets, std::span<const int32_t> rows,
-                  MatrixView<T> dlogits) {
+                  std::span<const float> weights, MatrixView<T> dlogits) {
   GNNPIPE_CHECK(targets.rows == logits.rows && targets.cols == logits.cols,
                 "bce_with_logits: targets {} do not match logits {}", shape_str(targets), shape_str(logits));
   zero_gradient<T>(logits, dlogits, "bce_with_logits");
   detail::check_row_list(rows, logits.rows, "bce_with_logits");
+  GNNPIPE_CHECK(weights.empty() || weights.size() == rows.size(), "bce_with_logits: {} weights for {} rows",
+                weights.size(), rows.size());
   const int64_t classes = logits.cols;
   if (rows.empty() || classes == 0) return T{0};
   const double inv_n = 1.0 / (static_cast<double>(rows.size()) * static_cast<double>(classes));
+  const double inv_c = 1.0 / static_cast<double>(classes);
   std::vector<double> loss(rows.size());
   detail::parallel_rows(static_cast<int64_t>(rows.size()), detail::grain_for(3 * classes), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
@@ -91,6 +94,7 @@ T bce_with_logits(ConstView<T> logits, MatrixView<const uint8_t> targets, std::s
       const T* x = logits.row(r).data();
       const uint8_t* t = targets.row(r).data();
       T* d = dlogits.row(r).data();
+      const double scale = weights.empty() ? inv_n : static_cast<double>(weights[static_cast<std::size_t>(i)]) * inv_c;
       double sum = 0;
       for (int64_t c = 0; c < classes; ++c) {
         const double v = x[c];
@@ -98,12 +102,12 @@ T bce_with_logits(ConstView<T> logits, MatrixView<const uint8_t> targets, std::s
         sum += std::max(v, 0.0) - v * target + std::log1p(std::exp(-std::abs(v)));
         // sigmoid without overflow: exp of a non-positive number only.
         const double sig = v >= 0 ? 1.0 / (1.0 + std::exp(-v)) : std::exp(v) / (1.0 + std::exp(v));
-        d[c] = static_cast<T>((sig - target) * inv_n);
+        d[c] = static_cast<T>((sig - target) * scale);
       }
-      loss[static_cast<std::size_t>(i)] = sum;
+      loss[static_cast<std::size_t>(i)] = weights.empty() ? sum : sum * scale;
     }
   });
-  return static_cast<T>(ordered_sum(loss) * inv_n);
+  return static_cast<T>(weights.empty() ? ordered_sum(loss) * inv_n : ordered_sum(loss));
 }
 
 template float log_softmax_nll<float>(ConstView<float>, std::span<const int32_t>, std::span<const int32_t>,
@@ -115,8 +119,8 @@ template float log_softmax_nll<float>(ConstView<float>, std::span<const int32_t>
 template double log_softmax_nll<double>(ConstView<double>, std::span<const int32_t>, std::span<const int32_t>,
                                         MatrixView<double>);
 template float bce_with_logits<float>(ConstView<float>, MatrixView<const uint8_t>, std::span<const int32_t>,
-                                      MatrixView<float>);
+                                      std::span<const float>, MatrixView<float>);
 template double bce_with_logits<double>(ConstView<double>, MatrixView<const uint8_t>, std::span<const int32_t>,
-                                        MatrixView<double>);
+                                        std::span<const float>, MatrixView<double>);
 
 }  // namespace gnnpipe::models::cpu

@@ -2,6 +2,10 @@
 
 #include <oneapi/tbb/parallel_reduce.h>
 
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
 #include "gnnpipe/core/tsan_annotations.hpp"
 #include "ops/parallel.hpp"
 
@@ -63,9 +67,54 @@ double micro_f1(MatrixView<const T> logits, MatrixView<const uint8_t> targets, s
   return denominator == 0 ? 0.0 : static_cast<double>(2 * counts.tp) / static_cast<double>(denominator);
 }
 
+template <class T>
+F1Scores multi_label_f1(MatrixView<const T> logits, MatrixView<const uint8_t> targets, std::span<const int32_t> rows,
+                        bool top_k) {
+  GNNPIPE_CHECK(targets.rows == logits.rows && targets.cols == logits.cols,
+                "multi_label_f1: targets {} do not match logits {}", shape_str(targets), shape_str(logits));
+  detail::check_row_list(rows, logits.rows, "multi_label_f1");
+  const auto classes = static_cast<std::size_t>(logits.cols);
+  std::vector<F1Counts> per_class(classes);
+  std::vector<int64_t> order(classes);
+  for (int32_t r : rows) {  // exact integer counts, sequential: cheap next to the model
+    const T* x = logits.row(r).data();
+    const uint8_t* t = targets.row(r).data();
+    std::vector<bool> predicted(classes);
+    if (top_k) {
+      const auto k = static_cast<std::ptrdiff_t>(std::count_if(t, t + classes, [](uint8_t v) { return v != 0; }));
+      std::iota(order.begin(), order.end(), int64_t{0});
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return x[a] > x[b]; });
+      for (std::ptrdiff_t i = 0; i < k; ++i) predicted[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = true;
+    } else {
+      for (std::size_t c = 0; c < classes; ++c) predicted[c] = x[c] > T{0};
+    }
+    for (std::size_t c = 0; c < classes; ++c) {
+      const bool actual = t[c] != 0;
+      per_class[c].tp += predicted[c] && actual;
+      per_class[c].fp += predicted[c] && !actual;
+      per_class[c].fn += !predicted[c] && actual;
+    }
+  }
+  const auto f1 = [](const F1Counts& n) {
+    const int64_t d = 2 * n.tp + n.fp + n.fn;
+    return d == 0 ? 0.0 : static_cast<double>(2 * n.tp) / static_cast<double>(d);
+  };
+  F1Counts all;
+  double macro = 0;
+  for (const F1Counts& n : per_class) {
+    all = F1Counts{all.tp + n.tp, all.fp + n.fp, all.fn + n.fn};
+    macro += f1(n);
+  }
+  return F1Scores{f1(all), classes == 0 ? 0.0 : macro / static_cast<double>(classes)};
+}
+
 template double accuracy<float>(MatrixView<const float>, std::span<const int32_t>, std::span<const int32_t>);
 template double accuracy<double>(MatrixView<const double>, std::span<const int32_t>, std::span<const int32_t>);
 template double micro_f1<float>(MatrixView<const float>, MatrixView<const uint8_t>, std::span<const int32_t>);
 template double micro_f1<double>(MatrixView<const double>, MatrixView<const uint8_t>, std::span<const int32_t>);
+template F1Scores multi_label_f1<float>(MatrixView<const float>, MatrixView<const uint8_t>, std::span<const int32_t>,
+                                        bool);
+template F1Scores multi_label_f1<double>(MatrixView<const double>, MatrixView<const uint8_t>, std::span<const int32_t>,
+                                         bool);
 
 }  // namespace gnnpipe::models::cpu

@@ -196,11 +196,12 @@ void log_softmax_nll(const OpContext& ctx, ConstView<T> logits, std::span<const 
 
 template <class T>
 void bce_with_logits(const OpContext& ctx, ConstView<T> logits, MatrixView<const uint8_t> targets,
-                     std::span<const int32_t> rows, MatrixView<T> dlogits, double* row_scratch, double* loss) {
-  GNNPIPE_ON_CUDA(bce_with_logits<T>(ctx, logits, targets, rows, dlogits, row_scratch, loss));
+                     std::span<const int32_t> rows, std::span<const float> weights, MatrixView<T> dlogits,
+                     double* row_scratch, double* loss) {
+  GNNPIPE_ON_CUDA(bce_with_logits<T>(ctx, logits, targets, rows, weights, dlogits, row_scratch, loss));
   GNNPIPE_CHECK(loss != nullptr, "bce_with_logits: no loss output");
   (void)row_scratch;
-  *loss = static_cast<double>(cpu::bce_with_logits<T>(logits, targets, rows, dlogits));
+  *loss = static_cast<double>(cpu::bce_with_logits<T>(logits, targets, rows, weights, dlogits));
 }
 
 template <class T>
@@ -317,7 +318,8 @@ void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const 
                                    std::span<const int32_t>, std::span<const float>, MatrixView<T>, double*,         \
                                    double*);                                                                          \
   template void bce_with_logits<T>(const OpContext&, ConstView<T>, MatrixView<const uint8_t>,                        \
-                                   std::span<const int32_t>, MatrixView<T>, double*, double*);                       \
+                                   std::span<const int32_t>, std::span<const float>, MatrixView<T>, double*,        \
+                                   double*);                       \
   template void zero<T>(const OpContext&, MatrixView<T>);                                                            \
   template void copy<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                              \
   template void copy_rows<T>(const OpContext&, ConstView<T>, std::span<const int32_t>, MatrixView<T>,                 \
@@ -327,6 +329,9 @@ void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const 
 // Raw 16-bit feature rows (fp16/bf16 features on the device) are moved by copy_rows too.
 template void copy_rows<uint16_t>(const OpContext&, ConstView<uint16_t>, std::span<const int32_t>, MatrixView<uint16_t>,
                                   std::span<const int32_t>);
+// Multi-label targets (0/1 bytes) are gathered from the resident label matrix by copy_rows too.
+template void copy_rows<uint8_t>(const OpContext&, ConstView<uint8_t>, std::span<const int32_t>, MatrixView<uint8_t>,
+                                 std::span<const int32_t>);
 GNNPIPE_INSTANTIATE(float)
 GNNPIPE_INSTANTIATE(double)
 #undef GNNPIPE_INSTANTIATE

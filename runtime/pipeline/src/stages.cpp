@@ -73,6 +73,7 @@ Stages::Stages(const TrainingSetup& s)
     released_.emplace_back(device_);
   }
   place_features(probe);
+  place_labels();
   place_eval_graph();
   // What is resident now stays for the run; the governor predicts everything else.
   governor_.emplace(governor_setup(packed_cols(), features_on_device_ || !cache_slot_of_.empty()));
@@ -108,6 +109,32 @@ GovernorSetup Stages::governor_setup(int64_t packed_feature_cols, bool gathers_o
 // half of what is left); device and cache
 // insist (an OutOfBudget naming memory.limit when they cannot fit). The device copy keeps the
 // store's type: fp16/bf16 rows stay 16-bit there.
+// Multi-label targets: the 0/1 matrix [N x C] lives in the train context's memory for the run (on
+// the CPU backend: the host matrix, charged to the budget as a GPU copy would be); packed batches
+// carry each target's node id in their label section, and the train step gathers the rows.
+void Stages::place_labels() {
+  const graph::Labels& labels = s_.data.labels;
+  if (!labels.is_multi_label()) return;
+  node_ids_ = graph::HostArray<int32_t>(static_cast<std::size_t>(s_.data.num_nodes()));
+  std::iota(node_ids_.begin(), node_ids_.end(), 0);
+  const std::size_t bytes = labels.multi.size();
+  if (!device_.is_cuda()) {
+    labels_charge_ = allocator_.charge(bytes);
+    label_matrix_ = labels.multi.data();
+    return;
+  }
+  uint8_t* dst = device_labels_.ensure(&allocator_, copy_stream_, bytes);
+  core::Buffer<uint8_t> bounce(bytes, core::MemoryKind::kPinned);
+  std::memcpy(bounce.data(), labels.multi.data(), bytes);
+  core::copy_bytes_async(dst, bounce.data(), bytes, copy_stream_);
+  copy_stream_.synchronize();
+  label_matrix_ = dst;
+}
+
+std::span<const int32_t> Stages::label_source() const {
+  return s_.data.labels.is_multi_label() ? node_ids_.span() : s_.data.labels.single.span();
+}
+
 void Stages::place_features(const Probe& probe) {
   const graph::FeatureStore& f = s_.data.features;
   const memory::FeaturePlacement wanted = s_.memory.features;
@@ -202,7 +229,7 @@ void Stages::place_eval_graph() {
     refuse(layout.total_bytes);
   }
   core::Buffer<std::byte> packed(layout.total_bytes, device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
-  pack_batch(batch, f, s_.data.labels.single.span(), layout, packed.data(), {});
+  pack_batch(batch, f, label_source(), layout, packed.data(), {});
   std::byte* dst = eval_graph_.ensure(&allocator_, copy_stream_, layout.total_bytes);
   core::copy_bytes_async(dst, packed.data(), layout.total_bytes, copy_stream_);
   copy_stream_.synchronize();
@@ -431,7 +458,7 @@ void Stages::gather(Item& item, graph::MiniBatch batch) {
   memory::StagingSlot& slot = staging_.slot(item.slot);
   core::tsan::acquire(&slot);  // slot hand-off: its token came back after its last copy (transfer)
   slot.ensure(layout.total_bytes);
-  pack_batch(batch, s_.data.features, s_.data.labels.single.span(), layout, slot.data(), cache_slot_of_);
+  pack_batch(batch, s_.data.features, label_source(), layout, slot.data(), cache_slot_of_);
   count_rows(layout);
   core::tsan::release(&slot);  // slot hand-off: the item names it on its way to the governor and the transfer thread
   item.sampled = std::make_shared<graph::MiniBatch>(std::move(batch));
@@ -461,7 +488,7 @@ void Stages::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
   core::tsan::acquire(&slot);  // slot hand-off: filled by gather
   slot.ensure(end);
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    pack_batch(parts[i], s_.data.features, s_.data.labels.single.span(), item.layouts[i], slot.data() + item.offsets[i],
+    pack_batch(parts[i], s_.data.features, label_source(), item.layouts[i], slot.data() + item.offsets[i],
                cache_slot_of_);
     count_rows(item.layouts[i]);
   }
@@ -580,8 +607,19 @@ void Stages::run_part(const Item& item, const BatchLayout& layout, std::byte* ba
       core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)}));
   const auto dlogits = dlogits_.matrix(train_ctx_, logits.rows, logits.cols);
   double* target = parts > 1 ? part_losses_.data() + part : loss;
-  models::ops::log_softmax_nll<float>(train_ctx_, logits, view.labels, view.loss_rows, view.loss_weights, dlogits,
-                                      loss_scratch_.ensure(train_ctx_, view.loss_rows.size()), target);
+  double* scratch = loss_scratch_.ensure(train_ctx_, view.loss_rows.size());
+  if (label_matrix_ != nullptr) {
+    // Multi-label: the targets' rows of the resident 0/1 matrix (the label section holds node ids).
+    const int64_t classes = s_.data.labels.num_classes;
+    const models::MatrixView<uint8_t> targets{
+        target_rows_.ensure(train_ctx_, static_cast<std::size_t>(logits.rows * classes)), logits.rows, classes};
+    models::ops::copy_rows<uint8_t>(train_ctx_, {label_matrix_, s_.data.num_nodes(), classes}, view.labels, targets, {});
+    models::ops::bce_with_logits<float>(train_ctx_, logits, targets, view.loss_rows, view.loss_weights, dlogits, scratch,
+                                        target);
+  } else {
+    models::ops::log_softmax_nll<float>(train_ctx_, logits, view.labels, view.loss_rows, view.loss_weights, dlogits,
+                                        scratch, target);
+  }
   s_.model.backward(blocks, dlogits);
 }
 
@@ -674,7 +712,7 @@ const std::byte* Stages::pack_part(const graph::MiniBatch& part, const BatchLayo
     part_staging_ = core::Buffer<std::byte>(layout.total_bytes + layout.total_bytes / 8,
                                             device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
   }
-  pack_batch(part, s_.data.features, s_.data.labels.single.span(), layout, part_staging_.data(), cache_slot_of_);
+  pack_batch(part, s_.data.features, label_source(), layout, part_staging_.data(), cache_slot_of_);
   count_rows(layout);
   return part_staging_.data();
 }
@@ -784,12 +822,31 @@ void Stages::evaluate(EpochResult& r) {
                                 eval_workspace_);
     logits = layerwise.cview();
   }
-  const auto labels = s_.data.labels.single.span();
   const auto& sp = s_.data.splits;
   r.evaluated = true;
-  r.train_acc = models::cpu::accuracy<float>(logits, labels, sp.train.span());
-  r.val_acc = sp.val.empty() ? NAN : models::cpu::accuracy<float>(logits, labels, sp.val.span());
-  r.test_acc = sp.test.empty() ? NAN : models::cpu::accuracy<float>(logits, labels, sp.test.span());
+  if (s_.data.labels.is_multi_label()) {
+    // Micro-F1 at threshold 0.5 is the run's score; macro-F1 and the top-k (DeepWalk) variants beside it.
+    const graph::Labels& l = s_.data.labels;
+    const models::MatrixView<const uint8_t> targets{l.multi.data(), s_.data.num_nodes(), l.num_classes};
+    const auto scores = [&](const graph::HostArray<graph::NodeId>& split) {
+      MultiLabelScores m;
+      if (split.empty()) return m;
+      const auto at_half = models::cpu::multi_label_f1<float>(logits, targets, split.span(), false);
+      const auto top_k = models::cpu::multi_label_f1<float>(logits, targets, split.span(), true);
+      m = {at_half.micro, at_half.macro, top_k.micro, top_k.macro};
+      return m;
+    };
+    r.train_acc = scores(sp.train).micro;
+    r.val_f1 = scores(sp.val);
+    r.test_f1 = scores(sp.test);
+    r.val_acc = r.val_f1.micro;
+    r.test_acc = r.test_f1.micro;
+  } else {
+    const auto labels = s_.data.labels.single.span();
+    r.train_acc = models::cpu::accuracy<float>(logits, labels, sp.train.span());
+    r.val_acc = sp.val.empty() ? NAN : models::cpu::accuracy<float>(logits, labels, sp.val.span());
+    r.test_acc = sp.test.empty() ? NAN : models::cpu::accuracy<float>(logits, labels, sp.test.span());
+  }
   eval_stream_.synchronize();
   s_.recorder.record(Stage::kEval, r.epoch, -1, t0, s_.recorder.now());
 }

@@ -30,6 +30,7 @@ class Stages {
   // sets up the memory governor. The model's op context must have an allocator (the budget).
   explicit Stages(const TrainingSetup& s);
 
+
   const TrainingSetup& setup() const { return s_; }
   // Staging slots = batches in flight on the host: pipeline.staging_slots, or 1 for a run whose
   // fixed batch may become resident (nothing else would use a second slot, and with one the next
@@ -107,6 +108,9 @@ class Stages {
   void drain_after_failure() noexcept;
 
  private:
+  void place_labels();
+  // What pack_batch writes per target: its class (single-label) or its node id (multi-label).
+  std::span<const int32_t> label_source() const;
   void fault(Stage stage, const Item& item) const {
     if (s_.fault) s_.fault(stage, item.epoch, item.spec.index);
   }
@@ -201,6 +205,12 @@ class Stages {
   // streams' input arrays.
   bool features_on_device_ = false;
   models::DeviceArray<std::byte> device_features_;
+  // Multi-label runs: the resident 0/1 label matrix (place_labels), the node ids packed as labels,
+  // and the gathered targets of a step.
+  models::DeviceArray<uint8_t> device_labels_, target_rows_;
+  memory::BudgetCharge labels_charge_;
+  const uint8_t* label_matrix_ = nullptr;
+  graph::HostArray<int32_t> node_ids_;
   memory::BudgetCharge features_charge_;
   const std::byte* device_store_ = nullptr;
   int64_t device_store_rows_ = 0;

@@ -50,17 +50,25 @@ TEST_CASE("bce_with_logits: mean over rows x classes, stable for large logits", 
   const Matrix<double> logits(2, 2, {0, 2, -1000, 1000});
   const Matrix<uint8_t> targets(2, 2, {1, 0, 0, 0});
   Matrix<double> d(2, 2);
-  const double loss = models::cpu::bce_with_logits<double>(logits.view(), targets.view(), std::vector<int32_t>{0},
+  const double loss = models::cpu::bce_with_logits<double>(logits.view(), targets.view(), std::vector<int32_t>{0}, {},
                                                            d.view());
   CHECK(loss == Approx((std::log(2.0) + 2 + std::log1p(std::exp(-2.0))) / 2).epsilon(1e-14));
   CHECK(d(0, 0) == -0.25);
   CHECK(d(0, 1) == Approx(0.5 / (1 + std::exp(-2.0))).epsilon(1e-14));
   CHECK(d(1, 0) == 0);
-  const double big = models::cpu::bce_with_logits<double>(logits.view(), targets.view(), std::vector<int32_t>{1},
+  const double big = models::cpu::bce_with_logits<double>(logits.view(), targets.view(), std::vector<int32_t>{1}, {},
                                                           d.view());
   CHECK(big == 500);  // (0 + 1000) / 2
   CHECK(d(1, 0) == 0);
   CHECK(d(1, 1) == 0.5);
+  // Weighted: row k counts weights[k] / classes (GraphSAINT's normalisation, a split batch's parts).
+  const double weighted = models::cpu::bce_with_logits<double>(logits.view(), targets.view(), std::vector<int32_t>{1},
+                                                               std::vector<float>{0.25f}, d.view());
+  CHECK(weighted == 125);  // 0.25 * 1000 / 2
+  CHECK(d(1, 1) == 0.125);
+  CHECK_THROWS_WITH(models::cpu::bce_with_logits<double>(logits.view(), targets.view(), std::vector<int32_t>{0, 1},
+                                                         std::vector<float>{1.0f}, d.view()),
+                    Catch::Contains("1 weights for 2 rows"));
 }
 
 TEST_CASE("losses: finite-difference gradients", "[models][loss][gradcheck]") {
@@ -80,9 +88,13 @@ TEST_CASE("losses: finite-difference gradients", "[models][loss][gradcheck]") {
   SECTION("bce_with_logits") {
     Matrix<uint8_t> targets(6, 5);
     for (uint8_t& t : targets.flat()) t = rng.bernoulli(0.5) ? 1 : 0;
-    auto loss = [&] { return models::cpu::bce_with_logits<double>(logits.view(), targets.view(), rows, scratch.view()); };
-    models::cpu::bce_with_logits<double>(logits.view(), targets.view(), rows, d.view());
-    CHECK(test::check_gradient(loss, logits.flat(), d.flat()).max_error < 1e-6);
+    for (const std::vector<float>& weights : {std::vector<float>{}, std::vector<float>{0.5f, 2.0f, 0.25f, 1.0f}}) {
+      auto loss = [&] {
+        return models::cpu::bce_with_logits<double>(logits.view(), targets.view(), rows, weights, scratch.view());
+      };
+      models::cpu::bce_with_logits<double>(logits.view(), targets.view(), rows, weights, d.view());
+      CHECK(test::check_gradient(loss, logits.flat(), d.flat()).max_error < 1e-6);
+    }
   }
 }
 
@@ -126,4 +138,20 @@ TEST_CASE("losses and metrics: bad rows, labels and shapes are refused", "[model
   CHECK(test::error_of([&] {
           models::cpu::micro_f1<double>(logits.cview(), targets.cview(), std::vector<int32_t>{0});
         }).find("targets [2 x 2] do not match logits [2 x 3]") != std::string::npos);
+}
+
+TEST_CASE("multi_label_f1: micro and macro at threshold 0.5 and with each row's true label count", "[models][metrics]") {
+  // Row 0: true {0, 1}; row 1: true {2}. Logits > 0 predict {0} and {1, 2}.
+  const Matrix<double> logits(2, 3, {2, -1, -3, -1, 0.5, 4});
+  const Matrix<uint8_t> targets(2, 3, {1, 1, 0, 0, 0, 1});
+  const std::vector<int32_t> rows{0, 1};
+  const auto at_half = models::cpu::multi_label_f1<double>(logits.cview(), targets.cview(), rows, false);
+  // TP 2 (0/0, 1/2), FP 1 (1/1), FN 1 (0/1): micro 4 / 6; per class F1: 1, 0, 1 -> macro 2 / 3.
+  CHECK(at_half.micro == Approx(4.0 / 6));
+  CHECK(at_half.macro == Approx(2.0 / 3));
+  CHECK(at_half.micro == Approx(models::cpu::micro_f1<double>(logits.cview(), targets.cview(), rows)));
+  // Top-k: row 0 takes its 2 largest {0, 1}, row 1 its largest {2}: every prediction right.
+  const auto top = models::cpu::multi_label_f1<double>(logits.cview(), targets.cview(), rows, true);
+  CHECK(top.micro == 1.0);
+  CHECK(top.macro == 1.0);
 }

@@ -16,7 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kSplitPrefix = "random_60_20_20_seed0_";
 
 // The format of a folder or file in one known layout, or kAuto when it is none.
 DatasetFormat direct_format(const fs::path& p) {

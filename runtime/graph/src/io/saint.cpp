@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/graph/io/gnn_benchmark.hpp"
 #include "gnnpipe/graph/io/npy.hpp"
 #include "gnnpipe/graph/io/npz.hpp"
 
@@ -72,6 +73,25 @@ void read_labels(Dataset& d, const fs::path& path) {
   d.labels.num_classes = max_label + 1;
 }
 
+// labels.npy beside adj_full.npz (the layout of ../shared/datasets' converted/ folders): int [N]
+// class ids (-1 unlabeled), or 0/1 [N, C] for multi-label.
+void read_labels_npy(Dataset& d, const fs::path& path) {
+  const NpyArray array = read_npy(path);
+  const auto n = static_cast<int64_t>(d.num_nodes());
+  GNNPIPE_CHECK_DATA((array.shape.size() == 1 || array.shape.size() == 2) && array.shape[0] == n,
+                     "{}: labels must be [{}] or [{}, classes], got {} dimensions with {} rows", path.string(), n, n,
+                     array.shape.size(), array.shape.empty() ? 0 : array.shape[0]);
+  if (array.shape.size() == 2) {
+    GNNPIPE_CHECK_DATA(array.shape[1] > 0, "{}: multi-label labels with 0 classes", path.string());
+    d.labels.multi = to_host_array<uint8_t>(array, path.string());
+    d.labels.num_classes = static_cast<int32_t>(array.shape[1]);
+    return;  // Dataset::validate checks the 0/1 values
+  }
+  d.labels.single = to_host_array<int32_t>(array, path.string());
+  const auto max = std::max_element(d.labels.single.begin(), d.labels.single.end());
+  d.labels.num_classes = max == d.labels.single.end() ? 0 : *max + 1;
+}
+
 HostArray<NodeId> read_role(const json& roles, const char* key, NodeId n, const fs::path& path) {
   GNNPIPE_CHECK_DATA(roles.contains(key) && roles[key].is_array(), "{}: missing the \"{}\" list", path.string(), key);
   std::vector<NodeId> ids;
@@ -107,12 +127,21 @@ Dataset read_saint(const fs::path& dir) {
   Dataset d;
   d.name = dir.parent_path().filename().string();
   d.graph = CsrGraph::from_arrays(std::move(indptr), std::move(indices), what).transposed();
-  read_labels(d, dir / "class_map.json");
+  if (const fs::path labels_npy = dir / "labels.npy"; !fs::exists(dir / "class_map.json") && fs::exists(labels_npy)) {
+    read_labels_npy(d, labels_npy);
+  } else {
+    read_labels(d, dir / "class_map.json");
+  }
   const fs::path role_path = dir / "role.json";
-  const json roles = read_json(role_path);
-  d.splits.train = read_role(roles, "tr", d.num_nodes(), role_path);
-  d.splits.val = read_role(roles, "va", d.num_nodes(), role_path);
-  d.splits.test = read_role(roles, "te", d.num_nodes(), role_path);
+  const fs::path split_dir = dir.parent_path() / "splits";
+  if (!fs::exists(role_path) && fs::exists(split_dir / (std::string(kSplitPrefix) + "train.npy"))) {
+    read_split_dir(d, split_dir, kSplitPrefix);  // a derived split beside the data (BlogCatalog)
+  } else {
+    const json roles = read_json(role_path);
+    d.splits.train = read_role(roles, "tr", d.num_nodes(), role_path);
+    d.splits.val = read_role(roles, "va", d.num_nodes(), role_path);
+    d.splits.test = read_role(roles, "te", d.num_nodes(), role_path);
+  }
   if (const fs::path feats = dir / "feats.npy"; fs::exists(feats)) {
     const NpyArray array = read_npy(feats);
     GNNPIPE_CHECK_DATA(array.shape.size() == 2, "{}: features must be 2-D, got {} dimensions", feats.string(),

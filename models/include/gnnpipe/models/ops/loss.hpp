@@ -28,8 +28,10 @@ T log_softmax_nll(ConstView<T> logits, std::span<const int32_t> labels, std::spa
 // Multi-label: the mean over rows x classes of the binary cross-entropy of sigmoid(logit) against
 // targets (0 or 1), computed as max(x, 0) - x * t + log1p(exp(-|x|)) (stable for any x).
 // dlogits = (sigmoid(x) - t) / (|rows| * classes) on counted rows. Returns 0 when `rows` is empty.
+// Weighted (weights.size() == rows.size()): sum_k weights[k] * (row k's sum over classes) / classes,
+// dlogits scaled by weights[k] / classes (GraphSAINT's normalisation, a split batch's parts).
 template <class T>
 T bce_with_logits(ConstView<T> logits, MatrixView<const uint8_t> targets, std::span<const int32_t> rows,
-                  MatrixView<T> dlogits);
+                  std::span<const float> weights, MatrixView<T> dlogits);
 
 }  // namespace gnnpipe::models::cpu

@@ -18,4 +18,17 @@ double accuracy(MatrixView<const T> logits, std::span<const int32_t> labels, std
 template <class T>
 double micro_f1(MatrixView<const T> logits, MatrixView<const uint8_t> targets, std::span<const int32_t> rows);
 
+// Micro- and macro-F1 of multi-label predictions over the counted rows. Macro: the mean over
+// classes of each class's 2 TP / (2 TP + FP + FN) (0 for a class with no positive and no
+// prediction, as scikit-learn). Predictions: logit > 0 (threshold 0.5 on the probability), or with
+// `top_k` each row's k largest logits where k is that row's number of true labels (the DeepWalk
+// protocol; ties to the lower column).
+struct F1Scores {
+  double micro = 0;
+  double macro = 0;
+};
+template <class T>
+F1Scores multi_label_f1(MatrixView<const T> logits, MatrixView<const uint8_t> targets, std::span<const int32_t> rows,
+                        bool top_k);
+
 }  // namespace gnnpipe::models::cpu

@@ -140,7 +140,8 @@ void log_softmax_nll(const OpContext& ctx, ConstView<T> logits, std::span<const 
                      double* row_scratch, double* loss);
 template <class T>
 void bce_with_logits(const OpContext& ctx, ConstView<T> logits, MatrixView<const uint8_t> targets,
-                     std::span<const int32_t> rows, MatrixView<T> dlogits, double* row_scratch, double* loss);
+                     std::span<const int32_t> rows, std::span<const float> weights, MatrixView<T> dlogits,
+                     double* row_scratch, double* loss);
 
 // Optimizer updates over n elements in the context's memory (w, grad, state, per-element decay).
 // Adam (torch.optim.Adam): g = grad + decay w; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;

@@ -15,6 +15,7 @@
 // dropout keys). An exception in any stage cancels the graph, drains the streams and is rethrown
 // once, as the same error type, prefixed with the stage and the batch.
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -106,12 +107,20 @@ struct TrainingSetup {
   std::function<void(int epoch, int64_t batch, int64_t batches, int64_t seeds)> on_step;
 };
 
+// Multi-label scores of a split: micro- and macro-F1 at threshold 0.5 and with each node's true
+// number of labels (top-k, the DeepWalk protocol). NaN for an empty split or a single-label run.
+struct MultiLabelScores {
+  double micro = NAN, macro = NAN, micro_topk = NAN, macro_topk = NAN;
+};
+
 struct EpochResult {
   int epoch = 0;
   double loss = 0;
   double epoch_time_s = 0;  // training time of the epoch (pipelined: last step of e-1 to last step of e)
   bool evaluated = false;
-  double train_acc = 0, val_acc = 0, test_acc = 0;  // when evaluated
+  // When evaluated: accuracy, or micro-F1 at threshold 0.5 for multi-label data (the run's score).
+  double train_acc = 0, val_acc = 0, test_acc = 0;
+  MultiLabelScores val_f1, test_f1;  // multi-label runs
   double eval_time_s = 0;   // the evaluation's busy time (pipelined: it ran during later epochs)
   double window_begin_s = 0, window_end_s = 0;  // the epoch's wall-time window (recorder time)
   std::string verdict;    // from what ran within the window (StageRecorder::window)
