@@ -45,7 +45,7 @@ TEST_CASE("spmm_mean: the plain mean over in-edges whatever the weights, 0 witho
   CHECK(test::values_of(dx.cview()) == std::vector<double>{3, 2, 1, 0});
 }
 
-TEST_CASE("head_scale: each head's channels times its gate; dgate sums dy * x per head", "[models][gated]") {
+TEST_CASE("head_scale: each head's channels times its gate, dgate sums dy * x per head", "[models][gated]") {
   const Matrix<double> gate(1, 2, {2, -1});
   const Matrix<double> x(1, 4, {1, 2, 3, 4});
   Matrix<double> y(1, 4);
