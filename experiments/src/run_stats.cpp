@@ -18,6 +18,8 @@ std::string metric_of(const nlohmann::json& summary) {
   return summary.is_object() ? summary.value("metric", std::string("accuracy")) : std::string("accuracy");
 }
 
+std::string metric_for(bool multi_label) { return multi_label ? "micro_f1" : "accuracy"; }
+
 std::string score_key(const nlohmann::json& summary, const char* split) {
   return std::string(split) + "_" + metric_of(summary);
 }

@@ -35,6 +35,7 @@
 #include "stall_watchdog.hpp"
 #include "thread_plan.hpp"
 #include "training_checkpoints.hpp"
+#include "run_stats.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
@@ -238,7 +239,7 @@ struct EpochRecord {
 };
 
 // The run's score: accuracy, or micro-F1 at threshold 0.5 for multi-label labels.
-std::string metric_name(const graph::Dataset& d) { return d.labels.is_multi_label() ? "micro_f1" : "accuracy"; }
+std::string metric_name(const graph::Dataset& d) { return metric_for(d.labels.is_multi_label()); }
 
 // A multi-label epoch's other scores of val and test (macro-F1, top-k micro- and macro-F1).
 void add_f1_scores(nlohmann::json& j, const pipeline::EpochResult& r) {

@@ -76,15 +76,16 @@ F1Scores multi_label_f1(MatrixView<const T> logits, MatrixView<const uint8_t> ta
   const auto classes = static_cast<std::size_t>(logits.cols);
   std::vector<F1Counts> per_class(classes);
   std::vector<int64_t> order(classes);
+  std::vector<char> predicted(classes);
   for (int32_t r : rows) {  // exact integer counts, sequential: cheap next to the model
     const T* x = logits.row(r).data();
     const uint8_t* t = targets.row(r).data();
-    std::vector<bool> predicted(classes);
+    std::fill(predicted.begin(), predicted.end(), 0);
     if (top_k) {
       const auto k = static_cast<std::ptrdiff_t>(std::count_if(t, t + classes, [](uint8_t v) { return v != 0; }));
       std::iota(order.begin(), order.end(), int64_t{0});
       std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return x[a] > x[b]; });
-      for (std::ptrdiff_t i = 0; i < k; ++i) predicted[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = true;
+      for (std::ptrdiff_t i = 0; i < k; ++i) predicted[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = 1;
     } else {
       for (std::size_t c = 0; c < classes; ++c) predicted[c] = x[c] > T{0};
     }
