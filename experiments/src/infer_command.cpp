@@ -42,10 +42,14 @@ class InferenceModel {
         allocator_(c.run.device, budget_.budget),
         stream_(c.run.device),
         ops_(stream_, c.run.ops, &allocator_) {
+    GNNPIPE_CHECK_DATA((c.model.embedding > 0) == (dims_.embedding_rows > 0),
+                       "{}: the checkpoint's model {} a learned embedding, the config's model.embedding is {}", source,
+                       dims_.embedding_rows > 0 ? "has" : "has no", c.model.embedding);
     std::size_t values = 0;
     for (const CheckpointArray& a : checkpoint.parameters) values += a.values.size();
     try {
-      model_ = std::make_unique<models::GnnModel<float>>(c.model, dims_.in_dim, dims_.out_dim, c.run.seed, ops_);
+      model_ = std::make_unique<models::GnnModel<float>>(c.model, dims_.in_dim, dims_.out_dim, c.run.seed, ops_,
+                                                         dims_.embedding_rows);
     } catch (const core::OutOfBudget&) {
       GNNPIPE_THROW(OutOfBudget,
                     "memory.limit: a budget of {} cannot hold the model of {} ({} parameters: {} of values and as much "
@@ -79,6 +83,11 @@ graph::Dataset load_inference_dataset(const config::ExperimentConfig& c, const g
                                       const ModelDims& dims) {
   core::Stopwatch watch;
   graph::Dataset d = graph::load_dataset(c.dataset, data_dir);
+  use_embedding_input(c.model, d);
+  GNNPIPE_CHECK_DATA(dims.embedding_rows == 0 || d.num_nodes() == dims.embedding_rows,
+                     "{}: {} nodes, but the checkpoint's learned embedding has a row for each of the {} nodes it was "
+                     "trained on (inference with learned embeddings needs that graph)",
+                     d.name, d.num_nodes(), dims.embedding_rows);
   GNNPIPE_CHECK_DATA(!d.features.empty(), "{}: the dataset has no features (set dataset.random_features: F)", d.name);
   GNNPIPE_CHECK_DATA(d.features.cols() == dims.in_dim,
                      "{}: {} feature columns, the checkpoint's model takes {} (inference needs the width it was trained on)",
@@ -129,8 +138,11 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
   // means the same on both.
   const bool on_gpu = c.run.device.is_cuda();
   const pipeline::InferenceArrays arrays = on_gpu ? pipeline::InferenceArrays::kDevice : pipeline::InferenceArrays::kCharged;
+  // Layer 0 reads the features, or the learned embedding's rows.
+  std::vector<float> embedding_copy;
+  const graph::FeatureStore input = pipeline::layerwise_input(model, d.features, model.context().stream(), embedding_copy);
   const pipeline::InferenceChunks chunks = pipeline::plan_inference_chunks(
-      model, d.graph, d.features.cols(), im.allowance(), c.sampler.eval_chunk_nodes, arrays);
+      model, d.graph, input.cols(), im.allowance(), c.sampler.eval_chunk_nodes, arrays);
   graph::NodeScores scores;
   if (chunks.rows_cut > 0) scores = graph::node_scores(d.graph, c.memory.cut, {.cache_dir = partition_cache_dir(c.sampler)});
   const pipeline::InferenceCut cut{&scores,
@@ -159,7 +171,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
   models::Matrix<float> embeddings;
   core::Stopwatch watch;
   const models::Matrix<float> logits = pipeline::infer_layerwise(
-      model, d.graph, d.features,
+      model, d.graph, input,
       {.chunk_nodes = c.sampler.eval_chunk_nodes,
        .parallel_chunks = threads.sampler_threads,
        .chunks = &chunks,

@@ -55,11 +55,23 @@ double median(std::vector<double> values) {
 
 void check_trainable(const graph::Dataset& d) {
   GNNPIPE_CHECK_DATA(!d.labels.empty(), "{}: the dataset has no labels to train on", d.name);
-  GNNPIPE_CHECK_DATA(!d.features.empty(), "{}: the dataset has no features (set dataset.random_features: F)", d.name);
+  GNNPIPE_CHECK_DATA(!d.features.empty(),
+                     "{}: the dataset has no features (set model.embedding: D to learn them, or dataset.random_features: F)",
+                     d.name);
   GNNPIPE_CHECK_DATA(!d.splits.train.empty(), "{}: the train split is empty", d.name);
 }
 
 }  // namespace
+
+void use_embedding_input(const models::ModelOptions& model, graph::Dataset& d) {
+  if (model.embedding == 0) return;
+  if (d.features.cols() > 0) {
+    core::logger().info("model.embedding: a learned {}-wide embedding of every node is the input; the dataset's {} "
+                        "feature columns are not used",
+                        model.embedding, d.features.cols());
+  }
+  d.features = graph::FeatureStore(graph::HostArray<float>(), d.num_nodes(), 0, "no features (model.embedding)");
+}
 
 void check_training_supported(const config::ExperimentConfig& c) {
   check_sampler_fits_model(c.sampler, static_cast<std::size_t>(c.model.layers));
@@ -73,6 +85,7 @@ void check_training_supported(const config::ExperimentConfig& c) {
 graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const graph::DataDir& data_dir) {
   core::Stopwatch load_watch;
   graph::Dataset d = graph::load_dataset(c.dataset, data_dir);
+  use_embedding_input(c.model, d);
   check_trainable(d);
   core::logger().info("{}: {} nodes, {} edges, {} features, {} classes; train {}, val {}, test {} (loaded in {:.2f} s)",
                       d.name, d.num_nodes(), d.graph.num_edges(), d.features.cols(), d.labels.num_classes,
@@ -98,7 +111,7 @@ class TrainingResources {
         train_stream_(c.run.device),
         ops_(train_stream_, c.run.ops, &allocator_),
         before_model_(allocator_.stats().in_use_bytes),
-        model_(c.model, d.features.cols(), d.labels.num_classes, c.run.seed, ops_),
+        model_(c.model, d.features.cols(), d.labels.num_classes, c.run.seed, ops_, c.model.embedding > 0 ? d.num_nodes() : 0),
         parameter_bytes_(allocator_.stats().in_use_bytes - before_model_),
         sampler_(make_training_sampler(c, d, model_.block_norm(), model_.num_layers())),
         optimizer_(models::make_optimizer(model_.params(), c.optimizer, ops_)),
@@ -333,7 +346,9 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   if (c.run.checkpoint_every > 0) {
     setup.checkpoint_every = c.run.checkpoint_every;
     setup.on_checkpoint = [&](const pipeline::CheckpointEvent& e) {
-      const Checkpoint checkpoint = to_checkpoint(e, resources.model().params(), c, {d.features.cols(), d.labels.num_classes});
+      const Checkpoint checkpoint = to_checkpoint(e, resources.model().params(), c,
+                                                  {d.features.cols(), d.labels.num_classes,
+                                                   resources.model().embedding().rows});
       if (e.best) write_checkpoint(checkpoints / "best", checkpoint);
       if (!e.last) return;
       write_checkpoint(checkpoints / "last", checkpoint);

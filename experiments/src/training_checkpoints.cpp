@@ -79,7 +79,7 @@ Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::P
                    {"train_at_best", t.train_at_best}}},
                  {"rng", {{"seed", config.run.seed}, {"next_epoch", event.epoch + 1}}},
                  {"has_optimizer_state", event.optimizer.has_value()},
-                 {"model", {{"in_dim", dims.in_dim}, {"out_dim", dims.out_dim}}}};
+                 {"model", {{"in_dim", dims.in_dim}, {"out_dim", dims.out_dim}, {"embedding_rows", dims.embedding_rows}}}};
   return c;
 }
 
@@ -89,11 +89,14 @@ ModelDims checkpoint_model_dims(const Checkpoint& c, const std::string& source) 
     const nlohmann::json& j = c.run_state.at("model");
     dims.in_dim = j.at("in_dim").get<int64_t>();
     dims.out_dim = j.at("out_dim").get<int64_t>();
+    dims.embedding_rows = j.value("embedding_rows", int64_t{0});  // absent before model.embedding existed
   } catch (const nlohmann::json::exception& e) {
     GNNPIPE_THROW(DataError, "{}: run_state.model: {}", source, e.what());
   }
-  GNNPIPE_CHECK_DATA(dims.in_dim > 0 && dims.out_dim > 0, "{}: run_state.model: widths {} -> {} are not positive",
-                     source, dims.in_dim, dims.out_dim);
+  GNNPIPE_CHECK_DATA((dims.in_dim > 0 || dims.embedding_rows > 0) && dims.in_dim >= 0 && dims.out_dim > 0 &&
+                         dims.embedding_rows >= 0,
+                     "{}: run_state.model: widths {} -> {} (embedding rows {}) are not positive", source, dims.in_dim,
+                     dims.out_dim, dims.embedding_rows);
   return dims;
 }
 

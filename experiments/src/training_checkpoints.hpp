@@ -27,9 +27,11 @@ std::string config_hash(const config::ExperimentConfig& config);
 std::vector<std::string> differing_keys(const YAML::Node& a, const YAML::Node& b);
 
 // The model's input and output widths (the dataset's feature columns and classes), kept in a
-// checkpoint's run_state.model so that `gnnpipe infer` can rebuild the model for another graph.
+// checkpoint's run_state.model so that `gnnpipe infer` can rebuild the model for another graph;
+// with model.embedding, in_dim is 0 and embedding_rows the nodes of the learned table (the graph
+// it was trained on).
 struct ModelDims {
-  int64_t in_dim = 0, out_dim = 0;
+  int64_t in_dim = 0, out_dim = 0, embedding_rows = 0;
 };
 
 // The checkpoint of `event`: the parameters split by the model's names and shapes, the optimizer's
@@ -39,7 +41,7 @@ Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::P
                          const config::ExperimentConfig& config, ModelDims dims);
 
 // The widths a checkpoint's model was built with (run_state.model); DataError naming `source`
-// when they are missing or not positive.
+// when they are missing or not positive (in_dim 0 with embedding rows).
 ModelDims checkpoint_model_dims(const Checkpoint& checkpoint, const std::string& source);
 
 // Puts a checkpoint's parameters into `model`. DataError naming `source` when the arrays do not

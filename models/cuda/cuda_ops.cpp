@@ -411,6 +411,12 @@ void copy_rows(const OpContext& ctx, ConstView<T> src, std::span<const int32_t> 
                       out_rows.empty() ? nullptr : out_rows.data(), count, stream_of(ctx));
 }
 
+template <class T>
+void add_rows(const OpContext& ctx, ConstView<T> src, MatrixView<T> out, std::span<const int32_t> out_rows) {
+  launch_add_rows<T>(src.data, src.rows, src.cols, out.data, out_rows.empty() ? nullptr : out_rows.data(),
+                     stream_of(ctx));
+}
+
 void widen_16bit(const OpContext& ctx, const uint16_t* src, bool bfloat16, int64_t n, float* dst) {
   launch_widen_16bit(src, bfloat16, n, dst, stream_of(ctx));
 }
@@ -480,6 +486,7 @@ void sgd_step(const OpContext& ctx, T* w, const T* grad, T* velocity, const T* d
   template void copy<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                              \
   template void copy_rows<T>(const OpContext&, ConstView<T>, std::span<const int32_t>, MatrixView<T>,                 \
                              std::span<const int32_t>);                                                              \
+  template void add_rows<T>(const OpContext&, ConstView<T>, MatrixView<T>, std::span<const int32_t>);                 \
   template void adam_step<T>(const OpContext&, T*, const T*, T*, T*, const T*, int64_t, T, T, T, T, T);             \
   template void sgd_step<T>(const OpContext&, T*, const T*, T*, const T*, int64_t, T, T, bool);
 template void copy_rows<uint16_t>(const OpContext&, ConstView<uint16_t>, std::span<const int32_t>, MatrixView<uint16_t>,

@@ -102,6 +102,8 @@ void copy(const OpContext& ctx, ConstView<T> src, MatrixView<T> dst);
 template <class T>
 void copy_rows(const OpContext& ctx, ConstView<T> src, std::span<const int32_t> src_rows, MatrixView<T> out,
                std::span<const int32_t> out_rows);
+template <class T>
+void add_rows(const OpContext& ctx, ConstView<T> src, MatrixView<T> out, std::span<const int32_t> out_rows);
 void widen_16bit(const OpContext& ctx, const uint16_t* src, bool bfloat16, int64_t n, float* dst);
 
 // Optimizer updates over n elements in device memory (cpu twins: Adam::step, Sgd::step).

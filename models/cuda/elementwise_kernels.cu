@@ -41,6 +41,18 @@ __global__ void copy_rows_kernel(const T* __restrict__ src, int64_t cols, const 
   }
 }
 
+// out[out_rows[i], :] += src[i, :]: one warp per row (rows distinct: no atomics).
+template <class T>
+__global__ void add_rows_kernel(const T* __restrict__ src, int64_t rows, int64_t cols, T* __restrict__ out,
+                                const int32_t* __restrict__ out_rows) {
+  const int lane = util::lane_id();
+  for (int64_t i = util::global_thread() / kWarpSize; i < rows; i += util::grid_threads() / kWarpSize) {
+    const T* in = src + i * cols;
+    T* row = out + (out_rows != nullptr ? static_cast<int64_t>(out_rows[i]) : i) * cols;
+    for (int64_t c = lane; c < cols; c += kWarpSize) row[c] = add_rn(row[c], in[c]);
+  }
+}
+
 __global__ void widen_16bit_kernel(const uint16_t* __restrict__ src, bool bfloat16, int64_t n, float* __restrict__ dst) {
   for (int64_t i = util::global_thread(); i < n; i += util::grid_threads()) {
     dst[i] = bfloat16 ? __uint_as_float(static_cast<unsigned>(src[i]) << 16) : __half2float(__ushort_as_half(src[i]));
@@ -206,6 +218,14 @@ void launch_copy_rows(const T* src, int64_t cols, const int32_t* src_rows, T* ou
 }
 
 template <class T>
+void launch_add_rows(const T* src, int64_t rows, int64_t cols, T* out, const int32_t* out_rows, cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  add_rows_kernel<T><<<util::grid_for(rows, util::kWarpsPerBlock), kBlockThreads, 0, stream>>>(src, rows, cols, out,
+                                                                                                 out_rows);
+  GNNPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
 void launch_bias_add(T* y, int64_t rows, int64_t cols, const T* bias, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
   bias_add_kernel<T><<<util::grid_for(rows, util::kWarpsPerBlock), kBlockThreads, 0, stream>>>(y, rows, cols, bias);
@@ -315,6 +335,7 @@ template void launch_copy_rows<uint8_t>(const uint8_t*, int64_t, const int32_t*,
 #define GNNPIPE_INSTANTIATE(T)                                                                                   \
   template void launch_bias_add<T>(T*, int64_t, int64_t, const T*, cudaStream_t);                                \
   template void launch_copy_rows<T>(const T*, int64_t, const int32_t*, T*, const int32_t*, int64_t, cudaStream_t); \
+  template void launch_add_rows<T>(const T*, int64_t, int64_t, T*, const int32_t*, cudaStream_t);              \
   template void launch_bias_grad_accumulate<T>(const T*, int64_t, int64_t, T*, T*, std::size_t, cudaStream_t);                    \
   template void launch_activation<T>(ActivationKind, const T*, T*, int64_t, T, cudaStream_t);                    \
   template void launch_activation_backward<T>(ActivationKind, const T*, const T*, T*, int64_t, T, cudaStream_t); \

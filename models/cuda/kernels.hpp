@@ -146,6 +146,9 @@ void launch_widen_16bit(const uint16_t* src, bool bfloat16, int64_t n, float* ds
 template <class T>
 void launch_copy_rows(const T* src, int64_t cols, const int32_t* src_rows, T* out, const int32_t* out_rows, int64_t count,
                       cudaStream_t stream);
+// out[out_rows[i], :] += src[i, :] for i < rows (distinct out_rows; null: i): one warp per row.
+template <class T>
+void launch_add_rows(const T* src, int64_t rows, int64_t cols, T* out, const int32_t* out_rows, cudaStream_t stream);
 // y[r, c] += bias[c] (in place), y: rows x cols.
 template <class T>
 void launch_bias_add(T* y, int64_t rows, int64_t cols, const T* bias, cudaStream_t stream);

@@ -1,6 +1,7 @@
 #include "gnnpipe/models/gnn_model.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "gnnpipe/models/layers/gaan_layer.hpp"
 #include "gnnpipe/models/layers/gat_layer.hpp"
@@ -13,9 +14,18 @@ namespace gnnpipe::models {
 
 template <class T>
 GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_dim, uint64_t seed,
-                      const OpContext& ctx)
+                      const OpContext& ctx, int64_t embedding_rows)
     : options_(options), ctx_(ctx), chained_(options.type == ModelType::kGgnn) {
   GNNPIPE_CHECK_CONFIG(options.layers >= 1, "model.layers: must be >= 1, got {}", options.layers);
+  if (options.embedding > 0) {
+    GNNPIPE_CHECK(in_dim == 0 && embedding_rows > 0,
+                  "model.embedding: the input has {} feature columns and the table {} rows (expected 0 and > 0)", in_dim,
+                  embedding_rows);
+    GNNPIPE_CHECK_CONFIG(embedding_rows <= std::numeric_limits<int32_t>::max(),
+                         "model.embedding: {} nodes are more than a table can index", embedding_rows);
+    embedding_ = params_.add("embedding.weight", embedding_rows, options.embedding, /*layer=*/-1, Init::kNormal);
+    in_dim = options.embedding;
+  }
   GNNPIPE_CHECK_CONFIG(options.hidden_widths.empty() ||
                            options.hidden_widths.size() == static_cast<std::size_t>(options.layers - 1),
                        "model.hidden: a list of {} widths for {} layers (one per hidden layer: {})",
@@ -89,7 +99,7 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
                 "forward: training needs the global id of every input row: {} ids for {} rows", row_ids.size(), x.rows);
   training_ = training;
   const T p = static_cast<T>(options_.dropout);
-  MatrixView<const T> h = x;
+  MatrixView<const T> h = has_embedding() ? embed(x, row_ids) : x;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const graph::Block& block = *blocks[l];
     // This layer's input rows (its block's sources) are the first h.rows nodes of the batch.
@@ -116,6 +126,26 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
 }
 
 template <class T>
+MatrixView<const T> GnnModel<T>::embedding() const {
+  return has_embedding() ? params_.value(embedding_) : MatrixView<const T>{};
+}
+
+template <class T>
+MatrixView<const T> GnnModel<T>::embed(MatrixView<const T> x, std::span<const graph::NodeId> row_ids) {
+  GNNPIPE_CHECK(x.cols == 0 && (row_ids.empty() || static_cast<int64_t>(row_ids.size()) == x.rows),
+                "forward: with model.embedding the input is {} with {} ids (expected no columns and one id per row)",
+                shape_str(x), row_ids.size());
+  const MatrixView<const T> table = embedding();
+  const MatrixView<T> rows = embedded_.matrix(ctx_, x.rows, table.cols);
+  if (row_ids.empty()) {
+    GNNPIPE_CHECK(x.rows <= table.rows, "forward: {} input rows for an embedding of {} nodes", x.rows, table.rows);
+  }
+  ops::copy_rows<T>(ctx_, table, row_ids, rows, {});
+  embedded_ids_ = row_ids;
+  return rows;
+}
+
+template <class T>
 void GnnModel<T>::infer_layer(std::size_t l, const graph::Block& block, MatrixView<const T> x, MatrixView<T> y) {
   GNNPIPE_CHECK(l < layers_.size(), "layer {} of a {}-layer model", l, layers_.size());
   GNNPIPE_CHECK(x.rows == block.num_src && y.rows == block.num_dst && y.cols == layers_[l]->out_dim(),
@@ -132,6 +162,8 @@ void GnnModel<T>::release_arrays() {
   for (auto& a : inputs_) a.release(ctx_.stream());
   for (auto& a : outputs_) a.release(ctx_.stream());
   for (auto& a : masks_) a.release(ctx_.stream());
+  embedded_.release(ctx_.stream());
+  embedded_ids_ = {};
   grad_.release(ctx_.stream());
   next_.release(ctx_.stream());
   for (auto& v : input_views_) v = {};
@@ -158,13 +190,18 @@ void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixVi
       // The activation ran in place, so its backward works from the output.
       activate_backward(outputs_[l].view(block.num_dst, out), dz);
     }
-    if (l == 0) {
+    if (l == 0 && !has_embedding()) {
       layers_[l]->backward(block, dz, MatrixView<T>{nullptr, block.num_src, layers_[l]->in_dim()});
       break;
     }
     const MatrixView<T> da = spare->matrix(ctx_, block.num_src, layers_[l]->in_dim());  // overwritten by backward
     layers_[l]->backward(block, dz, da);
-    if (training_ && p > T{0} && !chained_) ops::dropout_backward<T>(ctx_, masks_[l].data(), p, da, da);
+    if (training_ && p > T{0} && (l == 0 || !chained_)) ops::dropout_backward<T>(ctx_, masks_[l].data(), p, da, da);
+    if (l == 0) {
+      // The input rows are the table's rows embedded_ids_ (distinct): their gradients add into its gradient.
+      ops::add_rows<T>(ctx_, da, params_.grad(embedding_), embedded_ids_);
+      break;
+    }
     std::swap(current, spare);
     dz = current->view(block.num_src, layers_[l]->in_dim());
   }
@@ -183,18 +220,20 @@ std::vector<std::size_t> GnnModel<T>::training_arrays(std::span<const BlockShape
     bytes.push_back(dropped ? t(s.num_src * in) : 0);                                  // inputs_[l]
     bytes.push_back(dropped ? static_cast<std::size_t>(s.num_src * in) : 0);            // masks_[l]
     bytes.push_back(t(s.num_dst * layers_[l]->out_dim()));                              // outputs_[l]
-    layers_[l]->training_arrays(s, training, l > 0, bytes);
+    layers_[l]->training_arrays(s, training, l > 0 || has_embedding(), bytes);
   }
-  // grad_ and next_, as backward alternates them.
+  // grad_ and next_, as backward alternates them (down to layer 0's input with an embedding).
   std::size_t grad = t(shapes.back().num_dst * layers_.back()->out_dim()), next = 0;
   bool spare_is_next = true;
-  for (std::size_t l = layers_.size(); l-- > 1;) {
+  const std::size_t lowest = has_embedding() ? 0 : 1;
+  for (std::size_t l = layers_.size(); l-- > lowest;) {
     std::size_t& spare = spare_is_next ? next : grad;
     spare = std::max(spare, t(shapes[l].num_src * layers_[l]->in_dim()));
     spare_is_next = !spare_is_next;
   }
   bytes.push_back(grad);
   bytes.push_back(next);
+  bytes.push_back(has_embedding() ? t(shapes.front().num_src * options_.embedding) : 0);  // embedded_
   return bytes;
 }
 
@@ -208,7 +247,7 @@ std::vector<std::size_t> GnnModel<T>::inference_arrays(std::size_t layer, const 
     layers_[l]->inference_arrays(l == layer ? shape : BlockShape{}, bytes);
     if (l != layer) std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(begin), bytes.end(), 0);
   }
-  bytes.insert(bytes.end(), 2, 0);  // grad_, next_
+  bytes.insert(bytes.end(), 3, 0);  // grad_, next_, embedded_
   return bytes;
 }
 

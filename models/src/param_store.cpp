@@ -76,6 +76,11 @@ void ParamStore<T>::initialize(uint64_t seed) {
       std::fill(out, out + p.size(), T{0});
       continue;
     }
+    if (p.init == Init::kNormal) {
+      core::Rng rng(seed, {0x696e6974ull, i});
+      for (std::size_t k = 0; k < p.size(); ++k) out[k] = static_cast<T>(rng.normal());
+      continue;
+    }
     const double bound = p.init == Init::kGlorot ? std::sqrt(6.0 / static_cast<double>(p.rows + p.cols))
                                                   : 1.0 / std::sqrt(static_cast<double>(p.fan_in));
     core::Rng rng(seed, {0x696e6974ull, i});

@@ -432,6 +432,31 @@ TEMPLATE_TEST_CASE("ops::copy_rows: gather, scatter and both, as the CPU twin", 
   }
 }
 
+TEMPLATE_TEST_CASE("ops::add_rows: rows added into their places, as the CPU twin", "[gpu][ops][elementwise]", float,
+                   double) {
+  using T = TestType;
+  Cuda cuda;
+  core::Rng rng(8, {3});
+  for (const int64_t cols : kWidths) {
+    INFO(cols << " columns");
+    const Matrix<T> src = random_values<T>(rng, 200, cols);
+    const Matrix<T> base = random_values<T>(rng, 300, cols);
+    std::vector<int32_t> to;
+    for (int32_t i = 0; i < 200; ++i) to.push_back((i * 37) % 300);  // distinct rows of 0..299
+    const auto to_dev = to_device(std::span<const int32_t>(to), cuda.stream);
+    for (const bool listed : {true, false}) {
+      Matrix<T> expected(300, cols);
+      std::copy(base.flat().begin(), base.flat().end(), expected.flat().begin());
+      ops::add_rows<T>(host(), src.cview(), expected.view(), listed ? std::span<const int32_t>(to) : std::span<const int32_t>{});
+      const auto src_dev = to_device(src, cuda.stream);
+      auto out = to_device(base, cuda.stream);
+      ops::add_rows<T>(cuda.ctx, src_dev.cview(), out.view(),
+                       listed ? std::span<const int32_t>(to_dev.data(), to.size()) : std::span<const int32_t>{});
+      CHECK(bitwise_equal(to_host(out, cuda.stream), expected));
+    }
+  }
+}
+
 TEST_CASE("ops::widen_16bit: every fp16 and bf16 bit pattern, as the CPU twin", "[gpu][ops][elementwise]") {
   Cuda cuda;
   std::vector<uint16_t> bits(65536);

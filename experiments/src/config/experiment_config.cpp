@@ -79,6 +79,7 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
     model["hidden"] = flow_list(c.model.hidden_widths);
   }
   model["dropout"] = number(c.model.dropout);
+  model["embedding"] = c.model.embedding;
   model["activation"] = std::string(to_string(c.model.activation));
   if (models::has_attention(c.model.type) || every_key) model["heads"] = c.model.heads;
   if (c.model.type == models::ModelType::kGat || every_key) {
@@ -335,6 +336,11 @@ ExperimentConfig parse_experiment(const YAML::Node& root_in, const std::vector<s
                          "sampler.fanouts: has {} entries but model.layers is {} (at most one fanout per layer)",
                          c.sampler.fanouts.size(), c.model.layers);
   }
+  // Learned embeddings replace the features: random ones beside them would be read for nothing.
+  GNNPIPE_CHECK_CONFIG(c.model.embedding == 0 || c.dataset.random_features == 0,
+                       "model.embedding: {} learned embedding columns replace the features, so dataset.random_features "
+                       "({}) would not be used; remove one of the two keys",
+                       c.model.embedding, c.dataset.random_features);
   // A key the parser reads but emit() does not write would be dropped from config.yaml (the run
   // would not replay) and refused by --set: a programming error, caught by every parse.
   for (const std::string& key : top.keys_read()) {

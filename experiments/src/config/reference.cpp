@@ -67,6 +67,9 @@ const std::vector<KeyDoc>& key_docs() {
       {"model.hidden", "integer or list of integers", kAll,
        "Hidden width (per head for gat), or each hidden layer's width: [256, 32] (model.layers - 1 entries)."},
       {"model.dropout", "number", kAll, "Dropout probability of each layer's input, in [0, 1)."},
+      {"model.embedding", "integer", kAll,
+       "0: the dataset's features are the input. N > 0: a learned N-wide embedding of every node is the input instead "
+       "(trained with the model; for graphs without features, e.g. BlogCatalog); the features are not read."},
       {"model.activation", "string", kAll, "relu, elu or leaky_relu."},
       {"model.heads", "integer", kAttention, "Attention heads."},
       {"model.concat_heads", "boolean", "model.type gat", "Concatenate the heads of hidden layers (else average)."},

@@ -90,6 +90,8 @@ models::ModelOptions parse_model_section(ConfigMap s) {
   }
   o.dropout = s.get("dropout", o.dropout);
   check_fraction(s, "dropout", o.dropout);
+  o.embedding = s.get("embedding", o.embedding);
+  check_at_least(s, "embedding", o.embedding, 0);
   o.activation = parse_activation(s.get("activation", std::string(to_string(o.activation))), s.key_path("activation"));
   if (models::has_attention(o.type)) {
     o.heads = s.get("heads", o.heads);

@@ -237,6 +237,26 @@ void copy_rows(const OpContext& ctx, ConstView<T> src, std::span<const int32_t> 
   });
 }
 
+template <class T>
+void add_rows(const OpContext& ctx, ConstView<T> src, MatrixView<T> out, std::span<const int32_t> out_rows) {
+  GNNPIPE_CHECK(src.cols == out.cols && (out_rows.empty() ? src.rows <= out.rows
+                                                          : static_cast<int64_t>(out_rows.size()) == src.rows),
+                "add_rows: src {} into out {} at {} rows", shape_str(src), shape_str(out), out_rows.size());
+  GNNPIPE_ON_CUDA(add_rows<T>(ctx, src, out, out_rows));
+  const auto bad = std::find_if(out_rows.begin(), out_rows.end(), [&](int32_t v) { return v < 0 || v >= out.rows; });
+  GNNPIPE_CHECK_DATA(bad == out_rows.end(), "add_rows: destination row {} (position {}) is outside [0, {})",
+                     bad == out_rows.end() ? 0 : *bad, bad - out_rows.begin(), out.rows);
+  const int64_t cols = src.cols;
+  cpu::detail::parallel_rows(src.rows, cpu::detail::grain_for(cols), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t to = out_rows.empty() ? i : out_rows[static_cast<std::size_t>(i)];
+      const T* in = src.data + i * cols;
+      T* row = out.data + to * cols;
+      for (int64_t c = 0; c < cols; ++c) row[c] += in[c];
+    }
+  });
+}
+
 void widen_16bit(const OpContext& ctx, const uint16_t* src, bool bfloat16, int64_t n, float* dst) {
   GNNPIPE_CHECK(n >= 0, "widen_16bit: {} values", n);
   GNNPIPE_ON_CUDA(widen_16bit(ctx, src, bfloat16, n, dst));
@@ -324,6 +344,7 @@ void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const 
   template void copy<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                              \
   template void copy_rows<T>(const OpContext&, ConstView<T>, std::span<const int32_t>, MatrixView<T>,                 \
                              std::span<const int32_t>);                                                              \
+  template void add_rows<T>(const OpContext&, ConstView<T>, MatrixView<T>, std::span<const int32_t>);                 \
   template void adam_update<T>(const OpContext&, const AdamUpdate<T>&, T*, const T*, T*, T*, const T*, int64_t);     \
   template void sgd_update<T>(const OpContext&, T, T, bool, T*, const T*, T*, const T*, int64_t);
 // Raw 16-bit feature rows (fp16/bf16 features on the device) are moved by copy_rows too.

@@ -167,6 +167,22 @@ int64_t InferenceWorkspace::pinned_allocations() const {
   return state_->runner ? state_->runner->pinned_allocations() : 0;
 }
 
+graph::FeatureStore layerwise_input(const models::GnnModel<float>& model, const graph::FeatureStore& features,
+                                    const core::Stream& stream, std::vector<float>& host_copy) {
+  if (!model.has_embedding()) return features;
+  const models::MatrixView<const float> table = model.embedding();
+  const auto count = static_cast<std::size_t>(table.size());
+  const float* host = table.data;
+  if (model.context().is_cuda()) {
+    host_copy.resize(count);
+    core::copy_to_host_sync(host_copy.data(), table.data, count * sizeof(float), stream);
+    host = host_copy.data();
+  }
+  // The store only reads its values: the view's non-const pointer is never written through.
+  return graph::FeatureStore(graph::HostArray<float>::view(nullptr, const_cast<float*>(host), count), table.rows,
+                             table.cols, "learned embedding");
+}
+
 models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const graph::CsrGraph& graph,
                                       const graph::FeatureStore& features, const LayerwiseInferenceOptions& options) {
   InferenceWorkspace workspace;

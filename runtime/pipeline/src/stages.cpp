@@ -59,7 +59,8 @@ Stages::Stages(const TrainingSetup& s)
       snapshot_done_(device_),
       train_to_copy_(device_),
       copy_to_train_(device_),
-      eval_model_(s.model_options, s.data.features.cols(), s.data.labels.num_classes, s.seed, eval_ctx_),
+      eval_model_(s.model_options, s.data.features.cols(), s.data.labels.num_classes, s.seed, eval_ctx_,
+                  s.model.embedding().rows),
       losses_(train_ctx_) {
   // Epoch 1's first batches, sampled here once to plan the device slots and the feature placement
   // (a batch that may stay resident is the run's only one and has one slot).
@@ -138,7 +139,8 @@ std::span<const int32_t> Stages::label_source() const {
 void Stages::place_features(const Probe& probe) {
   const graph::FeatureStore& f = s_.data.features;
   const memory::FeaturePlacement wanted = s_.memory.features;
-  if (wanted == memory::FeaturePlacement::kHost || f.empty()) return;
+  // (A learned embedding's run has no feature columns: there is nothing to place.)
+  if (wanted == memory::FeaturePlacement::kHost || f.empty() || f.cols() == 0) return;
   const std::size_t row_bytes = f.bytes_per_row();
   const auto bytes = static_cast<std::size_t>(f.rows()) * row_bytes;
   const std::size_t taken = allocator_.stats().in_use_bytes + evaluation_bound();
@@ -387,7 +389,9 @@ std::size_t Stages::evaluation_bound() const {
     const int64_t end = std::min(n, begin + chunk);
     edges = std::max<int64_t>(edges, g.offsets()[static_cast<std::size_t>(end)] - g.offsets()[static_cast<std::size_t>(begin)]);
   }
-  return inference_chunk_bytes(eval_model_, s_.data.features.cols(), n, chunk,
+  // Layer 0's chunk rows are features, or rows of a learned embedding.
+  const int64_t input_cols = eval_model_.has_embedding() ? eval_model_.embedding().cols : s_.data.features.cols();
+  return inference_chunk_bytes(eval_model_, input_cols, n, chunk,
                                inference_block_edges(eval_model_, chunk, edges),
                                device_.is_cuda() ? InferenceArrays::kDevice : InferenceArrays::kModel);
 }
@@ -812,7 +816,7 @@ void Stages::evaluate(EpochResult& r) {
   } else if (eval_graph_resident_) {
     logits = whole_graph_logits(eval_graph_layout_, eval_graph_.data());
   } else {
-    layerwise = infer_layerwise(eval_model_, s_.data.graph, s_.data.features,
+    layerwise = infer_layerwise(eval_model_, s_.data.graph, layerwise_input(eval_model_, s_.data.features, eval_stream_, embedding_host_),
                                 {.chunk_nodes = s_.eval_chunk_nodes,
                                  .parallel_chunks = s_.pipeline.sampler_threads,
                                  .chunks = nullptr,
@@ -862,7 +866,9 @@ models::MatrixView<const float> Stages::whole_graph_logits(const BatchLayout& la
   GNNPIPE_CHECK(blocks.back()->num_dst == n && view.features.rows == n,
                 "the resident full-graph batch has {} targets and {} input rows for {} nodes", blocks.back()->num_dst,
                 view.features.rows, n);
-  models::MatrixView<const float> x = input_rows(layout, view, eval_ctx_, eval_gathered_);
+  // A learned embedding is its own input: every node's row, in id order.
+  models::MatrixView<const float> x =
+      eval_model_.has_embedding() ? eval_model_.embedding() : input_rows(layout, view, eval_ctx_, eval_gathered_);
   for (std::size_t l = 0; l < eval_model_.num_layers(); ++l) {
     models::DeviceArray<float>& out = eval_activations_[l % 2];
     const auto y = out.matrix(eval_ctx_, n, eval_model_.layer_out_dim(l));

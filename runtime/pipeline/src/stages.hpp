@@ -192,6 +192,7 @@ class Stages {
   core::Event epoch_end_, snapshot_done_;
   core::Event train_to_copy_, copy_to_train_;  // grow_slot_from_train's hand-offs
   models::GnnModel<float> eval_model_;
+  std::vector<float> embedding_host_;  // layerwise_input()'s copy of a learned embedding on a GPU
   InferenceWorkspace eval_workspace_;  // pinned and device buffers of every evaluation of the run
   models::DeviceArray<float> dlogits_;
   models::DeviceArray<double> loss_scratch_;

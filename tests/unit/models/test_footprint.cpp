@@ -6,6 +6,7 @@
 // until the arithmetic follows.
 #include <catch2/catch.hpp>
 
+#include <tuple>
 #include <vector>
 
 #include "gnnpipe/core/rng.hpp"
@@ -51,15 +52,18 @@ TEST_CASE("training_arrays predicts the bytes a training step holds, batch after
     for (float& v : m.flat()) v = static_cast<float>(2 * rng.uniform() - 1);
     return m;
   }();
-  for (const auto& [type, concat] : std::vector<std::pair<models::ModelType, bool>>{
-           {models::ModelType::kGcn, true}, {models::ModelType::kSage, true}, {models::ModelType::kGat, true},
-           {models::ModelType::kGat, false}, {models::ModelType::kGgnn, true}, {models::ModelType::kGaan, true}}) {
-    INFO("model " << models::to_string(type) << (concat ? "" : " (heads averaged)"));
+  // (type, heads concatenated, learned embedding width: 0 reads the features)
+  for (const auto& [type, concat, embedding] : std::vector<std::tuple<models::ModelType, bool, int>>{
+           {models::ModelType::kGcn, true, 0}, {models::ModelType::kSage, true, 0}, {models::ModelType::kGat, true, 0},
+           {models::ModelType::kGat, false, 0}, {models::ModelType::kGgnn, true, 0}, {models::ModelType::kGaan, true, 0},
+           {models::ModelType::kSage, true, 7}, {models::ModelType::kGgnn, true, 5}}) {
+    INFO("model " << models::to_string(type) << (concat ? "" : " (heads averaged)") << ", embedding " << embedding);
     const core::Stream stream(core::Device::cpu());
     memory::CachingAllocator allocator(core::Device::cpu(), std::size_t{1} << 30);
     const models::OpContext ctx(stream, {}, &allocator);
-    const models::ModelOptions mo = options_of(type, concat);
-    models::GnnModel<float> model(mo, features, classes, 3, ctx);
+    models::ModelOptions mo = options_of(type, concat);
+    mo.embedding = embedding;
+    models::GnnModel<float> model(mo, embedding > 0 ? 0 : features, classes, 3, ctx, embedding > 0 ? 3000 : 0);
     const std::size_t resident = allocator.stats().in_use_bytes;  // parameters and gradients
     memory::GrowOnlyFootprint footprint;
     samplers::NeighborSampler sampler(g, test::all_nodes(3000),
@@ -71,9 +75,10 @@ TEST_CASE("training_arrays predicts the bytes a training step holds, batch after
     for (std::size_t i : {std::size_t{0}, std::size_t{5}, plan.size() - 1, std::size_t{9}, std::size_t{2}}) {
       const graph::MiniBatch batch = sampler.sample(plan[i], *ws);
       const auto blocks = batch.layer_blocks(3);
-      models::Matrix<float> x(batch.blocks.front().num_src, features);
+      const int64_t cols = embedding > 0 ? 0 : features;
+      models::Matrix<float> x(batch.blocks.front().num_src, cols);
       for (int64_t r = 0; r < x.rows(); ++r) {
-        for (int64_t c = 0; c < features; ++c) x(r, c) = x_all(batch.input_nodes[static_cast<std::size_t>(r)], c);
+        for (int64_t c = 0; c < cols; ++c) x(r, c) = x_all(batch.input_nodes[static_cast<std::size_t>(r)], c);
       }
       const auto needs = model.training_arrays(shapes_of(blocks), true);
       const auto logits = model.forward(blocks, x.cview(), batch.input_nodes.span(), true, core::rng_key(1, {i}));

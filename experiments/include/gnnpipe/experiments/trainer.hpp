@@ -33,6 +33,10 @@ namespace gnnpipe::experiments {
 // device is missing: called before a run directory is created, so a refused run leaves nothing.
 void check_training_supported(const config::ExperimentConfig& config);
 
+// model.embedding: the learned table is the input, so the dataset's features (if any) are dropped
+// for a [nodes x 0] store (batches then carry node ids and no feature bytes). Nothing otherwise.
+void use_embedding_input(const models::ModelOptions& model, graph::Dataset& d);
+
 // Loads the experiment's dataset and checks that it can be trained on (labels, single-label,
 // features, a train split): DataError / ConfigError otherwise. Called before the run directory
 // is created, so a bad dataset leaves nothing behind.

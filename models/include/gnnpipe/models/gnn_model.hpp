@@ -7,7 +7,10 @@
 // given by the GLOBAL node id of each row (ops/dropout.hpp), so a run is reproducible for any
 // thread count, and a node draws the same mask wherever it sits in a batch: a batch split into
 // micro-batches (each keeping its targets' computation tree, renumbered) accumulates the unsplit
-// step's gradient. Not thread-safe.
+// step's gradient. With model.embedding the input is a learned table [embedding_rows x
+// embedding], parameter "embedding.weight" (initialised N(0, 1) as torch.nn.Embedding; tagged layer
+// -1, so weight_decay_first_layer_only leaves it alone): forward gathers the rows of the batch's
+// nodes and backward adds their input gradients into the table's. Not thread-safe.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -26,9 +29,10 @@ class GnnModel {
  public:
   // layers = options.layers: in_dim -> hidden -> ... -> out_dim. Throws ConfigError for model
   // types this build cannot run yet. Parameters are initialised on the host and placed in ctx's
-  // memory; `ctx` must outlive the model.
+  // memory; `ctx` must outlive the model. With options.embedding > 0, in_dim must be 0 (the input
+  // has no feature columns) and embedding_rows > 0 is the number of nodes of the table.
   GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_dim, uint64_t seed,
-           const OpContext& ctx = OpContext::host());
+           const OpContext& ctx = OpContext::host(), int64_t embedding_rows = 0);
 
   const OpContext& context() const { return ctx_; }
 
@@ -45,15 +49,22 @@ class GnnModel {
   // context). Every layer's input rows are local nodes 0..rows-1 of that one numbering
   // (destinations are a prefix of sources), so layer l uses the first rows of row_ids; the same
   // ids key GAT's attention dropout. Required when training (an empty list would silently key
-  // masks by batch position); ignored otherwise (may be empty).
+  // masks by batch position); ignored otherwise (may be empty). With an embedding, x has no
+  // columns and the input rows are the table's rows row_ids (empty: rows 0..x.rows-1, also when
+  // not training); the ids must then be distinct and stay valid until backward().
   MatrixView<const T> forward(std::span<const graph::Block* const> blocks, MatrixView<const T> x,
                               std::span<const graph::NodeId> row_ids, bool training, core::RngKey dropout_key);
   // Inference through layer l alone, without dropout: y = act(layer_l(block, x)) for l < L - 1 and
   // the logits for the last layer; y is [block.num_dst x layer_out_dim(l)]. The building block of
   // layer-wise full-neighbor inference (all nodes through layer 0 in chunks, then layer 1, ...).
   // Invalidates what the last forward kept: no backward() may follow until the next forward().
+  // With an embedding, layer 0's x is rows of embedding() (the caller gathers them, as features).
   void infer_layer(std::size_t l, const graph::Block& block, MatrixView<const T> x, MatrixView<T> y);
   int64_t layer_out_dim(std::size_t l) const { return layers_.at(l)->out_dim(); }
+  // model.embedding: the learned input table [embedding_rows x embedding] in the context's
+  // memory; an empty view when the input is the features.
+  bool has_embedding() const { return embedding_ != kNoEmbedding; }
+  MatrixView<const T> embedding() const;
 
   // Accumulates parameter gradients for d(loss)/d(logits) of the last forward.
   void backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits);
@@ -76,9 +87,16 @@ class GnnModel {
   void activate(MatrixView<T> z) const;
   void activate_backward(MatrixView<const T> y, MatrixView<T> dz) const;
 
+  static constexpr std::size_t kNoEmbedding = ~std::size_t{0};
+  // The batch's input rows of the table, gathered into embedded_ (ids empty: its first x.rows rows).
+  MatrixView<const T> embed(MatrixView<const T> x, std::span<const graph::NodeId> row_ids);
+
   ModelOptions options_;
   const OpContext& ctx_;
   ParamStore<T> params_;
+  std::size_t embedding_ = kNoEmbedding;  // the table's parameter index
+  DeviceArray<T> embedded_;               // the batch's rows of the table (forward)
+  std::span<const graph::NodeId> embedded_ids_;  // their table rows (empty: 0..n-1), for backward
   std::vector<std::unique_ptr<Layer<T>>> layers_;
   // Per layer l: the dropped-out input a_l, its mask, the layer output z_l (activated in place).
   std::vector<DeviceArray<T>> inputs_, outputs_;

@@ -27,6 +27,10 @@ struct ModelOptions {
   int key_dim = 8;                       // attention key width per head
   int value_dim = 8;                     // value width per head
   int gate_dim = 64;                     // max-pooled gate features
+  // model.embedding: > 0: the input is a learned embedding of every node, this wide (a
+  // [nodes x embedding] parameter trained with the model, as torch.nn.Embedding), in place of the
+  // dataset's features; 0: the features.
+  int embedding = 0;
 
   bool operator==(const ModelOptions&) const = default;
 

@@ -23,6 +23,7 @@ enum class Init {
   kFanInUniform, // U(-b, b), b = 1 / sqrt(fan_in), fan_in = rows of the layer's weight
                  // (torch.nn.Linear / PyG Linear's default for weights and biases: SAGEConv)
   kZeros,        // biases of GCNConv and GATConv
+  kNormal,       // N(0, 1) (torch.nn.Embedding)
 };
 
 template <class T>

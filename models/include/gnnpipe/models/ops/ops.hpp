@@ -170,6 +170,13 @@ template <class T>
 void copy_rows(const OpContext& ctx, ConstView<T> src, std::span<const int32_t> src_rows, MatrixView<T> out,
                std::span<const int32_t> out_rows);
 
+// out[out_rows[i], :] += src[i, :] for i < src.rows (an empty list: 0, 1, ...); src.cols =
+// out.cols. The rows of out_rows must be distinct (a batch's node ids: each row is written by one
+// thread, no atomics, so the result is deterministic). Learned embeddings' backward: the input
+// rows' gradients into the table's. Checks as copy_rows.
+template <class T>
+void add_rows(const OpContext& ctx, ConstView<T> src, MatrixView<T> out, std::span<const int32_t> out_rows);
+
 // dst[i] = float(src[i]) for i < n, src being IEEE half (bfloat16 false) or bfloat16 bits: exact
 // (every 16-bit value is a float). The first layer's input of fp16/bf16 features, which travel and
 // live on the device in 16 bits. Both in the context's memory.

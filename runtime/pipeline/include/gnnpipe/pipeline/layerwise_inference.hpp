@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
+
+#include "gnnpipe/core/stream.hpp"
 
 #include "gnnpipe/graph/csr_graph.hpp"
 #include "gnnpipe/graph/feature_store.hpp"
@@ -54,6 +57,13 @@ class InferenceWorkspace {
  private:
   std::unique_ptr<State> state_;
 };
+
+// The layer-0 input of layer-wise inference under `model`: `features`, or, when the model learned
+// an embedding of every node (model.embedding), the table itself as a host store: read in place
+// when the model lives in host memory, else copied into `host_copy` (ordered after the work queued
+// on `stream`, the model's). Valid while the model (or host_copy) is.
+graph::FeatureStore layerwise_input(const models::GnnModel<float>& model, const graph::FeatureStore& features,
+                                    const core::Stream& stream, std::vector<float>& host_copy);
 
 // The logits of every node of `graph` [num_nodes x out_dim] under `model` in inference mode.
 // `features` has one row per node of `graph`. On a GPU, a chunk's outputs come back through the
