@@ -10,7 +10,7 @@ Needs matplotlib (Debian: python3-matplotlib, installed by tools/setup.sh; run i
 backend; opens no window.
 
 A run directory (metrics.csv, summary.json, trace.json with --trace) gets:
-    curves.png    training loss and train / val / test accuracy per epoch (metrics.csv), the best
+    curves.png    training loss and the train / val / test score (accuracy or F1) per epoch (metrics.csv), the best
                   epoch of summary.json marked;
     timeline.png  the stages of one epoch from trace.json: one lane per thread (the trace's thread
                   names), a box per stage item coloured by stage, time in ms from the epoch's first
@@ -227,17 +227,21 @@ def plot_curves(plt, run):
     ax_loss.set_xlabel("epoch")
     ax_loss.set_ylabel("loss")
 
+    # The run's score: metrics.csv names its columns after it (train_acc for accuracy,
+    # train_micro_f1, ... for a multi-label run), as summary.json's "metric" does.
+    s = run["summary"]
+    metric = s.get("metric", "accuracy") if isinstance(s.get("metric"), str) else "accuracy"
+    column = "acc" if metric == "accuracy" else metric
     drawn = False
-    for name, label, color in (("train_acc", "train", "#4C72B0"), ("val_acc", "val", "#DD8452"),
-                               ("test_acc", "test", "#55A868")):
-        xs, ys = series(name)
+    for split, color in (("train", "#4C72B0"), ("val", "#DD8452"), ("test", "#55A868")):
+        label = split
+        xs, ys = series(f"{split}_{column}")
         if xs:
             ax_acc.plot(xs, ys, label=label, color=color, marker=marker(xs), markersize=3)
             drawn = True
-    s = run["summary"]
     best = s.get("best_epoch")
     if isinstance(best, (int, float)) and best > 0:
-        test = s.get("test_accuracy")
+        test = s.get(f"test_{metric}")
         label = f"best epoch {int(best)}"
         if isinstance(test, (int, float)) and finite(float(test)):
             label += f" (test {test:.4f})"
@@ -247,9 +251,9 @@ def plot_curves(plt, run):
         ax_acc.legend(loc="best", fontsize=9)
     else:
         ax_acc.text(0.5, 0.5, "no evaluation yet", ha="center", va="center", transform=ax_acc.transAxes)
-    ax_acc.set_title("accuracy")
+    ax_acc.set_title(metric)
     ax_acc.set_xlabel("epoch")
-    ax_acc.set_ylabel("accuracy")
+    ax_acc.set_ylabel(metric)
     for ax in (ax_loss, ax_acc):
         ax.grid(alpha=0.3)
         ax.xaxis.get_major_locator().set_params(integer=True)

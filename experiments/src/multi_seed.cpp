@@ -44,7 +44,7 @@ nlohmann::json train_seeds(const config::ExperimentConfig& c, const graph::Datas
   core::logger().info("{} seeds: {}; runs under {}", c.run.seeds.size(), fmt::join(c.run.seeds, ", "),
                       parent.path().string());
   nlohmann::json runs = nlohmann::json::array();
-  std::string metric = metric_for(d.labels.is_multi_label());
+  std::string metric = metric_for(c.run.metric, d.labels.is_multi_label());
   for (const uint64_t seed : c.run.seeds) {
     config::ExperimentConfig one = c;
     one.run.seed = seed;

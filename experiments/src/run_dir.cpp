@@ -134,18 +134,38 @@ RunDirectory::RunDirectory(const config::ExperimentConfig& config, RunDirectoryO
 
   write_text(path_ / "config.yaml", config::yaml_text(config.resolved.IsMap() ? config.resolved
                                                                                : config::to_yaml(config)));
+  header_ = std::move(header);
   if (options.metrics) {
-    std::string kept = fmt::format("{}\n", fmt::join(header, ","));
-    if (options.resume) kept += metrics_rows_through(path_ / "metrics.csv", options.resume_after);
-    metrics_.open(path_ / "metrics.csv", std::ios::binary | std::ios::trunc);
-    metrics_ << kept;
-    metrics_.flush();
-    GNNPIPE_CHECK(metrics_.good(), "cannot write '{}'", (path_ / "metrics.csv").string());
+    if (options.resume) kept_rows_ = metrics_rows_through(path_ / "metrics.csv", options.resume_after);
+    write_metrics_header();
   }
   if (options.mirror_log) {
     core::add_log_file((path_ / "log.txt").string());
     mirror_log_ = true;
   }
+}
+
+void RunDirectory::write_metrics_header() {
+  if (metrics_.is_open()) metrics_.close();
+  metrics_.open(path_ / "metrics.csv", std::ios::binary | std::ios::trunc);
+  metrics_ << fmt::format("{}\n", fmt::join(header_, ",")) << kept_rows_;
+  metrics_.flush();
+  GNNPIPE_CHECK(metrics_.good(), "cannot write '{}'", (path_ / "metrics.csv").string());
+}
+
+void RunDirectory::name_score_columns(const std::string& metric) {
+  if (!metrics_.is_open()) return;
+  const std::string suffix = metric == "accuracy" ? "acc" : metric;
+  check_metric_name(suffix);
+  std::vector<std::string> header = header_;
+  header[2] = "train_" + suffix;
+  header[3] = "val_" + suffix;
+  header[4] = "test_" + suffix;
+  if (header == header_) return;
+  GNNPIPE_CHECK(!rows_appended_, "{}: metrics.csv already has rows; its score columns cannot be renamed",
+                path_.string());
+  header_ = std::move(header);
+  write_metrics_header();
 }
 
 RunDirectory::~RunDirectory() {
@@ -170,6 +190,7 @@ void RunDirectory::append_metrics(const EpochMetrics& row) {
                       per_s(m.edges), m.reserved_bytes);
   for (const double value : row.extra) line += fmt::format(",{}", value);
   metrics_ << line << '\n';
+  rows_appended_ = true;
   metrics_.flush();
   GNNPIPE_CHECK(metrics_.good(), "cannot write '{}'", (path_ / "metrics.csv").string());
   if (mirror_log_) core::logger().flush();

@@ -87,6 +87,7 @@ graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const gr
   graph::Dataset d = graph::load_dataset(c.dataset, data_dir);
   use_embedding_input(c.model, d);
   check_trainable(d);
+  resolve_score(c.run.metric, d.labels.is_multi_label(), d.name);  // run.metric fits the labels
   core::logger().info("{}: {} nodes, {} edges, {} features, {} classes; train {}, val {}, test {} (loaded in {:.2f} s)",
                       d.name, d.num_nodes(), d.graph.num_edges(), d.features.cols(), d.labels.num_classes,
                       d.splits.train.size(), d.splits.val.size(), d.splits.test.size(), load_watch.seconds());
@@ -116,7 +117,7 @@ class TrainingResources {
         sampler_(make_training_sampler(c, d, model_.block_norm(), model_.num_layers())),
         optimizer_(models::make_optimizer(model_.params(), c.optimizer, ops_)),
         setup_{d,          *sampler_,       model_,          *optimizer_,
-               c.model,    pipeline_of(c, options, threads_), c.run.epochs, c.run.seed,
+               c.model,    pipeline_of(c, d, options, threads_), c.run.epochs, c.run.seed,
                c.run.patience, c.sampler.eval_chunk_nodes, recorder_, c.memory,
                budget_.reserve, budget_.free_at_start, budget_.clamped,
                parameter_bytes_, allocator_.stats().in_use_bytes - before_model_ - parameter_bytes_,
@@ -145,9 +146,11 @@ class TrainingResources {
   const ThreadPlan& threads() const { return threads_; }
 
  private:
-  static pipeline::PipelineOptions pipeline_of(const config::ExperimentConfig& c, const TrainOptions& options,
+  static pipeline::PipelineOptions pipeline_of(const config::ExperimentConfig& c, const graph::Dataset& d,
+                                               const TrainOptions& options,
                                                const ThreadPlan& threads) {
     pipeline::PipelineOptions pipe = c.pipeline;
+    pipe.score = resolve_score(c.run.metric, d.labels.is_multi_label(), d.name);
     if (options.mode) pipe.mode = *options.mode;
     pipe.sampler_threads = threads.sampler_threads;  // auto resolved
     return pipe;
@@ -251,12 +254,16 @@ struct EpochRecord {
   }
 };
 
-// The run's score: accuracy, or micro-F1 at threshold 0.5 for multi-label labels.
-std::string metric_name(const graph::Dataset& d) { return metric_for(d.labels.is_multi_label()); }
+// The run's score (run.metric): accuracy, or micro-F1 at threshold 0.5 for multi-label labels
+// unless run.metric names another.
+std::string metric_name(const config::ExperimentConfig& c, const graph::Dataset& d) {
+  return metric_for(c.run.metric, d.labels.is_multi_label());
+}
 
-// A multi-label epoch's other scores of val and test (macro-F1, top-k micro- and macro-F1).
+// A multi-label epoch's F1 scores of val and test (micro- and macro-F1, at 0.5 and top-k).
 void add_f1_scores(nlohmann::json& j, const pipeline::EpochResult& r) {
   for (const auto& [split, m] : {std::pair{"val", r.val_f1}, std::pair{"test", r.test_f1}}) {
+    j[fmt::format("{}_micro_f1", split)] = m.micro;
     j[fmt::format("{}_macro_f1", split)] = m.macro;
     j[fmt::format("{}_micro_f1_topk", split)] = m.micro_topk;
     j[fmt::format("{}_macro_f1_topk", split)] = m.macro_topk;
@@ -270,7 +277,7 @@ nlohmann::json epoch_json(const std::optional<pipeline::EpochResult>& r, const s
     j["train_" + metric] = r->train_acc;
     j["val_" + metric] = r->val_acc;
     j["test_" + metric] = r->test_acc;
-    if (metric == "micro_f1") add_f1_scores(j, *r);
+    if (metric != "accuracy") add_f1_scores(j, *r);
   }
   return j;
 }
@@ -288,9 +295,9 @@ nlohmann::json stopped_summary(const config::ExperimentConfig& c, const graph::D
           {"sampler", std::string(samplers::to_string(c.sampler.type))},
           {"epochs", epochs.last ? epochs.last->epoch : 0},
           {"best_epoch", epochs.best ? epochs.best->epoch : 0},
-          {"metric", metric_name(d)},
-          {"last", epoch_json(epochs.last, metric_name(d))},
-          {"best", epoch_json(epochs.best, metric_name(d))},
+          {"metric", metric_name(c, d)},
+          {"last", epoch_json(epochs.last, metric_name(c, d))},
+          {"best", epoch_json(epochs.best, metric_name(c, d))},
           {"run_time_s", run_time},
           {"provenance", provenance(c, d, nullptr)}};
 }
@@ -388,6 +395,10 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
     std::_Exit(static_cast<int>(core::ExitCode::kStalled));
   };
   const StallWatchdog watchdog(recorder, c.run.stall_timeout_s, on_stall);
+  // The score's name in epoch lines ("micro-F1 train ..."; nothing for accuracy, as always).
+  const std::string metric = metric_name(c, d);
+  const std::string score_label = metric == "accuracy" ? std::string() : metric_label(metric) + " ";
+  run_dir.name_score_columns(metric);
   const auto on_epoch = [&](const pipeline::EpochResult& r) {
     epochs.add(r);
     progress.epoch_done(r);
@@ -397,7 +408,7 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
     if (r.evaluated) {
       // The epoch's time is its training (pipelined: its evaluation overlaps the next epoch's).
       log.info("epoch {:>4} | loss {:.4f} | {}train {:.4f} | val {:.4f} | test {:.4f} | {:.3f} s, eval {:.3f} s{} | {} | {}",
-               r.epoch, r.loss, d.labels.is_multi_label() ? "micro-F1 " : "", r.train_acc, r.val_acc, r.test_acc, r.epoch_time_s, r.eval_time_s,
+               r.epoch, r.loss, score_label, r.train_acc, r.val_acc, r.test_acc, r.epoch_time_s, r.eval_time_s,
                pipe.mode == pipeline::PipelineMode::kPipelined ? " (overlapped)" : "", memory_note(r.memory),
                r.verdict);
     } else {
@@ -430,10 +441,10 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
       {"status", "done"},
       {"dataset", d.name},
       {"synthesized", d.synthesized},
-      {"metric", metric_name(d)},
-      {"test_" + metric_name(d), result.test_at_best},
-      {"val_" + metric_name(d), result.best_val},
-      {"train_" + metric_name(d), result.train_at_best},
+      {"metric", metric_name(c, d)},
+      {"test_" + metric_name(c, d), result.test_at_best},
+      {"val_" + metric_name(c, d), result.best_val},
+      {"train_" + metric_name(c, d), result.train_at_best},
       {"best_epoch", result.best_epoch},
       {"epochs", result.epochs_run},
       {"epoch_time_s", median(result.epoch_times)},
@@ -484,8 +495,10 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   if (d.labels.is_multi_label()) {
     const std::lock_guard lock(epochs.mutex);
     if (epochs.best) add_f1_scores(summary, *epochs.best);
-    summary["metric_note"] = "micro_f1: at threshold 0.5 (logit > 0), the score of best_epoch; *_topk: each node "
-                             "predicted its true number of labels, the highest scores (the DeepWalk protocol)";
+    summary["metric_note"] = fmt::format(
+        "{}: the score of best_epoch (run.metric); micro_f1 / macro_f1: labels with a logit > 0 (threshold 0.5); "
+        "*_topk: each node predicted its true number of labels, the highest scores (the DeepWalk protocol)",
+        metric_name(c, d));
   }
   run_dir.write_summary(summary);
   log.info("best epoch {}: val {:.4f}, test {:.4f}; median epoch {:.4f} s, run {:.2f} s; {}", result.best_epoch,

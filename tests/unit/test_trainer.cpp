@@ -165,6 +165,38 @@ TEST_CASE("BlogCatalog trains multi-label end to end, pipelined as sequential, m
   const nlohmann::json split = train(yaml, {"pipeline.mode=sequential", "memory.limit=4MiB"}, dir, "m");
   CHECK(split["memory"]["batches_split"].get<int64_t>() > 0);
   CHECK(split["test_micro_f1_topk"].get<double>() == Approx(seq["test_micro_f1_topk"].get<double>()).margin(0.02));
+  // metrics.csv names its score columns after the metric.
+  std::ifstream csv(dir / "s" / "metrics.csv");
+  std::string header;
+  std::getline(csv, header);
+  CHECK(header.rfind("epoch,loss,train_micro_f1,val_micro_f1,test_micro_f1,", 0) == 0);
+  // run.metric picks another F1 score: best epoch and the summary's score keys follow it.
+  const nlohmann::json topk = train(yaml, {"pipeline.mode=sequential", "run.metric=macro_f1_topk"}, dir, "k");
+  CHECK(topk["metric"] == "macro_f1_topk");
+  CHECK(topk["params_checksum"] == seq["params_checksum"]);  // the score does not change training
+  std::ifstream csv_k(dir / "k" / "metrics.csv");
+  std::getline(csv_k, header);
+  CHECK(header.rfind("epoch,loss,train_macro_f1_topk,val_macro_f1_topk,test_macro_f1_topk,", 0) == 0);
+  // The best epoch is the one with the highest val_macro_f1_topk of metrics.csv.
+  double best_val = -1;
+  int best_epoch = 0;
+  for (std::string row; std::getline(csv_k, row);) {
+    std::stringstream fields(row);
+    std::string epoch, loss, train_score, val_score;
+    std::getline(fields, epoch, ',');
+    std::getline(fields, loss, ',');
+    std::getline(fields, train_score, ',');
+    std::getline(fields, val_score, ',');
+    if (std::stod(val_score) > best_val) {
+      best_val = std::stod(val_score);
+      best_epoch = std::stoi(epoch);
+    }
+  }
+  CHECK(topk["best_epoch"].get<int>() == best_epoch);
+  CHECK(topk["val_macro_f1_topk"].get<double>() == Approx(best_val).epsilon(1e-12));
+  // Refused before the run directory exists: accuracy of multi-label data.
+  CHECK_THROWS_AS(train(yaml, {"run.metric=accuracy"}, dir, "a"), ConfigError);
+  CHECK_FALSE(std::filesystem::exists(dir / "a" / "metrics.csv"));
 }
 
 // Issue #17 item 2: model.embedding learns every node's input (the dataset's features are not

@@ -171,6 +171,7 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   }
   if (every_key) run["runs"] = 1;  // read as seeds: seed, seed+1, ... (never written)
   run["patience"] = c.run.patience;
+  run["metric"] = std::string(to_string(c.run.metric));
   run["checkpoint_every"] = c.run.checkpoint_every;
   run["keep_last"] = c.run.keep_last;
   run["stall_timeout"] = number(c.run.stall_timeout_s);

@@ -125,7 +125,11 @@ const std::vector<KeyDoc>& key_docs() {
       {"run.seed", "integer", kAll, "The only source of randomness (with epoch and batch ids)."},
       {"run.seeds", "list of integers", kAll, "One run directory per seed and a mean +- std summary over them."},
       {"run.runs", "integer", kAll, "N > 1: the seeds run.seed, run.seed + 1, ... (written back as run.seeds)."},
-      {"run.patience", "integer", kAll, "Stop after this many evaluations without a better validation accuracy; 0: never."},
+      {"run.patience", "integer", kAll, "Stop after this many evaluations without a better validation score; 0: never."},
+      {"run.metric", "string", kAll,
+       "The score best_epoch, patience and the summary follow: auto (accuracy for single-label data, micro_f1 for "
+       "multi-label), accuracy, or for multi-label data micro_f1 / macro_f1 (threshold 0.5) and micro_f1_topk / "
+       "macro_f1_topk (each node's true number of labels predicted: the DeepWalk protocol)."},
       {"run.checkpoint_every", "integer", kAll, "Write checkpoints/last every N evaluated epochs; 0: no checkpoints."},
       {"run.keep_last", "integer", kAll, "K > 1 also keeps checkpoints/epoch-NNNNNN of the K newest."},
       {"run.stall_timeout", "number (seconds)", kAll,

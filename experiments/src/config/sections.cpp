@@ -17,6 +17,8 @@ constexpr std::array kSamplerTypes{samplers::SamplerType::kNeighbor, samplers::S
                                    samplers::SamplerType::kSaintEdge, samplers::SamplerType::kSaintRw,
                                    samplers::SamplerType::kCluster, samplers::SamplerType::kFull};
 constexpr std::array kPipelineModes{pipeline::PipelineMode::kPipelined, pipeline::PipelineMode::kSequential};
+constexpr std::array kScores{pipeline::Score::kAuto,    pipeline::Score::kAccuracy,    pipeline::Score::kMicroF1,
+                             pipeline::Score::kMacroF1, pipeline::Score::kMicroF1TopK, pipeline::Score::kMacroF1TopK};
 
 // The value of `values` whose to_string is `text`; ConfigError listing the names otherwise.
 template <class Enum, std::size_t N>
@@ -308,6 +310,7 @@ RunOptions parse_run_section(ConfigMap s) {
   }
   o.patience = s.get("patience", o.patience);
   check_at_least(s, "patience", o.patience, 0);
+  o.metric = parse_choice(s.get("metric", std::string(to_string(o.metric))), s.key_path("metric"), kScores);
   o.checkpoint_every = s.get("checkpoint_every", o.checkpoint_every);
   check_at_least(s, "checkpoint_every", o.checkpoint_every, 0);
   o.stall_timeout_s = s.get("stall_timeout", o.stall_timeout_s);

@@ -832,19 +832,29 @@ void Stages::evaluate(EpochResult& r) {
     // Micro-F1 at threshold 0.5 is the run's score; macro-F1 and the top-k (DeepWalk) variants beside it.
     const graph::Labels& l = s_.data.labels;
     const models::MatrixView<const uint8_t> targets{l.multi.data(), s_.data.num_nodes(), l.num_classes};
-    const auto scores = [&](const graph::HostArray<graph::NodeId>& split) {
+    // The run's score (run.metric) for every split; the other F1 scores for val and test only.
+    const Score score = s_.pipeline.score;
+    const bool top_k_score = score == Score::kMicroF1TopK || score == Score::kMacroF1TopK;
+    const auto scores = [&](const graph::HostArray<graph::NodeId>& split, bool all) {
       MultiLabelScores m;
       if (split.empty()) return m;
-      const auto at_half = models::cpu::multi_label_f1<float>(logits, targets, split.span(), false);
-      const auto top_k = models::cpu::multi_label_f1<float>(logits, targets, split.span(), true);
-      m = {at_half.micro, at_half.macro, top_k.micro, top_k.macro};
+      if (all || !top_k_score) {
+        const auto at_half = models::cpu::multi_label_f1<float>(logits, targets, split.span(), false);
+        m.micro = at_half.micro;
+        m.macro = at_half.macro;
+      }
+      if (all || top_k_score) {
+        const auto top_k = models::cpu::multi_label_f1<float>(logits, targets, split.span(), true);
+        m.micro_topk = top_k.micro;
+        m.macro_topk = top_k.macro;
+      }
       return m;
     };
-    r.train_acc = scores(sp.train).micro;
-    r.val_f1 = scores(sp.val);
-    r.test_f1 = scores(sp.test);
-    r.val_acc = r.val_f1.micro;
-    r.test_acc = r.test_f1.micro;
+    r.train_acc = scores(sp.train, false).of(score);
+    r.val_f1 = scores(sp.val, true);
+    r.test_f1 = scores(sp.test, true);
+    r.val_acc = r.val_f1.of(score);
+    r.test_acc = r.test_f1.of(score);
   } else {
     const auto labels = s_.data.labels.single.span();
     r.train_acc = models::cpu::accuracy<float>(logits, labels, sp.train.span());

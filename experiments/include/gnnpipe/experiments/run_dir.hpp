@@ -84,6 +84,11 @@ class RunDirectory {
 
   const std::filesystem::path& path() const { return path_; }
 
+  // Names metrics.csv's three score columns after the run's metric: train_acc, val_acc, test_acc
+  // for accuracy (the header written at construction), train_micro_f1, ... otherwise. Before the
+  // first row (the run's metric is known once its dataset is); no-op without metrics.csv.
+  void name_score_columns(const std::string& metric);
+
   // Appends and flushes one row (numbers in their shortest exact form) and flushes the log.
   // Error when row.extra does not match the extra columns or the write fails.
   void append_metrics(const EpochMetrics& row);
@@ -93,9 +98,14 @@ class RunDirectory {
   void write_summary(const nlohmann::json& summary);
 
  private:
+  void write_metrics_header();  // (re)writes metrics.csv: header_ and kept_rows_
+
   std::filesystem::path path_;
   std::size_t extra_count_ = 0;
   std::ofstream metrics_;
+  std::vector<std::string> header_;
+  std::string kept_rows_;  // a resumed run's rows, below the header
+  bool rows_appended_ = false;
   bool mirror_log_ = false;
 };
 

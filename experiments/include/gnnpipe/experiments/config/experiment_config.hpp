@@ -29,7 +29,9 @@ struct RunOptions {
   // run.seeds: [0, 1, 2] (or run.runs: N, meaning seed, seed+1, ...): one run directory per seed
   // and a summary over them. Empty: one run with `seed`.
   std::vector<uint64_t> seeds;
-  int patience = 0;    // stop after this many epochs without a better validation accuracy; 0 = off
+  int patience = 0;    // stop after this many epochs without a better validation score; 0 = off
+  // run.metric: the score best epoch and patience follow (pipeline::Score; auto from the labels).
+  pipeline::Score metric = pipeline::Score::kAuto;
   // Checkpoints (issue #15): checkpoints/last at every evaluated epoch that is a multiple of
   // checkpoint_every (and the last), checkpoints/best at every new best evaluation; 0 = none.
   int checkpoint_every = 1;

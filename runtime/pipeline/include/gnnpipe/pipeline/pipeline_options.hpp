@@ -17,6 +17,12 @@ enum class PipelineMode { kPipelined, kSequential };
 // the evaluation thread's cores anyway).
 enum class EvalGraph { kAuto, kResident, kLayerwise };
 
+// The score an evaluation reports as the run's (run.metric): best epoch and early stopping follow
+// it. auto: accuracy for single-label data, micro-F1 at threshold 0.5 for multi-label data; the
+// F1 variants (multi-label only): macro-F1, and both with each node's true number of labels as its
+// top-k prediction (the DeepWalk protocol).
+enum class Score { kAuto, kAccuracy, kMicroF1, kMacroF1, kMicroF1TopK, kMacroF1TopK };
+
 struct PipelineOptions {
   PipelineMode mode = PipelineMode::kPipelined;
   // sample+gather threads, >= 1 for a run; 0 in a config means auto (pipeline.sampler_threads:
@@ -31,6 +37,8 @@ struct PipelineOptions {
   // against; same parameters bit for bit).
   bool resident = true;
   EvalGraph eval_graph = EvalGraph::kAuto;
+  // The run's score (from run.metric; the experiment layer resolves auto from the labels).
+  Score score = Score::kAuto;
 
   bool operator==(const PipelineOptions&) const = default;
 };
@@ -39,6 +47,18 @@ constexpr std::string_view to_string(PipelineMode mode) {
   switch (mode) {
     case PipelineMode::kPipelined: return "pipelined";
     case PipelineMode::kSequential: return "sequential";
+  }
+  return "?";
+}
+
+constexpr std::string_view to_string(Score s) {
+  switch (s) {
+    case Score::kAuto: return "auto";
+    case Score::kAccuracy: return "accuracy";
+    case Score::kMicroF1: return "micro_f1";
+    case Score::kMacroF1: return "macro_f1";
+    case Score::kMicroF1TopK: return "micro_f1_topk";
+    case Score::kMacroF1TopK: return "macro_f1_topk";
   }
   return "?";
 }

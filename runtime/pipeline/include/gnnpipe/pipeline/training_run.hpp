@@ -111,6 +111,15 @@ struct TrainingSetup {
 // number of labels (top-k, the DeepWalk protocol). NaN for an empty split or a single-label run.
 struct MultiLabelScores {
   double micro = NAN, macro = NAN, micro_topk = NAN, macro_topk = NAN;
+  // The one `score` names (auto and accuracy: micro, the multi-label default).
+  double of(Score score) const {
+    switch (score) {
+      case Score::kMacroF1: return macro;
+      case Score::kMicroF1TopK: return micro_topk;
+      case Score::kMacroF1TopK: return macro_topk;
+      default: return micro;
+    }
+  }
 };
 
 struct EpochResult {
@@ -118,7 +127,7 @@ struct EpochResult {
   double loss = 0;
   double epoch_time_s = 0;  // training time of the epoch (pipelined: last step of e-1 to last step of e)
   bool evaluated = false;
-  // When evaluated: accuracy, or micro-F1 at threshold 0.5 for multi-label data (the run's score).
+  // When evaluated: the run's score (PipelineOptions::score: accuracy, or an F1 score for multi-label data).
   double train_acc = 0, val_acc = 0, test_acc = 0;
   MultiLabelScores val_f1, test_f1;  // multi-label runs
   double eval_time_s = 0;   // the evaluation's busy time (pipelined: it ran during later epochs)
