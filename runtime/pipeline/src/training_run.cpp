@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <tbb/flow_graph.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
@@ -335,6 +336,7 @@ class PipelinedRun {
     make_edge(device_tokens_, input_port<1>(take_device_slot_));
     make_edge(take_device_slot_, transfer_.node);
     make_edge(transfer_.node, train_.node);
+    GNNPIPE_CHECK(joined_arena_ && arena_.is_active(), "pipelined run: the constructing thread is in no oneTBB arena");
   }
 
   RunResult run() {
@@ -377,6 +379,29 @@ class PipelinedRun {
   static bool holds_staging(const Item& item) { return item.layouts.size() > 1; }
   void fail(const std::string& where, int64_t order = Failure::kNoBatch) {
     if (failure_.record(std::current_exception(), where, order)) g_.cancel();
+  }
+
+  // A message a dedicated thread (transfer, train: outside oneTBB's arena) puts into the graph,
+  // put by a task enqueued into the graph's arena instead. A try_put from a thread outside the
+  // arena submits the next node's task with oneTBB's "spawned" advertisement, which is deliberately
+  // sloppy about fences (oneTBB 2021.8, arena::advertise_new_work: "TBB allows parallelism, but
+  // never promises parallelism"): a worker about to sleep and the main thread waiting in
+  // wait_for_all can both miss it, and the run hangs with the task queued and every thread idle
+  // (seen about once in twenty TSan runs, issue #18). task_arena::enqueue advertises "enqueued"
+  // work, which fences and wakes a thread. The graph's wait is held until the put ran, so
+  // wait_for_all cannot return while a token or a batch is still on its way.
+  template <class Put>
+  void put_from_thread(Put put) {
+    g_.reserve_wait();
+    arena_.enqueue([this, put = std::move(put), published = core::tsan::Published{}] {
+      published.received();  // the closure, copied into the task by the enqueuing thread
+      core::tsan::received();
+      put();
+      g_.release_wait();
+    });
+  }
+  void put_token(tbb::flow::buffer_node<int>& tokens, int token) {
+    put_from_thread([&tokens, token] { tokens.try_put(token); });
   }
 
   // Batch specs of every epoch in order; an epoch is planned when its first batch is due.
@@ -461,13 +486,16 @@ class PipelinedRun {
             if (item.loss_rows > 0 && active(item)) stages_.transfer(item);
           } catch (...) {
             --in_flight_;
-            slot_tokens_.try_put(item.slot);  // (the run stops: whether train still needs it does not matter)
+            put_token(slot_tokens_, item.slot);  // (the run stops: whether train still needs it does not matter)
             throw;
           }
           --in_flight_;
           // The copy has completed: the staging slot is free. A split batch keeps it for train.
-          if (!holds_staging(item)) slot_tokens_.try_put(item.slot);
-          gateway.try_put(item);
+          if (!holds_staging(item)) put_token(slot_tokens_, item.slot);
+          put_from_thread([&gateway, item] {
+            core::tsan::received(item);  // the closure's copy, made on the transfer thread
+            gateway.try_put(item);
+          });
         },
         [](const std::tuple<Item, int>& in) { return describe(std::get<0>(in)); },
         [](const std::tuple<Item, int>& in) { return std::get<0>(in).epoch; },
@@ -485,12 +513,12 @@ class PipelinedRun {
               stages_.train(item);
               last_stepped_epoch_ = item.epoch;
             } catch (...) {
-              device_tokens_.try_put(item.device_slot);
+              put_token(device_tokens_, item.device_slot);
               throw;
             }
           }
-          if (holds_staging(item)) slot_tokens_.try_put(item.slot);  // its micro-batches were copied
-          device_tokens_.try_put(item.device_slot);  // its reads are queued on the train stream
+          if (holds_staging(item)) put_token(slot_tokens_, item.slot);  // its micro-batches were copied
+          put_token(device_tokens_, item.device_slot);  // its reads are queued on the train stream
           if (item.last_in_epoch() && is_active) end_epoch(item.epoch);
         },
         [](const Item& item) { return describe(item); }, [](const Item& item) { return item.epoch; },
@@ -540,7 +568,16 @@ class PipelinedRun {
   std::vector<double> times_;
   int last_trained_epoch_ = 0;
   int last_stepped_epoch_ = 0;  // the latest epoch with at least one optimizer step
-  // The graph and its nodes, in flow order (declared after what their bodies use).
+  // The graph and its nodes, in flow order (declared after what their bodies use). arena_ is the
+  // arena the graph runs in, for put_from_thread: both attach to the constructing thread's arena,
+  // which join_arena() makes sure exists (a thread that never ran oneTBB work has none, and each
+  // would then create an arena of its own).
+  static bool join_arena() {
+    tbb::this_task_arena::isolate([] {});  // oneTBB attaches a thread to its implicit arena on first use
+    return true;
+  }
+  bool joined_arena_ = join_arena();
+  tbb::task_arena arena_{tbb::task_arena::attach()};
   tbb::flow::graph g_;
   tbb::flow::input_node<Item> specs_;
   tbb::flow::buffer_node<int> slot_tokens_;
