@@ -9,7 +9,7 @@
 #include <numeric>
 #include <vector>
 
-#include "finite_difference.hpp"
+#include "model_gradient.hpp"
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
@@ -86,15 +86,7 @@ TEST_CASE("the embedding's gradient passes a finite-difference check for every m
     const auto r = test::random_matrix(rng, 12, 3);
     const std::vector<const graph::Block*> blocks(static_cast<std::size_t>(layers), &block);
     const core::RngKey key = core::rng_key(4, {1});
-    auto loss = [&] {
-      const auto logits = model.forward(blocks, x.cview(), ids, true, key);
-      return test::dot(logits, r.cview());
-    };
-    loss();
-    model.params().zero_grad();
-    model.backward(blocks, r.cview());
-    const std::vector<double> analytic(model.params().grads().begin(), model.params().grads().end());
-    const auto check = test::check_gradient(loss, model.params().values(), analytic);
+    const auto check = test::check_model_gradient(model, blocks, x.cview(), ids, r, key);
     INFO("worst index " << check.worst << ": numeric " << check.numeric << ", analytic " << check.analytic);
     CHECK(check.max_error < 1e-6);
     // Table rows of nodes outside the batch have exactly zero gradient; the batch's rows do not.

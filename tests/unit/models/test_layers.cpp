@@ -6,6 +6,7 @@
 
 #include "datasets.hpp"
 #include "finite_difference.hpp"
+#include "model_gradient.hpp"
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/graph/io/npy.hpp"
 #include "gnnpipe/graph/io/npz.hpp"
@@ -158,15 +159,7 @@ TEST_CASE("a whole model's parameter gradients pass a finite-difference check, d
     const core::RngKey key = core::rng_key(1, {2});
     std::vector<graph::NodeId> ids(30);  // full graph: row r is node r
     std::iota(ids.begin(), ids.end(), 0);
-    auto loss = [&] {
-      const auto logits = model.forward(blocks, x.cview(), ids, true, key);
-      return test::dot(logits, r.cview());
-    };
-    loss();
-    model.params().zero_grad();
-    model.backward(blocks, r.cview());
-    const std::vector<double> analytic(model.params().grads().begin(), model.params().grads().end());
-    const auto check = test::check_gradient(loss, model.params().values(), analytic);
+    const auto check = test::check_model_gradient(model, blocks, x.cview(), ids, r, key);
     INFO("worst index " << check.worst << ": numeric " << check.numeric << ", analytic " << check.analytic);
     CHECK(check.max_error < 1e-6);
   }
