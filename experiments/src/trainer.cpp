@@ -54,7 +54,10 @@ double median(std::vector<double> values) {
 }
 
 void check_trainable(const graph::Dataset& d) {
+  GNNPIPE_CHECK_DATA(d.num_nodes() > 0, "{}: the graph is empty (0 nodes)", d.name);
   GNNPIPE_CHECK_DATA(!d.labels.empty(), "{}: the dataset has no labels to train on", d.name);
+  GNNPIPE_CHECK_DATA(d.labels.is_multi_label() || d.labels.num_classes >= 2,
+                     "{}: the labels have {} class; classification needs at least 2", d.name, d.labels.num_classes);
   GNNPIPE_CHECK_DATA(!d.features.empty(),
                      "{}: the dataset has no features (set model.embedding: D to learn them, or dataset.random_features: F)",
                      d.name);

@@ -11,6 +11,8 @@
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/graph/io/native.hpp"
+#include "gnnpipe/graph/synthetic.hpp"
 #include "datasets.hpp"
 #include "experiment_helpers.hpp"
 #include "temp_dir.hpp"
@@ -96,6 +98,19 @@ TEST_CASE("what this build cannot train is a ConfigError, refused before a run d
   CHECK_THROWS_WITH(train(kTiny, {"dataset.synthetic=null", "dataset.path=" + (dir / "edges.txt").string()}, dir, "e"),
                     Catch::Contains("has no labels"));
   CHECK_FALSE(std::filesystem::exists(dir / "e"));  // refused before the run directory is made
+  // Labels with a single class (issue #18 item 1): nothing to classify, refused like no labels.
+  gnnpipe::graph::SyntheticOptions one_class;
+  one_class.nodes = 60;
+  one_class.avg_degree = 4;
+  one_class.features = 3;
+  one_class.classes = 2;
+  gnnpipe::graph::Dataset d = gnnpipe::graph::make_synthetic(one_class);
+  d.labels.single = gnnpipe::graph::HostArray<int32_t>(std::vector<int32_t>(60, 0));
+  d.labels.num_classes = 1;
+  gnnpipe::graph::io::write_native(d, dir / "one_class");
+  CHECK_THROWS_WITH(train(kTiny, {"dataset.synthetic=null", "dataset.path=" + (dir / "one_class").string()}, dir, "c"),
+                    Catch::Contains("the labels have 1 class; classification needs at least 2"));
+  CHECK_FALSE(std::filesystem::exists(dir / "c"));
 }
 
 TEST_CASE("neighbor-sampled training learns, reports its stages and is thread-count independent", "[runner]") {

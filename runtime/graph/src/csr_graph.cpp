@@ -31,6 +31,7 @@ HostArray<EdgeOffset> offsets_from_counts(std::span<const EdgeOffset> counts) {
 }
 
 void sort_rows(std::span<const EdgeOffset> offsets, std::span<NodeId> indices) {
+  if (offsets.empty()) return;  // a default-constructed (empty) graph has no offsets at all
   const std::size_t n = offsets.size() - 1;
   tbb::parallel_for(Range(0, n, kRowGrain), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t v = r.begin(); v < r.end(); ++v) {

@@ -128,7 +128,13 @@ DatasetSummary summarize(const Dataset& d) {
   if (s.isolated_nodes > 0) s.warnings.push_back(fmt::format("{} isolated nodes (no edges)", s.isolated_nodes));
   if (s.self_loops > 0) s.warnings.push_back(fmt::format("{} self-loops", s.self_loops));
   if (s.non_finite_features > 0) s.warnings.push_back(fmt::format("{} NaN or infinite feature values", s.non_finite_features));
-  if (d.features.empty()) s.warnings.push_back("no node features (use dataset.random_features for timing runs)");
+  if (s.nodes == 0) s.warnings.push_back("an empty graph (0 nodes): nothing can train on it");
+  if (d.features.empty()) {
+    s.warnings.push_back("no node features (model.embedding learns them; dataset.random_features for timing runs)");
+  }
+  if (!d.labels.empty() && d.labels.num_classes < 2 && !d.labels.is_multi_label()) {
+    s.warnings.push_back(fmt::format("{} class: a single-label run needs at least 2", d.labels.num_classes));
+  }
   if (d.labels.empty()) s.warnings.push_back("no labels");
   if (!d.labels.empty() && s.train == 0) s.warnings.push_back("no train split");
   if (!g.rows_sorted(true)) s.warnings.push_back("duplicate edges");

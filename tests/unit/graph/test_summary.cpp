@@ -78,6 +78,21 @@ TEST_CASE("summarize counts degrees, classes, splits and warns about oddities", 
   CHECK(text.find("features:   2 (float32), values in [0, 0], mean 0, 0.00% non-zero") != std::string::npos);
 }
 
+TEST_CASE("summarize warns about an empty graph and single-class labels, which a run refuses", "[graph][summary]") {
+  Dataset empty;
+  empty.name = "empty";
+  const std::string none = format_summary(summarize(empty));
+  CHECK(none.find("an empty graph (0 nodes)") != std::string::npos);
+  Dataset one;
+  one.name = "one";
+  one.graph = CsrGraph::from_coo(2, std::vector<NodeId>{0}, std::vector<NodeId>{1});
+  one.labels.single = HostArray<int32_t>(std::vector<int32_t>{0, 0});
+  one.labels.num_classes = 1;
+  const std::string text = format_summary(summarize(one));
+  CHECK(text.find("1 class: a single-label run needs at least 2") != std::string::npos);
+  CHECK(text.find("an empty graph") == std::string::npos);
+}
+
 TEST_CASE("feature statistics cover every storage dtype", "[graph][summary]") {
   Dataset d;
   d.name = "f";
