@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include "arena_puts.hpp"
 #include "dedicated_stage.hpp"
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/tsan_annotations.hpp"
@@ -381,23 +382,13 @@ class PipelinedRun {
     if (failure_.record(std::current_exception(), where, order)) g_.cancel();
   }
 
-  // A message a dedicated thread (transfer, train: outside oneTBB's arena) puts into the graph,
-  // put by a task enqueued into the graph's arena instead. A try_put from a thread outside the
-  // arena submits the next node's task with oneTBB's "spawned" advertisement, which is deliberately
-  // sloppy about fences (oneTBB 2021.8, arena::advertise_new_work: "TBB allows parallelism, but
-  // never promises parallelism"): a worker about to sleep and the main thread waiting in
-  // wait_for_all can both miss it, and the run hangs with the task queued and every thread idle
-  // (seen about once in twenty TSan runs, issue #18). task_arena::enqueue advertises "enqueued"
-  // work, which fences and wakes a thread. The graph's wait is held until the put ran, so
-  // wait_for_all cannot return while a token or a batch is still on its way.
+  // A message a dedicated thread (transfer, train: outside oneTBB's arena) puts into the graph:
+  // made by a task enqueued into the graph's arena (arena_puts.hpp says why).
   template <class Put>
   void put_from_thread(Put put) {
-    g_.reserve_wait();
-    arena_.enqueue([this, put = std::move(put), published = core::tsan::Published{}] {
-      published.received();  // the closure, copied into the task by the enqueuing thread
-      core::tsan::received();
+    detail::ArenaPuts::put(arena_, g_, [put = std::move(put)] {
+      core::tsan::received();  // the graph start: the nodes the put reaches
       put();
-      g_.release_wait();
     });
   }
   void put_token(tbb::flow::buffer_node<int>& tokens, int token) {
@@ -493,7 +484,7 @@ class PipelinedRun {
           // The copy has completed: the staging slot is free. A split batch keeps it for train.
           if (!holds_staging(item)) put_token(slot_tokens_, item.slot);
           put_from_thread([&gateway, item] {
-            core::tsan::received(item);  // the closure's copy, made on the transfer thread
+            core::tsan::received(item);  // the copy the transfer thread queued (ArenaPuts)
             gateway.try_put(item);
           });
         },
