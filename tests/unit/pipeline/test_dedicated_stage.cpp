@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dedicated_stage.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "stage_failure.hpp"
 
 using gnnpipe::pipeline::Stage;
@@ -40,6 +41,7 @@ TEST_CASE("a dedicated stage works its items in run order, whatever order they a
     Ordered stage = make_stage(g, recorder, failure, worked);
     for (const int64_t i : {2, 0, 3, 1, 6, 5, 4}) stage.node.try_put(i);
     g.wait_for_all();
+    gnnpipe::core::tsan::acquire_graph_wait(g);  // every body task finished (they notify the stage)
   }
   CHECK(worked == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6});
 }
@@ -63,6 +65,7 @@ TEST_CASE("a dedicated stage lets held items go once the run failed, so the grap
       }
     });
     g.wait_for_all();  // would wait forever if the held items were not let go
+    gnnpipe::core::tsan::acquire_graph_wait(g);  // every body task finished (they notify the stage)
     failing.join();
   }
   CHECK(worked.empty());  // after a failure, items are skipped
