@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <vector>
+#include <limits>
+#include <optional>
 
 #include "ops/parallel.hpp"
 
@@ -18,21 +19,37 @@ namespace gnnpipe::models::cpu {
 namespace {
 
 // --- drawing keep bits, eight per Philox block ---------------------------------------------------
-// Every path computes out[i] = dropout_block_bits(RngKey{seed, streams[i]}.block(blocks[i]), t)
-// (dropout_mask.hpp); they differ only in speed. The lists are arbitrary, so one call can draw the
-// blocks of many short rows (or edges, each with its own stream) as well as a long row's run.
+// Every path computes out[i] = dropout_block_bits(RngKey{seed, stream(i)}.block(blocks[i]), t)
+// (dropout_mask.hpp), stream(i) = streams.ids[0] for all i when streams.one (feature dropout: one
+// key per layer), else streams.ids[i] (edge dropout: a stream per destination); they differ only in
+// speed.
+// The lists are arbitrary, so one call can draw the blocks of many short rows (or edges) as well as
+// a long row's run.
+struct Streams {
+  const uint64_t* ids;
+  bool one;
+  uint64_t at(int64_t i) const { return ids[one ? 0 : i]; }
+  Streams from(int64_t i) const { return Streams{one ? ids : ids + i, one}; }
+};
 
-void draw_scalar(uint64_t seed, const uint64_t* streams, const uint64_t* blocks, int64_t n, uint32_t t, uint8_t* out) {
+// Work for the core to overlap with the draw's arithmetic: the vector path calls step(context)
+// after every 64 blocks it draws (RowDropper applies the previous batch's mask there, memory-bound
+// work, so loads and stores are in flight while the multipliers run).
+struct Interleave {
+  void (*step)(void*) = nullptr;
+  void* context = nullptr;
+};
+
+void draw_scalar(uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n, uint32_t t, uint8_t* out) {
   for (int64_t i = 0; i < n; ++i) {
-    out[i] = static_cast<uint8_t>(dropout_block_bits(core::RngKey{seed, streams[i]}.block(blocks[i]), t));
+    out[i] = static_cast<uint8_t>(dropout_block_bits(core::RngKey{seed, streams.at(i)}.block(blocks[i]), t));
   }
 }
 
 // Philox-4x32-10 on 16 blocks at once in structure-of-arrays form (core/rng.hpp's rounds), a
 // shape compilers vectorise with the baseline instruction set (about twice the scalar rate on
 // SSE2). The fallback where AVX2 is missing.
-void draw_portable(uint64_t seed, const uint64_t* streams, const uint64_t* blocks, int64_t n, uint32_t t,
-                   uint8_t* out) {
+void draw_portable(uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n, uint32_t t, uint8_t* out) {
   using namespace core::philox_detail;
   constexpr int kLanes = 16;
   int64_t i = 0;
@@ -41,8 +58,8 @@ void draw_portable(uint64_t seed, const uint64_t* streams, const uint64_t* block
     for (int l = 0; l < kLanes; ++l) {
       c0[l] = static_cast<uint32_t>(blocks[i + l]);
       c1[l] = static_cast<uint32_t>(blocks[i + l] >> 32);
-      c2[l] = static_cast<uint32_t>(streams[i + l]);
-      c3[l] = static_cast<uint32_t>(streams[i + l] >> 32);
+      c2[l] = static_cast<uint32_t>(streams.at(i + l));
+      c3[l] = static_cast<uint32_t>(streams.at(i + l) >> 32);
     }
     uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
     for (int round = 0; round < 10; ++round) {
@@ -63,7 +80,7 @@ void draw_portable(uint64_t seed, const uint64_t* streams, const uint64_t* block
       out[i + l] = static_cast<uint8_t>(dropout_block_bits(core::PhiloxCounter{c0[l], c1[l], c2[l], c3[l]}, t));
     }
   }
-  draw_scalar(seed, streams + i, blocks + i, n - i, t, out + i);
+  draw_scalar(seed, streams.from(i), blocks + i, n - i, t, out + i);
 }
 
 // y[c] = bit c of `bits` ? x[c] * scale : 0 for c in [0, n) (bits least significant first).
@@ -79,12 +96,13 @@ void apply_portable(const uint8_t* bits, const T* x, T* y, int64_t n, T scale) {
 
 #if GNNPIPE_DROPOUT_AVX2
 
-// hi:lo = a * m per 32-bit lane (Philox's mulhilo on eight lanes).
+// hi:lo = a * m per 32-bit lane (Philox's mulhilo on eight lanes). Shuffles rather than 64-bit
+// shifts move the odd lanes: they issue on more ports.
 [[gnu::target("avx2")]] inline void mulhilo8(__m256i a, __m256i m, __m256i& hi, __m256i& lo) {
   const __m256i even = _mm256_mul_epu32(a, m);
-  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), m);
-  lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
-  hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+  const __m256i odd = _mm256_mul_epu32(_mm256_shuffle_epi32(a, 0xF5), m);
+  lo = _mm256_blend_epi32(even, _mm256_shuffle_epi32(odd, 0xA0), 0xAA);
+  hi = _mm256_blend_epi32(_mm256_shuffle_epi32(even, 0xF5), odd, 0xAA);
 }
 
 // Eight uint64 values -> their low and high 32-bit halves as eight lanes each.
@@ -96,16 +114,23 @@ void apply_portable(const uint8_t* bits, const T* x, T* y, int64_t n, T scale) {
   hi = _mm256_permute2x128_si256(a, b, 0x31);
 }
 
-// G groups of eight blocks in flight: independent chains hide the multiplier's latency.
+// G groups of eight blocks (one per lane) in flight: Philox's rounds are a dependent chain, and
+// eight independent groups keep the multiplier busy (about 6 cycles a block on the dev machine's
+// EPYC, near the bound of 5 that its one 256-bit integer multiplier sets). t in [1, 65535].
 template <int G>
-[[gnu::target("avx2")]] inline void draw_avx2_groups(const __m256i* key0, const __m256i* key1, const uint64_t* streams,
+[[gnu::target("avx2")]] inline void draw_avx2_groups(const __m256i* key0, const __m256i* key1, Streams streams,
                                                      const uint64_t* blocks, uint32_t t, uint8_t* out) {
   const __m256i m0 = _mm256_set1_epi32(static_cast<int>(core::philox_detail::kM0));
   const __m256i m1 = _mm256_set1_epi32(static_cast<int>(core::philox_detail::kM1));
   __m256i c0[G], c1[G], c2[G], c3[G];
   for (int g = 0; g < G; ++g) {
     split_u64x8(blocks + 8 * g, c0[g], c1[g]);
-    split_u64x8(streams + 8 * g, c2[g], c3[g]);
+    if (streams.one) {
+      c2[g] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(streams.ids[0])));
+      c3[g] = _mm256_set1_epi32(static_cast<int>(static_cast<uint32_t>(streams.ids[0] >> 32)));
+    } else {
+      split_u64x8(streams.ids + 8 * g, c2[g], c3[g]);
+    }
   }
   for (int round = 0; round < 10; ++round) {
     for (int g = 0; g < G; ++g) {
@@ -118,24 +143,30 @@ template <int G>
       c3[g] = lo0;
     }
   }
-  // Lane j of a block is the 16-bit half j % 2 of word j / 2; kept iff u >= t, i.e. u > t - 1 as
-  // signed 32-bit values (u < 2^16, t <= 2^16).
-  const __m256i below = _mm256_set1_epi32(static_cast<int>(t) - 1);
-  const __m256i low16 = _mm256_set1_epi32(0xffff);
+  // Word q of a block holds lanes 2q (low half) and 2q + 1 (high half): both halves compared at
+  // once as unsigned 16-bit values, u >= t iff saturate(t - u) == 0; the lanes' bits are then
+  // gathered into the low byte of each 32-bit lane (one lane per block) and packed to bytes.
+  const __m256i t16 = _mm256_set1_epi16(static_cast<int16_t>(t));
+  const __m256i zero = _mm256_setzero_si256();
   for (int g = 0; g < G; ++g) {
     const __m256i words[4] = {c0[g], c1[g], c2[g], c3[g]};
-    __m256i bits = _mm256_setzero_si256();
-    for (int j = 0; j < 8; ++j) {
-      const __m256i u = (j & 1) != 0 ? _mm256_srli_epi32(words[j >> 1], 16) : _mm256_and_si256(words[j >> 1], low16);
-      bits = _mm256_or_si256(bits, _mm256_and_si256(_mm256_cmpgt_epi32(u, below), _mm256_set1_epi32(1 << j)));
+    __m256i bits = zero;
+    for (int q = 0; q < 4; ++q) {
+      const __m256i kept = _mm256_cmpeq_epi16(_mm256_subs_epu16(t16, words[q]), zero);
+      bits = _mm256_or_si256(bits, _mm256_and_si256(kept, _mm256_set1_epi32((1 << (2 * q)) | (1 << (2 * q + 17)))));
     }
+    bits = _mm256_and_si256(_mm256_or_si256(bits, _mm256_srli_epi32(bits, 16)), _mm256_set1_epi32(0xff));
     const __m128i words16 = _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 8 * g), _mm_packus_epi16(words16, words16));
   }
 }
 
-[[gnu::target("avx2")]] void draw_avx2(uint64_t seed, const uint64_t* streams, const uint64_t* blocks, int64_t n,
-                                       uint32_t t, uint8_t* out) {
+[[gnu::target("avx2")]] void draw_avx2(uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n, uint32_t t,
+                                       uint8_t* out, const Interleave& interleave) {
+  if (t == 0 || t >= kDropoutLevels) {  // every position kept, or none: no draw needed
+    std::memset(out, t == 0 ? 0xff : 0, static_cast<std::size_t>(n));
+    return;
+  }
   __m256i key0[10], key1[10];
   uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
   for (int round = 0; round < 10; ++round) {
@@ -145,23 +176,58 @@ template <int G>
     k1 += core::philox_detail::kW1;
   }
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) draw_avx2_groups<4>(key0, key1, streams + i, blocks + i, t, out + i);
-  for (; i + 8 <= n; i += 8) draw_avx2_groups<1>(key0, key1, streams + i, blocks + i, t, out + i);
-  draw_scalar(seed, streams + i, blocks + i, n - i, t, out + i);
+  for (; i + 64 <= n; i += 64) {
+    draw_avx2_groups<8>(key0, key1, streams.from(i), blocks + i, t, out + i);
+    if (interleave.step != nullptr) interleave.step(interleave.context);
+  }
+  for (; i + 8 <= n; i += 8) draw_avx2_groups<1>(key0, key1, streams.from(i), blocks + i, t, out + i);
+  draw_scalar(seed, streams.from(i), blocks + i, n - i, t, out + i);
 }
 
+template <bool kStream>
+[[gnu::target("avx2")]] inline void store(float* to, const __m256& v) {
+  if constexpr (kStream) {
+    _mm256_stream_ps(to, v);
+  } else {
+    _mm256_storeu_ps(to, v);
+  }
+}
+
+template <bool kStream>
+[[gnu::target("avx2")]] inline void store(double* to, const __m256d& v) {
+  if constexpr (kStream) {
+    _mm256_stream_pd(to, v);
+  } else {
+    _mm256_storeu_pd(to, v);
+  }
+}
+
+// y[c] = bit c of `bits` ? x[c] * scale : 0 over [0, n); streaming stores (y 32-byte aligned) or
+// plain ones. Four mask bytes (32 elements) per step.
+template <bool kStream>
 [[gnu::target("avx2")]] void apply_avx2(const uint8_t* bits, const float* x, float* y, int64_t n, float scale) {
   const __m256i select = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
   const __m256 s = _mm256_set1_ps(scale);
   int64_t c = 0;
+  for (; c + 32 <= n; c += 32) {
+    uint32_t word;
+    std::memcpy(&word, bits + (c >> 3), 4);
+    const __m256i all = _mm256_set1_epi32(static_cast<int>(word));
+    for (int b = 0; b < 4; ++b) {
+      const __m256i sel = _mm256_slli_epi32(select, 8 * b);
+      const __m256 keep = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(all, sel), sel));
+      store<kStream>(y + c + 8 * b, _mm256_and_ps(_mm256_mul_ps(_mm256_loadu_ps(x + c + 8 * b), s), keep));
+    }
+  }
   for (; c + 8 <= n; c += 8) {
     const __m256i lane = _mm256_and_si256(_mm256_set1_epi32(bits[c >> 3]), select);
     const __m256 keep = _mm256_castsi256_ps(_mm256_cmpeq_epi32(lane, select));
-    _mm256_storeu_ps(y + c, _mm256_and_ps(_mm256_mul_ps(_mm256_loadu_ps(x + c), s), keep));
+    store<kStream>(y + c, _mm256_and_ps(_mm256_mul_ps(_mm256_loadu_ps(x + c), s), keep));
   }
   apply_portable(bits + (c >> 3), x + c, y + c, n - c, scale);
 }
 
+template <bool kStream>
 [[gnu::target("avx2")]] void apply_avx2(const uint8_t* bits, const double* x, double* y, int64_t n, double scale) {
   const __m256i select_lo = _mm256_setr_epi64x(1, 2, 4, 8);
   const __m256i select_hi = _mm256_setr_epi64x(16, 32, 64, 128);
@@ -171,12 +237,22 @@ template <int G>
     const __m256i byte = _mm256_set1_epi64x(bits[c >> 3]);
     const __m256d keep_lo = _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(byte, select_lo), select_lo));
     const __m256d keep_hi = _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(byte, select_hi), select_hi));
-    const __m256d lo = _mm256_mul_pd(_mm256_loadu_pd(x + c), s);
-    const __m256d hi = _mm256_mul_pd(_mm256_loadu_pd(x + c + 4), s);
-    _mm256_storeu_pd(y + c, _mm256_and_pd(lo, keep_lo));
-    _mm256_storeu_pd(y + c + 4, _mm256_and_pd(hi, keep_hi));
+    store<kStream>(y + c, _mm256_and_pd(_mm256_mul_pd(_mm256_loadu_pd(x + c), s), keep_lo));
+    store<kStream>(y + c + 4, _mm256_and_pd(_mm256_mul_pd(_mm256_loadu_pd(x + c + 4), s), keep_hi));
   }
   apply_portable(bits + (c >> 3), x + c, y + c, n - c, scale);
+}
+
+// out[k] = base + k for k < n.
+[[gnu::target("avx2")]] void iota_avx2(uint64_t* out, uint64_t base, int64_t n) {
+  __m256i v = _mm256_add_epi64(_mm256_set1_epi64x(static_cast<int64_t>(base)), _mm256_setr_epi64x(0, 1, 2, 3));
+  const __m256i four = _mm256_set1_epi64x(4);
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k), v);
+    v = _mm256_add_epi64(v, four);
+  }
+  for (; k < n; ++k) out[k] = base + static_cast<uint64_t>(k);
 }
 
 bool has_avx2() {
@@ -193,8 +269,8 @@ bool has_avx2() { return false; }
 
 #endif
 
-void draw(DrawPath path, uint64_t seed, const uint64_t* streams, const uint64_t* blocks, int64_t n, uint32_t t,
-          uint8_t* out) {
+void draw(DrawPath path, uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n, uint32_t t, uint8_t* out,
+          const Interleave& interleave = {}) {
   switch (path) {
     case DrawPath::kScalar: draw_scalar(seed, streams, blocks, n, t, out); return;
     case DrawPath::kPortable: draw_portable(seed, streams, blocks, n, t, out); return;
@@ -202,81 +278,112 @@ void draw(DrawPath path, uint64_t seed, const uint64_t* streams, const uint64_t*
   }
 #if GNNPIPE_DROPOUT_AVX2
   if (has_avx2()) {
-    draw_avx2(seed, streams, blocks, n, t, out);
+    draw_avx2(seed, streams, blocks, n, t, out, interleave);
     return;
   }
 #endif
   draw_portable(seed, streams, blocks, n, t, out);
 }
 
-template <class T>
-void apply(const uint8_t* bits, const T* x, T* y, int64_t n, T scale) {
+void iota(uint64_t* out, uint64_t base, int64_t n) {
 #if GNNPIPE_DROPOUT_AVX2
   if (has_avx2()) {
-    apply_avx2(bits, x, y, n, scale);
+    iota_avx2(out, base, n);
     return;
   }
 #endif
+  for (int64_t k = 0; k < n; ++k) out[k] = base + static_cast<uint64_t>(k);
+}
+
+// apply_portable, or its AVX2 twin; `stream`: streaming stores where y is 32-byte aligned.
+template <class T>
+void apply(const uint8_t* bits, const T* x, T* y, int64_t n, T scale, bool stream = false) {
+#if GNNPIPE_DROPOUT_AVX2
+  if (has_avx2()) {
+    if (stream && reinterpret_cast<uintptr_t>(y) % 32 == 0) {
+      apply_avx2<true>(bits, x, y, n, scale);
+    } else {
+      apply_avx2<false>(bits, x, y, n, scale);
+    }
+    return;
+  }
+#endif
+  (void)stream;
   apply_portable(bits, x, y, n, scale);
 }
 
-// Draws and applies dropout row by row: rows are queued (add), their Philox blocks collected into
-// one list of up to kCapacity blocks, drawn together (so short rows and edges use the vector path
-// too), and each row's mask bytes assembled from its blocks and applied to its elements while
-// they are in cache. A long row is split into pieces of whole mask bytes. One per task: it holds
-// the lists (about 33 KiB). Writes only the queued rows' outputs and mask bytes.
+// The bytes of a bit stream shifted right by `shift` in [1, 7] bits: out[k] = (in[k] >> shift) |
+// (in[k + 1] << (8 - shift)) for k < n (reads in[0 .. n]), eight bytes at a time.
+void shift_bytes(const uint8_t* in, int64_t n, unsigned shift, uint8_t* out) {
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    uint64_t word;
+    std::memcpy(&word, in + k, 8);  // little-endian: byte k is the least significant
+    word = (word >> shift) | (static_cast<uint64_t>(in[k + 8]) << (64 - shift));
+    std::memcpy(out + k, &word, 8);
+  }
+  for (; k < n; ++k) out[k] = static_cast<uint8_t>((in[k] >> shift) | (in[k + 1] << (8 - shift)));
+}
+
+// Draws and applies dropout row by row. Rows are queued (add) and their Philox blocks collected
+// into one list of up to kCapacity blocks, drawn together so that short rows and edges use the
+// vector path too; each row's mask bytes are then assembled from its blocks. The mask is applied to
+// the elements one batch late: while batch k is drawn (arithmetic), batch k - 1's elements are
+// applied in slices between groups of blocks (memory traffic), so the two overlap on one core;
+// finish() draws and applies what is left. With `streaming`, outputs are written with streaming
+// stores (large matrices: no read for ownership, no cache pollution). A long row is split into
+// pieces of whole mask bytes. One per task: it holds the lists (about 29 KiB, left uninitialised).
+// Writes only the queued rows' outputs and mask bytes.
 template <class T>
 class RowDropper {
  public:
-  RowDropper(uint64_t seed, uint32_t threshold, T scale, const T* x, T* y, uint8_t* mask)
-      : seed_(seed), threshold_(threshold), scale_(scale), x_(x), y_(y), mask_(mask) {}
+  // `one_stream`: the stream of every row (feature dropout), or nullopt when add() names each
+  // row's (edge dropout).
+  RowDropper(uint64_t seed, std::optional<uint64_t> one_stream, uint32_t threshold, T scale, const T* x, T* y,
+             uint8_t* mask, bool streaming)
+      : seed_(seed),
+        one_stream_(one_stream),
+        threshold_(threshold),
+        scale_(scale),
+        x_(x),
+        y_(y),
+        mask_(mask),
+        streaming_(streaming) {}
   RowDropper(const RowDropper&) = delete;
   RowDropper& operator=(const RowDropper&) = delete;
   ~RowDropper() = default;
 
-  // A row of `cols` elements at positions [first, first + cols) of stream `stream`: input x + offset,
-  // output y + offset, mask bytes from mask + mask_offset.
+  // A row of `cols` elements at positions [first, first + cols) of its stream (`stream`, ignored
+  // with one_stream): input x + offset, output y + offset, mask bytes from mask + mask_offset.
   void add(uint64_t stream, uint64_t first, int64_t cols, int64_t offset, int64_t mask_offset) {
     const auto shift = static_cast<unsigned>(first & 7u);
     const int64_t extra = shift != 0 ? 1 : 0;  // an unaligned byte straddles two blocks
     const uint64_t block0 = first >> 3;
     const int64_t row_bytes = dropout_mask_row_bytes(cols);
     for (int64_t j = 0; j < row_bytes;) {
-      if (blocks_ + 1 + extra > kCapacity) flush();
+      if (blocks_ + 1 + extra > kCapacity) draw_batch();
       const int64_t bytes = std::min(row_bytes - j, kCapacity - blocks_ - extra);
-      for (int64_t k = 0; k < bytes + extra; ++k) {
-        index_[static_cast<std::size_t>(blocks_ + k)] = block0 + static_cast<uint64_t>(j + k);
-        stream_[static_cast<std::size_t>(blocks_ + k)] = stream;
-      }
-      pieces_[static_cast<std::size_t>(pieces_count_++)] =
+      iota(index_.data() + blocks_, block0 + static_cast<uint64_t>(j), bytes + extra);
+      if (!one_stream_) std::fill_n(stream_.data() + blocks_, bytes + extra, stream);
+      pieces_[current_][static_cast<std::size_t>(count_[current_]++)] =
           Piece{offset + 8 * j, mask_offset + j, std::min(8 * bytes, cols - 8 * j), blocks_, bytes, shift};
       blocks_ += bytes + extra;
       j += bytes;
     }
   }
 
-  void flush() {
-    draw(DrawPath::kFastest, seed_, stream_.data(), index_.data(), blocks_, threshold_, bits_.data());
-    for (int64_t p = 0; p < pieces_count_; ++p) {
-      const Piece& piece = pieces_[static_cast<std::size_t>(p)];
-      const uint8_t* b = bits_.data() + piece.first_block;
-      uint8_t* m = mask_ + piece.mask_offset;
-      if (piece.shift == 0) {
-        std::memcpy(m, b, static_cast<std::size_t>(piece.bytes));
-      } else {
-        for (int64_t k = 0; k < piece.bytes; ++k) {
-          m[k] = static_cast<uint8_t>((b[k] >> piece.shift) | (b[k + 1] << (8 - piece.shift)));
-        }
-      }
-      if (const int64_t tail = piece.elements & 7; tail != 0) m[piece.bytes - 1] &= static_cast<uint8_t>((1u << tail) - 1u);
-      apply(m, x_ + piece.offset, y_ + piece.offset, piece.elements, scale_);
-    }
-    blocks_ = 0;
-    pieces_count_ = 0;
+  // Draws the queued rows and applies everything still pending.
+  void finish() {
+    draw_batch();
+    apply_pending(std::numeric_limits<int64_t>::max());
+#if GNNPIPE_DROPOUT_AVX2
+    if (streaming_) _mm_sfence();  // order the streaming stores before the task ends
+#endif
   }
 
  private:
-  static constexpr int64_t kCapacity = 512;  // blocks per draw: 4,096 decisions
+  static constexpr int64_t kCapacity = 256;  // blocks per batch: 2,048 decisions, 8 KiB of float input
+  static constexpr int64_t kSlice = 512;     // elements applied per 64 blocks drawn (a multiple of 8)
 
   struct Piece {
     int64_t offset;       // first element (x, y)
@@ -287,19 +394,81 @@ class RowDropper {
     unsigned shift;       // position of the piece's first element in its block
   };
 
+  // Draws the queued batch (applying the pending one in slices meanwhile), writes its mask bytes
+  // and makes it the pending batch.
+  void draw_batch() {
+    const std::size_t now = current_;
+    const Piece* pieces = pieces_[now].data();
+    const Interleave interleave{[](void* self) { static_cast<RowDropper*>(self)->apply_pending(kSlice); }, this};
+    const Streams streams = one_stream_ ? Streams{&*one_stream_, true} : Streams{stream_.data(), false};
+    draw(DrawPath::kFastest, seed_, streams, index_.data(), blocks_, threshold_, bits_.data(), interleave);
+    for (int64_t p = 0; p < count_[now]; ++p) {
+      const Piece& piece = pieces[p];
+      const uint8_t* b = bits_.data() + piece.first_block;
+      uint8_t* m = mask_ + piece.mask_offset;
+      if (piece.shift == 0) {
+        std::memcpy(m, b, static_cast<std::size_t>(piece.bytes));
+      } else {
+        shift_bytes(b, piece.bytes, piece.shift, m);
+      }
+      if (const int64_t tail = piece.elements & 7; tail != 0) m[piece.bytes - 1] &= static_cast<uint8_t>((1u << tail) - 1u);
+    }
+    apply_pending(std::numeric_limits<int64_t>::max());  // what the draw left of the previous batch
+    current_ ^= 1;                                         // the drawn batch becomes the pending one
+    count_[current_] = 0;
+    next_piece_ = 0;
+    next_element_ = 0;
+    blocks_ = 0;
+  }
+
+  // Applies up to `budget` elements of the pending batch, in order, splitting a piece only at whole
+  // mask bytes.
+  void apply_pending(int64_t budget) {
+    const std::size_t pending = current_ ^ 1;
+    while (next_piece_ < count_[pending]) {
+      const Piece& piece = pieces_[pending][static_cast<std::size_t>(next_piece_)];
+      const int64_t left = piece.elements - next_element_;
+      const int64_t n = budget >= left ? left : budget / 8 * 8;
+      if (n == 0) return;
+      apply(mask_ + piece.mask_offset + next_element_ / 8, x_ + piece.offset + next_element_,
+            y_ + piece.offset + next_element_, n, scale_, streaming_);
+      budget -= n;
+      next_element_ += n;
+      if (next_element_ == piece.elements) {
+        ++next_piece_;
+        next_element_ = 0;
+      }
+    }
+  }
+
   uint64_t seed_;
+  std::optional<uint64_t> one_stream_;
   uint32_t threshold_;
   T scale_;
   const T* x_;
   T* y_;
   uint8_t* mask_;
-  std::array<uint64_t, kCapacity> index_{};
-  std::array<uint64_t, kCapacity> stream_{};
-  std::array<uint8_t, kCapacity> bits_{};
-  std::array<Piece, kCapacity> pieces_{};
+  bool streaming_;
+  std::array<uint64_t, kCapacity> index_;
+  std::array<uint64_t, kCapacity> stream_;
+  std::array<uint8_t, kCapacity> bits_;
+  std::array<std::array<Piece, kCapacity>, 2> pieces_;  // [current_]: being queued; the other: pending
+  std::array<int64_t, 2> count_{0, 0};
+  std::size_t current_ = 0;
+  int64_t next_piece_ = 0;    // of the pending batch
+  int64_t next_element_ = 0;  // within that piece
   int64_t blocks_ = 0;
-  int64_t pieces_count_ = 0;
 };
+
+// Streaming stores for outputs of at least this many bytes: above the caches (the dev machine's L3
+// is 32 MiB), where the consumer reads y back from memory anyway, they save the read for
+// ownership; below it, y stays in cache for the op that consumes it. Never in place (x's lines are
+// in cache already).
+constexpr int64_t kStreamingBytes = int64_t{64} << 20;
+
+bool use_streaming_stores(const void* x, const void* y, int64_t bytes) {
+  return x != y && bytes >= kStreamingBytes;
+}
 
 // p == 0: y = x and every mask bit of the row set (the padding bits stay 0).
 void set_row_bits(uint8_t* mask_row, int64_t cols) {
@@ -327,8 +496,8 @@ void dropout_draw_blocks(core::RngKey key, std::span<const uint64_t> blocks, uin
   GNNPIPE_CHECK(out.size() == blocks.size(), "dropout_draw_blocks: {} outputs for {} blocks", out.size(),
                 blocks.size());
   GNNPIPE_CHECK(threshold <= kDropoutLevels, "dropout_draw_blocks: threshold {} above {}", threshold, kDropoutLevels);
-  const std::vector<uint64_t> streams(blocks.size(), key.stream);
-  draw(path, key.seed, streams.data(), blocks.data(), static_cast<int64_t>(blocks.size()), threshold, out.data());
+  draw(path, key.seed, Streams{&key.stream, true}, blocks.data(), static_cast<int64_t>(blocks.size()), threshold,
+       out.data());
 }
 
 bool dropout_uses_avx2() { return has_avx2(); }
@@ -353,12 +522,13 @@ void dropout_forward(core::RngKey key, std::type_identity_t<T> p, ConstView<T> x
   }
   const T scale = T{1} / (T{1} - p);
   const uint32_t threshold = dropout_threshold(static_cast<double>(p));
-  detail::parallel_rows(x.rows, detail::grain_for(2 * cols), [&](int64_t begin, int64_t end) {
-    RowDropper<T> dropper(key.seed, threshold, scale, x.data, y.data, mask.data());
+  const bool streaming = use_streaming_stores(x.data, y.data, x.size() * static_cast<int64_t>(sizeof(T)));
+  detail::parallel_rows(x.rows, detail::grain_for(cols), [&](int64_t begin, int64_t end) {
+    RowDropper<T> dropper(key.seed, key.stream, threshold, scale, x.data, y.data, mask.data(), streaming);
     for (int64_t r = begin; r < end; ++r) {
       dropper.add(key.stream, global_id(row_ids, r) * static_cast<uint64_t>(cols), cols, r * cols, r * row_bytes);
     }
-    dropper.flush();
+    dropper.finish();
   });
 }
 
@@ -386,8 +556,9 @@ void edge_dropout_forward(core::RngKey key, std::type_identity_t<T> p, const gra
   }
   const T scale = T{1} / (T{1} - p);
   const uint32_t threshold = dropout_threshold(static_cast<double>(p));
+  const bool streaming = use_streaming_stores(alpha.data, y.data, alpha.size() * static_cast<int64_t>(sizeof(T)));
   detail::parallel_rows(block.num_dst, detail::grain_for(4 * avg * heads), [&](int64_t begin, int64_t end) {
-    RowDropper<T> dropper(key.seed, threshold, scale, alpha.data, y.data, mask.data());
+    RowDropper<T> dropper(key.seed, std::nullopt, threshold, scale, alpha.data, y.data, mask.data(), streaming);
     for (int64_t v = begin; v < end; ++v) {
       const uint64_t stream = key.with(global_id(row_ids, v)).stream;
       for (int64_t e = block.offsets[v]; e < block.offsets[v + 1]; ++e) {
@@ -395,7 +566,7 @@ void edge_dropout_forward(core::RngKey key, std::type_identity_t<T> p, const gra
                     e * row_bytes);
       }
     }
-    dropper.flush();
+    dropper.finish();
   });
 }
 
