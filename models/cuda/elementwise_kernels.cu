@@ -130,8 +130,8 @@ __global__ void activation_backward_kernel(const T* y, const T* dy, T* dx, int64
 // One thread per mask byte: byte k of row r holds the bits of columns [8k, 8k + n), n = min(8,
 // cols - 8k), drawn by dropout_bits_at at positions id(r) * cols + 8k of the key's stream (one or
 // two Philox blocks; the CPU twin draws the same bits, dropout_mask.hpp), and the thread applies
-// them to those n elements. Mask byte r * row_bytes + k is the thread's index t. y may alias x:
-// each element is read and then written by one thread.
+// them to those n elements. Mask byte r * row_bytes + k is the thread's index t (not written when
+// mask is null). y may alias x: each element is read and then written by one thread.
 template <class T>
 __global__ void dropout_forward_kernel(core::RngKey key, uint32_t threshold, T scale, const T* x,
                                        const int32_t* __restrict__ row_ids, int64_t rows, int64_t cols,
@@ -144,7 +144,7 @@ __global__ void dropout_forward_kernel(core::RngKey key, uint32_t threshold, T s
     const uint32_t bits =
         dropout_bits_at(key, id * static_cast<uint64_t>(cols) + static_cast<uint64_t>(c0), static_cast<unsigned>(n),
                         threshold);
-    mask[t] = static_cast<uint8_t>(bits);
+    if (mask != nullptr) mask[t] = static_cast<uint8_t>(bits);
     const int64_t base = r * cols + c0;
     for (int j = 0; j < n; ++j) y[base + j] = (bits >> j) & 1u ? mul_rn(x[base + j], scale) : T{0};
   }
@@ -158,7 +158,7 @@ __global__ void dropout_identity_kernel(const T* x, T* y, uint8_t* __restrict__ 
     const int64_t r = t / row_bytes;
     const int64_t c0 = 8 * (t - r * row_bytes);
     const int n = cols - c0 < 8 ? static_cast<int>(cols - c0) : 8;
-    mask[t] = static_cast<uint8_t>((1u << n) - 1u);
+    if (mask != nullptr) mask[t] = static_cast<uint8_t>((1u << n) - 1u);
     const int64_t base = r * cols + c0;
     for (int j = 0; j < n; ++j) y[base + j] = x[base + j];
   }

@@ -168,7 +168,7 @@ void launch_activation_backward(ActivationKind kind, const T* y, const T* dy, T*
 // p == 0 or the 16-bit draw at position id(r) * cols + c of the key's stream is >=
 // dropout_threshold(p) (ops/dropout_mask.hpp), id(r) = row_ids ? row_ids[r] : r (global node ids in
 // device memory, or nullptr for the identity numbering); the mask gets one bit per element
-// (dropout_mask_bytes(rows, cols) bytes, layout of dropout_mask.hpp);
+// (dropout_mask_bytes(rows, cols) bytes, layout of dropout_mask.hpp; nullptr: not written);
 // y = p == 0 ? x : (kept ? x * (1 / (1 - p)) : 0). y may equal x.
 template <class T>
 void launch_dropout_forward(core::RngKey key, T p, const T* x, const int32_t* row_ids, int64_t rows, int64_t cols, T* y,

@@ -581,6 +581,9 @@ TEMPLATE_TEST_CASE("ops::dropout_forward and dropout_backward: masks bitwise equ
                                 mask_in_place.buffer().data());
         CHECK(compare(to_host(in_place, cuda.stream), y, elementwise_tolerance<T>()));
         CHECK(bitwise_equal(to_host(mask_in_place, cuda.stream), mask));
+        auto no_mask = poisoned<T>(s.rows, s.cols, cuda.stream);  // no mask wanted: the same y
+        ops::dropout_forward<T>(cuda.ctx, key, pt, x_dev.cview(), ids_span, no_mask.view(), nullptr);
+        CHECK(compare(to_host(no_mask, cuda.stream), y, elementwise_tolerance<T>()));
 
         const auto cpu_mask_dev = to_device(mask, cuda.stream);  // the backward alone
         const auto dy_dev = to_device(dy, cuda.stream);

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "ops/parallel.hpp"
 
@@ -22,9 +24,8 @@ namespace {
 // Every path computes out[i] = dropout_block_bits(RngKey{seed, stream(i)}.block(blocks[i]), t)
 // (dropout_mask.hpp), stream(i) = streams.ids[0] for all i when streams.one (feature dropout: one
 // key per layer), else streams.ids[i] (edge dropout: a stream per destination); they differ only in
-// speed.
-// The lists are arbitrary, so one call can draw the blocks of many short rows (or edges) as well as
-// a long row's run.
+// speed. The lists are arbitrary, so one call can draw the blocks of many short rows (or edges) as
+// well as a long row's run.
 struct Streams {
   const uint64_t* ids;
   bool one;
@@ -92,6 +93,23 @@ void apply_portable(const uint8_t* bits, const T* x, T* y, int64_t n, T scale) {
     for (int j = 0; j < 8; ++j) y[c + j] = (byte >> j) & 1u ? x[c + j] * scale : T{0};
   }
   for (; c < n; ++c) y[c] = (bits[c >> 3] >> (c & 7)) & 1u ? x[c] * scale : T{0};
+}
+
+// Writes the columns c < n whose value in `row` has any bit set (anything but +0) to out, in order,
+// and returns their count, or stops and returns limit + 1 once more than `limit` are found.
+template <class T>
+int64_t nonzero_columns_portable(const T* row, int64_t n, int64_t limit, int32_t* out) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  int64_t count = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    Bits bits;
+    std::memcpy(&bits, row + c, sizeof(T));
+    if (bits != 0) {
+      if (count == limit) return limit + 1;
+      out[count++] = static_cast<int32_t>(c);
+    }
+  }
+  return count;
 }
 
 #if GNNPIPE_DROPOUT_AVX2
@@ -243,6 +261,27 @@ template <bool kStream>
   apply_portable(bits + (c >> 3), x + c, y + c, n - c, scale);
 }
 
+[[gnu::target("avx2,bmi")]] int64_t nonzero_columns_avx2(const float* row, int64_t n, int64_t limit, int32_t* out) {
+  const __m256i zero = _mm256_setzero_si256();
+  int64_t count = 0;
+  int64_t c = 0;
+  for (; c + 8 <= n; c += 8) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c));
+    auto set = static_cast<unsigned>(~_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, zero))) & 0xff);
+    if (set == 0) continue;
+    if (count + std::popcount(set) > limit) return limit + 1;
+    for (; set != 0; set &= set - 1) out[count++] = static_cast<int32_t>(c + std::countr_zero(set));
+  }
+  const int64_t rest = nonzero_columns_portable(row + c, n - c, limit - count, out + count);
+  if (rest > limit - count) return limit + 1;
+  for (int64_t k = count; k < count + rest; ++k) out[k] += static_cast<int32_t>(c);
+  return count + rest;
+}
+
+int64_t nonzero_columns_avx2(const double* row, int64_t n, int64_t limit, int32_t* out) {
+  return nonzero_columns_portable(row, n, limit, out);
+}
+
 // out[k] = base + k for k < n.
 [[gnu::target("avx2")]] void iota_avx2(uint64_t* out, uint64_t base, int64_t n) {
   __m256i v = _mm256_add_epi64(_mm256_set1_epi64x(static_cast<int64_t>(base)), _mm256_setr_epi64x(0, 1, 2, 3));
@@ -283,6 +322,14 @@ void draw(DrawPath path, uint64_t seed, Streams streams, const uint64_t* blocks,
   }
 #endif
   draw_portable(seed, streams, blocks, n, t, out);
+}
+
+template <class T>
+int64_t nonzero_columns(const T* row, int64_t n, int64_t limit, int32_t* out) {
+#if GNNPIPE_DROPOUT_AVX2
+  if (has_avx2()) return nonzero_columns_avx2(row, n, limit, out);
+#endif
+  return nonzero_columns_portable(row, n, limit, out);
 }
 
 void iota(uint64_t* out, uint64_t base, int64_t n) {
@@ -332,8 +379,11 @@ void shift_bytes(const uint8_t* in, int64_t n, unsigned shift, uint8_t* out) {
 // applied in slices between groups of blocks (memory traffic), so the two overlap on one core;
 // finish() draws and applies what is left. With `streaming`, outputs are written with streaming
 // stores (large matrices: no read for ownership, no cache pollution). A long row is split into
-// pieces of whole mask bytes. One per task: it holds the lists (about 29 KiB, left uninitialised).
-// Writes only the queued rows' outputs and mask bytes.
+// pieces of whole mask bytes. Without a mask (mask == nullptr: no backward will read it) a segment
+// of a row that is mostly +0 (sparse features) draws only the blocks of its other elements, each
+// applied on its own, and writes zeros elsewhere (the output is zero there, kept or not); denser
+// segments go the usual way with their bits in a scratch buffer. One per task: it holds the lists
+// (about 40 KiB, left uninitialised). Writes only the queued rows' outputs and mask bytes.
 template <class T>
 class RowDropper {
  public:
@@ -356,19 +406,35 @@ class RowDropper {
   // A row of `cols` elements at positions [first, first + cols) of its stream (`stream`, ignored
   // with one_stream): input x + offset, output y + offset, mask bytes from mask + mask_offset.
   void add(uint64_t stream, uint64_t first, int64_t cols, int64_t offset, int64_t mask_offset) {
-    const auto shift = static_cast<unsigned>(first & 7u);
-    const int64_t extra = shift != 0 ? 1 : 0;  // an unaligned byte straddles two blocks
-    const uint64_t block0 = first >> 3;
     const int64_t row_bytes = dropout_mask_row_bytes(cols);
-    for (int64_t j = 0; j < row_bytes;) {
-      if (blocks_ + 1 + extra > kCapacity) draw_batch();
-      const int64_t bytes = std::min(row_bytes - j, kCapacity - blocks_ - extra);
-      iota(index_.data() + blocks_, block0 + static_cast<uint64_t>(j), bytes + extra);
-      if (!one_stream_) std::fill_n(stream_.data() + blocks_, bytes + extra, stream);
-      pieces_[current_][static_cast<std::size_t>(count_[current_]++)] =
-          Piece{offset + 8 * j, mask_offset + j, std::min(8 * bytes, cols - 8 * j), blocks_, bytes, shift};
-      blocks_ += bytes + extra;
-      j += bytes;
+    if (mask_ != nullptr) {
+      queue(stream, first, cols, offset, mask_offset, 0, row_bytes);
+      return;
+    }
+    // Segments of whole mask bytes; sparse when at most a quarter of the elements are not +0.
+    for (int64_t begin = 0; begin < cols; begin += kSegment) {
+      const int64_t n = std::min(kSegment, cols - begin);
+      const int64_t nonzero = nonzero_columns(x_ + offset + begin, n, n / 4, columns_.data());
+      if (nonzero > n / 4) {
+        queue(stream, first, cols, offset, 0, begin / 8, (begin + n + 7) / 8);
+        continue;
+      }
+      if (y_ != x_) std::fill_n(y_ + offset + begin, n, T{0});  // in place, those elements are +0 already
+      for (int64_t k = 0; k < nonzero; ++k) {
+        const int64_t c = begin + columns_[static_cast<std::size_t>(k)];
+        const uint64_t position = first + static_cast<uint64_t>(c);
+        // Consecutive elements of one block share its draw.
+        const bool same_block = blocks_ > 0 && index_[static_cast<std::size_t>(blocks_ - 1)] == position >> 3 &&
+                                (one_stream_ || stream_[static_cast<std::size_t>(blocks_ - 1)] == stream);
+        if (!same_block || singles_ == kCapacity) {
+          if (blocks_ == kCapacity || singles_ == kCapacity) draw_batch();
+          index_[static_cast<std::size_t>(blocks_)] = position >> 3;
+          if (!one_stream_) stream_[static_cast<std::size_t>(blocks_)] = stream;
+          ++blocks_;
+        }
+        single_[static_cast<std::size_t>(singles_++)] =
+            Single{offset + c, static_cast<int32_t>(blocks_ - 1), static_cast<uint32_t>(position & 7u)};
+      }
     }
   }
 
@@ -384,15 +450,43 @@ class RowDropper {
  private:
   static constexpr int64_t kCapacity = 256;  // blocks per batch: 2,048 decisions, 8 KiB of float input
   static constexpr int64_t kSlice = 512;     // elements applied per 64 blocks drawn (a multiple of 8)
+  static constexpr int64_t kSegment = 2048;  // columns scanned at once without a mask (a multiple of 8)
+
+  // An element of a sparse segment: its own lane of a drawn block.
+  struct Single {
+    int64_t offset;  // element (x, y)
+    int32_t block;   // into bits_
+    uint32_t lane;
+  };
 
   struct Piece {
     int64_t offset;       // first element (x, y)
-    int64_t mask_offset;  // first mask byte
+    uint8_t* mask;        // first mask byte (in the mask, or in scratch_ without one)
     int64_t elements;     // elements in the piece (8 * bytes, less at a row's end)
     int64_t first_block;  // into bits_
     int64_t bytes;        // mask bytes
     unsigned shift;       // position of the piece's first element in its block
   };
+
+  // Queues mask bytes [j_begin, j_end) of a row (see add), in pieces that fit the batches.
+  void queue(uint64_t stream, uint64_t first, int64_t cols, int64_t offset, int64_t mask_offset, int64_t j_begin,
+             int64_t j_end) {
+    const auto shift = static_cast<unsigned>(first & 7u);
+    const int64_t extra = shift != 0 ? 1 : 0;  // an unaligned byte straddles two blocks
+    const uint64_t block0 = first >> 3;         // mask byte j's elements start in block block0 + j
+    for (int64_t j = j_begin; j < j_end;) {
+      if (blocks_ + 1 + extra > kCapacity) draw_batch();
+      const int64_t bytes = std::min(j_end - j, kCapacity - blocks_ - extra);
+      iota(index_.data() + blocks_, block0 + static_cast<uint64_t>(j), bytes + extra);
+      if (!one_stream_) std::fill_n(stream_.data() + blocks_, bytes + extra, stream);
+      uint8_t* m = mask_ != nullptr ? mask_ + mask_offset + j : scratch_[current_].data() + scratch_used_;
+      pieces_[current_][static_cast<std::size_t>(count_[current_]++)] =
+          Piece{offset + 8 * j, m, std::min(8 * bytes, cols - 8 * j), blocks_, bytes, shift};
+      blocks_ += bytes + extra;
+      scratch_used_ += bytes;
+      j += bytes;
+    }
+  }
 
   // Draws the queued batch (applying the pending one in slices meanwhile), writes its mask bytes
   // and makes it the pending batch.
@@ -405,7 +499,7 @@ class RowDropper {
     for (int64_t p = 0; p < count_[now]; ++p) {
       const Piece& piece = pieces[p];
       const uint8_t* b = bits_.data() + piece.first_block;
-      uint8_t* m = mask_ + piece.mask_offset;
+      uint8_t* m = piece.mask;
       if (piece.shift == 0) {
         std::memcpy(m, b, static_cast<std::size_t>(piece.bytes));
       } else {
@@ -413,12 +507,18 @@ class RowDropper {
       }
       if (const int64_t tail = piece.elements & 7; tail != 0) m[piece.bytes - 1] &= static_cast<uint8_t>((1u << tail) - 1u);
     }
+    for (int64_t k = 0; k < singles_; ++k) {
+      const Single& e = single_[static_cast<std::size_t>(k)];
+      y_[e.offset] = (bits_[static_cast<std::size_t>(e.block)] >> e.lane) & 1u ? x_[e.offset] * scale_ : T{0};
+    }
+    singles_ = 0;
     apply_pending(std::numeric_limits<int64_t>::max());  // what the draw left of the previous batch
     current_ ^= 1;                                         // the drawn batch becomes the pending one
     count_[current_] = 0;
     next_piece_ = 0;
     next_element_ = 0;
     blocks_ = 0;
+    scratch_used_ = 0;
   }
 
   // Applies up to `budget` elements of the pending batch, in order, splitting a piece only at whole
@@ -430,7 +530,7 @@ class RowDropper {
       const int64_t left = piece.elements - next_element_;
       const int64_t n = budget >= left ? left : budget / 8 * 8;
       if (n == 0) return;
-      apply(mask_ + piece.mask_offset + next_element_ / 8, x_ + piece.offset + next_element_,
+      apply(piece.mask + next_element_ / 8, x_ + piece.offset + next_element_,
             y_ + piece.offset + next_element_, n, scale_, streaming_);
       budget -= n;
       next_element_ += n;
@@ -453,7 +553,12 @@ class RowDropper {
   std::array<uint64_t, kCapacity> stream_;
   std::array<uint8_t, kCapacity> bits_;
   std::array<std::array<Piece, kCapacity>, 2> pieces_;  // [current_]: being queued; the other: pending
+  std::array<std::array<uint8_t, kCapacity>, 2> scratch_;  // mask bytes of the batches without a mask
   std::array<int64_t, 2> count_{0, 0};
+  int64_t scratch_used_ = 0;
+  std::array<Single, kCapacity> single_;
+  int64_t singles_ = 0;
+  std::array<int32_t, kSegment / 4 + 1> columns_;  // a sparse segment's non-zero columns
   std::size_t current_ = 0;
   int64_t next_piece_ = 0;    // of the pending batch
   int64_t next_element_ = 0;  // within that piece
@@ -508,14 +613,18 @@ void dropout_forward(core::RngKey key, std::type_identity_t<T> p, ConstView<T> x
   GNNPIPE_CHECK(p >= T{0} && p < T{1}, "dropout: p must be in [0, 1), got {}", p);
   GNNPIPE_CHECK(x.rows == y.rows && x.cols == y.cols, "dropout: input {} and output {} differ in shape",
                 shape_str(x), shape_str(y));
-  GNNPIPE_CHECK(mask.size() == dropout_mask_bytes(x.rows, x.cols), "dropout: mask of {} bytes for x {} (needs {})",
-                mask.size(), shape_str(x), dropout_mask_bytes(x.rows, x.cols));
+  GNNPIPE_CHECK(mask.empty() || mask.size() == dropout_mask_bytes(x.rows, x.cols),
+                "dropout: mask of {} bytes for x {} (needs {}, or none)", mask.size(), shape_str(x),
+                dropout_mask_bytes(x.rows, x.cols));
   check_row_ids(row_ids, x.rows, "dropout");
   const int64_t cols = x.cols;
   const int64_t row_bytes = dropout_mask_row_bytes(cols);
+  uint8_t* const mask_data = mask.empty() ? nullptr : mask.data();
   if (p == T{0}) {
     detail::parallel_rows(x.rows, detail::grain_for(cols), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) set_row_bits(mask.data() + r * row_bytes, cols);
+      if (mask_data != nullptr) {
+        for (int64_t r = begin; r < end; ++r) set_row_bits(mask_data + r * row_bytes, cols);
+      }
       if (y.data != x.data) std::copy(x.data + begin * cols, x.data + end * cols, y.data + begin * cols);
     });
     return;
@@ -524,7 +633,7 @@ void dropout_forward(core::RngKey key, std::type_identity_t<T> p, ConstView<T> x
   const uint32_t threshold = dropout_threshold(static_cast<double>(p));
   const bool streaming = use_streaming_stores(x.data, y.data, x.size() * static_cast<int64_t>(sizeof(T)));
   detail::parallel_rows(x.rows, detail::grain_for(cols), [&](int64_t begin, int64_t end) {
-    RowDropper<T> dropper(key.seed, key.stream, threshold, scale, x.data, y.data, mask.data(), streaming);
+    RowDropper<T> dropper(key.seed, key.stream, threshold, scale, x.data, y.data, mask_data, streaming);
     for (int64_t r = begin; r < end; ++r) {
       dropper.add(key.stream, global_id(row_ids, r) * static_cast<uint64_t>(cols), cols, r * cols, r * row_bytes);
     }

@@ -166,7 +166,8 @@ template <class T>
 void dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, ConstView<T> x,
                      std::span<const graph::NodeId> row_ids, MatrixView<T> y, uint8_t* mask) {
   GNNPIPE_ON_CUDA(dropout_forward<T>(ctx, key, p, x, row_ids, y, mask));
-  cpu::dropout_forward<T>(key, p, x, row_ids, y, std::span<uint8_t>(mask, dropout_mask_bytes(x.rows, x.cols)));
+  cpu::dropout_forward<T>(key, p, x, row_ids, y,
+                          std::span<uint8_t>(mask, mask != nullptr ? dropout_mask_bytes(x.rows, x.cols) : 0));
 }
 
 template <class T>

@@ -2,6 +2,7 @@
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -334,6 +335,42 @@ TEST_CASE("dropout: the backward reads the forward's bits", "[models][dropout]")
   }
 }
 
+TEST_CASE("dropout: without a mask the output is bitwise the same, zero groups undrawn", "[models][dropout]") {
+  core::Rng rng(14, {1});
+  const core::RngKey key = core::rng_key(3, {1, 4});
+  for (const int64_t cols : {1, 3, 8, 13, 130, 1433}) {
+    INFO("cols " << cols);
+    const int64_t rows = 60;
+    // Sparse rows: mostly +0, some -0 (not taken for zero), some values; one all-zero row.
+    Matrix<float> x(rows, cols);
+    for (int64_t r = 1; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const uint64_t u = rng.below(20);
+        x(r, c) = u == 0 ? rng.uniform() + 0.5f : u == 1 ? -0.0f : 0.0f;
+      }
+    }
+    const Ids ids = distinct_ids(rng, 100'000, static_cast<NodeId>(rows));
+    Matrix<float> with_mask(rows, cols);
+    std::vector<uint8_t> mask(mask_bytes(rows, cols));
+    models::cpu::dropout_forward<float>(key, 0.4f, x.view(), ids, with_mask.view(), mask);
+    Matrix<float> without(rows, cols);
+    without.fill(7.0f);  // every element must be written
+    models::cpu::dropout_forward<float>(key, 0.4f, x.view(), ids, without.view(), {});
+    const auto bits = [](const Matrix<float>& m) {
+      std::vector<uint32_t> out(static_cast<std::size_t>(m.size()));
+      std::memcpy(out.data(), m.data(), out.size() * sizeof(float));
+      return out;
+    };
+    CHECK(bits(without) == bits(with_mask));
+    Matrix<float> in_place(rows, cols, test::values_of(x.cview()));
+    models::cpu::dropout_forward<float>(key, 0.4f, in_place.view(), ids, in_place.view(), {});
+    CHECK(bits(in_place) == bits(with_mask));
+    // p = 0 without a mask: the identity.
+    models::cpu::dropout_forward<float>(key, 0.0f, x.view(), ids, without.view(), {});
+    CHECK(bits(without) == bits(x));
+  }
+}
+
 TEST_CASE("dropout: finite-difference gradient for a fixed mask", "[models][dropout][gradcheck]") {
   core::Rng rng(4, {4});
   Matrix<double> x = test::random_matrix(rng, 6, 5);
@@ -369,10 +406,10 @@ TEST_CASE("dropout: bad p, mask sizes and row ids are refused", "[models][dropou
         }).find("p must be in [0, 1), got 1") != std::string::npos);
   CHECK(test::error_of([&] {
           models::cpu::dropout_forward<double>(core::RngKey{}, 0.5, x.view(), {}, x.view(), short_mask);
-        }).find("mask of 1 bytes for x [2 x 2] (needs 2)") != std::string::npos);
+        }).find("mask of 1 bytes for x [2 x 2] (needs 2, or none)") != std::string::npos);
   CHECK(test::error_of([&] {
           models::cpu::dropout_forward<double>(core::RngKey{}, 0.5, x.view(), {}, x.view(), byte_mask);
-        }).find("mask of 4 bytes for x [2 x 2] (needs 2)") != std::string::npos);
+        }).find("mask of 4 bytes for x [2 x 2] (needs 2, or none)") != std::string::npos);
   CHECK(test::error_of([&] { models::cpu::dropout_backward<double>(byte_mask, 0.5, x.view(), x.view()); })
             .find("mask of 4 bytes for dy [2 x 2] (needs 2)") != std::string::npos);
   const Ids three{1, 2, 3}, negative{4, -1};

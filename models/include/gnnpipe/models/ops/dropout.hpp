@@ -28,9 +28,12 @@ namespace gnnpipe::models::cpu {
 // (dropout_mask.hpp). y = kept ? x * (1 / (1 - p)) : 0, and the element's mask bit is 1 iff kept
 // (layout in dropout_mask.hpp). p must be in [0, 1); p == 0 is the identity (y = x, every mask bit
 // 1, ids unused). y may be the same matrix as x; mask.size() must be
-// dropout_mask_bytes(x.rows, x.cols); row_ids has x.rows entries or is empty (see above). One pass
-// over x: the bits of a row are drawn a chunk at a time (eight elements per Philox block, AVX2
-// where the CPU has it) and applied while the chunk is in cache.
+// dropout_mask_bytes(x.rows, x.cols), or 0 when no backward will read the mask (a model's first
+// layer: its input gradient is never formed). Without a mask, groups of eight inputs whose bits are
+// all zero (+0, as in sparse features) are not drawn: their outputs are zero whether kept or not,
+// so y is bitwise the same. row_ids has x.rows entries or is empty (see above). One pass over x:
+// rows are drawn a batch of blocks at a time (eight elements per Philox block, AVX2 where the CPU
+// has it) and the previous batch applied in between, so memory traffic overlaps the arithmetic.
 template <class T>
 void dropout_forward(core::RngKey key, std::type_identity_t<T> p, ConstView<T> x,
                      std::span<const graph::NodeId> row_ids, MatrixView<T> y, std::span<uint8_t> mask);

@@ -117,8 +117,9 @@ void leaky_relu_backward(const OpContext& ctx, std::type_identity_t<T> slope, Co
                          MatrixView<T> dx);
 // Dropout keyed by global node ids (cpu twins in dropout.hpp). row_ids: the global id of each row
 // of x (x.rows entries), or empty for the identity numbering (row r is node r); mask: one bit per
-// element, dropout_mask_bytes(x.rows, x.cols) bytes (layout in dropout_mask.hpp). Both in the
-// context's memory; the CUDA kernel reads the ids on the device.
+// element, dropout_mask_bytes(x.rows, x.cols) bytes (layout in dropout_mask.hpp), or nullptr when
+// no backward reads it (y is the same; the CPU then skips the draw for groups of zero inputs). Both
+// in the context's memory; the CUDA kernel reads the ids on the device.
 template <class T>
 void dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, ConstView<T> x,
                      std::span<const graph::NodeId> row_ids, MatrixView<T> y, uint8_t* mask);
