@@ -383,7 +383,7 @@ void shift_bytes(const uint8_t* in, int64_t n, unsigned shift, uint8_t* out) {
 // of a row that is mostly +0 (sparse features) draws only the blocks of its other elements, each
 // applied on its own, and writes zeros elsewhere (the output is zero there, kept or not); denser
 // segments go the usual way with their bits in a scratch buffer. One per task: it holds the lists
-// (about 40 KiB, left uninitialised). Writes only the queued rows' outputs and mask bytes.
+// (about 36 KiB, left uninitialised). Writes only the queued rows' outputs and mask bytes.
 template <class T>
 class RowDropper {
  public:

@@ -29,9 +29,10 @@ namespace gnnpipe::models::cpu {
 // (layout in dropout_mask.hpp). p must be in [0, 1); p == 0 is the identity (y = x, every mask bit
 // 1, ids unused). y may be the same matrix as x; mask.size() must be
 // dropout_mask_bytes(x.rows, x.cols), or 0 when no backward will read the mask (a model's first
-// layer: its input gradient is never formed). Without a mask, groups of eight inputs whose bits are
-// all zero (+0, as in sparse features) are not drawn: their outputs are zero whether kept or not,
-// so y is bitwise the same. row_ids has x.rows entries or is empty (see above). One pass over x:
+// layer: its input gradient is never formed). Without a mask, the +0 inputs (every bit zero) of
+// mostly-zero stretches of a row, as in sparse features, are not drawn: their outputs are zero
+// whether kept or not, so y is bitwise the same. row_ids has x.rows entries or is empty (see
+// above). One pass over x:
 // rows are drawn a batch of blocks at a time (eight elements per Philox block, AVX2 where the CPU
 // has it) and the previous batch applied in between, so memory traffic overlaps the arithmetic.
 template <class T>
@@ -60,7 +61,7 @@ void dropout_backward(std::span<const uint8_t> mask, std::type_identity_t<T> p, 
 
 // The draw underneath, exposed for tests and benchmarks: out[i] = dropout_block_bits(
 // key.block(blocks[i]), threshold) (dropout_mask.hpp) for every i, threshold <= 65536. The ops use
-// kFastest: AVX2 (eight blocks per vector, four vectors in flight) where the CPU has it, else
+// kFastest: AVX2 (eight blocks per vector, eight vectors in flight) where the CPU has it, else
 // kPortable (sixteen blocks in structure-of-arrays form, left to the compiler's vectoriser);
 // kScalar is one block at a time. All three give the same bytes.
 enum class DrawPath { kFastest, kPortable, kScalar };
