@@ -266,7 +266,7 @@ template <class T>
 void dropout_backward(const OpContext& ctx, const uint8_t* mask, T p, ConstView<T> dy, MatrixView<T> dx) {
   GNNPIPE_CHECK(p >= T{0} && p < T{1}, "dropout_backward: p must be in [0, 1), got {}", p);
   check_same_shape<T>(dy, dx, "dropout_backward: dy and dx");
-  launch_dropout_backward<T>(mask, p, dy.data, dx.data, dy.size(), stream_of(ctx));
+  launch_dropout_backward<T>(mask, p, dy.data, dx.data, dy.rows, dy.cols, stream_of(ctx));
 }
 
 template <class T>

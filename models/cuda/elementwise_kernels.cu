@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "cuda_check.hpp"
+#include "gnnpipe/models/ops/dropout_mask.hpp"
 #include "kernel_utils.cuh"
 #include "kernels.hpp"
 
@@ -138,55 +139,52 @@ __global__ void activation_backward_kernel(const T* y, const T* dy, T* dx, int64
   }
 }
 
-// Row r's elements sit at positions [first, first + cols) of the key's stream, first = id(r) * cols
-// (id(r) = row_ids[r], or r without ids), which touch at most dropout_slots(cols) = (cols + 6) / 4
-// Philox blocks (cols + 3 positions counted from the start of the first block). One thread per (row,
-// slot): slot s is block (first >> 2) + s, whose four words give the uniforms of the row's
-// positions in [4b, 4b + 4) (the same bits as key.uniform_at, as the CPU twin). Threads of slots
-// past the row's last block have nothing to do. y may alias x: each element is read and then
-// written by one thread.
-inline int64_t dropout_slots(int64_t cols) { return (cols + 6) / 4; }
-
+// One thread per mask byte: byte k of row r holds the bits of columns [8k, 8k + n), n = min(8,
+// cols - 8k), drawn by dropout_bits_at at positions id(r) * cols + 8k of the key's stream (one or
+// two Philox blocks; the CPU twin draws the same bits, dropout_mask.hpp), and the thread applies
+// them to those n elements. Mask byte r * row_bytes + k is the thread's index t (not written when
+// mask is null). y may alias x: each element is read and then written by one thread.
 template <class T>
-__global__ void dropout_forward_kernel(core::RngKey key, T p, T scale, const T* x, const int32_t* __restrict__ row_ids,
-                                       int64_t rows, int64_t cols, int64_t slots, T* y, uint8_t* __restrict__ mask) {
-  for (int64_t t = util::global_thread(); t < rows * slots; t += util::grid_threads()) {
-    const int64_t r = t / slots;
-    const int64_t s = t - r * slots;
+__global__ void dropout_forward_kernel(core::RngKey key, uint32_t threshold, T scale, const T* x,
+                                       const int32_t* __restrict__ row_ids, int64_t rows, int64_t cols,
+                                       int64_t row_bytes, T* y, uint8_t* __restrict__ mask) {
+  for (int64_t t = util::global_thread(); t < rows * row_bytes; t += util::grid_threads()) {
+    const int64_t r = t / row_bytes;
+    const int64_t c0 = 8 * (t - r * row_bytes);
+    const int n = cols - c0 < 8 ? static_cast<int>(cols - c0) : 8;
     const uint64_t id = row_ids != nullptr ? static_cast<uint64_t>(row_ids[r]) : static_cast<uint64_t>(r);
-    const uint64_t first = id * static_cast<uint64_t>(cols);
-    const uint64_t end = first + static_cast<uint64_t>(cols);
-    const uint64_t b = (first >> 2) + static_cast<uint64_t>(s);
-    if (4 * b >= end) continue;
-    const core::PhiloxCounter bits = key.block(b);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint64_t pos = 4 * b + static_cast<uint64_t>(j);
-      if (pos >= first && pos < end) {
-        const int64_t i = r * cols + static_cast<int64_t>(pos - first);
-        const float uniform = static_cast<float>(bits[j] >> 8) * (1.0f / 16777216.0f);
-        const bool keep = static_cast<T>(uniform) >= p;
-        mask[i] = keep ? 1 : 0;
-        y[i] = keep ? mul_rn(x[i], scale) : T{0};
-      }
-    }
+    const uint32_t bits =
+        dropout_bits_at(key, id * static_cast<uint64_t>(cols) + static_cast<uint64_t>(c0), static_cast<unsigned>(n),
+                        threshold);
+    if (mask != nullptr) mask[t] = static_cast<uint8_t>(bits);
+    const int64_t base = r * cols + c0;
+    for (int j = 0; j < n; ++j) y[base + j] = (bits >> j) & 1u ? mul_rn(x[base + j], scale) : T{0};
   }
 }
 
-// p == 0: the identity, every element kept (no bits drawn).
+// p == 0: the identity, every element kept (no bits drawn); one thread per mask byte as above.
 template <class T>
-__global__ void dropout_identity_kernel(const T* x, T* y, uint8_t* __restrict__ mask, int64_t n) {
-  for (int64_t i = util::global_thread(); i < n; i += util::grid_threads()) {
-    mask[i] = 1;
-    y[i] = x[i];
+__global__ void dropout_identity_kernel(const T* x, T* y, uint8_t* __restrict__ mask, int64_t rows, int64_t cols,
+                                        int64_t row_bytes) {
+  for (int64_t t = util::global_thread(); t < rows * row_bytes; t += util::grid_threads()) {
+    const int64_t r = t / row_bytes;
+    const int64_t c0 = 8 * (t - r * row_bytes);
+    const int n = cols - c0 < 8 ? static_cast<int>(cols - c0) : 8;
+    if (mask != nullptr) mask[t] = static_cast<uint8_t>((1u << n) - 1u);
+    const int64_t base = r * cols + c0;
+    for (int j = 0; j < n; ++j) y[base + j] = x[base + j];
   }
 }
 
-// dx may alias dy.
+// One thread per element (r, c): bit c % 8 of mask byte r * row_bytes + c / 8. dx may alias dy.
 template <class T>
-__global__ void dropout_backward_kernel(const uint8_t* __restrict__ mask, T scale, const T* dy, T* dx, int64_t n) {
-  for (int64_t i = util::global_thread(); i < n; i += util::grid_threads()) {
-    dx[i] = mask[i] != 0 ? mul_rn(dy[i], scale) : T{0};
+__global__ void dropout_backward_kernel(const uint8_t* __restrict__ mask, T scale, const T* dy, T* dx, int64_t rows,
+                                        int64_t cols, int64_t row_bytes) {
+  for (int64_t i = util::global_thread(); i < rows * cols; i += util::grid_threads()) {
+    const int64_t r = i / cols;
+    const int64_t c = i - r * cols;
+    const bool kept = (mask[r * row_bytes + (c >> 3)] >> (c & 7)) & 1u;
+    dx[i] = kept ? mul_rn(dy[i], scale) : T{0};
   }
 }
 
@@ -293,23 +291,25 @@ template <class T>
 void launch_dropout_forward(core::RngKey key, T p, const T* x, const int32_t* row_ids, int64_t rows, int64_t cols, T* y,
                             uint8_t* mask, cudaStream_t stream) {
   if (rows <= 0 || cols <= 0) return;
+  const int64_t row_bytes = dropout_mask_row_bytes(cols);
+  const unsigned blocks = elementwise_grid(rows * row_bytes);
   if (p == T{0}) {
-    const int64_t n = rows * cols;
-    dropout_identity_kernel<T><<<elementwise_grid(n), kBlockThreads, 0, stream>>>(x, y, mask, n);
+    dropout_identity_kernel<T><<<blocks, kBlockThreads, 0, stream>>>(x, y, mask, rows, cols, row_bytes);
   } else {
     const T scale = T{1} / (T{1} - p);  // in T, as the CPU twin
-    const int64_t slots = dropout_slots(cols);
-    dropout_forward_kernel<T><<<elementwise_grid(rows * slots), kBlockThreads, 0, stream>>>(key, p, scale, x, row_ids,
-                                                                                            rows, cols, slots, y, mask);
+    dropout_forward_kernel<T><<<blocks, kBlockThreads, 0, stream>>>(
+        key, dropout_threshold(static_cast<double>(p)), scale, x, row_ids, rows, cols, row_bytes, y, mask);
   }
   GNNPIPE_CUDA_CHECK(cudaGetLastError());
 }
 
 template <class T>
-void launch_dropout_backward(const uint8_t* mask, T p, const T* dy, T* dx, int64_t n, cudaStream_t stream) {
-  if (n <= 0) return;
+void launch_dropout_backward(const uint8_t* mask, T p, const T* dy, T* dx, int64_t rows, int64_t cols,
+                             cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
   const T scale = T{1} / (T{1} - p);
-  dropout_backward_kernel<T><<<elementwise_grid(n), kBlockThreads, 0, stream>>>(mask, scale, dy, dx, n);
+  dropout_backward_kernel<T><<<elementwise_grid(rows * cols), kBlockThreads, 0, stream>>>(
+      mask, scale, dy, dx, rows, cols, dropout_mask_row_bytes(cols));
   GNNPIPE_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -341,7 +341,7 @@ template void launch_copy_rows<uint8_t>(const uint8_t*, int64_t, const int32_t*,
   template void launch_activation_backward<T>(ActivationKind, const T*, const T*, T*, int64_t, T, cudaStream_t); \
   template void launch_dropout_forward<T>(core::RngKey, T, const T*, const int32_t*, int64_t, int64_t, T*,       \
                                           uint8_t*, cudaStream_t);                                               \
-  template void launch_dropout_backward<T>(const uint8_t*, T, const T*, T*, int64_t, cudaStream_t);              \
+  template void launch_dropout_backward<T>(const uint8_t*, T, const T*, T*, int64_t, int64_t, cudaStream_t);     \
   template void launch_scale<T>(T*, int64_t, T, cudaStream_t);                                                   \
   template void launch_convert_from_float<T>(const float*, T*, int64_t, cudaStream_t);
 GNNPIPE_INSTANTIATE(float)

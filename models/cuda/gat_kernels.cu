@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "cuda_check.hpp"
+#include "gnnpipe/models/ops/dropout_mask.hpp"
 #include "kernel_utils.cuh"
 #include "kernels.hpp"
 
@@ -52,13 +53,15 @@ __global__ void sddmm_add_kernel(int64_t rows, const int64_t* __restrict__ offse
 
 // Attention dropout keyed by (global destination, global source, head): a group of G lanes per
 // destination v (key.with(id(v)) derived once per lane), one lane per edge; for edge e = (u -> v)
-// the heads take positions id(u) * heads + h of that stream, one Philox block per four positions
-// (the CPU twin's walk: same bits). y may alias alpha: each pair is read and then written by one lane.
+// the heads take positions id(u) * heads + h of that stream, drawn a mask byte (eight heads) at a
+// time by dropout_bits_at (the CPU twin's bits and layout, dropout_mask.hpp: edge e's mask is the
+// row_bytes bytes from e * row_bytes). y may alias alpha: each pair is read and then written by
+// one lane.
 template <class T, int G>
 __global__ void edge_dropout_kernel(int64_t rows, const int64_t* __restrict__ offsets,
                                     const int32_t* __restrict__ indices, const int32_t* __restrict__ row_ids,
-                                    core::RngKey key, T p, T scale, const T* alpha, int64_t heads, T* y,
-                                    uint8_t* __restrict__ mask) {
+                                    core::RngKey key, uint32_t threshold, T scale, const T* alpha, int64_t heads,
+                                    int64_t row_bytes, T* y, uint8_t* __restrict__ mask) {
   const int lane = static_cast<int>(threadIdx.x % G);
   for (int64_t v = util::global_thread() / G; v < rows; v += util::grid_threads() / G) {
     const core::RngKey dst_key =
@@ -67,30 +70,30 @@ __global__ void edge_dropout_kernel(int64_t rows, const int64_t* __restrict__ of
       const int32_t u = indices[e];
       const uint64_t first = (row_ids != nullptr ? static_cast<uint64_t>(row_ids[u]) : static_cast<uint64_t>(u)) *
                              static_cast<uint64_t>(heads);
-      core::PhiloxCounter bits{};
-      uint64_t block_of_bits = ~uint64_t{0};
-      for (int64_t h = 0; h < heads; ++h) {
-        const uint64_t pos = first + static_cast<uint64_t>(h);
-        if ((pos >> 2) != block_of_bits) {
-          block_of_bits = pos >> 2;
-          bits = dst_key.block(block_of_bits);
-        }
-        const float uniform = static_cast<float>(bits[pos & 3u] >> 8) * (1.0f / 16777216.0f);
-        const bool keep = static_cast<T>(uniform) >= p;
-        const int64_t i = e * heads + h;
-        mask[i] = keep ? 1 : 0;
-        y[i] = keep ? mul_rn(alpha[i], scale) : T{0};
+      for (int64_t k = 0; k < row_bytes; ++k) {
+        const int64_t h0 = 8 * k;
+        const int n = heads - h0 < 8 ? static_cast<int>(heads - h0) : 8;
+        const uint32_t bits =
+            dropout_bits_at(dst_key, first + static_cast<uint64_t>(h0), static_cast<unsigned>(n), threshold);
+        mask[e * row_bytes + k] = static_cast<uint8_t>(bits);
+        const int64_t base = e * heads + h0;
+        for (int j = 0; j < n; ++j) y[base + j] = (bits >> j) & 1u ? mul_rn(alpha[base + j], scale) : T{0};
       }
     }
   }
 }
 
-// p == 0: the identity over the E * H pairs (no bits drawn).
+// p == 0: the identity over the E * H pairs (no bits drawn), one thread per mask byte.
 template <class T>
-__global__ void edge_dropout_identity_kernel(const T* alpha, T* y, uint8_t* __restrict__ mask, int64_t n) {
-  for (int64_t i = util::global_thread(); i < n; i += util::grid_threads()) {
-    mask[i] = 1;
-    y[i] = alpha[i];
+__global__ void edge_dropout_identity_kernel(const T* alpha, T* y, uint8_t* __restrict__ mask, int64_t edges,
+                                             int64_t heads, int64_t row_bytes) {
+  for (int64_t t = util::global_thread(); t < edges * row_bytes; t += util::grid_threads()) {
+    const int64_t e = t / row_bytes;
+    const int64_t h0 = 8 * (t - e * row_bytes);
+    const int n = heads - h0 < 8 ? static_cast<int>(heads - h0) : 8;
+    mask[t] = static_cast<uint8_t>((1u << n) - 1u);
+    const int64_t base = e * heads + h0;
+    for (int j = 0; j < n; ++j) y[base + j] = alpha[base + j];
   }
 }
 
@@ -313,16 +316,18 @@ template <class T>
 void launch_edge_dropout_forward(const BlockArrays& b, const int32_t* row_ids, core::RngKey key, T p, const T* alpha,
                                  int64_t heads, T* y, uint8_t* mask, cudaStream_t stream) {
   if (b.num_dst <= 0 || b.num_edges <= 0 || heads <= 0) return;
+  const int64_t row_bytes = dropout_mask_row_bytes(heads);
   if (p == T{0}) {
-    const int64_t n = b.num_edges * heads;
-    edge_dropout_identity_kernel<T><<<util::grid_for(n, kBlockThreads), kBlockThreads, 0, stream>>>(alpha, y, mask, n);
+    edge_dropout_identity_kernel<T><<<util::grid_for(b.num_edges * row_bytes, kBlockThreads), kBlockThreads, 0,
+                                      stream>>>(alpha, y, mask, b.num_edges, heads, row_bytes);
     GNNPIPE_CUDA_CHECK(cudaGetLastError());
     return;
   }
   const T scale = T{1} / (T{1} - p);  // in T, as the CPU twin
+  const uint32_t threshold = dropout_threshold(static_cast<double>(p));
   util::with_group_size(util::group_size_for(b.num_edges / b.num_dst + 1), [&]<int G>() {
     edge_dropout_kernel<T, G><<<util::grid_for(b.num_dst, kBlockThreads / G), kBlockThreads, 0, stream>>>(
-        b.num_dst, b.offsets, b.indices, row_ids, key, p, scale, alpha, heads, y, mask);
+        b.num_dst, b.offsets, b.indices, row_ids, key, threshold, scale, alpha, heads, row_bytes, y, mask);
     GNNPIPE_CUDA_CHECK(cudaGetLastError());
   });
 }

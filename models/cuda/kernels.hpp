@@ -74,10 +74,12 @@ void launch_edge_softmax(const BlockArrays& b, int64_t heads, T* scores, cudaStr
 template <class T>
 void launch_edge_softmax_backward(const BlockArrays& b, int64_t heads, const T* alpha, const T* dalpha, T* dscores,
                                   cudaStream_t stream);
-// Attention dropout with the CPU twin's bits (ops/dropout.hpp, cpu::edge_dropout_forward): for
-// edge e = (u -> v) and head h, keep = p == 0 || T(key.with(id(v)).uniform_at(id(u) * heads + h)) >= p,
-// id(n) = row_ids ? row_ids[n] : n (the global ids of the block's sources, in device memory);
-// mask[e * heads + h] = keep; y = alpha * keep / (1 - p). y may equal alpha.
+// Attention dropout with the CPU twin's bits (ops/dropout.hpp, cpu::edge_dropout_forward): edge
+// e = (u -> v), head h is kept iff p == 0 or the 16-bit draw at position id(u) * heads + h of the
+// stream key.with(id(v)) is >= dropout_threshold(p) (ops/dropout_mask.hpp), id(n) = row_ids ?
+// row_ids[n] : n (the global ids of the block's sources, in device memory); the mask is that of an
+// [E x heads] matrix (dropout_mask_bytes(E, heads) bytes, bit layout of dropout_mask.hpp);
+// y = kept ? alpha * (1 / (1 - p)) : 0. y may equal alpha.
 template <class T>
 void launch_edge_dropout_forward(const BlockArrays& b, const int32_t* row_ids, core::RngKey key, T p, const T* alpha,
                                  int64_t heads, T* y, uint8_t* mask, cudaStream_t stream);
@@ -165,16 +167,20 @@ void launch_activation(ActivationKind kind, const T* x, T* y, int64_t n, T param
 template <class T>
 void launch_activation_backward(ActivationKind kind, const T* y, const T* dy, T* dx, int64_t n, T param,
                                 cudaStream_t stream);
-// Inverted dropout with the CPU twin's bits over x [rows x cols]: element i = r * cols + c has
-// keep = p == 0 || T(key.uniform_at(id(r) * cols + c)) >= p, id(r) = row_ids ? row_ids[r] : r
-// (global node ids in device memory, or nullptr for the identity numbering); mask[i] = keep;
-// y[i] = p == 0 ? x[i] : (keep ? x[i] * (1 / (1 - p)) : 0). y may equal x.
+// Inverted dropout with the CPU twin's bits over x [rows x cols]: element (r, c) is kept iff
+// p == 0 or the 16-bit draw at position id(r) * cols + c of the key's stream is >=
+// dropout_threshold(p) (ops/dropout_mask.hpp), id(r) = row_ids ? row_ids[r] : r (global node ids in
+// device memory, or nullptr for the identity numbering); the mask gets one bit per element
+// (dropout_mask_bytes(rows, cols) bytes, layout of dropout_mask.hpp; nullptr: not written);
+// y = p == 0 ? x : (kept ? x * (1 / (1 - p)) : 0). y may equal x.
 template <class T>
 void launch_dropout_forward(core::RngKey key, T p, const T* x, const int32_t* row_ids, int64_t rows, int64_t cols, T* y,
                             uint8_t* mask, cudaStream_t stream);
-// dx[i] = mask[i] ? dy[i] * (1 / (1 - p)) : 0. dx may equal dy.
+// dx = bit ? dy * (1 / (1 - p)) : 0 over [rows x cols], the bits those of the forward's mask. dx
+// may equal dy.
 template <class T>
-void launch_dropout_backward(const uint8_t* mask, T p, const T* dy, T* dx, int64_t n, cudaStream_t stream);
+void launch_dropout_backward(const uint8_t* mask, T p, const T* dy, T* dx, int64_t rows, int64_t cols,
+                             cudaStream_t stream);
 // x[i] *= s over n elements.
 template <class T>
 void launch_scale(T* x, int64_t n, T s, cudaStream_t stream);

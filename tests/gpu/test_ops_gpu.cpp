@@ -588,23 +588,27 @@ TEMPLATE_TEST_CASE("ops::dropout_forward and dropout_backward: masks bitwise equ
         const Matrix<T> x = random_values<T>(rng, s.rows, s.cols);
         const Matrix<T> dy = random_values<T>(rng, s.rows, s.cols);
         Matrix<T> y(s.rows, s.cols);
-        Matrix<uint8_t> mask(s.rows, s.cols);
+        const int64_t mask_cols = models::dropout_mask_row_bytes(s.cols);  // one bit per element
+        Matrix<uint8_t> mask(s.rows, mask_cols);
         Matrix<T> dx(s.rows, s.cols);
         ops::dropout_forward<T>(host(), key, pt, x.cview(), ids, y.view(), mask.data());
         ops::dropout_backward<T>(host(), mask.data(), pt, dy.cview(), dx.view());
 
         const auto x_dev = to_device(x, cuda.stream);
         auto y_dev = poisoned<T>(s.rows, s.cols, cuda.stream);
-        auto mask_dev = poisoned<uint8_t>(s.rows, s.cols, cuda.stream);
+        auto mask_dev = poisoned<uint8_t>(s.rows, mask_cols, cuda.stream);
         ops::dropout_forward<T>(cuda.ctx, key, pt, x_dev.cview(), ids_span, y_dev.view(), mask_dev.buffer().data());
         CHECK(compare(to_host(y_dev, cuda.stream), y, elementwise_tolerance<T>()));
         CHECK(bitwise_equal(to_host(mask_dev, cuda.stream), mask));
         auto in_place = to_device(x, cuda.stream);
-        auto mask_in_place = poisoned<uint8_t>(s.rows, s.cols, cuda.stream);
+        auto mask_in_place = poisoned<uint8_t>(s.rows, mask_cols, cuda.stream);
         ops::dropout_forward<T>(cuda.ctx, key, pt, in_place.cview(), ids_span, in_place.view(),
                                 mask_in_place.buffer().data());
         CHECK(compare(to_host(in_place, cuda.stream), y, elementwise_tolerance<T>()));
         CHECK(bitwise_equal(to_host(mask_in_place, cuda.stream), mask));
+        auto no_mask = poisoned<T>(s.rows, s.cols, cuda.stream);  // no mask wanted: the same y
+        ops::dropout_forward<T>(cuda.ctx, key, pt, x_dev.cview(), ids_span, no_mask.view(), nullptr);
+        CHECK(compare(to_host(no_mask, cuda.stream), y, elementwise_tolerance<T>()));
 
         const auto cpu_mask_dev = to_device(mask, cuda.stream);  // the backward alone
         const auto dy_dev = to_device(dy, cuda.stream);
@@ -638,13 +642,14 @@ TEMPLATE_TEST_CASE(
           const T pt = static_cast<T>(p);
           const Matrix<T> alpha = random_values<T>(rng, e, heads, 0, 1);
           Matrix<T> y(e, heads);
-          Matrix<uint8_t> mask(e, heads);
+          const int64_t mask_cols = models::dropout_mask_row_bytes(heads);  // one bit per (edge, head)
+          Matrix<uint8_t> mask(e, mask_cols);
           ops::edge_dropout_forward<T>(host(), key, pt, bc.host, ids, alpha.cview(), y.view(), mask.data());
 
           const auto alpha_dev = to_device(alpha, cuda.stream);
           auto forward = [&] {
             auto out = poisoned<T>(e, heads, cuda.stream);
-            auto out_mask = poisoned<uint8_t>(e, heads, cuda.stream);
+            auto out_mask = poisoned<uint8_t>(e, mask_cols, cuda.stream);
             ops::edge_dropout_forward<T>(cuda.ctx, key, pt, bc.device, ids_span, alpha_dev.cview(), out.view(),
                                          out_mask.buffer().data());
             return std::pair{to_host(out, cuda.stream), to_host(out_mask, cuda.stream)};
@@ -656,7 +661,7 @@ TEMPLATE_TEST_CASE(
           CHECK(bitwise_equal(y_again, y_gpu));
           CHECK(bitwise_equal(mask_again, mask_gpu));
           auto in_place = to_device(alpha, cuda.stream);
-          auto mask_in_place = poisoned<uint8_t>(e, heads, cuda.stream);
+          auto mask_in_place = poisoned<uint8_t>(e, mask_cols, cuda.stream);
           ops::edge_dropout_forward<T>(cuda.ctx, key, pt, bc.device, ids_span, in_place.cview(), in_place.view(),
                                        mask_in_place.buffer().data());
           CHECK(compare(to_host(in_place, cuda.stream), y, elementwise_tolerance<T>()));

@@ -47,7 +47,7 @@ void GatLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, Matr
     // Keyed by (global destination, global source, head): the same edge draws the same bit in any
     // batch or micro-batch that holds it (ops/dropout.hpp).
     ops::edge_dropout_forward<T>(ctx_, ctx.key.with(0x617474), static_cast<T>(s_.attention_dropout), block, ctx.row_ids,
-                                 alpha, dropped, mask_.ensure(ctx_, static_cast<std::size_t>(e * s_.heads)));
+                                 alpha, dropped, mask_.ensure(ctx_, dropout_mask_bytes(e, s_.heads)));
     used = dropped;
   }
   if (s_.concat) {
@@ -98,7 +98,8 @@ void GatLayer<T>::training_arrays(const BlockShape& s, bool training, bool, std:
   const int64_t hc = s_.heads * s_.channels, eh = s.edges * s_.heads;
   const bool dropped = training && s_.attention_dropout > 0;
   bytes.insert(bytes.end(), {t(s.num_src * hc), t(eh), t(eh), dropped ? t(eh) : 0,
-                             dropped ? static_cast<std::size_t>(eh) : 0, t(s.num_src * s_.heads), t(s.num_dst * s_.heads),
+                             dropped ? dropout_mask_bytes(s.edges, s_.heads) : 0, t(s.num_src * s_.heads),
+                             t(s.num_dst * s_.heads),
                              s_.concat ? 0 : t(s.num_dst * hc), s_.concat ? 0 : t(s.num_dst * hc), t(s.num_src * hc), t(eh),
                              t(s.num_src * s_.heads), t(s.num_dst * s_.heads)});
 }

@@ -166,7 +166,8 @@ template <class T>
 void dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, ConstView<T> x,
                      std::span<const graph::NodeId> row_ids, MatrixView<T> y, uint8_t* mask) {
   GNNPIPE_ON_CUDA(dropout_forward<T>(ctx, key, p, x, row_ids, y, mask));
-  cpu::dropout_forward<T>(key, p, x, row_ids, y, std::span<uint8_t>(mask, static_cast<std::size_t>(x.size())));
+  cpu::dropout_forward<T>(key, p, x, row_ids, y,
+                          std::span<uint8_t>(mask, mask != nullptr ? dropout_mask_bytes(x.rows, x.cols) : 0));
 }
 
 template <class T>
@@ -174,14 +175,14 @@ void edge_dropout_forward(const OpContext& ctx, core::RngKey key, std::type_iden
                           std::span<const graph::NodeId> row_ids, ConstView<T> alpha, MatrixView<T> y, uint8_t* mask) {
   GNNPIPE_ON_CUDA(edge_dropout_forward<T>(ctx, key, p, block, row_ids, alpha, y, mask));
   cpu::edge_dropout_forward<T>(key, p, block, row_ids, alpha, y,
-                               std::span<uint8_t>(mask, static_cast<std::size_t>(alpha.size())));
+                               std::span<uint8_t>(mask, dropout_mask_bytes(alpha.rows, alpha.cols)));
 }
 
 template <class T>
 void dropout_backward(const OpContext& ctx, const uint8_t* mask, std::type_identity_t<T> p, ConstView<T> dy,
                       MatrixView<T> dx) {
   GNNPIPE_ON_CUDA(dropout_backward<T>(ctx, mask, p, dy, dx));
-  cpu::dropout_backward<T>(std::span<const uint8_t>(mask, static_cast<std::size_t>(dy.size())), p, dy, dx);
+  cpu::dropout_backward<T>(std::span<const uint8_t>(mask, dropout_mask_bytes(dy.rows, dy.cols)), p, dy, dx);
 }
 
 template <class T>

@@ -1,6 +1,8 @@
 #include <algorithm>
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -32,72 +34,174 @@ Ids distinct_ids(core::Rng& rng, NodeId n, NodeId count) {
   return ids;
 }
 
+// The test's own statement of the draw (ops/dropout_mask.hpp), written from Philox directly:
+// position i of the stream is kept iff the 16-bit half (i % 8) % 2 of word (i % 8) / 2 of Philox
+// block i / 8 is >= round(p * 65536).
+uint32_t reference_threshold(double p) { return static_cast<uint32_t>(std::lround(p * 65536.0)); }
+
+bool reference_keep(core::RngKey key, uint64_t i, double p) {
+  const core::PhiloxCounter block = key.block(i / 8);
+  const auto lane = static_cast<unsigned>(i % 8);
+  const uint32_t word = block[lane / 2];
+  const uint32_t u = lane % 2 == 0 ? (word & 0xffffu) : (word >> 16);
+  return u >= reference_threshold(p);
+}
+
+// Bit (r, c) of a [rows x cols] mask: bit c % 8 of byte c / 8 of row r's ceil(cols / 8) bytes.
+bool bit_of(const std::vector<uint8_t>& mask, int64_t cols, int64_t r, int64_t c) {
+  const int64_t row_bytes = (cols + 7) / 8;
+  return ((mask[static_cast<std::size_t>(r * row_bytes + c / 8)] >> (c % 8)) & 1) != 0;
+}
+
+std::size_t mask_bytes(int64_t rows, int64_t cols) { return static_cast<std::size_t>(rows * ((cols + 7) / 8)); }
+
 // The mask of dropout over a rows x cols matrix of ones with the given row ids.
 std::vector<uint8_t> feature_mask(core::RngKey key, float p, int64_t rows, int64_t cols, const Ids& ids) {
   Matrix<float> x(rows, cols);
   x.fill(1.0f);
   Matrix<float> y(rows, cols);
-  std::vector<uint8_t> mask(static_cast<std::size_t>(rows * cols), 7);
+  std::vector<uint8_t> mask(mask_bytes(rows, cols), 7);
   models::cpu::dropout_forward<float>(key, p, x.view(), ids, y.view(), mask);
   return mask;
 }
 
 std::vector<uint8_t> row_of(const std::vector<uint8_t>& mask, int64_t cols, int64_t r) {
-  const auto first = mask.begin() + r * cols;
-  return {first, first + cols};
+  const int64_t row_bytes = (cols + 7) / 8;
+  const auto first = mask.begin() + r * row_bytes;
+  return {first, first + row_bytes};
+}
+
+// True iff every bit of the [rows x cols] mask past column cols - 1 (a row's padding) is 0.
+bool padding_clear(const std::vector<uint8_t>& mask, int64_t rows, int64_t cols) {
+  const int64_t row_bytes = (cols + 7) / 8;
+  if (cols % 8 == 0) return true;
+  for (int64_t r = 0; r < rows; ++r) {
+    if ((mask[static_cast<std::size_t>(r * row_bytes + row_bytes - 1)] >> (cols % 8)) != 0) return false;
+  }
+  return true;
 }
 
 }  // namespace
+
+TEST_CASE("dropout: the mask layout is one bit per element, rows padded to whole bytes", "[models][dropout]") {
+  CHECK(models::dropout_mask_row_bytes(1) == 1);
+  CHECK(models::dropout_mask_row_bytes(8) == 1);
+  CHECK(models::dropout_mask_row_bytes(9) == 2);
+  CHECK(models::dropout_mask_row_bytes(1433) == 180);
+  CHECK(models::dropout_mask_bytes(2708, 1433) == 2708u * 180u);
+  CHECK(models::dropout_mask_bytes(0, 5) == 0);
+  CHECK(models::dropout_mask_bytes(3, 0) == 0);
+  // p resolved to 1/65536, rounded to nearest.
+  CHECK(models::dropout_threshold(0.0) == 0);
+  CHECK(models::dropout_threshold(0.5) == 32768);
+  CHECK(models::dropout_threshold(static_cast<double>(0.3f)) == 19661);  // 19660.8
+  CHECK(models::dropout_threshold(0.6) == 39322);                         // 39321.6
+  CHECK(models::dropout_threshold(1.0 / 262144) == 0);                    // below 2^-17: keeps everything
+  CHECK(models::dropout_threshold(1.0 - 1.0 / 262144) == 65536);          // drops everything
+}
 
 TEST_CASE("dropout: p = 0 is the identity", "[models][dropout]") {
   core::Rng rng(1, {2});
   const Matrix<double> x = test::random_matrix(rng, 5, 4);
   for (const Ids& ids : {Ids{}, Ids{9, 3, 0, 100, 7}}) {
     Matrix<double> y(5, 4);
-    std::vector<uint8_t> mask(20, 7);
+    std::vector<uint8_t> mask(5, 7);
     models::cpu::dropout_forward<double>(core::rng_key(3, {1}), 0.0, x.view(), ids, y.view(), mask);
     CHECK(test::values_of(y.cview()) == test::values_of(x.cview()));
-    CHECK(mask == std::vector<uint8_t>(20, 1));
+    CHECK(mask == std::vector<uint8_t>(5, 0x0f));  // four bits per row, the padding 0
     Matrix<double> dx(5, 4);
     models::cpu::dropout_backward<double>(mask, 0.0, x.view(), dx.view());
     CHECK(test::values_of(dx.cview()) == test::values_of(x.cview()));
   }
+  // 11 columns: one full byte and three bits per row.
+  const Matrix<double> wide = test::random_matrix(rng, 2, 11);
+  Matrix<double> y(2, 11);
+  std::vector<uint8_t> mask(4, 7);
+  models::cpu::dropout_forward<double>(core::rng_key(3, {1}), 0.0, wide.view(), {}, y.view(), mask);
+  CHECK(mask == std::vector<uint8_t>{0xff, 0x07, 0xff, 0x07});
+  CHECK(test::values_of(y.cview()) == test::values_of(wide.cview()));
 }
 
-TEST_CASE("dropout: element (r, c) follows uniform_at(row_ids[r] * cols + c), kept values scaled, rate 1 - p",
+TEST_CASE("dropout: a tiny case bit by bit against the 16-bit rule drawn from Philox here", "[models][dropout]") {
+  // 3 rows of 11 columns, ids far apart: row 0 starts mid-block (5 * 11 = 55 = 8 * 6 + 7), row 1 at
+  // position 0, row 2 across position 2^32 (390451572 * 11 = 2^32 - 4).
+  const core::RngKey key = core::rng_key(42, {0, 1, 2});
+  const Ids ids{5, 0, 390451572};
+  const int64_t rows = 3, cols = 11;
+  core::Rng rng(2, {7});
+  const Matrix<double> x = test::random_matrix(rng, rows, cols);
+  for (const double p : {0.1, 0.3, 0.5, 0.9}) {
+    INFO("p " << p);
+    Matrix<double> y(rows, cols);
+    std::vector<uint8_t> mask(mask_bytes(rows, cols), 0xaa);
+    models::cpu::dropout_forward<double>(key, p, x.view(), ids, y.view(), mask);
+    std::vector<uint8_t> expected(mask_bytes(rows, cols), 0);
+    int64_t kept = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const bool keep = reference_keep(key, static_cast<uint64_t>(ids[static_cast<std::size_t>(r)]) * cols + c, p);
+        if (keep) expected[static_cast<std::size_t>(r * 2 + c / 8)] |= static_cast<uint8_t>(1u << (c % 8));
+        CHECK(y(r, c) == (keep ? x(r, c) * (1.0 / (1.0 - p)) : 0.0));
+        kept += keep;
+      }
+    }
+    CHECK(mask == expected);
+    CHECK(kept > 0);
+    CHECK(kept < rows * cols);  // both outcomes occur for these p (checked once: the draw is fixed)
+  }
+}
+
+TEST_CASE("dropout: element (r, c) follows the 16-bit draw at row_ids[r] * cols + c, kept values scaled",
           "[models][dropout]") {
   const core::RngKey key = core::rng_key(42, {0, 1, 2});
-  const int64_t rows = 200;
-  const int64_t cols = 501;  // odd: rows straddle Philox blocks
   core::Rng rng(8, {1});
-  const Ids ids = distinct_ids(rng, 1'000'000, static_cast<NodeId>(rows));
-  Matrix<float> x(rows, cols);
-  x.fill(2.0f);
-  Matrix<float> y(rows, cols);
-  std::vector<uint8_t> mask(static_cast<std::size_t>(rows * cols));
-  models::cpu::dropout_forward<float>(key, 0.3f, x.view(), ids, y.view(), mask);
-  int64_t kept = 0;
-  bool consistent = true;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      const uint64_t position = static_cast<uint64_t>(ids[static_cast<std::size_t>(r)]) * cols + c;
-      const bool expected = key.uniform_at(position) >= 0.3f;
-      const int64_t i = r * cols + c;
-      consistent = consistent && (mask[static_cast<std::size_t>(i)] == expected) &&
-                   (y.data()[i] == (expected ? 2.0f * (1.0f / (1.0f - 0.3f)) : 0.0f));
-      kept += expected;
+  for (const int64_t cols : {1, 3, 8, 13, 501, 4099}) {  // odd widths: rows straddle Philox blocks
+    INFO("cols " << cols);
+    const int64_t rows = 4000 / cols + 3;
+    Ids ids = distinct_ids(rng, 1'000'000, static_cast<NodeId>(rows));
+    // A row across block 2^32, where the counter's low word carries (an id above those drawn).
+    if (cols >= 16) ids[1] = static_cast<NodeId>((uint64_t{1} << 35) / static_cast<uint64_t>(cols));
+    Matrix<float> x(rows, cols);
+    x.fill(2.0f);
+    Matrix<float> y(rows, cols);
+    std::vector<uint8_t> mask(mask_bytes(rows, cols));
+    models::cpu::dropout_forward<float>(key, 0.3f, x.view(), ids, y.view(), mask);
+    bool consistent = true;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const uint64_t position = static_cast<uint64_t>(ids[static_cast<std::size_t>(r)]) * cols + c;
+        const bool expected = reference_keep(key, position, static_cast<double>(0.3f));
+        const int64_t i = r * cols + c;
+        consistent = consistent && (bit_of(mask, cols, r, c) == expected) &&
+                     (y.data()[i] == (expected ? 2.0f * (1.0f / (1.0f - 0.3f)) : 0.0f));
+      }
     }
+    CHECK(consistent);
+    CHECK(padding_clear(mask, rows, cols));
+    CHECK(feature_mask(key, 0.3f, rows, cols, ids) == mask);                           // deterministic per key
+    CHECK(feature_mask(core::rng_key(42, {0, 1, 3}), 0.3f, rows, cols, ids) != mask);  // another layer's key
+    // In place (y = x) gives the same values.
+    std::vector<uint8_t> again(mask.size());
+    models::cpu::dropout_forward<float>(key, 0.3f, x.view(), ids, x.view(), again);
+    CHECK(again == mask);
+    CHECK(test::values_of(x.cview()) == test::values_of(y.cview()));
   }
-  CHECK(consistent);
-  // 100,200 Bernoulli(0.7) draws: standard deviation 145, so +-1000 is about 7 sigma.
-  CHECK(std::abs(kept - 70140) < 1000);
-  CHECK(feature_mask(key, 0.3f, rows, cols, ids) == mask);                           // deterministic per key
-  CHECK(feature_mask(core::rng_key(42, {0, 1, 3}), 0.3f, rows, cols, ids) != mask);  // another layer's key
-  // In place (y = x) gives the same values.
-  std::vector<uint8_t> again(mask.size());
-  models::cpu::dropout_forward<float>(key, 0.3f, x.view(), ids, x.view(), again);
-  CHECK(again == mask);
-  CHECK(test::values_of(x.cview()) == test::values_of(y.cview()));
+}
+
+TEST_CASE("dropout: the keep rate over a million elements is 1 - p", "[models][dropout]") {
+  // 1,000 x 1,000 Bernoulli draws: the rate's standard deviation is at most 0.0005, so 0.005 is
+  // ten of them (and the draw is fixed by the key: the check cannot flake).
+  const int64_t rows = 1000, cols = 1000;
+  core::Rng rng(6, {1});
+  const Ids ids = distinct_ids(rng, 10'000'000, static_cast<NodeId>(rows));
+  for (const float p : {0.1f, 0.5f, 0.8f}) {
+    INFO("p " << p);
+    const auto mask = feature_mask(core::rng_key(13, {static_cast<uint64_t>(p * 10)}), p, rows, cols, ids);
+    int64_t kept = 0;
+    for (const uint8_t byte : mask) kept += std::popcount(byte);
+    const double rate = static_cast<double>(kept) / static_cast<double>(rows * cols);
+    CHECK(std::abs(rate - (1.0 - static_cast<double>(p))) < 0.005);
+  }
 }
 
 TEST_CASE("dropout: without row ids row r is node r (the flat index r * cols + c)", "[models][dropout]") {
@@ -108,17 +212,69 @@ TEST_CASE("dropout: without row ids row r is node r (the flat index r * cols + c
   const auto mask = feature_mask(key, 0.5f, rows, cols, {});
   CHECK(mask == feature_mask(key, 0.5f, rows, cols, iota));
   bool flat = true;
-  for (int64_t i = 0; i < rows * cols; ++i) {
-    flat = flat && mask[static_cast<std::size_t>(i)] == (key.uniform_at(static_cast<uint64_t>(i)) >= 0.5f);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      flat = flat && bit_of(mask, cols, r, c) == reference_keep(key, static_cast<uint64_t>(r * cols + c), 0.5);
+    }
   }
   CHECK(flat);
+}
+
+TEST_CASE("dropout: the vector, portable and scalar draws give the same bytes", "[models][dropout]") {
+  INFO("AVX2 path: " << models::cpu::dropout_uses_avx2());
+  core::Rng rng(9, {9});
+  // Runs of consecutive blocks (a long row), scattered blocks (short rows), and blocks around the
+  // 2^32 carry of the counter's low word; lengths not multiples of the vector widths.
+  std::vector<uint64_t> blocks;
+  for (uint64_t b = 0; b < 1000; ++b) blocks.push_back(b);
+  for (int i = 0; i < 333; ++i) blocks.push_back(rng.next_u64() >> static_cast<unsigned>(rng.below(64)));
+  for (uint64_t b = 0xfffffff0ull; b < 0x100000013ull; ++b) blocks.push_back(b);
+  for (const uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{9}, uint64_t{33}, blocks.size()}) {
+    for (const uint32_t threshold : {0u, 1u, 19661u, 32768u, 65535u, 65536u}) {
+      INFO(n << " blocks, threshold " << threshold);
+      const core::RngKey key = core::rng_key(77, {n, threshold});
+      const std::span<const uint64_t> list(blocks.data(), n);
+      std::vector<uint8_t> expected(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const core::PhiloxCounter b = key.block(blocks[i]);
+        for (unsigned j = 0; j < 8; ++j) {
+          const uint32_t u = (b[j / 2] >> (16 * (j % 2))) & 0xffffu;
+          if (u >= threshold) expected[i] |= static_cast<uint8_t>(1u << j);
+        }
+      }
+      for (const auto path :
+           {models::cpu::DrawPath::kFastest, models::cpu::DrawPath::kPortable, models::cpu::DrawPath::kScalar}) {
+        std::vector<uint8_t> out(n, 0x5a);
+        models::cpu::dropout_draw_blocks(key, list, threshold, out, path);
+        CHECK(out == expected);
+      }
+      if (threshold == 0) CHECK(std::all_of(expected.begin(), expected.end(), [](uint8_t v) { return v == 0xff; }));
+      if (threshold == 65536) CHECK(std::all_of(expected.begin(), expected.end(), [](uint8_t v) { return v == 0; }));
+    }
+  }
+}
+
+TEST_CASE("dropout: p resolved to 1/65536 keeps or drops everything at the ends", "[models][dropout]") {
+  core::Rng rng(3, {1});
+  const Matrix<double> x = test::random_matrix(rng, 40, 70);
+  Matrix<double> y(40, 70);
+  std::vector<uint8_t> mask(mask_bytes(40, 70));
+  const double tiny = 1.0 / 262144;  // rounds to threshold 0: all kept, scaled by 1 / (1 - p)
+  models::cpu::dropout_forward<double>(core::rng_key(1, {2}), tiny, x.view(), {}, y.view(), mask);
+  int64_t kept = 0;
+  for (const uint8_t byte : mask) kept += std::popcount(byte);
+  CHECK(kept == 40 * 70);
+  CHECK(y(3, 5) == x(3, 5) * (1.0 / (1.0 - tiny)));
+  models::cpu::dropout_forward<double>(core::rng_key(1, {2}), 1.0 - tiny, x.view(), {}, y.view(), mask);
+  CHECK(std::all_of(mask.begin(), mask.end(), [](uint8_t v) { return v == 0; }));
+  CHECK(test::values_of(y.cview()) == std::vector<double>(40 * 70, 0.0));
 }
 
 TEST_CASE("dropout: a row's mask depends only on its global id, not on its position in the batch",
           "[models][dropout]") {
   const core::RngKey key = core::rng_key(11, {2, 5, 1});
   core::Rng rng(3, {3});
-  for (const int64_t cols : {1, 3, 4, 130}) {
+  for (const int64_t cols : {1, 3, 4, 8, 130, 1433}) {
     INFO("cols " << cols);
     const Ids ids = distinct_ids(rng, 5000, 300);
     const auto mask = feature_mask(key, 0.4f, 300, cols, ids);
@@ -145,6 +301,73 @@ TEST_CASE("dropout: a row's mask depends only on its global id, not on its posit
                                          row_of(mask, cols, static_cast<int64_t>(7 * k));
     }
     CHECK(shared_equal);
+    // A node alone in a batch of one row draws its row of the big batch.
+    for (std::size_t k = 0; k < 300; k += 37) {
+      CHECK(feature_mask(key, 0.4f, 1, cols, Ids{ids[k]}) == row_of(mask, cols, static_cast<int64_t>(k)));
+    }
+  }
+}
+
+TEST_CASE("dropout: the backward reads the forward's bits", "[models][dropout]") {
+  core::Rng rng(12, {1});
+  for (const int64_t cols : {5, 8, 37}) {
+    INFO("cols " << cols);
+    const Matrix<double> x = test::random_matrix(rng, 50, cols);
+    const Matrix<double> dy = test::random_matrix(rng, 50, cols);
+    const Ids ids = distinct_ids(rng, 100'000, 50);
+    Matrix<double> y(50, cols);
+    std::vector<uint8_t> mask(mask_bytes(50, cols));
+    models::cpu::dropout_forward<double>(core::rng_key(4, {static_cast<uint64_t>(cols)}), 0.35, x.view(), ids, y.view(), mask);
+    Matrix<double> dx(50, cols);
+    models::cpu::dropout_backward<double>(mask, 0.35, dy.view(), dx.view());
+    bool follows = true;
+    for (int64_t r = 0; r < 50; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const bool kept = bit_of(mask, cols, r, c);
+        follows = follows && (y(r, c) != 0.0) == kept && dx(r, c) == (kept ? dy(r, c) * (1.0 / 0.65) : 0.0);
+      }
+    }
+    CHECK(follows);
+    // In place (dx = dy).
+    Matrix<double> in_place(50, cols, test::values_of(dy.cview()));
+    models::cpu::dropout_backward<double>(mask, 0.35, in_place.view(), in_place.view());
+    CHECK(test::values_of(in_place.cview()) == test::values_of(dx.cview()));
+  }
+}
+
+TEST_CASE("dropout: without a mask the output is bitwise the same, zero groups undrawn", "[models][dropout]") {
+  core::Rng rng(14, {1});
+  const core::RngKey key = core::rng_key(3, {1, 4});
+  for (const int64_t cols : {1, 3, 8, 13, 130, 1433}) {
+    INFO("cols " << cols);
+    const int64_t rows = 60;
+    // Sparse rows: mostly +0, some -0 (not taken for zero), some values; one all-zero row.
+    Matrix<float> x(rows, cols);
+    for (int64_t r = 1; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const uint64_t u = rng.below(20);
+        x(r, c) = u == 0 ? rng.uniform() + 0.5f : u == 1 ? -0.0f : 0.0f;
+      }
+    }
+    const Ids ids = distinct_ids(rng, 100'000, static_cast<NodeId>(rows));
+    Matrix<float> with_mask(rows, cols);
+    std::vector<uint8_t> mask(mask_bytes(rows, cols));
+    models::cpu::dropout_forward<float>(key, 0.4f, x.view(), ids, with_mask.view(), mask);
+    Matrix<float> without(rows, cols);
+    without.fill(7.0f);  // every element must be written
+    models::cpu::dropout_forward<float>(key, 0.4f, x.view(), ids, without.view(), {});
+    const auto bits = [](const Matrix<float>& m) {
+      std::vector<uint32_t> out(static_cast<std::size_t>(m.size()));
+      std::memcpy(out.data(), m.data(), out.size() * sizeof(float));
+      return out;
+    };
+    CHECK(bits(without) == bits(with_mask));
+    Matrix<float> in_place(rows, cols, test::values_of(x.cview()));
+    models::cpu::dropout_forward<float>(key, 0.4f, in_place.view(), ids, in_place.view(), {});
+    CHECK(bits(in_place) == bits(with_mask));
+    // p = 0 without a mask: the identity.
+    models::cpu::dropout_forward<float>(key, 0.0f, x.view(), ids, without.view(), {});
+    CHECK(bits(without) == bits(x));
   }
 }
 
@@ -155,7 +378,7 @@ TEST_CASE("dropout: finite-difference gradient for a fixed mask", "[models][drop
   const core::RngKey key = core::rng_key(9, {9});
   const Ids ids{12, 4, 99, 0, 7, 31};
   Matrix<double> y(6, 5);
-  std::vector<uint8_t> mask(30);
+  std::vector<uint8_t> mask(mask_bytes(6, 5));
   auto loss = [&] {
     models::cpu::dropout_forward<double>(key, 0.4, x.view(), ids, y.view(), mask);
     return test::dot(y.view(), r.view());
@@ -168,14 +391,27 @@ TEST_CASE("dropout: finite-difference gradient for a fixed mask", "[models][drop
 
 TEST_CASE("dropout: bad p, mask sizes and row ids are refused", "[models][dropout][errors]") {
   Matrix<double> x(2, 2);
-  std::vector<uint8_t> mask(4);
-  std::vector<uint8_t> short_mask(3);
+  std::vector<uint8_t> mask(2);
+  std::vector<uint8_t> short_mask(1);
+  std::vector<uint8_t> byte_mask(4);  // a byte per element: the old layout
+  for (const double bad : {1.0, 1.5, -0.1}) {
+    CHECK(test::error_of([&] {
+            models::cpu::dropout_forward<double>(core::RngKey{}, bad, x.view(), {}, x.view(), mask);
+          }).find("p must be in [0, 1)") != std::string::npos);
+    CHECK(test::error_of([&] { models::cpu::dropout_backward<double>(mask, bad, x.view(), x.view()); })
+              .find("p must be in [0, 1)") != std::string::npos);
+  }
   CHECK(test::error_of([&] {
           models::cpu::dropout_forward<double>(core::RngKey{}, 1.0, x.view(), {}, x.view(), mask);
         }).find("p must be in [0, 1), got 1") != std::string::npos);
   CHECK(test::error_of([&] {
           models::cpu::dropout_forward<double>(core::RngKey{}, 0.5, x.view(), {}, x.view(), short_mask);
-        }).find("mask of 3 bytes for x [2 x 2]") != std::string::npos);
+        }).find("mask of 1 bytes for x [2 x 2] (needs 2, or none)") != std::string::npos);
+  CHECK(test::error_of([&] {
+          models::cpu::dropout_forward<double>(core::RngKey{}, 0.5, x.view(), {}, x.view(), byte_mask);
+        }).find("mask of 4 bytes for x [2 x 2] (needs 2, or none)") != std::string::npos);
+  CHECK(test::error_of([&] { models::cpu::dropout_backward<double>(byte_mask, 0.5, x.view(), x.view()); })
+            .find("mask of 4 bytes for dy [2 x 2] (needs 2)") != std::string::npos);
   const Ids three{1, 2, 3}, negative{4, -1};
   CHECK(test::error_of([&] {
           models::cpu::dropout_forward<double>(core::RngKey{}, 0.5, x.view(), three, x.view(), mask);
@@ -198,8 +434,7 @@ EdgeBits edge_bits(const graph::Block& block, const Ids& ids, const std::vector<
     for (int64_t e = block.offsets[v]; e < block.offsets[v + 1]; ++e) {
       const NodeId u = block.indices[e];
       for (int64_t h = 0; h < heads; ++h) {
-        bits[{ids[static_cast<std::size_t>(v)], ids[static_cast<std::size_t>(u)], h}] =
-            mask[static_cast<std::size_t>(e * heads + h)];
+        bits[{ids[static_cast<std::size_t>(v)], ids[static_cast<std::size_t>(u)], h}] = bit_of(mask, heads, e, h);
       }
     }
   }
@@ -210,7 +445,7 @@ std::vector<uint8_t> edge_mask(const graph::Block& block, const Ids& ids, core::
   Matrix<float> alpha(block.num_edges(), heads);
   alpha.fill(0.5f);
   Matrix<float> y(block.num_edges(), heads);
-  std::vector<uint8_t> mask(static_cast<std::size_t>(alpha.size()), 7);
+  std::vector<uint8_t> mask(mask_bytes(block.num_edges(), heads), 7);
   models::cpu::edge_dropout_forward<float>(key, p, block, ids, alpha.view(), y.view(), mask);
   return mask;
 }
@@ -279,18 +514,18 @@ Ids renumbered_ids(const Ids& ids, const Ids& new_of) {
 
 }  // namespace
 
-TEST_CASE("edge dropout: mask (e, h) follows key.with(id(dst)).uniform_at(id(src) * H + h), rate 1 - p",
+TEST_CASE("edge dropout: bit (e, h) follows the 16-bit draw at id(src) * H + h of key.with(id(dst)), rate 1 - p",
           "[models][dropout][gat]") {
   core::Rng rng(21, {1});
   const graph::Block block = test::random_block(rng, 300, 700, 40, false);
   const Ids ids = distinct_ids(rng, 100'000, 700);
   const core::RngKey key = core::rng_key(7, {1, 2, 3});
-  for (const int64_t heads : {1, 3, 8}) {
+  for (const int64_t heads : {1, 3, 8, 11}) {
     INFO("heads " << heads);
     Matrix<float> alpha(block.num_edges(), heads);
     alpha.fill(0.5f);
     Matrix<float> y(block.num_edges(), heads);
-    std::vector<uint8_t> mask(static_cast<std::size_t>(alpha.size()));
+    std::vector<uint8_t> mask(mask_bytes(block.num_edges(), heads));
     models::cpu::edge_dropout_forward<float>(key, 0.25f, block, ids, alpha.view(), y.view(), mask);
     bool consistent = true;
     int64_t kept = 0;
@@ -299,21 +534,26 @@ TEST_CASE("edge dropout: mask (e, h) follows key.with(id(dst)).uniform_at(id(src
       for (int64_t e = block.offsets[v]; e < block.offsets[v + 1]; ++e) {
         const auto src = static_cast<uint64_t>(ids[static_cast<std::size_t>(block.indices[e])]);
         for (int64_t h = 0; h < heads; ++h) {
-          const bool expected = dst_key.uniform_at(src * heads + h) >= 0.25f;
+          const bool expected = reference_keep(dst_key, src * heads + h, 0.25);
           const int64_t i = e * heads + h;
-          consistent = consistent && mask[static_cast<std::size_t>(i)] == expected &&
+          consistent = consistent && bit_of(mask, heads, e, h) == expected &&
                        y.data()[i] == (expected ? 0.5f * (1.0f / 0.75f) : 0.0f);
           kept += expected;
         }
       }
     }
     CHECK(consistent);
+    CHECK(padding_clear(mask, block.num_edges(), heads));
     const double n = static_cast<double>(alpha.size());
     CHECK(std::abs(static_cast<double>(kept) - 0.75 * n) < 7 * std::sqrt(n * 0.75 * 0.25));
-    // p = 0 is the identity.
+    // p = 0 is the identity: every bit set but the padding.
     std::vector<uint8_t> all(mask.size(), 7);
     models::cpu::edge_dropout_forward<float>(key, 0.0f, block, ids, alpha.view(), y.view(), all);
-    CHECK(all == std::vector<uint8_t>(mask.size(), 1));
+    bool all_set = padding_clear(all, block.num_edges(), heads);
+    for (int64_t e = 0; e < block.num_edges(); ++e) {
+      for (int64_t h = 0; h < heads; ++h) all_set = all_set && bit_of(all, heads, e, h);
+    }
+    CHECK(all_set);
     CHECK(test::values_of(y.cview()) == test::values_of(alpha.cview()));
   }
 }
@@ -348,17 +588,15 @@ TEST_CASE("edge dropout: an edge sampled twice shares its mask bits, and the bac
   const int64_t heads = 16;
   for (uint64_t k = 0; k < 8; ++k) {
     const auto mask = edge_mask(block, ids, core::rng_key(k, {}), 0.5f, heads);
-    for (int64_t h = 0; h < heads; ++h) {
-      CHECK(mask[static_cast<std::size_t>(0 * heads + h)] == mask[static_cast<std::size_t>(1 * heads + h)]);
-      CHECK(mask[static_cast<std::size_t>(4 * heads + h)] == mask[static_cast<std::size_t>(5 * heads + h)]);
-    }
+    CHECK(row_of(mask, heads, 0) == row_of(mask, heads, 1));
+    CHECK(row_of(mask, heads, 4) == row_of(mask, heads, 5));
   }
   // Finite differences through forward (fixed mask) and dropout_backward.
   core::Rng rng(5, {5});
   Matrix<double> alpha = test::random_matrix(rng, 6, 3);
   const Matrix<double> r = test::random_matrix(rng, 6, 3);
   Matrix<double> y(6, 3);
-  std::vector<uint8_t> mask(18);
+  std::vector<uint8_t> mask(mask_bytes(6, 3));
   auto loss = [&] {
     models::cpu::edge_dropout_forward<double>(core::rng_key(1, {1}), 0.4, block, ids, alpha.view(), y.view(), mask);
     return test::dot(y.view(), r.view());
@@ -372,7 +610,7 @@ TEST_CASE("edge dropout: an edge sampled twice shares its mask bits, and the bac
 TEST_CASE("edge dropout: bad shapes and row ids are refused", "[models][dropout][gat][errors]") {
   const graph::Block block = test::tiny_block(false);  // 3 destinations, 4 sources, 4 edges
   Matrix<double> alpha(4, 2);
-  std::vector<uint8_t> mask(8);
+  std::vector<uint8_t> mask(mask_bytes(4, 2));
   const Ids ids{1, 2, 3, 4}, short_ids{1, 2, 3};
   CHECK(test::error_of([&] {
           models::cpu::edge_dropout_forward<double>(core::RngKey{}, 0.5, block, short_ids, alpha.view(), alpha.view(),
@@ -382,11 +620,11 @@ TEST_CASE("edge dropout: bad shapes and row ids are refused", "[models][dropout]
   CHECK(test::error_of([&] {
           models::cpu::edge_dropout_forward<double>(core::RngKey{}, 0.5, block, ids, wrong.view(), wrong.view(), mask);
         }).find("alpha (E x H)") != std::string::npos);
-  std::vector<uint8_t> short_mask(7);
+  std::vector<uint8_t> short_mask(3);
   CHECK(test::error_of([&] {
           models::cpu::edge_dropout_forward<double>(core::RngKey{}, 0.5, block, ids, alpha.view(), alpha.view(),
                                                     short_mask);
-        }).find("mask of 7 bytes") != std::string::npos);
+        }).find("mask of 3 bytes for alpha [4 x 2] (needs 4)") != std::string::npos);
 }
 
 // --- the model: masks follow the nodes, so a renumbered batch is the same computation --------------

@@ -337,12 +337,14 @@ TEST_CASE("governor: memory.policy cut removes edges until the batch fits, with 
   CHECK(split.summary["memory"]["edges_cut"] == 0);
 }
 
-TEST_CASE("governor: amazon_computers_sage_neighbor under memory.limit=64MiB splits every batch and stays in budget",
+// 60 MiB: the largest budget at which every batch splits since dropout masks hold one bit per
+// element (at 64 MiB, enough with byte masks, one batch now fits).
+TEST_CASE("governor: amazon_computers_sage_neighbor under memory.limit=60MiB splits every batch and stays in budget",
           "[pipeline][memory][data]") {
   GNNPIPE_REQUIRE_DATASET(amazon, "amazon-computers");
   test::TempDir dir;
   const std::filesystem::path file = std::filesystem::path(GNNPIPE_SOURCE_DIR) / "configs/amazon_computers_sage_neighbor.yaml";
-  const auto config = config::load_experiment(file, {"memory.limit=64MiB", "run.epochs=1"});
+  const auto config = config::load_experiment(file, {"memory.limit=60MiB", "run.epochs=1"});
   const auto dataset = load_training_dataset(config, test::datasets_root());
   const pipeline::MemoryPlan plan = plan_experiment(config, dataset);
   CHECK(plan.batches == 9);  // 8,251 training nodes / 1,024 seeds
@@ -354,8 +356,8 @@ TEST_CASE("governor: amazon_computers_sage_neighbor under memory.limit=64MiB spl
   RunDirectory run_dir(config, dir_options);
   const nlohmann::json summary = train_experiment(config, dataset, run_dir);
   const auto& m = summary["memory"];
-  CHECK(m["budget_bytes"] == 64u << 20);
-  CHECK(m["peak_device_bytes"].get<std::size_t>() <= 64u << 20);
+  CHECK(m["budget_bytes"] == 60u << 20);
+  CHECK(m["peak_device_bytes"].get<std::size_t>() <= 60u << 20);
   CHECK(m["batches_split"] == plan.counters.split);
   CHECK(m["micro_batches"] == plan.counters.micro_batches);
   CHECK(m["batches_retried"] == 0);

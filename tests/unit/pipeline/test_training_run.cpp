@@ -274,12 +274,14 @@ TEST_CASE("every sampler type trains through the pipeline exactly as through the
   test::TempDir dir;
   // With the test accuracy each reaches on the dev VM (160 test nodes; chance is 1/3). GraphSAINT
   // node sampling learns slowest in 20 epochs. The bounds sit 4 points below (BLAS rounding on
-  // another CPU may move a few nodes).
+  // another CPU may move a few nodes). Cluster-GCN at seed 7 reaches 0.781 with the 16-bit dropout
+  // draw of issue #17 (0.8375 with the draw before; with the new draw seeds 0-6 and 8-9 give 0.81 to
+  // 0.86: the stream, not the learning, moved).
   const std::vector<std::tuple<std::string, std::string, double>> samplers{
       {"saint_node", "sampler={type: saint_node, batch_size: 200}", 0.650},
       {"saint_edge", "sampler={type: saint_edge, batch_size: 150}", 0.831},
       {"saint_rw", "sampler={type: saint_rw, batch_size: 60, walk_length: 2}", 0.831},
-      {"cluster", "sampler={type: cluster, num_parts: 16, batch_size: 4, cache_dir: " + (dir / "cache").string() + "}", 0.8375},
+      {"cluster", "sampler={type: cluster, num_parts: 16, batch_size: 4, cache_dir: " + (dir / "cache").string() + "}", 0.781},
   };
   for (const auto& [name, set, reached] : samplers) {
     INFO(name);

@@ -98,7 +98,8 @@ class GnnModel {
   DeviceArray<T> embedded_;               // the batch's rows of the table (forward)
   std::span<const graph::NodeId> embedded_ids_;  // their table rows (empty: 0..n-1), for backward
   std::vector<std::unique_ptr<Layer<T>>> layers_;
-  // Per layer l: the dropped-out input a_l, its mask, the layer output z_l (activated in place).
+  // Per layer l: the dropped-out input a_l, its mask (layers l > 0: layer 0 forms no input
+  // gradient, so its mask would never be read), the layer output z_l (activated in place).
   std::vector<DeviceArray<T>> inputs_, outputs_;
   std::vector<DeviceArray<uint8_t>> masks_;
   std::vector<MatrixView<const T>> input_views_;

@@ -19,6 +19,7 @@
 #include "gnnpipe/models/matrix.hpp"
 #include "gnnpipe/models/model_options.hpp"
 #include "gnnpipe/models/op_context.hpp"
+#include "gnnpipe/models/ops/dropout_mask.hpp"
 
 namespace gnnpipe::models::ops {
 
@@ -115,17 +116,20 @@ template <class T>
 void leaky_relu_backward(const OpContext& ctx, std::type_identity_t<T> slope, ConstView<T> y, ConstView<T> dy,
                          MatrixView<T> dx);
 // Dropout keyed by global node ids (cpu twins in dropout.hpp). row_ids: the global id of each row
-// of x (x.rows entries), or empty for the identity numbering (row r is node r); mask: x.size()
-// bytes. Both in the context's memory; the CUDA kernel reads the ids on the device.
+// of x (x.rows entries), or empty for the identity numbering (row r is node r); mask: one bit per
+// element, dropout_mask_bytes(x.rows, x.cols) bytes (layout in dropout_mask.hpp), or nullptr when
+// no backward reads it (y is the same; the CPU then skips the draw for groups of zero inputs). Both
+// in the context's memory; the CUDA kernel reads the ids on the device.
 template <class T>
 void dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, ConstView<T> x,
                      std::span<const graph::NodeId> row_ids, MatrixView<T> y, uint8_t* mask);
 // GAT attention dropout over alpha [E x H], keyed by (global destination, global source, head).
-// row_ids: the global ids of the block's sources (num_src entries) or empty; mask: E * H bytes.
+// row_ids: the global ids of the block's sources (num_src entries) or empty; mask:
+// dropout_mask_bytes(E, H) bytes.
 template <class T>
 void edge_dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, const graph::Block& block,
                           std::span<const graph::NodeId> row_ids, ConstView<T> alpha, MatrixView<T> y, uint8_t* mask);
-// The backward of both (elementwise, from the mask).
+// The backward of both (elementwise, from the mask of dropout_mask_bytes(dy.rows, dy.cols) bytes).
 template <class T>
 void dropout_backward(const OpContext& ctx, const uint8_t* mask, std::type_identity_t<T> p, ConstView<T> dy,
                       MatrixView<T> dx);
