@@ -111,10 +111,11 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
     }
     if (training && p > T{0} && (l == 0 || !chained_)) {
       const MatrixView<T> a = inputs_[l].matrix(ctx_, h.rows, h.cols);
-      // Layer 0's mask is never read (backward forms no input gradient there): none is kept, and
-      // the CPU skips the draw where the input is zero (sparse features).
+      // Layer 0's mask is never read (backward forms no input gradient there) unless the input is a
+      // learned embedding: otherwise none is kept, and the CPU skips the draw where the input is zero
+      // (sparse features).
       ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, h, ids, a,
-                              l == 0 ? nullptr : masks_[l].ensure(ctx_, dropout_mask_bytes(h.rows, h.cols)));
+                              keeps_mask(l) ? masks_[l].ensure(ctx_, dropout_mask_bytes(h.rows, h.cols)) : nullptr);
       input_views_[l] = a;
     } else {
       input_views_[l] = h;
@@ -220,7 +221,7 @@ std::vector<std::size_t> GnnModel<T>::training_arrays(std::span<const BlockShape
     const int64_t in = layers_[l]->in_dim();
     const bool dropped = dropout && (l == 0 || !chained_);
     bytes.push_back(dropped ? t(s.num_src * in) : 0);                                  // inputs_[l]
-    bytes.push_back(dropped && l > 0 ? dropout_mask_bytes(s.num_src, in) : 0);         // masks_[l]: bits
+    bytes.push_back(dropped && keeps_mask(l) ? dropout_mask_bytes(s.num_src, in) : 0);         // masks_[l]: bits
     bytes.push_back(t(s.num_dst * layers_[l]->out_dim()));                              // outputs_[l]
     layers_[l]->training_arrays(s, training, l > 0 || has_embedding(), bytes);
   }

@@ -88,6 +88,9 @@ class GnnModel {
   void activate_backward(MatrixView<const T> y, MatrixView<T> dz) const;
 
   static constexpr std::size_t kNoEmbedding = ~std::size_t{0};
+  // Whether layer l's dropout keeps its mask: backward reads it where it forms the layer's input
+  // gradient (every layer but the first, and the first too with a learned embedding).
+  bool keeps_mask(std::size_t l) const { return l > 0 || has_embedding(); }
   // The batch's input rows of the table, gathered into embedded_ (ids empty: its first x.rows rows).
   MatrixView<const T> embed(MatrixView<const T> x, std::span<const graph::NodeId> row_ids);
 
