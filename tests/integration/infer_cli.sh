@@ -4,6 +4,7 @@
 # (peak_device_bytes <= budget_bytes) with the same accuracy; its .npy outputs have the documented
 # shapes and dtypes. A budget below the model, another feature width, a layer out of range and a
 # missing checkpoint are one-line errors with their exit codes (4, 3, 2, 3) that leave no output.
+# Learned node embeddings (model.embedding) round-trip through the checkpoint into infer.
 set -euo pipefail
 gnnpipe=$1
 tmp=$(mktemp -d)
@@ -64,4 +65,18 @@ expect 4 "cannot hold the model" --checkpoint "$ck" --memory-limit 8KiB
 expect 3 "feature columns" --checkpoint "$ck" --set dataset.synthetic.features=16
 expect 2 "embeddings" --checkpoint "$ck" --embeddings 2
 expect 3 "no checkpoint there" --checkpoint "$tmp/run/checkpoints/none"
+
+# A model that learned node embeddings (model.embedding): infer rebuilds the table from the
+# checkpoint and reproduces the run's accuracies; a graph of another node count is refused.
+"$gnnpipe" run "$tmp/run.yaml" --set model.embedding=16 --set run.epochs=3 --out "$tmp/embed" >"$tmp/embed.log" 2>&1 ||
+  { cat "$tmp/embed.log" >&2; exit 1; }
+"$gnnpipe" infer "$tmp/run.yaml" --set model.embedding=16 --checkpoint "$tmp/embed/checkpoints/best" --out "$tmp/embed-infer" \
+  >"$tmp/embed-infer.log" 2>&1 || { cat "$tmp/embed-infer.log" >&2; exit 1; }
+for key in test_accuracy val_accuracy; do
+  [[ $(field "$tmp/embed/summary.json" $key) == "$(field "$tmp/embed-infer/summary.json" $key)" ]] ||
+    fail "embedding $key: run $(field "$tmp/embed/summary.json" $key), infer $(field "$tmp/embed-infer/summary.json" $key)"
+done
+expect 3 "learned embedding has a row for each of the 3000 nodes" --checkpoint "$tmp/embed/checkpoints/best" \
+  --set model.embedding=16 --set dataset.synthetic.nodes=2000
+expect 3 "has a learned embedding, the config's model.embedding is 0" --checkpoint "$tmp/embed/checkpoints/best"
 echo ok >&2
