@@ -281,9 +281,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       options.data_dir = graph::resolve_data_dir(infer_args.data_dir);
       options.out.out = infer_args.out_dir;
       const nlohmann::json summary = infer_experiment(experiment, options);
-      const auto& test = summary["test_accuracy"];
-      fmt::print(out, "{}: {} nodes in {:.3f} s, test accuracy {}; {} chunks, {} rows cut; summary in {}\n",
+      const auto& test = summary[score_key(summary, "test")];
+      fmt::print(out, "{}: {} nodes in {:.3f} s, test {} {}; {} chunks, {} rows cut; summary in {}\n",
                  experiment.name, summary["nodes"].get<int64_t>(), summary["time_s"].get<double>(),
+                 metric_label(metric_of(summary)),
                  test.is_null() ? std::string("n/a") : fmt::format("{:.4f}", test.get<double>()),
                  summary["chunks"].get<int64_t>(), summary["rows_cut"].get<int64_t>(),
                  summary["output_dir"].get<std::string>() + "/summary.json");

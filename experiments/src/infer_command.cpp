@@ -26,6 +26,7 @@
 #include "gnnpipe/pipeline/inference_plan.hpp"
 #include "gnnpipe/pipeline/layerwise_inference.hpp"
 #include "device_budget.hpp"
+#include "run_stats.hpp"
 #include "thread_plan.hpp"
 #include "training_checkpoints.hpp"
 
@@ -92,19 +93,37 @@ graph::Dataset load_inference_dataset(const config::ExperimentConfig& c, const g
   GNNPIPE_CHECK_DATA(d.features.cols() == dims.in_dim,
                      "{}: {} feature columns, the checkpoint's model takes {} (inference needs the width it was trained on)",
                      d.name, d.features.cols(), dims.in_dim);
-  GNNPIPE_CHECK_CONFIG(!d.labels.is_multi_label(), "dataset: {} is multi-label; multi-label inference is not wired in yet",
-                       d.name);
+  resolve_score(c.run.metric, d.labels.is_multi_label(), d.name);  // run.metric fits the labels
   core::logger().info("{}: {} nodes, {} edges, {} features (loaded in {:.2f} s)", d.name, d.num_nodes(),
                       d.graph.num_edges(), d.features.cols(), watch.seconds());
   return d;
 }
 
-// Accuracy of `logits` over a split, or null when the split is empty or the labels do not match
-// the model's classes.
-nlohmann::json split_accuracy(const models::Matrix<float>& logits, const graph::Dataset& d,
-                              const graph::HostArray<graph::NodeId>& split, bool labels_match) {
-  if (!labels_match || split.empty()) return nullptr;
-  return models::cpu::accuracy<float>(logits.cview(), d.labels.single.span(), split.span());
+// The scores of `logits` over a split under the metric's name ("accuracy", or for multi-label
+// labels micro_f1 / macro_f1 at threshold 0.5 and their top-k variants, all four), as
+// "<split>_<name>" keys of `summary`; null values when the split is empty or the labels do not
+// match the model's classes. The run's own score (metric) is among them.
+void add_split_scores(nlohmann::json& summary, const models::Matrix<float>& logits, const graph::Dataset& d,
+                      const graph::HostArray<graph::NodeId>& split, const std::string& name, bool labels_match) {
+  const bool scored = labels_match && !split.empty();
+  if (!d.labels.is_multi_label()) {
+    summary[name + "_accuracy"] =
+        scored ? nlohmann::json(models::cpu::accuracy<float>(logits.cview(), d.labels.single.span(), split.span()))
+               : nlohmann::json(nullptr);
+    return;
+  }
+  const models::MatrixView<const uint8_t> targets{d.labels.multi.data(), d.num_nodes(), d.labels.num_classes};
+  for (const bool top_k : {false, true}) {
+    const std::string suffix = top_k ? "_topk" : "";
+    if (!scored) {
+      summary[name + "_micro_f1" + suffix] = nullptr;
+      summary[name + "_macro_f1" + suffix] = nullptr;
+      continue;
+    }
+    const auto f1 = models::cpu::multi_label_f1<float>(logits.cview(), targets, split.span(), top_k);
+    summary[name + "_micro_f1" + suffix] = f1.micro;
+    summary[name + "_macro_f1" + suffix] = f1.macro;
+  }
 }
 
 }  // namespace
@@ -129,6 +148,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
              source);
   }
   const bool labels_match = !d.labels.empty() && d.labels.num_classes == im.dims().out_dim;
+  const std::string metric = metric_for(c.run.metric, d.labels.is_multi_label());  // the summary's score
   if (!d.labels.empty() && !labels_match) {
     log.warn("{}: {} classes, the model predicts {}: no accuracy is reported", d.name, d.labels.num_classes,
              im.dims().out_dim);
@@ -185,13 +205,22 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
        }});
   const double seconds = watch.seconds();
 
-  std::vector<int64_t> predictions(static_cast<std::size_t>(logits.rows()));
-  for (int64_t r = 0; r < logits.rows(); ++r) {
-    const float* row = logits.data() + r * logits.cols();
-    predictions[static_cast<std::size_t>(r)] = std::max_element(row, row + logits.cols()) - row;  // ties: lowest
+  // Predictions: each node's class (int64 [N], ties: lowest), or for multi-label labels its labels
+  // (uint8 [N x C], 1 where the logit is above 0: probability above 0.5).
+  if (d.labels.is_multi_label()) {
+    std::vector<uint8_t> labels(static_cast<std::size_t>(logits.size()));
+    std::transform(logits.flat().begin(), logits.flat().end(), labels.begin(),
+                   [](float v) { return static_cast<uint8_t>(v > 0.0f ? 1 : 0); });
+    graph::io::write_npy<uint8_t>(out.path() / "predictions.npy", labels, {logits.rows(), logits.cols()});
+  } else {
+    std::vector<int64_t> predictions(static_cast<std::size_t>(logits.rows()));
+    for (int64_t r = 0; r < logits.rows(); ++r) {
+      const float* row = logits.data() + r * logits.cols();
+      predictions[static_cast<std::size_t>(r)] = std::max_element(row, row + logits.cols()) - row;  // ties: lowest
+    }
+    graph::io::write_npy<int64_t>(out.path() / "predictions.npy", predictions);
   }
   std::vector<std::string> files{"predictions.npy"};
-  graph::io::write_npy<int64_t>(out.path() / "predictions.npy", predictions);
   if (options.logits) {
     graph::io::write_npy<float>(out.path() / "logits.npy", logits.flat(), {logits.rows(), logits.cols()});
     files.push_back("logits.npy");
@@ -211,9 +240,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
       {"checkpoint_epoch", checkpoint.epoch},
       {"output_dir", out.path().string()},
       {"device", c.run.device.str()},
-      {"test_accuracy", split_accuracy(logits, d, d.splits.test, labels_match)},
-      {"val_accuracy", split_accuracy(logits, d, d.splits.val, labels_match)},
-      {"train_accuracy", split_accuracy(logits, d, d.splits.train, labels_match)},
+      {"metric", metric},
       {"time_s", seconds},
       {"chunks", chunks.chunks()},
       {"largest_chunk_nodes", chunks.largest_chunk_nodes},
@@ -230,12 +257,15 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
         {"peak_device_bytes", stats.peak_in_use_bytes},
         {"peak_host_bytes", core::peak_rss_bytes()}}},
   };
+  add_split_scores(summary, logits, d, d.splits.test, "test", labels_match);
+  add_split_scores(summary, logits, d, d.splits.val, "val", labels_match);
+  add_split_scores(summary, logits, d, d.splits.train, "train", labels_match);
   out.write_summary(summary);
   const auto accuracy_text = [](const nlohmann::json& a) {
     return a.is_null() ? std::string("n/a") : fmt::format("{:.4f}", a.get<double>());
   };
-  log.info("inferred {} nodes in {:.3f} s: test {}, val {}; peak device memory {} of {}; {}", d.num_nodes(), seconds,
-           accuracy_text(summary["test_accuracy"]), accuracy_text(summary["val_accuracy"]),
+  log.info("inferred {} nodes in {:.3f} s: test {} {}, val {}; peak device memory {} of {}; {}", d.num_nodes(), seconds,
+           metric_label(metric), accuracy_text(summary["test_" + metric]), accuracy_text(summary["val_" + metric]),
            core::format_bytes(stats.peak_in_use_bytes), core::format_bytes(im.budget().budget), out.path().string());
   return summary;
 }

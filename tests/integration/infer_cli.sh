@@ -4,7 +4,8 @@
 # (peak_device_bytes <= budget_bytes) with the same accuracy; its .npy outputs have the documented
 # shapes and dtypes. A budget below the model, another feature width, a layer out of range and a
 # missing checkpoint are one-line errors with their exit codes (4, 3, 2, 3) that leave no output.
-# Learned node embeddings (model.embedding) round-trip through the checkpoint into infer.
+# Learned node embeddings (model.embedding) round-trip through the checkpoint into infer; a
+# multi-label model's infer reports the run's F1 scores and writes the 0/1 predictions.
 set -euo pipefail
 gnnpipe=$1
 tmp=$(mktemp -d)
@@ -79,4 +80,25 @@ done
 expect 3 "learned embedding has a row for each of the 3000 nodes" --checkpoint "$tmp/embed/checkpoints/best" \
   --set model.embedding=16 --set dataset.synthetic.nodes=2000
 expect 3 "has a learned embedding, the config's model.embedding is 0" --checkpoint "$tmp/embed/checkpoints/best"
+
+# Multi-label (BlogCatalog, when ../shared has it): infer reports the run's F1 scores under their
+# names and writes the 0/1 label matrix as predictions.
+root=$(cd "$(dirname "$0")/../.." && pwd)
+data=${GNNPIPE_DATA_DIR:-$root/../shared/datasets}
+if [[ -e $data/blogcatalog ]]; then
+  ml=(--set model.embedding=16 --set run.epochs=3 --set model.hidden=16)
+  GNNPIPE_DATA_DIR=$data "$gnnpipe" run "$root/configs/blogcatalog_gcn.yaml" "${ml[@]}" --out "$tmp/ml" >"$tmp/ml.log" 2>&1 ||
+    { cat "$tmp/ml.log" >&2; exit 1; }
+  GNNPIPE_DATA_DIR=$data "$gnnpipe" infer "$root/configs/blogcatalog_gcn.yaml" "${ml[@]}" --checkpoint "$tmp/ml/checkpoints/best" \
+    --out "$tmp/ml-infer" >"$tmp/ml-infer.log" 2>&1 || { cat "$tmp/ml-infer.log" >&2; exit 1; }
+  [[ $(field "$tmp/ml-infer/summary.json" metric) == micro_f1_topk ]] || fail "multi-label infer's metric"
+  for key in test_micro_f1_topk val_micro_f1_topk test_micro_f1 test_macro_f1; do
+    [[ $(field "$tmp/ml/summary.json" $key) == "$(field "$tmp/ml-infer/summary.json" $key)" ]] ||
+      fail "multi-label $key: run $(field "$tmp/ml/summary.json" $key), infer $(field "$tmp/ml-infer/summary.json" $key)"
+  done
+  head -c 128 "$tmp/ml-infer/predictions.npy" | grep -aq "'descr': '|u1', 'fortran_order': False, 'shape': (10312, 39)" ||
+    fail "multi-label predictions.npy header"
+else
+  echo "SKIP multi-label infer: $data/blogcatalog not found" >&2
+fi
 echo ok >&2

@@ -36,7 +36,7 @@ struct InferOptions {
 
 // Runs the job and returns the summary it wrote. DataError (a damaged or mismatched checkpoint,
 // a dataset without features or of another feature width), ConfigError (an embeddings layer out of
-// range, a multi-label dataset), OutOfBudget (a budget that cannot hold the model, or one
+// range, a run.metric that does not fit the labels), OutOfBudget (a budget that cannot hold the model, or one
 // destination row of its layers).
 nlohmann::json infer_experiment(const config::ExperimentConfig& config, const InferOptions& options);
 
