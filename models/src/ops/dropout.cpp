@@ -654,7 +654,7 @@ void edge_dropout_forward(core::RngKey key, std::type_identity_t<T> p, const gra
                 dropout_mask_bytes(alpha.rows, heads));
   check_row_ids(row_ids, block.num_src, "edge_dropout");
   const int64_t row_bytes = dropout_mask_row_bytes(heads);
-  const int64_t avg = block.num_dst > 0 ? block.num_edges() / block.num_dst + 1 : 1;
+  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_dst);
   if (p == T{0}) {
     detail::parallel_rows(block.num_dst, detail::grain_for(avg * heads), [&](int64_t begin, int64_t end) {
       const int64_t first = block.offsets[begin], last = block.offsets[end];

@@ -15,7 +15,7 @@ void sddmm_add(const graph::Block& block, ConstView<T> a_src, ConstView<T> a_dst
   check_shape(a_src, block.num_src, heads, "sddmm_add: a_src (num_src x H)");
   check_shape(a_dst, block.num_dst, heads, "sddmm_add: a_dst (num_dst x H)");
   check_shape(scores, block.num_edges(), heads, "sddmm_add: scores (E x H)");
-  const int64_t avg = block.num_dst > 0 ? block.num_edges() / block.num_dst + 1 : 1;
+  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_dst);
   detail::parallel_rows(block.num_dst, detail::grain_for(avg * heads), [&](int64_t begin, int64_t end) {
     for (int64_t v = begin; v < end; ++v) {
       const T* d = a_dst.row(v).data();
@@ -34,7 +34,7 @@ void sddmm_add_backward(const graph::Block& block, ConstView<T> dscores, MatrixV
   check_shape(dscores, block.num_edges(), heads, "sddmm_add_backward: dscores (E x H)");
   check_shape(da_src, block.num_src, heads, "sddmm_add_backward: da_src (num_src x H)");
   check_shape(da_dst, block.num_dst, heads, "sddmm_add_backward: da_dst (num_dst x H)");
-  const int64_t avg_dst = block.num_dst > 0 ? block.num_edges() / block.num_dst + 1 : 1;
+  const int64_t avg_dst = detail::edges_per_row(block.num_edges(), block.num_dst);
   detail::parallel_rows(block.num_dst, detail::grain_for(avg_dst * heads), [&](int64_t begin, int64_t end) {
     for (int64_t v = begin; v < end; ++v) {
       const std::span<T> out = da_dst.row(v);
@@ -45,7 +45,7 @@ void sddmm_add_backward(const graph::Block& block, ConstView<T> dscores, MatrixV
       }
     }
   });
-  const int64_t avg_src = block.num_src > 0 ? block.num_edges() / block.num_src + 1 : 1;
+  const int64_t avg_src = detail::edges_per_row(block.num_edges(), block.num_src);
   detail::parallel_rows(block.num_src, detail::grain_for(avg_src * heads), [&](int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
       const std::span<T> out = da_src.row(u);
@@ -62,7 +62,7 @@ template <class T>
 void edge_softmax(const graph::Block& block, MatrixView<T> scores) {
   const int64_t heads = scores.cols;
   check_shape(scores, block.num_edges(), heads, "edge_softmax: scores (E x H)");
-  const int64_t avg = block.num_dst > 0 ? block.num_edges() / block.num_dst + 1 : 1;
+  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_dst);
   detail::parallel_rows(block.num_dst, detail::grain_for(4 * avg * heads), [&](int64_t begin, int64_t end) {
     std::vector<T> max(static_cast<std::size_t>(heads));
     std::vector<T> sum(static_cast<std::size_t>(heads));
@@ -94,7 +94,7 @@ void edge_softmax_backward(const graph::Block& block, ConstView<T> alpha, ConstV
   check_shape(alpha, block.num_edges(), heads, "edge_softmax_backward: alpha (E x H)");
   check_shape(dalpha, block.num_edges(), heads, "edge_softmax_backward: dalpha (E x H)");
   check_shape(dscores, block.num_edges(), heads, "edge_softmax_backward: dscores (E x H)");
-  const int64_t avg = block.num_dst > 0 ? block.num_edges() / block.num_dst + 1 : 1;
+  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_dst);
   detail::parallel_rows(block.num_dst, detail::grain_for(3 * avg * heads), [&](int64_t begin, int64_t end) {
     std::vector<T> dot(static_cast<std::size_t>(heads));
     for (int64_t v = begin; v < end; ++v) {

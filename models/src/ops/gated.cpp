@@ -84,7 +84,7 @@ void segment_max(const graph::Block& block, ConstView<T> x, MatrixView<T> y, Mat
   check_shape(y, block.num_dst, x.cols, "segment_max: y (num_dst x F)");
   check_shape(MatrixView<const int64_t>(argmax), block.num_dst, x.cols, "segment_max: argmax (num_dst x F)");
   const int64_t f = x.cols;
-  const int64_t avg = block.num_dst > 0 ? block.num_edges() / block.num_dst + 1 : 1;
+  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_dst);
   detail::parallel_rows(block.num_dst, detail::grain_for(avg * f), [&](int64_t begin, int64_t end) {
     for (int64_t v = begin; v < end; ++v) {
       const int64_t first = block.offsets[v], last = block.offsets[v + 1];
@@ -116,7 +116,7 @@ void segment_max_backward(const graph::Block& block, MatrixView<const int64_t> a
   check_shape(argmax, block.num_dst, dy.cols, "segment_max_backward: argmax (num_dst x F)");
   check_shape(dx, block.num_src, dy.cols, "segment_max_backward: dx (num_src x F)");
   const int64_t f = dy.cols;
-  const int64_t avg = block.num_src > 0 ? block.num_edges() / block.num_src + 1 : 1;
+  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_src);
   detail::parallel_rows(block.num_src, detail::grain_for(avg * f), [&](int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
       const std::span<T> out = dx.row(u);
@@ -136,7 +136,7 @@ void spmm_mean(const graph::Block& block, ConstView<T> x, MatrixView<T> y) {
   check_shape(x, block.num_src, x.cols, "spmm_mean: x (num_src x F)");
   check_shape(y, block.num_dst, x.cols, "spmm_mean: y (num_dst x F)");
   const int64_t f = x.cols;
-  const int64_t avg = block.num_dst > 0 ? block.num_edges() / block.num_dst + 1 : 1;
+  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_dst);
   detail::parallel_rows(block.num_dst, detail::grain_for(avg * f), [&](int64_t begin, int64_t end) {
     for (int64_t v = begin; v < end; ++v) {
       const std::span<T> out = y.row(v);
@@ -159,7 +159,7 @@ void spmm_mean_backward(const graph::Block& block, ConstView<T> dy, MatrixView<T
   check_shape(dy, block.num_dst, dy.cols, "spmm_mean_backward: dy (num_dst x F)");
   check_shape(dx, block.num_src, dy.cols, "spmm_mean_backward: dx (num_src x F)");
   const int64_t f = dy.cols;
-  const int64_t avg = block.num_src > 0 ? block.num_edges() / block.num_src + 1 : 1;
+  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_src);
   detail::parallel_rows(block.num_src, detail::grain_for(avg * f), [&](int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
       const std::span<T> out = dx.row(u);

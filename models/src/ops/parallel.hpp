@@ -28,6 +28,10 @@ void parallel_rows(int64_t n, int64_t grain, F&& body) {
 }
 
 // A grain of about 16K element-operations per task: rows of `work_per_row` operations.
+// The average entries per row of a CSR with `edges` entries over `rows` rows, rounded up by one
+// (at least 1): a row's work for grain_for in the graph ops.
+inline int64_t edges_per_row(int64_t edges, int64_t rows) { return rows > 0 ? edges / rows + 1 : 1; }
+
 inline int64_t grain_for(int64_t work_per_row) {
   const int64_t w = work_per_row > 0 ? work_per_row : 1;
   return w >= 16384 ? 1 : 16384 / w;

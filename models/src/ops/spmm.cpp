@@ -10,7 +10,7 @@ void spmm(const graph::Block& block, ConstView<T> x, MatrixView<T> y) {
   check_shape(x, block.num_src, x.cols, "spmm: x (num_src x F)");
   check_shape(y, block.num_dst, x.cols, "spmm: y (num_dst x F)");
   const int64_t f = x.cols;
-  const int64_t avg = block.num_dst > 0 ? block.num_edges() / block.num_dst + 1 : 1;
+  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_dst);
   detail::parallel_rows(block.num_dst, detail::grain_for(avg * f), [&](int64_t begin, int64_t end) {
     for (int64_t v = begin; v < end; ++v) {
       const std::span<T> out = y.row(v);
@@ -29,7 +29,7 @@ void spmm_backward(const graph::Block& block, ConstView<T> dy, MatrixView<T> dx)
   check_shape(dy, block.num_dst, dy.cols, "spmm_backward: dy (num_dst x F)");
   check_shape(dx, block.num_src, dy.cols, "spmm_backward: dx (num_src x F)");
   const int64_t f = dy.cols;
-  const int64_t avg = block.num_src > 0 ? block.num_edges() / block.num_src + 1 : 1;
+  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_src);
   detail::parallel_rows(block.num_src, detail::grain_for(avg * f), [&](int64_t begin, int64_t end) {
     for (int64_t u = begin; u < end; ++u) {
       const std::span<T> out = dx.row(u);
@@ -112,7 +112,7 @@ void spmm_edge_weighted_backward_alpha(const graph::Block& block, ConstView<T> x
   const int64_t ch = channels_per_head(block, dalpha.rows, heads, x.cols, "spmm_edge_weighted_backward_alpha");
   check_shape(x, block.num_src, x.cols, "spmm_edge_weighted_backward_alpha: x (num_src x H*C)");
   check_shape(dy, block.num_dst, x.cols, "spmm_edge_weighted_backward_alpha: dy (num_dst x H*C)");
-  const int64_t avg = block.num_dst > 0 ? block.num_edges() / block.num_dst + 1 : 1;
+  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_dst);
   detail::parallel_rows(block.num_dst, detail::grain_for(avg * x.cols), [&](int64_t begin, int64_t end) {
     for (int64_t v = begin; v < end; ++v) {
       const T* g = dy.row(v).data();
