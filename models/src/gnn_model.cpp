@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "gnnpipe/models/layers/gaan_layer.hpp"
 #include "gnnpipe/models/layers/gat_layer.hpp"
@@ -98,6 +99,7 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
   GNNPIPE_CHECK(!training || static_cast<int64_t>(row_ids.size()) == x.rows,
                 "forward: training needs the global id of every input row: {} ids for {} rows", row_ids.size(), x.rows);
   training_ = training;
+  first_input_sparse_ = false;
   const T p = static_cast<T>(options_.dropout);
   MatrixView<const T> h = has_embedding() ? embed(x, row_ids) : x;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
@@ -109,19 +111,31 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
                     x.rows);
       ids = row_ids.first(static_cast<std::size_t>(h.rows));
     }
+    const MatrixView<T> z = outputs_[l].matrix(ctx_, block.num_dst, layers_[l]->out_dim());
+    const LayerContext context{training, dropout_key.with(l).with(1), ids};
+    input_views_[l] = h;
     if (training && p > T{0} && (l == 0 || !chained_)) {
       const MatrixView<T> a = inputs_[l].matrix(ctx_, h.rows, h.cols);
       // Layer 0's mask is never read (backward forms no input gradient there) unless the input is a
-      // learned embedding: otherwise none is kept, and the CPU skips the draw where the input is zero
-      // (sparse features).
-      ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, h, ids, a,
-                              keeps_mask(l) ? masks_[l].ensure(ctx_, dropout_mask_bytes(h.rows, h.cols)) : nullptr);
-      input_views_[l] = a;
+      // learned embedding: otherwise none is kept, and on the CPU sparse features take a sparse
+      // path (ops/sparse_input.hpp): the layer gets the kept non-zeros in CSR form, in a's memory.
+      std::optional<SparseRowsView<T>> sparse;
+      if (!keeps_mask(l) && layers_[l]->takes_sparse_input()) {
+        sparse = ops::dropout_forward_sparse<T>(ctx_, dropout_key.with(l), p, h, ids, a);
+      }
+      if (sparse) {
+        first_input_sparse_ = true;
+        input_views_[l] = {};
+        layers_[l]->forward_sparse(block, *sparse, z, context);
+      } else {
+        ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, h, ids, a,
+                                keeps_mask(l) ? masks_[l].ensure(ctx_, dropout_mask_bytes(h.rows, h.cols)) : nullptr);
+        input_views_[l] = a;
+        layers_[l]->forward(block, a, z, context);
+      }
     } else {
-      input_views_[l] = h;
+      layers_[l]->forward(block, h, z, context);
     }
-    const MatrixView<T> z = outputs_[l].matrix(ctx_, block.num_dst, layers_[l]->out_dim());
-    layers_[l]->forward(block, input_views_[l], z, LayerContext{training, dropout_key.with(l).with(1), ids});
     if (l + 1 < layers_.size() && !chained_) activate(z);  // in place: z now holds act(z)
     h = z;
   }
@@ -171,6 +185,7 @@ void GnnModel<T>::release_arrays() {
   next_.release(ctx_.stream());
   for (auto& v : input_views_) v = {};
   training_ = false;
+  first_input_sparse_ = false;
 }
 
 template <class T>

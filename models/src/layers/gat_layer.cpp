@@ -23,14 +23,25 @@ GatLayer<T>::GatLayer(ParamStore<T>& params, const GatShape& shape, int index, c
 
 template <class T>
 void GatLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, const LayerContext& ctx) {
+  forward_input(block, LayerInput<T>::of(x), y, ctx);
+}
+
+template <class T>
+void GatLayer<T>::forward_sparse(const graph::Block& block, SparseRowsView<T> x, MatrixView<T> y,
+                                 const LayerContext& ctx) {
+  forward_input(block, LayerInput<T>::of(x), y, ctx);
+}
+
+template <class T>
+void GatLayer<T>::forward_input(const graph::Block& block, LayerInput<T> x, MatrixView<T> y, const LayerContext& ctx) {
   const int64_t hc = s_.heads * s_.channels, e = block.num_edges();
-  GNNPIPE_CHECK(x.rows == block.num_src && x.cols == s_.in_dim && y.rows == block.num_dst && y.cols == out_dim(),
+  GNNPIPE_CHECK(x.rows() == block.num_src && x.cols() == s_.in_dim && y.rows == block.num_dst && y.cols == out_dim(),
                 "GAT layer {}->{}: input {}x{}, output {}x{} for a block of {} sources, {} destinations", s_.in_dim,
-                out_dim(), x.rows, x.cols, y.rows, y.cols, block.num_src, block.num_dst);
+                out_dim(), x.rows(), x.cols(), y.rows, y.cols, block.num_src, block.num_dst);
   x_ = x;
-  const MatrixView<T> h = h_.matrix(ctx_, x.rows, hc);
-  ops::gemm<T>(ctx_, false, false, T{1}, x, params_.value(weight_), T{0}, h);
-  const MatrixView<T> a_src = a_src_.matrix(ctx_, x.rows, s_.heads);
+  const MatrixView<T> h = h_.matrix(ctx_, x.rows(), hc);
+  x.times(ctx_, params_.value(weight_), h);
+  const MatrixView<T> a_src = a_src_.matrix(ctx_, x.rows(), s_.heads);
   const MatrixView<T> a_dst = a_dst_.matrix(ctx_, block.num_dst, s_.heads);
   ops::head_dot<T>(ctx_, h, params_.value(att_src_), a_src);
   ops::head_dot<T>(ctx_, h, params_.value(att_dst_), a_dst);  // destinations are the first rows of h
@@ -63,6 +74,7 @@ void GatLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, Matr
 template <class T>
 void GatLayer<T>::backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) {
   const int64_t hc = s_.heads * s_.channels, e = block.num_edges(), ns = block.num_src;
+  GNNPIPE_CHECK(!x_.is_sparse() || dx.data == nullptr, "GAT layer: no input gradient of a sparse input");
   ops::bias_grad_accumulate<T>(ctx_, dy, params_.grad(bias_));
   // Gradient of the per-head outputs.
   MatrixView<const T> dout = dy;
@@ -86,7 +98,7 @@ void GatLayer<T>::backward(const graph::Block& block, MatrixView<const T> dy, Ma
   ops::sddmm_add_backward<T>(ctx_, block, dalpha, da_src, da_dst);
   ops::head_dot_backward<T>(ctx_, h, params_.value(att_src_), da_src, dh, params_.grad(att_src_));
   ops::head_dot_backward<T>(ctx_, h, params_.value(att_dst_), da_dst, dh, params_.grad(att_dst_));
-  ops::gemm<T>(ctx_, true, false, T{1}, x_, dh, T{1}, params_.grad(weight_));  // dW += x^T dh
+  x_.transposed_times_add(ctx_, dh, params_.grad(weight_));  // dW += x^T dh
   if (dx.data != nullptr) ops::gemm<T>(ctx_, false, true, T{1}, dh, params_.value(weight_), T{0}, dx);
 }
 

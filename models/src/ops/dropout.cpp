@@ -8,6 +8,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "ops/dropout_draw.hpp"
 #include "ops/parallel.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -595,6 +596,18 @@ void check_row_ids(std::span<const graph::NodeId> ids, int64_t rows, const char*
 }
 
 }  // namespace
+
+void detail::draw_feature_blocks(uint64_t seed, uint64_t stream, const uint64_t* blocks, int64_t n,
+                                 uint32_t threshold, uint8_t* out) {
+  draw(DrawPath::kFastest, seed, Streams{&stream, true}, blocks, n, threshold, out);
+}
+
+template <class T>
+int64_t detail::nonzero_columns(const T* row, int64_t n, int64_t limit, int32_t* out) {
+  return cpu::nonzero_columns(row, n, limit, out);
+}
+template int64_t detail::nonzero_columns<float>(const float*, int64_t, int64_t, int32_t*);
+template int64_t detail::nonzero_columns<double>(const double*, int64_t, int64_t, int32_t*);
 
 void dropout_draw_blocks(core::RngKey key, std::span<const uint64_t> blocks, uint32_t threshold, std::span<uint8_t> out,
                          DrawPath path) {

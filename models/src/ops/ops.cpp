@@ -15,6 +15,7 @@
 #include "gnnpipe/models/ops/gemm.hpp"
 #include "gnnpipe/models/ops/loss.hpp"
 #include "gnnpipe/graph/feature_store.hpp"
+#include "gnnpipe/models/ops/sparse_input.hpp"
 #include "gnnpipe/models/ops/spmm.hpp"
 #include "parallel.hpp"
 
@@ -186,6 +187,28 @@ void dropout_backward(const OpContext& ctx, const uint8_t* mask, std::type_ident
 }
 
 template <class T>
+std::optional<SparseRowsView<T>> dropout_forward_sparse(const OpContext& ctx, core::RngKey key,
+                                                        std::type_identity_t<T> p, ConstView<T> x,
+                                                        std::span<const graph::NodeId> row_ids, MatrixView<T> buffer) {
+  if (ctx.is_cuda() || !ctx.options().sparse_input) return std::nullopt;
+  check_shape(buffer, x.rows, x.cols, "dropout_forward_sparse: buffer");
+  return cpu::dropout_forward_sparse<T>(
+      key, p, x, row_ids, std::as_writable_bytes(std::span<T>(buffer.data, static_cast<std::size_t>(buffer.size()))));
+}
+
+template <class T>
+void csr_gemm(const OpContext& ctx, SparseRowsView<T> a, ConstView<T> b, MatrixView<T> c) {
+  GNNPIPE_CHECK(!ctx.is_cuda(), "csr_gemm: a sparse input exists only on the CPU backend");
+  cpu::csr_gemm<T>(a, b, c);
+}
+
+template <class T>
+void csr_gemm_tn(const OpContext& ctx, SparseRowsView<T> a, ConstView<T> b, MatrixView<T> c) {
+  GNNPIPE_CHECK(!ctx.is_cuda(), "csr_gemm_tn: a sparse input exists only on the CPU backend");
+  cpu::csr_gemm_tn<T>(a, b, c);
+}
+
+template <class T>
 void log_softmax_nll(const OpContext& ctx, ConstView<T> logits, std::span<const int32_t> labels,
                      std::span<const int32_t> rows, std::span<const float> weights, MatrixView<T> dlogits,
                      double* row_scratch, double* loss) {
@@ -335,6 +358,10 @@ void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const 
   template void edge_dropout_forward<T>(const OpContext&, core::RngKey, T, const graph::Block&,                      \
                                         std::span<const graph::NodeId>, ConstView<T>, MatrixView<T>, uint8_t*);      \
   template void dropout_backward<T>(const OpContext&, const uint8_t*, T, ConstView<T>, MatrixView<T>);               \
+  template std::optional<SparseRowsView<T>> dropout_forward_sparse<T>(                                              \
+      const OpContext&, core::RngKey, T, ConstView<T>, std::span<const graph::NodeId>, MatrixView<T>);              \
+  template void csr_gemm<T>(const OpContext&, SparseRowsView<T>, ConstView<T>, MatrixView<T>);                     \
+  template void csr_gemm_tn<T>(const OpContext&, SparseRowsView<T>, ConstView<T>, MatrixView<T>);                  \
   template void log_softmax_nll<T>(const OpContext&, ConstView<T>, std::span<const int32_t>,                         \
                                    std::span<const int32_t>, std::span<const float>, MatrixView<T>, double*,         \
                                    double*);                                                                          \

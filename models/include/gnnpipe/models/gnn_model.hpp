@@ -66,6 +66,10 @@ class GnnModel {
   bool has_embedding() const { return embedding_ != kNoEmbedding; }
   MatrixView<const T> embedding() const;
 
+  // Whether the last forward gave the first layer its dropped input in CSR form (training on the
+  // CPU with dropout, sparse features, a layer that takes it: ops/sparse_input.hpp).
+  bool first_input_sparse() const { return first_input_sparse_; }
+
   // Accumulates parameter gradients for d(loss)/d(logits) of the last forward.
   void backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits);
 
@@ -108,6 +112,7 @@ class GnnModel {
   std::vector<MatrixView<const T>> input_views_;
   DeviceArray<T> grad_, next_;  // backward's gradient buffers, reused across calls
   bool training_ = false;
+  bool first_input_sparse_ = false;
   // GGNN: layers are the steps of one recurrent state, so no activation and no dropout between
   // them (dropout on the model's input only).
   bool chained_ = false;

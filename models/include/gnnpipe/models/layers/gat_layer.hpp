@@ -7,6 +7,7 @@
 // Blocks carry self-loops and no weights (BlockNorm::kSelfLoops).
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/layers/layer.hpp"
+#include "gnnpipe/models/layers/layer_input.hpp"
 #include "gnnpipe/models/param_store.hpp"
 
 namespace gnnpipe::models {
@@ -30,6 +31,9 @@ class GatLayer final : public Layer<T> {
   int64_t out_dim() const override { return s_.concat ? s_.heads * s_.channels : s_.channels; }
   graph::BlockNorm block_norm() const override { return graph::BlockNorm::kSelfLoops; }
   void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, const LayerContext& context) override;
+  bool takes_sparse_input() const override { return true; }
+  void forward_sparse(const graph::Block& block, SparseRowsView<T> x, MatrixView<T> y,
+                      const LayerContext& context) override;
   void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) override;
   void training_arrays(const BlockShape& s, bool training, bool has_dx, std::vector<std::size_t>& bytes) const override;
   void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const override;
@@ -46,7 +50,9 @@ class GatLayer final : public Layer<T> {
   const OpContext& ctx_;
   GatShape s_;
   std::size_t weight_, att_src_, att_dst_, bias_;
-  MatrixView<const T> x_{};
+  void forward_input(const graph::Block& block, LayerInput<T> x, MatrixView<T> y, const LayerContext& context);
+
+  LayerInput<T> x_{};
   bool dropped_ = false;
   // Saved by forward: h [N_src, H*C], edge scores after LeakyReLU [E, H], softmax alpha [E, H],
   // alpha after dropout [E, H] and its mask; workspaces of forward and backward (reused).

@@ -4,6 +4,7 @@
 // runs first, so aggregation moves out_dim-wide rows (PyG's GCNConv order).
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/layers/layer.hpp"
+#include "gnnpipe/models/layers/layer_input.hpp"
 #include "gnnpipe/models/param_store.hpp"
 
 namespace gnnpipe::models {
@@ -18,6 +19,9 @@ class GcnLayer final : public Layer<T> {
   int64_t out_dim() const override { return out_; }
   graph::BlockNorm block_norm() const override { return graph::BlockNorm::kGcn; }
   void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, const LayerContext& context) override;
+  bool takes_sparse_input() const override { return true; }
+  void forward_sparse(const graph::Block& block, SparseRowsView<T> x, MatrixView<T> y,
+                      const LayerContext& context) override;
   void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) override;
   void training_arrays(const BlockShape& s, bool training, bool has_dx, std::vector<std::size_t>& bytes) const override;
   void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const override;
@@ -30,7 +34,9 @@ class GcnLayer final : public Layer<T> {
   const OpContext& ctx_;
   int64_t in_, out_;
   std::size_t weight_, bias_;
-  MatrixView<const T> x_{};  // input of the last forward (owned by the caller until backward)
+  void forward_input(const graph::Block& block, LayerInput<T> x, MatrixView<T> y);
+
+  LayerInput<T> x_{};  // input of the last forward (owned by the caller until backward)
   DeviceArray<T> h_, dh_;    // x W [num_src x out] and its gradient
 };
 

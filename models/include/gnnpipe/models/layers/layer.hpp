@@ -10,7 +10,9 @@
 
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/graph/block.hpp"
+#include "gnnpipe/core/check.hpp"
 #include "gnnpipe/models/matrix.hpp"
+#include "gnnpipe/models/sparse_rows.hpp"
 
 namespace gnnpipe::models {
 
@@ -46,6 +48,17 @@ class Layer {
   // Gradient of the last forward: dy [num_dst x out_dim] -> dx [num_src x in_dim] (not computed
   // when dx.data is null, e.g. for the first layer); parameter gradients are accumulated.
   virtual void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) = 0;
+
+  // Whether forward_sparse is implemented: layers whose input is read only through x W and x^T dh
+  // (LayerInput). The model then gives a first layer its dropped sparse features in CSR form.
+  virtual bool takes_sparse_input() const { return false; }
+  // forward of a sparse input (x.rows == block.num_src, x.cols == in_dim); the backward that
+  // follows forms no input gradient (dx.data must be null): only a first layer's input is sparse.
+  virtual void forward_sparse(const graph::Block& block, SparseRowsView<T> x, MatrixView<T> y,
+                              const LayerContext& context) {
+    (void)block, (void)x, (void)y, (void)context;
+    GNNPIPE_THROW(Error, "this layer takes no sparse input");
+  }
 
   // The memory governor's arithmetic: the bytes each of the layer's grow-only arrays
   // (DeviceArray members) needs for a block of shape `s`, appended to `bytes` in a fixed order

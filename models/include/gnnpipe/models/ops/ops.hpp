@@ -12,6 +12,7 @@
 //    tests/gpu/test_ops_gpu.cpp), and two runs are bitwise equal (no floating-point atomics).
 // T is float or double.
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "gnnpipe/core/rng.hpp"
@@ -20,6 +21,7 @@
 #include "gnnpipe/models/model_options.hpp"
 #include "gnnpipe/models/op_context.hpp"
 #include "gnnpipe/models/ops/dropout_mask.hpp"
+#include "gnnpipe/models/sparse_rows.hpp"
 
 namespace gnnpipe::models::ops {
 
@@ -133,6 +135,20 @@ void edge_dropout_forward(const OpContext& ctx, core::RngKey key, std::type_iden
 template <class T>
 void dropout_backward(const OpContext& ctx, const uint8_t* mask, std::type_identity_t<T> p, ConstView<T> dy,
                       MatrixView<T> dx);
+// A first layer's sparse input (cpu twins in sparse_input.hpp): dropout_forward without a mask,
+// written in CSR form into `buffer`, the memory of the dense dropped copy (x's shape). nullopt, and
+// the caller runs dropout_forward, when some row of x is more than an eighth non-zero, when the
+// context's options turn the form off (OpOptions::sparse_input), and always on CUDA (the device
+// keeps the dense path: its GEMMs are not bound by the zeros).
+template <class T>
+std::optional<SparseRowsView<T>> dropout_forward_sparse(const OpContext& ctx, core::RngKey key,
+                                                        std::type_identity_t<T> p, ConstView<T> x,
+                                                        std::span<const graph::NodeId> row_ids, MatrixView<T> buffer);
+// c = a b and c += a^T b for a sparse a (CPU contexts only: the form exists only there).
+template <class T>
+void csr_gemm(const OpContext& ctx, SparseRowsView<T> a, ConstView<T> b, MatrixView<T> c);
+template <class T>
+void csr_gemm_tn(const OpContext& ctx, SparseRowsView<T> a, ConstView<T> b, MatrixView<T> c);
 
 // Losses (cpu twins in loss.hpp). labels has logits.rows entries; rows and weights (optional, empty
 // for the mean) list the counted rows. The loss goes to *loss (one double in the context's memory);

@@ -1,0 +1,265 @@
+// The sparse first-layer input (ops/sparse_input.hpp): the CSR dropout is dropout_forward's output
+// bit for bit, the sparse products match dense ones, and a model trained on sparse features takes
+// the sparse path with the dense path's logits and gradients.
+#include <oneapi/tbb/global_control.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <vector>
+
+#include "finite_difference.hpp"
+#include "gnnpipe/models/gnn_model.hpp"
+#include "gnnpipe/models/ops/dropout.hpp"
+#include "gnnpipe/models/ops/sparse_input.hpp"
+#include "model_gradient.hpp"
+#include "model_helpers.hpp"
+
+using namespace gnnpipe;
+using graph::NodeId;
+using models::Matrix;
+using models::SparseRowsView;
+
+namespace {
+
+// rows x cols with about `per_row` non-zeros per row at random columns (values in [-1, 1), never 0).
+template <class T>
+Matrix<T> sparse_matrix(core::Rng& rng, int64_t rows, int64_t cols, int64_t per_row) {
+  Matrix<T> m(rows, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = 0; k < per_row; ++k) {
+      const auto c = static_cast<int64_t>(rng.below(static_cast<uint64_t>(cols)));
+      m.view()(r, c) = static_cast<T>(rng.uniform_double() < 0.5 ? -0.5 - rng.uniform_double() / 2
+                                                                  : 0.5 + rng.uniform_double() / 2);
+    }
+  }
+  return m;
+}
+
+template <class T>
+Matrix<T> densify(SparseRowsView<T> a) {
+  Matrix<T> m(a.rows, a.cols);
+  for (int64_t r = 0; r < a.rows; ++r) {
+    for (int64_t e = a.offsets[r]; e < a.offsets[r + 1]; ++e) m.view()(r, a.columns[e]) = a.values[e];
+  }
+  return m;
+}
+
+template <class T>
+bool bitwise_equal(models::MatrixView<const T> a, models::MatrixView<const T> b) {
+  return a.rows == b.rows && a.cols == b.cols &&
+         std::memcmp(a.data, b.data, static_cast<std::size_t>(a.size()) * sizeof(T)) == 0;
+}
+
+// A buffer of the dense dropped copy's size, as the model gives it (8-byte aligned).
+template <class T>
+std::vector<std::byte> dense_buffer(int64_t rows, int64_t cols) {
+  return std::vector<std::byte>(static_cast<std::size_t>(rows * cols) * sizeof(T));
+}
+
+std::vector<NodeId> shuffled_ids(core::Rng& rng, int64_t rows, NodeId base) {
+  std::vector<NodeId> ids(static_cast<std::size_t>(rows));
+  std::iota(ids.begin(), ids.end(), base);
+  for (std::size_t i = ids.size(); i-- > 1;) std::swap(ids[i], ids[rng.below(i + 1)]);
+  return ids;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("the CSR dropout holds exactly the non-zeros of dropout_forward's output", "[models][sparse_input]",
+                   float, double) {
+  using T = TestType;
+  core::Rng rng(3, {});
+  for (const int64_t cols : {64, 200, 1433, 4500}) {  // 4500: rows span several scan segments
+    for (const double p : {0.5, 0.1, 0.9}) {
+      const int64_t rows = 97;
+      const Matrix<T> x = sparse_matrix<T>(rng, rows, cols, cols / 40 + 1);
+      const auto ids = shuffled_ids(rng, rows, 1'000'003);  // large global ids: positions beyond 2^32
+      const core::RngKey key = core::rng_key(5, {static_cast<uint64_t>(cols), 1});
+      Matrix<T> dense(rows, cols);
+      models::cpu::dropout_forward<T>(key, static_cast<T>(p), x.cview(), ids, dense.view(), {});
+      auto buffer = dense_buffer<T>(rows, cols);
+      const auto sparse = models::cpu::dropout_forward_sparse<T>(key, static_cast<T>(p), x.cview(), ids, buffer);
+      INFO("cols " << cols << ", p " << p);
+      REQUIRE(sparse.has_value());
+      CHECK(sparse->rows == rows);
+      CHECK(sparse->cols == cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        CHECK(std::is_sorted(sparse->columns + sparse->offsets[r], sparse->columns + sparse->offsets[r + 1]));
+        for (int64_t e = sparse->offsets[r]; e < sparse->offsets[r + 1]; ++e) CHECK(sparse->values[e] != T{0});
+      }
+      CHECK(bitwise_equal<T>(densify(*sparse).cview(), dense.cview()));
+    }
+  }
+}
+
+TEST_CASE("the CSR dropout keeps a -0 input it keeps, as dropout_forward does", "[models][sparse_input]") {
+  const int64_t rows = 4, cols = 64;
+  Matrix<float> x(rows, cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; c += 9) x.view()(r, c) = -0.0f;
+  }
+  const core::RngKey key = core::rng_key(9, {});
+  Matrix<float> dense(rows, cols);
+  models::cpu::dropout_forward<float>(key, 0.5f, x.cview(), {}, dense.view(), {});
+  auto buffer = dense_buffer<float>(rows, cols);
+  const auto sparse = models::cpu::dropout_forward_sparse<float>(key, 0.5f, x.cview(), {}, buffer);
+  REQUIRE(sparse.has_value());
+  CHECK(sparse->nnz() > 0);
+  CHECK(bitwise_equal<float>(densify(*sparse).cview(), dense.cview()));
+}
+
+TEST_CASE("the CSR form is refused for rows more than an eighth non-zero and for narrow inputs",
+          "[models][sparse_input]") {
+  const core::RngKey key = core::rng_key(1, {});
+  SECTION("one row over the limit refuses the whole matrix") {
+    Matrix<float> x(50, 128);  // limit 16 per row
+    for (int64_t r = 0; r < 50; ++r) x.view()(r, 127) = 1.0f;
+    for (int64_t c = 0; c < 16; ++c) x.view()(37, c * 7) = 1.0f;  // row 37: 17 non-zeros
+    auto buffer = dense_buffer<float>(50, 128);
+    CHECK_FALSE(models::cpu::dropout_forward_sparse<float>(key, 0.5f, x.cview(), {}, buffer).has_value());
+    x.view()(37, 0) = 0.0f;  // 16 non-zeros: at the limit
+    CHECK(models::cpu::dropout_forward_sparse<float>(key, 0.5f, x.cview(), {}, buffer).has_value());
+  }
+  SECTION("fewer than 64 columns") {
+    Matrix<float> x(10, 63);
+    auto buffer = dense_buffer<float>(10, 63);
+    CHECK_FALSE(models::cpu::dropout_forward_sparse<float>(key, 0.5f, x.cview(), {}, buffer).has_value());
+  }
+  SECTION("no rows") {
+    Matrix<float> x(0, 128);
+    std::vector<std::byte> buffer(64);
+    CHECK_FALSE(models::cpu::dropout_forward_sparse<float>(key, 0.5f, x.cview(), {}, buffer).has_value());
+  }
+}
+
+TEST_CASE("the CSR limit is an eighth of the columns and always fits the dense copy's bytes",
+          "[models][sparse_input]") {
+  using models::cpu::sparse_row_limit;
+  CHECK(sparse_row_limit(2708, 1433, 2708 * 1433 * 4, 4) == 179);
+  CHECK(sparse_row_limit(2708, 1433, 2708 * 1433 * 8, 8) == 179);
+  CHECK(sparse_row_limit(10, 63, 10 * 63 * 4, 4) == 0);
+  CHECK(sparse_row_limit(10, 64, 10 * 64 * 4, 4) == 8);
+  CHECK(sparse_row_limit(0, 128, 1024, 4) == 0);
+  // A smaller buffer lowers the limit: 1,000 bytes for 10 rows = 88 for offsets + 912 / (10 x 8) = 11.
+  CHECK(sparse_row_limit(10, 1000, 1000, 4) == 11);
+  CHECK(sparse_row_limit(10, 1000, 500, 4) == 0);
+  for (const int64_t cols : {64, 65, 100, 1433, 8415}) {
+    for (const int64_t rows : {1, 2, 7, 1000}) {
+      for (const std::size_t value : {std::size_t{4}, std::size_t{8}}) {
+        const std::size_t bytes = static_cast<std::size_t>(rows * cols) * value;
+        const int64_t limit = sparse_row_limit(rows, cols, bytes, value);
+        CHECK(limit >= 8);
+        CHECK(static_cast<std::size_t>(rows + 1) * 8 + static_cast<std::size_t>(rows * limit) * (value + 4) <= bytes);
+      }
+    }
+  }
+}
+
+TEST_CASE("csr_gemm and csr_gemm_tn match dense products, on any number of threads", "[models][sparse_input]") {
+  core::Rng rng(11, {});
+  const int64_t m = 300, k = 256, n = 16;
+  const Matrix<double> x = sparse_matrix<double>(rng, m, k, 12);
+  auto buffer = dense_buffer<double>(m, k);
+  // p = 0 keeps every non-zero: the CSR form of x itself.
+  const auto a = models::cpu::dropout_forward_sparse<double>(core::rng_key(1, {}), 0.0, x.cview(), {}, buffer);
+  REQUIRE(a.has_value());
+  REQUIRE(bitwise_equal<double>(densify(*a).cview(), x.cview()));
+  const Matrix<double> b = test::random_matrix(rng, k, n);
+  const Matrix<double> dh = test::random_matrix(rng, m, n);
+  Matrix<double> want(m, n), got(m, n);
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < n; ++j) want.view()(r, j) += x.view()(r, c) * b.view()(c, j);
+    }
+  }
+  std::fill(got.flat().begin(), got.flat().end(), 7.0);  // overwritten
+  models::cpu::csr_gemm<double>(*a, b.cview(), got.view());
+  for (int64_t i = 0; i < want.size(); ++i) CHECK(got.flat()[i] == Approx(want.flat()[i]).margin(1e-12));
+
+  Matrix<double> want_t(k, n), got_t(k, n);
+  for (double& v : want_t.flat()) v = 0.25;  // accumulates into what is there
+  for (double& v : got_t.flat()) v = 0.25;
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t c = 0; c < k; ++c) {
+      for (int64_t j = 0; j < n; ++j) want_t.view()(c, j) += x.view()(r, c) * dh.view()(r, j);
+    }
+  }
+  models::cpu::csr_gemm_tn<double>(*a, dh.cview(), got_t.view());
+  for (int64_t i = 0; i < want_t.size(); ++i) CHECK(got_t.flat()[i] == Approx(want_t.flat()[i]).margin(1e-12));
+
+  // Threads change only who computes which rows: the same bits.
+  Matrix<double> one(m, n), one_t(k, n);
+  {
+    oneapi::tbb::global_control single(oneapi::tbb::global_control::max_allowed_parallelism, 1);
+    models::cpu::csr_gemm<double>(*a, b.cview(), one.view());
+    for (double& v : one_t.flat()) v = 0.25;
+    models::cpu::csr_gemm_tn<double>(*a, dh.cview(), one_t.view());
+  }
+  CHECK(bitwise_equal<double>(one.cview(), got.cview()));
+  CHECK(bitwise_equal<double>(one_t.cview(), got_t.cview()));
+}
+
+TEST_CASE("a model on sparse features trains through the sparse path with the dense path's results",
+          "[models][sparse_input]") {
+  const auto type = GENERATE(models::ModelType::kGcn, models::ModelType::kGat, models::ModelType::kSage);
+  core::Rng rng(17, {});
+  const int64_t nodes = 40, features = 96;
+  std::vector<NodeId> src, dst;
+  for (NodeId v = 0; v < nodes; ++v) {
+    for (int k = 0; k < 3; ++k) {
+      src.push_back(static_cast<NodeId>(rng.below(nodes)));
+      dst.push_back(v);
+    }
+  }
+  const auto norm = type == models::ModelType::kGcn    ? graph::BlockNorm::kGcn
+                    : type == models::ModelType::kSage ? graph::BlockNorm::kMean
+                                                       : graph::BlockNorm::kSelfLoops;
+  const graph::Block normed = graph::full_graph_block(graph::CsrGraph::from_coo(nodes, src, dst), norm);
+  models::ModelOptions options;
+  options.type = type;
+  options.layers = 2;
+  options.hidden = 8;
+  options.dropout = 0.4;
+  options.heads = 2;
+  const Matrix<double> x = sparse_matrix<double>(rng, nodes, features, 5);
+  const Matrix<double> r = test::random_matrix(rng, nodes, 3);
+  const auto ids = shuffled_ids(rng, nodes, 100);
+  const std::vector<const graph::Block*> blocks(2, &normed);
+  const core::RngKey key = core::rng_key(2, {3});
+
+  const models::OpContext sparse_ctx;
+  const models::OpContext dense_ctx(sparse_ctx.stream(), models::OpOptions{.sparse_input = false});
+  models::GnnModel<double> sparse_model(options, features, 3, 5, sparse_ctx);
+  models::GnnModel<double> dense_model(options, features, 3, 5, dense_ctx);
+  const auto run = [&](models::GnnModel<double>& model) {
+    const auto logits = model.forward(blocks, x.cview(), ids, true, key);
+    Matrix<double> out(logits.rows, logits.cols);
+    std::copy(logits.flat().begin(), logits.flat().end(), out.flat().begin());
+    model.params().zero_grad();
+    model.backward(blocks, r.cview());
+    return out;
+  };
+  const Matrix<double> sparse_logits = run(sparse_model);
+  const Matrix<double> dense_logits = run(dense_model);
+  // SAGE reads its input through an aggregation, not x W: it keeps the dense path.
+  CHECK(sparse_model.first_input_sparse() == (type != models::ModelType::kSage));
+  CHECK_FALSE(dense_model.first_input_sparse());
+  for (int64_t i = 0; i < dense_logits.size(); ++i) {
+    CHECK(sparse_logits.flat()[i] == Approx(dense_logits.flat()[i]).margin(1e-12));
+  }
+  const auto& gs = sparse_model.params().grads();
+  const auto& gd = dense_model.params().grads();
+  REQUIRE(gs.size() == gd.size());
+  for (std::size_t i = 0; i < gd.size(); ++i) CHECK(gs[i] == Approx(gd[i]).margin(1e-12));
+  // And the gradients are those of the forward (central differences through the sparse path).
+  const auto check = test::check_model_gradient(sparse_model, blocks, x.cview(), ids, r, key);
+  INFO("worst index " << check.worst << ": numeric " << check.numeric << ", analytic " << check.analytic);
+  CHECK(check.max_error < 1e-6);
+  // Evaluation has no dropout: the dense path.
+  sparse_model.forward(blocks, x.cview(), ids, false, key);
+  CHECK_FALSE(sparse_model.first_input_sparse());
+}
