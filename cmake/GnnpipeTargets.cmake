@@ -10,8 +10,9 @@ function(gnnpipe_target_defaults target)
     $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 -Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr>
     $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${GNNPIPE_WERROR}>>:-Werror=all-warnings>)
   if(GNNPIPE_SANITIZE)
-    if(NOT GNNPIPE_SANITIZE MATCHES "^(address|undefined|thread)$")
-      message(FATAL_ERROR "GNNPIPE_SANITIZE must be address, undefined or thread, not '${GNNPIPE_SANITIZE}'")
+    if(NOT GNNPIPE_SANITIZE MATCHES "^(address|undefined|address,undefined|thread)$")
+      message(FATAL_ERROR
+              "GNNPIPE_SANITIZE must be address, undefined, address,undefined or thread, not '${GNNPIPE_SANITIZE}'")
     endif()
     target_compile_options(${target} PRIVATE
       $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${GNNPIPE_SANITIZE} -fno-omit-frame-pointer>)

@@ -42,7 +42,7 @@ const std::vector<KeyDoc>& key_docs() {
       {"dataset", "section", kAll, "Where the graph comes from: `path` or `synthetic`, exactly one. Required."},
       {"dataset.path", "string", kAll,
        "A dataset directory or file; relative paths are looked up under --data-dir, else $GNNPIPE_DATA_DIR, else the current directory."},
-      {"dataset.format", "string", kAll, "auto, native, saint, npz, ogb, planetoid-npy or edgelist."},
+      {"dataset.format", "string", kAll, "auto, native, saint, npz, ogb, planetoid-npy, edgelist or mat (a MATLAB MAT-file: network, group, features)."},
       {"dataset.random_features", "integer", kAll,
        "> 0: seeded random features of this width, for datasets without features (accuracy then meaningless)."},
       {"dataset.random_features_seed", "integer", kAll, "Seed of random_features."},

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -8,10 +9,12 @@
 #include "datasets.hpp"
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/graph/io/load.hpp"
+#include "gnnpipe/graph/io/mat.hpp"
 #include "gnnpipe/graph/io/native.hpp"
 #include "gnnpipe/graph/io/npy.hpp"
 #include "gnnpipe/graph/io/npz.hpp"
 #include "gnnpipe/graph/io/saint.hpp"
+#include "gnnpipe/graph/io/sniff.hpp"
 #include "gnnpipe/graph/random_features.hpp"
 #include "graph_helpers.hpp"
 #include "temp_dir.hpp"
@@ -272,4 +275,104 @@ TEST_CASE("format detection: names, and folders with no dataset", "[graph][io]")
   write_text(dir / "edges.txt", "0 1\n");
   CHECK(io::detect_dataset(dir / "edges.txt").format == io::DatasetFormat::kEdgelist);
   CHECK(io::load_dataset(dir / "edges.txt").graph.num_edges() == 1);
+}
+
+namespace {
+
+// True when every byte of `text` is printable ASCII: error messages never echo raw bytes.
+bool printable_only(const std::string& text) {
+  return std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+}
+
+std::string load_error(const std::filesystem::path& path, io::DatasetFormat format = io::DatasetFormat::kAuto) {
+  try {
+    io::load_dataset(path, format);
+  } catch (const DataError& e) {
+    return e.message();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+// Issue #18 item 1: a single file is what its content says; a name that names a format must agree.
+TEST_CASE("format detection by content: a file is read as what it is, or refused naming it", "[graph][io]") {
+  TempDir dir;
+  using gnnpipe::test::write_text;
+  write_text(dir / "graph.npy", "");
+  CHECK_THAT(load_error(dir / "graph.npy"), Catch::Contains("graph.npy: empty file (0 bytes), not a dataset"));
+
+  write_text(dir / "edges.dat", "0 1\n1 2\n");  // no telling name: text is an edge list
+  CHECK(io::detect_dataset(dir / "edges.dat").format == io::DatasetFormat::kEdgelist);
+  write_text(dir / "edges.csv.gz", "0,1\n1,2\n2,0\n", true);
+  CHECK(io::load_dataset(dir / "edges.csv.gz").graph.num_edges() == 3);
+  write_text(dir / "plain.csv.gz", "0,1\n");
+  CHECK_THAT(load_error(dir / "plain.csv.gz"),
+             Catch::Contains("plain.csv.gz: named .gz but its content is text, not gzip (first bytes 30 2c 31 0a)"));
+  write_text(dir / "edges.npz", "0 1\n");
+  CHECK_THAT(load_error(dir / "edges.npz"), Catch::Contains("named .npz but its content is text, not a ZIP archive"));
+  // A ZIP archive under any name is an .npz (and read as one: this one lacks the arrays).
+  write_text(dir / "archive.bin", gnnpipe::test::make_zip({gnnpipe::test::stored("x.npy", "junk")}));
+  CHECK(io::detect_dataset(dir / "archive.bin").format == io::DatasetFormat::kNpz);
+
+  write_text(dir / "edges_copy.npy", npy_of<int64_t>(dir, {0, 1, 1, 2}, {2, 2}));
+  CHECK_THAT(load_error(dir / "edges_copy.npy"), Catch::Contains("a single .npy array is not a dataset"));
+  write_text(dir / "role.json", "{\"tr\": [0]}");
+  CHECK_THAT(load_error(dir / "role.json"), Catch::Contains("a JSON file is not a dataset by itself"));
+
+  // Binary data: named by its first bytes in hex, never echoed.
+  std::string binary("\x01\x02\xff\xfe\x00\x00\x10\x80 0 1\n", 14);
+  write_text(dir / "blob.txt", binary);
+  const std::string blob = load_error(dir / "blob.txt");
+  CHECK_THAT(blob, Catch::Contains("blob.txt: binary content of no known format (first bytes 01 02 ff fe 00 00 10 80)"));
+  CHECK(printable_only(blob));
+  // Read as an edge list on purpose, a binary line is quoted escaped.
+  write_text(dir / "forced.txt", std::string("0 1\n\x01\xff\x1b[31m 2\n", 13));
+  const std::string forced = load_error(dir / "forced.txt", io::DatasetFormat::kEdgelist);
+  CHECK_THAT(forced, Catch::Contains("forced.txt:2:"));
+  CHECK_THAT(forced, Catch::Contains("\\x01\\xff\\x1b[31m"));
+  CHECK(printable_only(forced));
+
+  // A MAT-file header under a text name is a MAT-file (this one is cut short: refused, printably).
+  write_text(dir / "g.txt", std::string("MATLAB 5.0 MAT-file, Platform: GLNXA64\0\x01\xff", 41));
+  CHECK(io::detect_dataset(dir / "g.txt").format == io::DatasetFormat::kMat);
+  const std::string mat = load_error(dir / "g.txt");
+  CHECK_THAT(mat, Catch::Contains("g.txt:"));
+  CHECK(printable_only(mat));
+}
+
+TEST_CASE("io::printable escapes control and non-ASCII bytes and cuts long text", "[graph][io]") {
+  CHECK(io::printable("a\tb\x01\xff") == "a\\tb\\x01\\xff");
+  CHECK(io::printable(std::string(70, 'x'), 60) == std::string(60, 'x') + "...");
+  CHECK(io::printable("") == "");
+}
+
+// Issue #18 item 2: DeepWalk's BlogCatalog .mat (sparse `network` and `group`) through libmatio.
+TEST_CASE("BlogCatalog's MAT-file reads as the same graph, labels and split as its converted arrays",
+          "[graph][dataset][mat]") {
+  GNNPIPE_REQUIRE_DATASET(mat, "blogcatalog/deepwalk/blogcatalog.mat");
+  GNNPIPE_REQUIRE_DATASET(converted, "blogcatalog/converted");
+  if (!io::has_mat_support()) {
+    CHECK_THAT(load_error(mat), Catch::Contains("this build reads no MATLAB MAT-files"));
+    WARN("SKIP: this build has no libmatio");
+    return;
+  }
+  CHECK(io::detect_dataset(mat).format == io::DatasetFormat::kMat);
+  const Dataset from_mat = io::load_dataset(mat);
+  const Dataset from_npz = io::load_dataset(converted);
+  CHECK(from_mat.name == "blogcatalog");
+  CHECK(from_mat.num_nodes() == 10312);
+  CHECK(from_mat.graph.num_edges() == 667966);
+  CHECK(std::equal(from_mat.graph.offsets().begin(), from_mat.graph.offsets().end(), from_npz.graph.offsets().begin(),
+                   from_npz.graph.offsets().end()));
+  CHECK(std::equal(from_mat.graph.indices().begin(), from_mat.graph.indices().end(), from_npz.graph.indices().begin(),
+                   from_npz.graph.indices().end()));
+  REQUIRE(from_mat.labels.is_multi_label());
+  CHECK(from_mat.labels.num_classes == 39);
+  CHECK(std::equal(from_mat.labels.multi.begin(), from_mat.labels.multi.end(), from_npz.labels.multi.begin(),
+                   from_npz.labels.multi.end()));
+  CHECK(std::equal(from_mat.splits.train.begin(), from_mat.splits.train.end(), from_npz.splits.train.begin(),
+                   from_npz.splits.train.end()));
+  CHECK(from_mat.splits.test.size() == 2063);
+  CHECK(from_mat.features.cols() == 0);
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/graph/io/sniff.hpp"
 #include "gnnpipe/graph/io/text_lines.hpp"
 
 namespace gnnpipe::graph::io {
@@ -20,11 +21,12 @@ Dataset read_edgelist(const std::filesystem::path& path) {
     while (pos != std::string_view::npos && pos < line.size()) {
       const std::size_t end = line.find_first_of(" \t,", pos);
       GNNPIPE_CHECK_DATA(found < 2, "{}:{}: expected two node ids, found more fields in '{}'", path.string(),
-                         line_number, line);
+                         line_number, printable(line));
       ids[found++] = line.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
       pos = end == std::string_view::npos ? end : line.find_first_not_of(" \t,", end);
     }
-    GNNPIPE_CHECK_DATA(found == 2, "{}:{}: expected two node ids, got '{}'", path.string(), line_number, line);
+    GNNPIPE_CHECK_DATA(found == 2, "{}:{}: expected two node ids, got '{}'", path.string(), line_number,
+                       printable(line));
     NodeId pair[2];
     for (int i = 0; i < 2; ++i) {
       const int64_t id = parse_int_field(ids[static_cast<std::size_t>(i)], path, line_number, "node id");

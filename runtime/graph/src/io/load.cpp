@@ -1,15 +1,18 @@
 #include "gnnpipe/graph/io/load.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <vector>
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/graph/io/edgelist.hpp"
 #include "gnnpipe/graph/io/gnn_benchmark.hpp"
+#include "gnnpipe/graph/io/mat.hpp"
 #include "gnnpipe/graph/io/native.hpp"
 #include "gnnpipe/graph/io/ogb.hpp"
 #include "gnnpipe/graph/io/planetoid_npy.hpp"
 #include "gnnpipe/graph/io/saint.hpp"
+#include "gnnpipe/graph/io/sniff.hpp"
 
 namespace gnnpipe::graph::io {
 namespace {
@@ -17,12 +20,48 @@ namespace {
 namespace fs = std::filesystem;
 
 
-// The format of a folder or file in one known layout, or kAuto when it is none.
-DatasetFormat direct_format(const fs::path& p) {
-  if (fs::is_regular_file(p)) {
-    if (p.extension() == ".npz") return DatasetFormat::kNpz;
-    return DatasetFormat::kEdgelist;
+// A single file given as the dataset, by its content (issue #18): a ZIP archive is an .npz, text or
+// gzip an edge list; an extension that names a format must agree with the content. Everything
+// else is a DataError naming the file and what it is, never quoting its bytes (hex at most).
+DatasetFormat file_format(const fs::path& p) {
+  const Sniffed s = sniff_file(p);
+  const std::string name = p.string();
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  GNNPIPE_CHECK_DATA(s.kind != FileKind::kEmpty, "{}: empty file (0 bytes), not a dataset", name);
+  const auto expect = [&](bool agrees, const char* format) {
+    GNNPIPE_CHECK_DATA(agrees, "{}: named {} but its content is {}, not {} (first bytes {})", name, ext,
+                       to_string(s.kind), format, s.head_hex);
+  };
+  if (ext == ".npz") expect(s.kind == FileKind::kZip, "a ZIP archive");
+  if (ext == ".npy") expect(s.kind == FileKind::kNpy, "a NumPy .npy array");
+  if (ext == ".gz") expect(s.kind == FileKind::kGzip, "gzip");
+  if (ext == ".mat") expect(s.kind == FileKind::kMat5 || s.kind == FileKind::kHdf5, "a MATLAB MAT-file");
+  if (ext == ".json") expect(s.kind == FileKind::kText, "text");
+  switch (s.kind) {
+    case FileKind::kZip: return DatasetFormat::kNpz;
+    case FileKind::kText:
+    case FileKind::kGzip:
+      GNNPIPE_CHECK_DATA(ext != ".json",
+                         "{}: a JSON file is not a dataset by itself (GraphSAINT data is a folder holding "
+                         "adj_full.npz, feats.npy, class_map.json and role.json: give the folder)", name);
+      return DatasetFormat::kEdgelist;
+    case FileKind::kNpy:
+      GNNPIPE_THROW(DataError,
+                    "{}: a single .npy array is not a dataset: give the folder holding it (edge_index.npy with "
+                    "x.npy, y.npy and the masks), an .npz or an edge list", name);
+    case FileKind::kMat5:
+    case FileKind::kHdf5: return DatasetFormat::kMat;  // HDF5: MATLAB 7.3, read by libmatio too
+    case FileKind::kBinary:
+      GNNPIPE_THROW(DataError, "{}: binary content of no known format (first bytes {}): not a text edge list, .npz, "
+                    "gzip edge list or MATLAB file", name, s.head_hex);
+    case FileKind::kEmpty: break;
   }
+  GNNPIPE_THROW(Error, "unreachable file kind");
+}
+
+// The format of a folder in one known layout, or kAuto when it is none (or a file).
+DatasetFormat direct_format(const fs::path& p) {
   if (!fs::is_directory(p)) return DatasetFormat::kAuto;
   if (fs::exists(p / "meta.yaml")) return DatasetFormat::kNative;
   if (fs::exists(p / "edge_index.npy")) return DatasetFormat::kPlanetoidNpy;
@@ -39,7 +78,8 @@ std::vector<fs::path> sorted_entries(const fs::path& dir) {
 }
 
 DatasetSource with_splits(DatasetSource source, const fs::path& root) {
-  if (source.format == DatasetFormat::kNpz && fs::exists(root / "splits" / (std::string(kSplitPrefix) + "train.npy"))) {
+  if ((source.format == DatasetFormat::kNpz || source.format == DatasetFormat::kMat) &&
+      fs::exists(root / "splits" / (std::string(kSplitPrefix) + "train.npy"))) {
     source.split_dir = root / "splits";
   }
   return source;
@@ -56,20 +96,24 @@ const char* to_string(DatasetFormat format) {
     case DatasetFormat::kOgb: return "ogb";
     case DatasetFormat::kPlanetoidNpy: return "planetoid-npy";
     case DatasetFormat::kEdgelist: return "edgelist";
+    case DatasetFormat::kMat: return "mat";
   }
   return "unknown";
 }
 
 DatasetFormat parse_dataset_format(const std::string& text, const std::string& key) {
   for (DatasetFormat f : {DatasetFormat::kAuto, DatasetFormat::kNative, DatasetFormat::kSaint, DatasetFormat::kNpz,
-                          DatasetFormat::kOgb, DatasetFormat::kPlanetoidNpy, DatasetFormat::kEdgelist}) {
+                          DatasetFormat::kOgb, DatasetFormat::kPlanetoidNpy, DatasetFormat::kEdgelist, DatasetFormat::kMat}) {
     if (text == to_string(f)) return f;
   }
-  GNNPIPE_THROW(ConfigError, "{}: '{}' is not one of auto, native, saint, npz, ogb, planetoid-npy, edgelist", key, text);
+  GNNPIPE_THROW(ConfigError, "{}: '{}' is not one of auto, native, saint, npz, ogb, planetoid-npy, edgelist, mat", key,
+                text);
 }
 
 DatasetSource detect_dataset(const fs::path& path) {
   GNNPIPE_CHECK_DATA(fs::exists(path), "{}: no such file or directory", path.string());
+  if (fs::is_regular_file(path)) return with_splits({file_format(path), path, {}}, path.parent_path().parent_path());
+  GNNPIPE_CHECK_DATA(fs::is_directory(path), "{}: neither a file nor a directory", path.string());
   if (const DatasetFormat f = direct_format(path); f != DatasetFormat::kAuto) {
     return with_splits({f, path, {}}, path.parent_path().parent_path());
   }
@@ -95,7 +139,9 @@ DatasetSource detect_dataset(const fs::path& path) {
 
 Dataset load_dataset(const fs::path& path, DatasetFormat format) {
   DatasetSource source = format == DatasetFormat::kAuto ? detect_dataset(path) : DatasetSource{format, path, {}};
-  if (format == DatasetFormat::kNpz) source = with_splits(source, path.parent_path().parent_path());
+  if (format == DatasetFormat::kNpz || format == DatasetFormat::kMat) {
+    source = with_splits(source, path.parent_path().parent_path());
+  }
   switch (source.format) {
     case DatasetFormat::kNative: return read_native(source.path);
     case DatasetFormat::kSaint: return read_saint(source.path);
@@ -110,6 +156,15 @@ Dataset load_dataset(const fs::path& path, DatasetFormat format) {
       }
       // Name datasets after their root folder (amazon-computers, not amazon_cs).
       if (!source.split_dir.empty()) d.name = source.split_dir.parent_path().filename().string();
+      return d;
+    }
+    case DatasetFormat::kMat: {
+      Dataset d = read_mat(source.path);
+      if (!source.split_dir.empty()) {
+        read_split_dir(d, source.split_dir, kSplitPrefix);
+        d.validate(source.split_dir.string());
+        d.name = source.split_dir.parent_path().filename().string();
+      }
       return d;
     }
     case DatasetFormat::kAuto: break;

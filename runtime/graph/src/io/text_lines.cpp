@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/graph/io/sniff.hpp"
 
 namespace gnnpipe::graph::io {
 namespace {
@@ -81,7 +82,7 @@ int64_t parse_int_field(std::string_view field, const std::filesystem::path& pat
   int64_t value = 0;
   const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
   GNNPIPE_CHECK_DATA(ec == std::errc() && end == field.data() + field.size() && !field.empty(),
-                     "{}:{}: {} '{}' is not an integer", path.string(), line, what, field);
+                     "{}:{}: {} '{}' is not an integer", path.string(), line, what, printable(field));
   return value;
 }
 
@@ -89,7 +90,7 @@ float parse_float_field(std::string_view field, const std::filesystem::path& pat
   float value = 0;
   const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
   GNNPIPE_CHECK_DATA(ec == std::errc() && end == field.data() + field.size() && !field.empty(),
-                     "{}:{}: {} '{}' is not a number", path.string(), line, what, field);
+                     "{}:{}: {} '{}' is not a number", path.string(), line, what, printable(field));
   return value;
 }
 

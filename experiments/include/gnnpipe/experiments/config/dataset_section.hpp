@@ -2,7 +2,7 @@
 // The `dataset:` section of an experiment (DESIGN §5):
 //   dataset:
 //     path: ogbn-arxiv/netbenchmark   # relative to --data-dir, else $GNNPIPE_DATA_DIR, else cwd
-//     format: auto                    # auto | native | saint | npz | ogb | planetoid-npy | edgelist
+//     format: auto                    # auto | native | saint | npz | ogb | planetoid-npy | edgelist | mat
 //     random_features: 128            # only for a dataset without features
 //     random_features_seed: 0
 //     feature_dtype: float32          # float32 | float16 | bfloat16 (storage in memory)

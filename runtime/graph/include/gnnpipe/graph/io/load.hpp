@@ -7,10 +7,10 @@
 
 namespace gnnpipe::graph::io {
 
-enum class DatasetFormat { kAuto, kNative, kSaint, kNpz, kOgb, kPlanetoidNpy, kEdgelist };
+enum class DatasetFormat { kAuto, kNative, kSaint, kNpz, kOgb, kPlanetoidNpy, kEdgelist, kMat };
 
 const char* to_string(DatasetFormat format);
-// Parses auto | native | saint | npz | ogb | planetoid-npy | edgelist; ConfigError naming `key`.
+// Parses auto | native | saint | npz | ogb | planetoid-npy | edgelist | mat; ConfigError naming `key`.
 DatasetFormat parse_dataset_format(const std::string& text, const std::string& key);
 
 // Where a dataset's files are and in which format.
@@ -23,7 +23,9 @@ struct DatasetSource {
 // Detects the format of `path`. A folder in a known layout is taken as it is; a dataset root such
 // as ../shared/datasets/cora, holding the same data in several layouts, resolves to the first of:
 // native, converted/ (Planetoid npy, when it has edges), a GraphSAINT folder, an OGB folder with
-// edges, a gnn-benchmark .npz (with splits/ beside it). DataError when nothing matches.
+// edges, a gnn-benchmark .npz (with splits/ beside it). A single file is taken by its content
+// (io/sniff.hpp): a ZIP archive is an .npz, a MAT-file a .mat, text or gzip an edge list; an
+// extension naming a format must agree with the content. DataError when nothing matches.
 DatasetSource detect_dataset(const std::filesystem::path& path);
 
 // Loads and validates the dataset at `path` in `format` (kAuto: detect_dataset).
