@@ -26,6 +26,18 @@ TEST_CASE("the dataset section reads path, format, random features and dtype", "
                     Catch::Contains("dataset.normalize_features: 'l2' is not one of none, row"));
 }
 
+TEST_CASE("the dataset section reads the array names of an .npz and the split column", "[config]") {
+  const auto o = parse("{path: mine.npz, keys: {edges: links, features: attributes, train: tr}, split: 3}");
+  CHECK(o.keys.edges == "links");
+  CHECK(o.keys.features == "attributes");
+  CHECK(o.keys.train == "tr");
+  CHECK(o.keys.labels.empty());
+  CHECK(o.keys.split == 3);
+  CHECK(parse("{path: cora}").keys.empty());
+  CHECK_THROWS_WITH(parse("{path: a.npz, keys: {edge: e}}"), Catch::Contains("dataset.keys.edge: unknown key"));
+  CHECK_THROWS_WITH(parse("{path: a.npz, split: -1}"), Catch::Contains("dataset.split: must be >= 0, got -1"));
+}
+
 TEST_CASE("the dataset section reads a synthetic graph with defaults for missing keys", "[config]") {
   const auto o = parse("{synthetic: {nodes: 5000, avg_degree: 8, classes: 5, seed: 3}}");
   REQUIRE(o.synthetic.has_value());

@@ -16,7 +16,19 @@ graph::DatasetOptions parse_dataset_section(ConfigMap section) {
   GNNPIPE_CHECK_CONFIG(normalize == "none" || normalize == "row", "{}: '{}' is not one of none, row",
                        section.key_path("normalize_features"), normalize);
   o.normalize_rows = normalize == "row";
-  section.allow({"synthetic"});
+  o.keys.split = section.get<int64_t>("split", 0);
+  GNNPIPE_CHECK_CONFIG(o.keys.split >= 0, "{}: must be >= 0, got {}", section.key_path("split"), o.keys.split);
+  if (section.has("keys")) {
+    ConfigMap k = section.child("keys");
+    o.keys.edges = k.get<std::string>("edges", "");
+    o.keys.features = k.get<std::string>("features", "");
+    o.keys.labels = k.get<std::string>("labels", "");
+    o.keys.train = k.get<std::string>("train", "");
+    o.keys.val = k.get<std::string>("val", "");
+    o.keys.test = k.get<std::string>("test", "");
+    k.finish();
+  }
+  section.allow({"synthetic", "keys"});
   section.finish();  // unknown keys first: a typo of `path` should say so, not "set exactly one"
   GNNPIPE_CHECK_CONFIG(o.path.empty() == section.has("synthetic"), "{}: set exactly one of path and synthetic",
                        section.path());

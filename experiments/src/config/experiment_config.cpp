@@ -53,6 +53,19 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   dataset["random_features_seed"] = c.dataset.random_features_seed;
   dataset["feature_dtype"] = graph::to_string(c.dataset.feature_dtype);
   dataset["normalize_features"] = c.dataset.normalize_rows ? "row" : "none";
+  // keys and split only when set (or for the schema): runs that name no arrays keep their resolved config.
+  const graph::io::ArrayKeys& k = c.dataset.keys;
+  if (k.split != 0 || every_key) dataset["split"] = k.split;
+  if (k.names_arrays() || every_key) {
+    YAML::Node keys(YAML::NodeType::Map);
+    keys["edges"] = k.edges;
+    keys["features"] = k.features;
+    keys["labels"] = k.labels;
+    keys["train"] = k.train;
+    keys["val"] = k.val;
+    keys["test"] = k.test;
+    dataset["keys"] = keys;
+  }
   if (c.dataset.synthetic || every_key) {
     const graph::SyntheticOptions s = c.dataset.synthetic.value_or(graph::SyntheticOptions{});
     YAML::Node synthetic(YAML::NodeType::Map);

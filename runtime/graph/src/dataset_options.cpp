@@ -35,7 +35,7 @@ Dataset load_dataset(const DatasetOptions& options, const DataDir& data_dir) {
                     given.string(), data_dir.path.string(),
                     data_dir.origin.empty() ? std::string() : " (" + data_dir.origin + ")");
     }
-    d = io::load_dataset(path, options.format);
+    d = io::load_dataset(path, options.format, options.keys);
   }
   if (options.random_features > 0) add_random_features(d, options.random_features, options.random_features_seed);
   if (options.normalize_rows) {

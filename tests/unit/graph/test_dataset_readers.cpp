@@ -376,3 +376,76 @@ TEST_CASE("BlogCatalog's MAT-file reads as the same graph, labels and split as i
   CHECK(from_mat.splits.test.size() == 2063);
   CHECK(from_mat.features.cols() == 0);
 }
+
+// Issue #18 item 2: an .npz saved with the names users give arrays (np.savez(edge_index=..., ...)).
+TEST_CASE("an .npz with common array names reads edges, features, labels and a chosen split", "[graph][io][npz]") {
+  using gnnpipe::test::stored;
+  TempDir dir;
+  // 4 nodes, edges 0->1, 2->1, 3->2 (as [2, E]); masks with two splits as columns.
+  const auto edge_index = npy_of<int64_t>(dir, {0, 2, 3, 1, 1, 2}, {2, 3});
+  const auto x = npy_of<float>(dir, {0, 1, 2, 3, 4, 5, 6, 7}, {4, 2});
+  const auto y = npy_of<int64_t>(dir, {0, 1, 1, 0});
+  const auto train = npy_of<uint8_t>(dir, {1, 0, 0, 1, 1, 0, 0, 1}, {4, 2});  // split 0: {0, 2}, split 1: {1, 3}
+  const auto val = npy_of<uint8_t>(dir, {0, 1, 1, 0, 0, 0, 0, 0}, {4, 2});
+  const auto test = npy_of<uint8_t>(dir, {0, 0, 0, 0, 0, 1, 1, 0}, {4, 2});
+  gnnpipe::test::write_text(dir / "mine.npz",
+                            gnnpipe::test::make_zip({stored("edge_index.npy", edge_index), stored("x.npy", x),
+                                                     stored("y.npy", y), stored("train_masks.npy", train),
+                                                     stored("val_masks.npy", val), stored("test_masks.npy", test)}));
+  const Dataset d = io::load_dataset(dir / "mine.npz");
+  CHECK(d.name == "mine");
+  CHECK(d.num_nodes() == 4);
+  CHECK(d.graph.num_edges() == 3);
+  CHECK(row(d.graph, 1) == std::vector<NodeId>{0, 2});  // rows are destinations
+  CHECK(d.features.cols() == 2);
+  CHECK(d.labels.num_classes == 2);
+  CHECK(std::vector<NodeId>(d.splits.train.begin(), d.splits.train.end()) == std::vector<NodeId>{0, 2});
+  CHECK(std::vector<NodeId>(d.splits.val.begin(), d.splits.val.end()) == std::vector<NodeId>{1});
+  io::ArrayKeys second;
+  second.split = 1;
+  const Dataset d1 = io::load_dataset(dir / "mine.npz", io::DatasetFormat::kAuto, second);
+  CHECK(std::vector<NodeId>(d1.splits.train.begin(), d1.splits.train.end()) == std::vector<NodeId>{1, 3});
+  CHECK(std::vector<NodeId>(d1.splits.test.begin(), d1.splits.test.end()) == std::vector<NodeId>{2});
+  io::ArrayKeys third;
+  third.split = 2;
+  CHECK_THROWS_WITH(io::load_dataset(dir / "mine.npz", io::DatasetFormat::kAuto, third),
+                    Catch::Contains("mine.npz:train_masks: dataset.split 2 is outside the 2 split(s)"));
+
+  SECTION("[E, 2] edges, node-id splits and names given by dataset.keys") {
+    gnnpipe::test::write_text(
+        dir / "theirs.npz",
+        gnnpipe::test::make_zip({stored("links.npy", npy_of<int32_t>(dir, {0, 1, 2, 1, 3, 2}, {3, 2})),
+                                 stored("attributes.npy", x), stored("classes.npy", y),
+                                 stored("tr.npy", npy_of<int64_t>(dir, {0, 1})), stored("va.npy", npy_of<int64_t>(dir, {2})),
+                                 stored("te.npy", npy_of<int64_t>(dir, {3}))}));
+    CHECK_THROWS_WITH(io::load_dataset(dir / "theirs.npz"),
+                      Catch::Contains("theirs.npz: no edge list (looked for edge_index, edges, edge_list; name it with "
+                                      "dataset.keys.edges); the file holds: links, attributes, classes, tr, va, te"));
+    io::ArrayKeys keys;
+    keys.edges = "links";
+    keys.features = "attributes";
+    keys.labels = "classes";
+    keys.train = "tr";
+    keys.val = "va";
+    keys.test = "te";
+    const Dataset t = io::load_dataset(dir / "theirs.npz", io::DatasetFormat::kAuto, keys);
+    CHECK(row(t.graph, 1) == std::vector<NodeId>{0, 2});
+    CHECK(t.features.cols() == 2);
+    CHECK(t.splits.train.size() == 2);
+    keys.labels = "klasses";
+    CHECK_THROWS_WITH(io::load_dataset(dir / "theirs.npz", io::DatasetFormat::kAuto, keys),
+                      Catch::Contains("no array 'klasses' (dataset.keys.labels); the file holds: links"));
+  }
+  SECTION("keys are for .npz files only") {
+    gnnpipe::test::write_text(dir / "edges.txt", "0 1\n");
+    io::ArrayKeys keys;
+    keys.edges = "e";
+    CHECK_THROWS_AS(io::load_dataset(dir / "edges.txt", io::DatasetFormat::kAuto, keys), gnnpipe::core::ConfigError);
+  }
+  SECTION("an edge beyond the nodes of the features is refused") {
+    gnnpipe::test::write_text(dir / "bad.npz",
+                              gnnpipe::test::make_zip({stored("edges.npy", npy_of<int64_t>(dir, {0, 9}, {1, 2})),
+                                                       stored("features.npy", x)}));
+    CHECK_THROWS_WITH(io::load_dataset(dir / "bad.npz"), Catch::Contains("bad.npz:edges: edge 0 (0 -> 9) names a node beyond"));
+  }
+}

@@ -9,6 +9,7 @@
 #include "gnnpipe/graph/io/gnn_benchmark.hpp"
 #include "gnnpipe/graph/io/mat.hpp"
 #include "gnnpipe/graph/io/native.hpp"
+#include "gnnpipe/graph/io/npz.hpp"
 #include "gnnpipe/graph/io/ogb.hpp"
 #include "gnnpipe/graph/io/planetoid_npy.hpp"
 #include "gnnpipe/graph/io/saint.hpp"
@@ -137,11 +138,14 @@ DatasetSource detect_dataset(const fs::path& path) {
                 "*.npz, here and one level down)", path.string());
 }
 
-Dataset load_dataset(const fs::path& path, DatasetFormat format) {
+Dataset load_dataset(const fs::path& path, DatasetFormat format, const ArrayKeys& keys) {
   DatasetSource source = format == DatasetFormat::kAuto ? detect_dataset(path) : DatasetSource{format, path, {}};
   if (format == DatasetFormat::kNpz || format == DatasetFormat::kMat) {
     source = with_splits(source, path.parent_path().parent_path());
   }
+  GNNPIPE_CHECK_CONFIG(keys.empty() || source.format == DatasetFormat::kNpz,
+                       "dataset.keys / dataset.split: name arrays of an .npz, but {} is {} data", source.path.string(),
+                       to_string(source.format));
   switch (source.format) {
     case DatasetFormat::kNative: return read_native(source.path);
     case DatasetFormat::kSaint: return read_saint(source.path);
@@ -149,7 +153,8 @@ Dataset load_dataset(const fs::path& path, DatasetFormat format) {
     case DatasetFormat::kPlanetoidNpy: return read_planetoid_npy(source.path);
     case DatasetFormat::kEdgelist: return read_edgelist(source.path);
     case DatasetFormat::kNpz: {
-      Dataset d = read_gnn_benchmark_npz(source.path);
+      const bool gnn_benchmark = keys.empty() && NpzArchive::open(source.path).contains("adj_indptr");
+      Dataset d = gnn_benchmark ? read_gnn_benchmark_npz(source.path) : read_named_npz(source.path, keys);
       if (!source.split_dir.empty()) {
         read_split_dir(d, source.split_dir, kSplitPrefix);
         d.validate(source.split_dir.string());

@@ -3,6 +3,9 @@
 //   dataset:
 //     path: ogbn-arxiv/netbenchmark   # relative to --data-dir, else $GNNPIPE_DATA_DIR, else cwd
 //     format: auto                    # auto | native | saint | npz | ogb | planetoid-npy | edgelist | mat
+//     keys: {edges: edge_index, features: x, labels: y, train: train_mask, val: val_mask,
+//            test: test_mask}         # array names of an .npz (graph/io/named_npz.hpp)
+//     split: 0                        # the column of [N, splits] masks
 //     random_features: 128            # only for a dataset without features
 //     random_features_seed: 0
 //     feature_dtype: float32          # float32 | float16 | bfloat16 (storage in memory)

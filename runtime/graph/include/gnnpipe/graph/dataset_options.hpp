@@ -16,6 +16,7 @@ namespace gnnpipe::graph {
 struct DatasetOptions {
   std::string path;                                    // relative paths resolve against the data dir
   io::DatasetFormat format = io::DatasetFormat::kAuto;
+  io::ArrayKeys keys;  // `dataset.keys` (array names of an .npz) and `dataset.split` (mask column)
   int64_t random_features = 0;                         // > 0: seeded random features (datasets without any)
   uint64_t random_features_seed = 0;
   FeatureDType feature_dtype = FeatureDType::kFloat32;  // storage of the features in memory

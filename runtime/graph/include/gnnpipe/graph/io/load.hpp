@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gnnpipe/graph/dataset.hpp"
+#include "gnnpipe/graph/io/named_npz.hpp"
 
 namespace gnnpipe::graph::io {
 
@@ -28,7 +29,11 @@ struct DatasetSource {
 // extension naming a format must agree with the content. DataError when nothing matches.
 DatasetSource detect_dataset(const std::filesystem::path& path);
 
-// Loads and validates the dataset at `path` in `format` (kAuto: detect_dataset).
-Dataset load_dataset(const std::filesystem::path& path, DatasetFormat format = DatasetFormat::kAuto);
+// Loads and validates the dataset at `path` in `format` (kAuto: detect_dataset). An .npz with the
+// gnn-benchmark arrays (adj_indptr, ...) is read as such; any other .npz, or any .npz when `keys`
+// name arrays, by its array names (named_npz.hpp). `keys` apply only to an .npz (ConfigError
+// naming dataset.keys otherwise).
+Dataset load_dataset(const std::filesystem::path& path, DatasetFormat format = DatasetFormat::kAuto,
+                     const ArrayKeys& keys = {});
 
 }  // namespace gnnpipe::graph::io

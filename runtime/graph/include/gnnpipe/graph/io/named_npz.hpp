@@ -1,0 +1,43 @@
+#pragma once
+// .npz files whose arrays carry the names users' own scripts give them (issue #18): an edge list
+// and optional features, labels and split masks, as np.savez(edge_index=..., x=..., y=...,
+// train_mask=...) writes them. The names are looked up in this order unless `dataset.keys`
+// names them (ArrayKeys):
+//   edges     edge_index | edges | edge_list            int [2, E] (row 0 = sources) or [E, 2]
+//   features  node_features | features | x | feats | node_feat      float [N, F]
+//   labels    node_labels | labels | y | label          int [N] (-1 unlabeled) or 0/1 [N, C]
+//   train     train_masks | train_mask | train_idx | idx_train
+//   val       val_masks | val_mask | valid_mask | val_idx | idx_val | valid_idx
+//   test      test_masks | test_mask | test_idx | idx_test
+// A split array that is bool (or uint8) is a mask, [N] or [N, S] with S splits as columns (the
+// geom-gcn layout; `dataset.split` picks the column); any other integer array lists node ids.
+// N is the features' rows, else the labels' length, else the largest edge end + 1. Edges are kept
+// as given (directed; no symmetrisation, no self-loop removal).
+#include <filesystem>
+#include <string>
+
+#include "gnnpipe/graph/dataset.hpp"
+
+namespace gnnpipe::graph::io {
+
+// Array names given by the user (empty: look the defaults up) and the split column.
+struct ArrayKeys {
+  std::string edges, features, labels, train, val, test;
+  int64_t split = 0;
+
+  // Whether any array is named.
+  bool names_arrays() const {
+    return !edges.empty() || !features.empty() || !labels.empty() || !train.empty() || !val.empty() || !test.empty();
+  }
+  bool empty() const { return !names_arrays() && split == 0; }
+  bool operator==(const ArrayKeys&) const = default;
+};
+
+// Whether the archive holds an edge list under one of the default names (or keys.edges).
+bool has_named_edges(const std::filesystem::path& file, const ArrayKeys& keys);
+
+// DataError naming the file and the array for anything missing or malformed; a named key that is
+// absent lists the arrays the file has.
+Dataset read_named_npz(const std::filesystem::path& file, const ArrayKeys& keys = {});
+
+}  // namespace gnnpipe::graph::io
