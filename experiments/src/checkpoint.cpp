@@ -155,6 +155,7 @@ std::vector<CheckpointArray> read_arrays(const fs::path& dir, const nlohmann::js
 }  // namespace
 
 static void write_checkpoint_unchecked(const fs::path& dir, const Checkpoint& c, const std::function<void()>& before_swap);
+static void write_partial(const fs::path& partial, const Checkpoint& c);
 
 void write_checkpoint(const fs::path& dir, const Checkpoint& c, const std::function<void()>& before_swap) {
   try {
@@ -172,6 +173,22 @@ static void write_checkpoint_unchecked(const fs::path& dir, const Checkpoint& c,
   const fs::path partial = parent / ("." + dir.filename().string() + ".partial");
   fs::remove_all(partial);  // a crashed write's leftovers
   fs::create_directory(partial);
+  try {
+    write_partial(partial, c);
+  } catch (...) {
+    // A failed write (a full disk, a quota) gives its space back and leaves the previous
+    // checkpoint as it was.
+    std::error_code ec;
+    fs::remove_all(partial, ec);
+    throw;
+  }
+  if (before_swap) before_swap();
+  swap_into_place(partial, dir);
+  sync_path(parent);
+  fs::remove_all(partial);
+}
+
+static void write_partial(const fs::path& partial, const Checkpoint& c) {
   nlohmann::json m;
   m["format"] = kFormat;
   m["version"] = kCheckpointVersion;
@@ -190,10 +207,6 @@ static void write_checkpoint_unchecked(const fs::path& dir, const Checkpoint& c,
     sync_path(file);
   }
   sync_path(partial);
-  if (before_swap) before_swap();
-  swap_into_place(partial, dir);
-  sync_path(parent);
-  fs::remove_all(partial);
 }
 
 Checkpoint read_checkpoint(const fs::path& dir) {

@@ -10,6 +10,13 @@
 
 namespace gnnpipe::core {
 
+// A file truncated (or overwritten shorter) while it is mapped raises SIGBUS at the next access to
+// the lost pages. Every MappedFile registers its range; this handler, installed once by a program
+// (the gnnpipe CLI), turns such a SIGBUS into one line on stderr naming the file and the offset,
+// and exit code 3 (data error), instead of a crash dump. A SIGBUS outside every mapping is left to
+// the default action. Async-signal-safe; idempotent.
+void install_mapped_file_fault_handler();
+
 class MappedFile {
  public:
   // Maps `path` in full. An empty file gives size() == 0 and data() == nullptr.
