@@ -9,6 +9,15 @@ function(gnnpipe_target_defaults target)
     $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${GNNPIPE_WERROR}>>:-Werror>
     $<$<COMPILE_LANGUAGE:CUDA>:-std=c++20 -Xcompiler=-Wall,-Wextra --expt-relaxed-constexpr>
     $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${GNNPIPE_WERROR}>>:-Werror=all-warnings>)
+  if(GNNPIPE_FUZZ)
+    # Coverage feedback for libFuzzer in every library the fuzz targets link (the targets add
+    # -fsanitize=fuzzer themselves, which brings libFuzzer's main), plus ASan and UBSan; UBSan
+    # reports abort so that libFuzzer records them as crashes.
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+                                -fno-omit-frame-pointer>)
+    target_link_options(${target} PUBLIC -fsanitize=address,undefined)
+  endif()
   if(GNNPIPE_SANITIZE)
     if(NOT GNNPIPE_SANITIZE MATCHES "^(address|undefined|address,undefined|thread)$")
       message(FATAL_ERROR

@@ -54,3 +54,14 @@ TEST_CASE("GNNPIPE_THROW has no expression and user_message drops the location",
   }
   CHECK(user_message(std::runtime_error("plain")) == "plain");
 }
+
+TEST_CASE("an error message is one printable line: control bytes from the input are escaped", "[core][error]") {
+  // Found by the fuzz targets (tests/fuzz): a --set value or a YAML key holding raw bytes.
+  const std::string found = std::string("a\x01") + "\n\r\x7f\tb\xc3\xa9";
+  try {
+    GNNPIPE_THROW(ConfigError, "key '{}' is bad", found);
+  } catch (const ConfigError& e) {
+    CHECK(e.message() == "key 'a\\x01\\n\\r\\x7f\tb\xc3\xa9' is bad");  // tab and UTF-8 stay
+    CHECK(std::string(e.what()).find('\n') == std::string::npos);
+  }
+}

@@ -146,7 +146,8 @@ const std::vector<KeyDoc>& key_docs() {
       {"run.tf32", "boolean", "run.device cuda", "cuBLAS may use TF32 tensor cores (off keeps CPU parity)."},
       {"run.spmm", "string", "run.device cuda", "kernel or cusparse: which SpMM aggregates."},
       {"sweep", "mapping of key paths to lists", kAll,
-       "A grid of runs: every combination of the listed values of these --set key paths, one run directory each."},
+       "A grid of runs: every combination of the listed values of these --set key paths, one run directory each; "
+       "at most 1000 runs per sweep (each is parsed before the first starts)."},
   };
   return docs;
 }

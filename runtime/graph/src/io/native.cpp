@@ -2,7 +2,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <array>
 #include <cstring>
+#include <limits>
 #include <fstream>
 #include <vector>
 
@@ -131,6 +133,12 @@ Dataset read_native(const fs::path& dir) {
   const bool multi = meta_value<bool>(meta, "multi_label", meta_path);
   const auto dtype_name = meta_value<std::string>(meta, "feature_dtype", meta_path);
   GNNPIPE_CHECK_DATA(n >= 0 && e >= 0 && f >= 0 && c >= 0, "{}: negative counts", meta_path.string());
+  // Node ids are int32, and the array sizes below (n + 1, n * f, n * c) must not overflow
+  // (found by tests/fuzz/native_fuzz.cpp: num_nodes 2^63-1 or a huge feature_dim).
+  GNNPIPE_CHECK_DATA(n <= std::numeric_limits<NodeId>::max(), "{}: num_nodes {} exceeds the int32 node ids' {}",
+                     meta_path.string(), n, std::numeric_limits<NodeId>::max());
+  const int64_t feature_count = shape_count(meta_path.string() + ": num_nodes x feature_dim", std::array{n, f});
+  const int64_t label_count = shape_count(meta_path.string() + ": num_nodes x num_classes", std::array{n, int64_t{c}});
 
   Dataset d;
   d.name = meta_value<std::string>(meta, "name", meta_path);
@@ -139,7 +147,7 @@ Dataset read_native(const fs::path& dir) {
                                   (dir / "graph_*.npy").string());
   if (dtype_name != "none") {
     const FeatureDType dtype = parse_feature_dtype(dtype_name, meta_path.string() + ": feature_dtype");
-    const auto count = static_cast<std::size_t>(n * f);
+    const auto count = static_cast<std::size_t>(feature_count);
     const fs::path path = dir / "features.npy";
     if (dtype == FeatureDType::kFloat32) {
       d.features = FeatureStore(read_array<float>(path, count, "num_nodes x feature_dim"), n, f, path.string());
@@ -150,7 +158,8 @@ Dataset read_native(const fs::path& dir) {
   if (c > 0) {
     d.labels.num_classes = c;
     if (multi) {
-      d.labels.multi = read_array<uint8_t>(dir / "labels.npy", static_cast<std::size_t>(n * c), "num_nodes x num_classes");
+      d.labels.multi = read_array<uint8_t>(dir / "labels.npy", static_cast<std::size_t>(label_count),
+                                           "num_nodes x num_classes");
     } else {
       d.labels.single = read_array<int32_t>(dir / "labels.npy", static_cast<std::size_t>(n), "num_nodes");
     }
@@ -163,7 +172,11 @@ Dataset read_native(const fs::path& dir) {
     d.splits.test = split("test.npy");
   }
   if (const YAML::Node lines = meta["synthesized"]; lines && lines.IsSequence()) {
-    for (const auto& line : lines) d.synthesized.push_back(line.as<std::string>());
+    for (const auto& line : lines) {
+      // A nested list or map here used to escape as a yaml-cpp exception (tests/fuzz/native_fuzz.cpp).
+      GNNPIPE_CHECK_DATA(line.IsScalar(), "{}: 'synthesized' must be a list of strings", meta_path.string());
+      d.synthesized.push_back(line.Scalar());
+    }
   }
   d.validate(dir.string());
   return d;

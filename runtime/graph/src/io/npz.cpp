@@ -139,6 +139,12 @@ NpyArray NpzArchive::read(std::string_view name, const NpzReadOptions& options) 
 
   GNNPIPE_CHECK_DATA(entry.uncompressed_size <= std::numeric_limits<std::size_t>::max(),
                      "{}: entry of {} bytes does not fit in memory", label, entry.uncompressed_size);
+  // Deflate expands at most 1032:1, so a larger recorded size is a lie; without this check a
+  // 100-byte entry claiming 4 GB allocated 4 GB before inflating (found by tests/fuzz/saint_fuzz.cpp).
+  constexpr uint64_t kMaxDeflateRatio = 1032;
+  GNNPIPE_CHECK_DATA(entry.uncompressed_size / kMaxDeflateRatio <= data.size(),
+                     "{}: records {} uncompressed bytes for {} deflated bytes (deflate expands at most 1032:1)", label,
+                     entry.uncompressed_size, data.size());
   const auto size = static_cast<std::size_t>(entry.uncompressed_size);
   // Host buffers are 64-byte aligned, so the array data is as aligned as its offset in the .npy.
   auto buffer = std::make_shared<core::Buffer<std::byte>>(core::Buffer<std::byte>::host(std::max<std::size_t>(size, 1)));

@@ -53,7 +53,11 @@ Dataset read_ogb(const fs::path& root, const OgbOptions& options) {
   int64_t num_nodes = -1;
   if (const fs::path f = raw / "num-node-list.csv.gz"; fs::exists(f)) {
     for_each_line(f, [&](std::string_view line, int64_t n) {
-      if (!line.empty() && num_nodes < 0) num_nodes = parse_int_field(line, f, n, "node count");
+      if (line.empty() || num_nodes >= 0) return;
+      // A negative count used to read as "no count given" (then taken from the other files).
+      num_nodes = parse_int_field(line, f, n, "node count");
+      GNNPIPE_CHECK_DATA(num_nodes >= 0 && num_nodes <= std::numeric_limits<NodeId>::max(),
+                         "{}:{}: node count {} is outside [0, 2^31-1]", f.string(), n, num_nodes);
     });
   }
 
