@@ -183,7 +183,7 @@ template <int G>
 [[gnu::target("avx2")]] void draw_avx2(uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n, uint32_t t,
                                        uint8_t* out, const Interleave& interleave) {
   if (t == 0 || t >= kDropoutLevels) {  // every position kept, or none: no draw needed
-    std::memset(out, t == 0 ? 0xff : 0, static_cast<std::size_t>(n));
+    if (n > 0) std::memset(out, t == 0 ? 0xff : 0, static_cast<std::size_t>(n));  // out may be null when n == 0
     return;
   }
   __m256i key0[10], key1[10];
