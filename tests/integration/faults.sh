@@ -25,40 +25,39 @@ memory: {features: host}
 run: {device: cpu, epochs: $2, seed: 0}
 YAML
 }
-# started DIR: waits until the run writing DIR has finished an epoch (metrics.csv has a row).
-started() {
+# start_mid_run NAME EPOCHS: a run over its own copy of the graph ($tmp/g-NAME), writing
+# $tmp/r-NAME, started in the background (its pid in $pid); returns once it has finished an epoch
+# (metrics.csv has a row), so the fault that follows hits a run in progress.
+start_mid_run() {
+  cp -r "$tmp/graph" "$tmp/g-$1"
+  write_config "$tmp/g-$1" "$2"
+  "$gnnpipe" run "$tmp/run.yaml" --out "$tmp/r-$1" >"$tmp/r-$1.log" 2>&1 &
+  pid=$!
   for _ in $(seq 1 600); do
-    [[ $(wc -l 2>/dev/null <"$1/metrics.csv" || echo 0) -ge 2 ]] && return 0
-    kill -0 "$pid" 2>/dev/null || fail "the run ended before its first epoch: $(tail -3 "$1.log")"
+    [[ $(wc -l 2>/dev/null <"$tmp/r-$1/metrics.csv" || echo 0) -ge 2 ]] && return 0
+    kill -0 "$pid" 2>/dev/null || fail "$1: the run ended before its first epoch: $(tail -3 "$tmp/r-$1.log")"
     sleep 0.1
   done
-  fail "no epoch after 60 s"
+  fail "$1: no epoch after 60 s"
 }
 
 # 1. Truncated while mapped.
-cp -r "$tmp/graph" "$tmp/g1"
-write_config "$tmp/g1" 500
-"$gnnpipe" run "$tmp/run.yaml" --out "$tmp/r1" >"$tmp/r1.log" 2>&1 &
-pid=$!
-started "$tmp/r1"
-truncate -s 4096 "$tmp/g1/features.npy"
+start_mid_run truncated 500
+truncate -s 4096 "$tmp/g-truncated/features.npy"
 set +e
 wait "$pid"
 rc=$?
 set -e
-[[ $rc -eq 3 ]] || fail "truncated features: exit code $rc, expected 3: $(tail -3 "$tmp/r1.log")"
-grep -q "^gnnpipe: $tmp/g1/features.npy: the file was truncated or replaced while mapped" "$tmp/r1.log" ||
-  fail "truncated features: no one-line message naming the file: $(tail -3 "$tmp/r1.log")"
+log=$tmp/r-truncated.log
+[[ $rc -eq 3 ]] || fail "truncated features: exit code $rc, expected 3: $(tail -3 "$log")"
+grep -q "^gnnpipe: $tmp/g-truncated/features.npy: the file was truncated or replaced while mapped" "$log" ||
+  fail "truncated features: no one-line message naming the file: $(tail -3 "$log")"
 echo "1. truncated while mapped: exit 3, one line naming the file"
 
 # 2. Deleted while mapped: the data stays reachable through the mapping.
-cp -r "$tmp/graph" "$tmp/g2"
-write_config "$tmp/g2" 4
-"$gnnpipe" run "$tmp/run.yaml" --out "$tmp/r2" >"$tmp/r2.log" 2>&1 &
-pid=$!
-started "$tmp/r2"
-rm "$tmp/g2/features.npy"
-wait "$pid" || fail "deleted features: the run failed: $(tail -3 "$tmp/r2.log")"
+start_mid_run deleted 4
+rm "$tmp/g-deleted/features.npy"
+wait "$pid" || fail "deleted features: the run failed: $(tail -3 "$tmp/r-deleted.log")"
 echo "2. deleted while mapped: the run finished"
 
 # 3. An output directory that cannot be created (/proc takes no new entries, even for root).

@@ -74,12 +74,6 @@ HostArray<NodeId> read_split(const NpzArchive& npz, const std::string& name, int
 
 }  // namespace
 
-bool has_named_edges(const fs::path& file, const ArrayKeys& keys) {
-  const NpzArchive npz = NpzArchive::open(file);
-  if (!keys.edges.empty()) return npz.contains(keys.edges);
-  return std::any_of(kEdgeNames.begin(), kEdgeNames.end(), [&](const char* name) { return npz.contains(name); });
-}
-
 Dataset read_named_npz(const fs::path& file, const ArrayKeys& keys) {
   const NpzArchive npz = NpzArchive::open(file);
   const std::string base = file.string();

@@ -33,9 +33,6 @@ struct ArrayKeys {
   bool operator==(const ArrayKeys&) const = default;
 };
 
-// Whether the archive holds an edge list under one of the default names (or keys.edges).
-bool has_named_edges(const std::filesystem::path& file, const ArrayKeys& keys);
-
 // DataError naming the file and the array for anything missing or malformed; a named key that is
 // absent lists the arrays the file has.
 Dataset read_named_npz(const std::filesystem::path& file, const ArrayKeys& keys = {});
