@@ -75,8 +75,8 @@ template <class T>
 void launch_edge_softmax_backward(const BlockArrays& b, int64_t heads, const T* alpha, const T* dalpha, T* dscores,
                                   cudaStream_t stream);
 // Attention dropout with the CPU twin's bits (ops/dropout.hpp, cpu::edge_dropout_forward): edge
-// e = (u -> v), head h is kept iff p == 0 or the 16-bit draw at position id(u) * heads + h of the
-// stream key.with(id(v)) is >= dropout_threshold(p) (ops/dropout_mask.hpp), id(n) = row_ids ?
+// e = (u -> v), head h is kept iff p == 0 or the draw at position id(u) * heads + h of the stream
+// key.with(id(v)) keeps it (dropout_bits_at, ops/dropout_mask.hpp), id(n) = row_ids ?
 // row_ids[n] : n (the global ids of the block's sources, in device memory); the mask is that of an
 // [E x heads] matrix (dropout_mask_bytes(E, heads) bytes, bit layout of dropout_mask.hpp);
 // y = kept ? alpha * (1 / (1 - p)) : 0. y may equal alpha.
@@ -168,8 +168,8 @@ template <class T>
 void launch_activation_backward(ActivationKind kind, const T* y, const T* dy, T* dx, int64_t n, T param,
                                 cudaStream_t stream);
 // Inverted dropout with the CPU twin's bits over x [rows x cols]: element (r, c) is kept iff
-// p == 0 or the 16-bit draw at position id(r) * cols + c of the key's stream is >=
-// dropout_threshold(p) (ops/dropout_mask.hpp), id(r) = row_ids ? row_ids[r] : r (global node ids in
+// p == 0 or the draw at position id(r) * cols + c of the key's stream keeps it (dropout_bits_at,
+// ops/dropout_mask.hpp), id(r) = row_ids ? row_ids[r] : r (global node ids in
 // device memory, or nullptr for the identity numbering); the mask gets one bit per element
 // (dropout_mask_bytes(rows, cols) bytes, layout of dropout_mask.hpp; nullptr: not written);
 // y = p == 0 ? x : (kept ? x * (1 / (1 - p)) : 0). y may equal x.

@@ -2,12 +2,16 @@
 // float matrix (issue #17 item 3: "a dropout pass within 2x of a plain copy"). Arguments are
 // rows / cols / threads (oneTBB limited to `threads`; 1 = the calling thread alone):
 //   Copy              y = x: std::copy on one thread, row chunks in parallel otherwise
-//   DropoutForward    cpu::dropout_forward, p = 0.5, the identity numbering (row r is node r)
+//   DropoutForward    cpu::dropout_forward, p = 0.5 (one bit a decision), the identity numbering
+//                     (row r is node r)
 //   DropoutForwardIds the same keyed by a random permutation of global ids (rows drawn apart)
+//   DropoutForwardP30 DropoutForward at p = 0.3 (not dyadic: sixteen bits a decision)
 //   DropoutBackward   cpu::dropout_backward from the forward's bit mask
 //   DropoutByteMask   the draw this replaced (one Philox block per four elements, 24-bit uniforms,
 //                     a byte per element), kept here for comparison
-//   DrawBlocks/<path> the Philox draw alone: eight keep bits per block (0 fastest, 1 portable, 2 scalar)
+//   DrawBlocks/<path>/<threshold>  the Philox draw alone, 32,768 decisions (path 0 fastest,
+//                     1 portable, 2 scalar; threshold 32768 = p 0.5, 19661 = p 0.3, 19712 =
+//                     77 / 256: eight bits a decision like 0.3, no refinement)
 //   CoraForward/<training>/<threads>  GnnModel<float> forward of configs/cora_gcn.yaml's model
 //                     (2-layer GCN, hidden 16, dropout 0.5) on the full Cora graph: training (dropout
 //                     on the 2,708 x 1,433 input and the hidden layer) against eval; Cora from
@@ -20,10 +24,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -104,13 +108,13 @@ void Copy(benchmark::State& state) {
   set_counters(state, n);
 }
 
-void forward(benchmark::State& state, bool with_ids) {
+void forward(benchmark::State& state, bool with_ids, float p = 0.5f) {
   const auto gc = limit(state);
   Matrices m(state.range(0), state.range(1), models::dropout_mask_bytes(state.range(0), state.range(1)));
   const core::RngKey key = core::rng_key(7, {1, 2, 3});
   const std::span<const graph::NodeId> ids = with_ids ? std::span<const graph::NodeId>(m.ids) : std::span<const graph::NodeId>();
   for (auto _ : state) {
-    models::cpu::dropout_forward<float>(key, 0.5f, m.xv(), ids, m.yv(), m.mask);
+    models::cpu::dropout_forward<float>(key, p, m.xv(), ids, m.yv(), m.mask);
     benchmark::DoNotOptimize(m.y.begin());
     benchmark::ClobberMemory();
   }
@@ -119,6 +123,7 @@ void forward(benchmark::State& state, bool with_ids) {
 
 void DropoutForward(benchmark::State& state) { forward(state, false); }
 void DropoutForwardIds(benchmark::State& state) { forward(state, true); }
+void DropoutForwardP30(benchmark::State& state) { forward(state, false, 0.3f); }
 
 void DropoutBackward(benchmark::State& state) {
   const auto gc = limit(state);
@@ -167,22 +172,27 @@ void DropoutByteMask(benchmark::State& state) {
   set_counters(state, m.rows * m.cols);
 }
 
+// Arguments: the path and the threshold (32768: p = 0.5, one bit a decision; 19661: p = 0.3, sixteen).
 void DrawBlocks(benchmark::State& state) {
   const auto path = static_cast<models::cpu::DrawPath>(state.range(0));
-  std::vector<uint64_t> blocks(4096);
+  const auto threshold = static_cast<uint32_t>(state.range(1));
+  const models::DropoutDraw draw = models::DropoutDraw::of(threshold);
+  std::vector<uint64_t> blocks(4096 >> draw.byte_shift);  // 32,768 decisions whatever the bits
   std::iota(blocks.begin(), blocks.end(), uint64_t{1} << 20);
-  std::vector<uint8_t> out(blocks.size());
+  std::vector<uint8_t> out(blocks.size() << draw.byte_shift);
   const core::RngKey key = core::rng_key(7, {1});
   for (auto _ : state) {
-    models::cpu::dropout_draw_blocks(key, blocks, 32768, out, path);
+    models::cpu::dropout_draw_blocks(key, blocks, threshold, out, path);
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["decisions/s"] =
-      benchmark::Counter(8.0 * static_cast<double>(blocks.size()) * static_cast<double>(state.iterations()),
+      benchmark::Counter(8.0 * static_cast<double>(out.size()) * static_cast<double>(state.iterations()),
                          benchmark::Counter::kIsRate);
-  state.SetLabel(path == models::cpu::DrawPath::kFastest
-                     ? (models::cpu::dropout_uses_avx2() ? "fastest (AVX2)" : "fastest (portable)")
-                     : path == models::cpu::DrawPath::kPortable ? "portable" : "scalar");
+  state.SetLabel(std::string(path == models::cpu::DrawPath::kFastest
+                                 ? (models::cpu::dropout_uses_avx2() ? "fastest (AVX2)" : "fastest (portable)")
+                             : path == models::cpu::DrawPath::kPortable ? "portable"
+                                                                        : "scalar") +
+                 ", " + std::to_string(draw.bits) + " bits a decision");
 }
 
 std::filesystem::path data_dir() {
@@ -260,8 +270,12 @@ void cora_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(Copy)->Apply(matrix_args);
 BENCHMARK(DropoutForward)->Apply(matrix_args);
 BENCHMARK(DropoutForwardIds)->Apply(matrix_args);
+BENCHMARK(DropoutForwardP30)->Apply(matrix_args);
 BENCHMARK(DropoutBackward)->Apply(matrix_args);
 BENCHMARK(DropoutByteMask)->Apply(matrix_args);
-BENCHMARK(DrawBlocks)->DenseRange(0, 2)->ArgName("path")->Unit(benchmark::kMicrosecond);
+BENCHMARK(DrawBlocks)
+    ->ArgsProduct({{0, 1, 2}, {32768, 19712, 19661}})
+    ->ArgNames({"path", "threshold"})
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(CoraForward)->Apply(cora_args);
 BENCHMARK_MAIN();

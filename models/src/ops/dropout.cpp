@@ -21,12 +21,13 @@
 namespace gnnpipe::models::cpu {
 namespace {
 
-// --- drawing keep bits, eight per Philox block ---------------------------------------------------
-// Every path computes out[i] = dropout_block_bits(RngKey{seed, stream(i)}.block(blocks[i]), t)
-// (dropout_mask.hpp), stream(i) = streams.ids[0] for all i when streams.one (feature dropout: one
-// key per layer), else streams.ids[i] (edge dropout: a stream per destination); they differ only in
-// speed. The lists are arbitrary, so one call can draw the blocks of many short rows (or edges) as
-// well as a long row's run.
+// --- drawing keep bits ----------------------------------------------------------------------------
+// Every path computes, for each i < n, the draw.bytes_per_block() mask bytes of block blocks[i] of
+// stream(i) (dropout_mask.hpp's dropout_block_byte for every j) into out[i << draw.byte_shift ..],
+// stream(i) = streams.ids[0] for all i when streams.one (feature dropout: one key per layer), else
+// streams.ids[i] (edge dropout: a stream per destination); they differ only in speed. The lists are
+// arbitrary, so one call can draw the blocks of many short rows (or edges) as well as a long row's
+// run.
 struct Streams {
   const uint64_t* ids;
   bool one;
@@ -42,16 +43,90 @@ struct Interleave {
   void* context = nullptr;
 };
 
-void draw_scalar(uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n, uint32_t t, uint8_t* out) {
+// Even bits of x (bits 0, 2, .., 62) packed into the low 32 bits.
+inline uint64_t compact_even_bits(uint64_t x) {
+  x &= 0x5555555555555555ull;
+  x = (x | (x >> 1)) & 0x3333333333333333ull;
+  x = (x | (x >> 2)) & 0x0f0f0f0f0f0f0f0full;
+  x = (x | (x >> 4)) & 0x00ff00ff00ff00ffull;
+  x = (x | (x >> 8)) & 0x0000ffff0000ffffull;
+  return (x | (x >> 16)) & 0xffffffffull;
+}
+
+// The mask bytes of one drawn block (words w0..w3): bit q of byte j is decision 8j + q's
+// u > level, or u == level where the draw does not refine(); with refinement (k = 8 only) the ties
+// u == level go to ties[j] instead, for refine_ties. SWAR on the block's 64-bit halves; the draw
+// is not constant().
+inline void block_mask_bytes(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, const DropoutDraw& draw,
+                             uint8_t* out, uint8_t* ties) {
+  const uint64_t halves[2] = {w0 | (uint64_t{w1} << 32), w2 | (uint64_t{w3} << 32)};
+  const uint64_t level = draw.level;
+  switch (draw.bits) {
+    case 1:  // level 1: a set bit keeps its position
+      std::memcpy(out, halves, 16);
+      return;
+    case 2:
+      for (int h = 0; h < 2; ++h) {
+        const uint64_t lo = halves[h], hi = halves[h] >> 1;  // each 2-bit value's bits 0 and 1
+        const uint64_t keep = level == 1 ? (lo | hi) : level == 2 ? hi : (lo & hi);
+        const auto bits = static_cast<uint32_t>(compact_even_bits(keep));
+        std::memcpy(out + 4 * h, &bits, 4);
+      }
+      return;
+    case 4:
+      for (int h = 0; h < 2; ++h) {
+        constexpr uint64_t kLow = 0x0f0f0f0f0f0f0f0full, kBit4 = 0x1010101010101010ull;
+        const uint64_t lo = halves[h] & kLow, hi = (halves[h] >> 4) & kLow;  // nibbles 2q and 2q + 1
+        // Per byte, (nibble | 16) - level >= 16 iff nibble >= level (no borrow crosses a byte).
+        const uint64_t keep_lo = ((lo | kBit4) - level * 0x0101010101010101ull) & kBit4;
+        const uint64_t keep_hi = ((hi | kBit4) - level * 0x0101010101010101ull) & kBit4;
+        uint64_t v = (keep_lo >> 4) | (keep_hi >> 3);  // bits 0, 1 of byte q: decisions 2q, 2q + 1
+        v = (v | (v >> 6)) & 0x000f000f000f000full;
+        v = (v | (v >> 12)) & 0x000000ff000000ffull;
+        const auto bits = static_cast<uint16_t>(v | (v >> 24));
+        std::memcpy(out + 2 * h, &bits, 2);
+      }
+      return;
+    default:  // 8
+      for (int h = 0; h < 2; ++h) {
+        unsigned above = 0, equal = 0;
+        for (unsigned q = 0; q < 8; ++q) {
+          const uint64_t u = (halves[h] >> (8 * q)) & 0xff;
+          above |= static_cast<unsigned>(u > level) << q;
+          equal |= static_cast<unsigned>(u == level) << q;
+        }
+        if (ties != nullptr) {
+          out[h] = static_cast<uint8_t>(above);
+          ties[h] = static_cast<uint8_t>(equal);
+        } else {
+          out[h] = static_cast<uint8_t>(above | equal);
+        }
+      }
+      return;
+  }
+}
+
+// What every path writes when the draw is constant(): all kept or all dropped.
+void fill_constant(const DropoutDraw& draw, int64_t n, uint8_t* out) {
+  if (n > 0) std::memset(out, draw.threshold == 0 ? 0xff : 0, static_cast<std::size_t>(n) << draw.byte_shift);
+}
+
+// The paths below write block i's mask bytes from out + (i << byte_shift) and, when the draw
+// refines (k = 8), its two tie bytes from ties + 2 i (ties is null otherwise); the draw is not
+// constant().
+void draw_scalar(uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n, const DropoutDraw& draw,
+                 uint8_t* out, uint8_t* ties) {
   for (int64_t i = 0; i < n; ++i) {
-    out[i] = static_cast<uint8_t>(dropout_block_bits(core::RngKey{seed, streams.at(i)}.block(blocks[i]), t));
+    const core::PhiloxCounter b = core::RngKey{seed, streams.at(i)}.block(blocks[i]);
+    block_mask_bytes(b[0], b[1], b[2], b[3], draw, out + (i << draw.byte_shift), ties != nullptr ? ties + 2 * i : nullptr);
   }
 }
 
 // Philox-4x32-10 on 16 blocks at once in structure-of-arrays form (core/rng.hpp's rounds), a
 // shape compilers vectorise with the baseline instruction set (about twice the scalar rate on
 // SSE2). The fallback where AVX2 is missing.
-void draw_portable(uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n, uint32_t t, uint8_t* out) {
+void draw_portable(uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n, const DropoutDraw& draw,
+                   uint8_t* out, uint8_t* ties) {
   using namespace core::philox_detail;
   constexpr int kLanes = 16;
   int64_t i = 0;
@@ -79,10 +154,12 @@ void draw_portable(uint64_t seed, Streams streams, const uint64_t* blocks, int64
       k1 += kW1;
     }
     for (int l = 0; l < kLanes; ++l) {
-      out[i + l] = static_cast<uint8_t>(dropout_block_bits(core::PhiloxCounter{c0[l], c1[l], c2[l], c3[l]}, t));
+      block_mask_bytes(c0[l], c1[l], c2[l], c3[l], draw, out + ((i + l) << draw.byte_shift),
+                       ties != nullptr ? ties + 2 * (i + l) : nullptr);
     }
   }
-  draw_scalar(seed, streams.from(i), blocks + i, n - i, t, out + i);
+  draw_scalar(seed, streams.from(i), blocks + i, n - i, draw, out + (i << draw.byte_shift),
+              ties != nullptr ? ties + 2 * i : nullptr);
 }
 
 // y[c] = bit c of `bits` ? x[c] * scale : 0 for c in [0, n) (bits least significant first).
@@ -133,12 +210,72 @@ int64_t nonzero_columns_portable(const T* row, int64_t n, int64_t limit, int32_t
   hi = _mm256_permute2x128_si256(a, b, 0x31);
 }
 
+// Even bits of each 64-bit lane packed into its low 32 bits (compact_even_bits on four lanes).
+[[gnu::target("avx2")]] inline __m256i compact_even_bits4(__m256i x) {
+  x = _mm256_and_si256(x, _mm256_set1_epi64x(0x5555555555555555ll));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi64(x, 1)), _mm256_set1_epi64x(0x3333333333333333ll));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi64(x, 2)), _mm256_set1_epi64x(0x0f0f0f0f0f0f0f0fll));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi64(x, 4)), _mm256_set1_epi64x(0x00ff00ff00ff00ffll));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi64(x, 8)), _mm256_set1_epi64x(0x0000ffff0000ffffll));
+  return _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi64(x, 16)), _mm256_set1_epi64x(0xffffffffll));
+}
+
+// block_mask_bytes for two drawn blocks held in one vector (block A in the low 128 bits, B in the
+// high): A's bytes_per_block() bytes, then B's, from `out` (and their ties from `ties`).
+[[gnu::target("avx2")]] inline void pair_mask_bytes(__m256i v, const DropoutDraw& draw, uint8_t* out,
+                                                    uint8_t* ties) {
+  const __m256i zero = _mm256_setzero_si256();
+  switch (draw.bits) {
+    case 1:  // level 1: the block's bits are the keep bits
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), v);
+      return;
+    case 2: {  // as block_mask_bytes, on four 64-bit halves at once
+      const __m256i hi = _mm256_srli_epi64(v, 1);
+      const __m256i keep = draw.level == 1 ? _mm256_or_si256(v, hi) : draw.level == 2 ? hi : _mm256_and_si256(v, hi);
+      const __m256i packed =
+          _mm256_permutevar8x32_epi32(compact_even_bits4(keep), _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(packed));
+      return;
+    }
+    case 4: {  // nibbles compared as bytes; interleaving low/high keeps decision order 2q, 2q + 1
+      const __m256i level = _mm256_set1_epi8(static_cast<char>(draw.level));
+      const __m256i low4 = _mm256_set1_epi8(0x0f);
+      const __m256i keep_lo = _mm256_cmpeq_epi8(_mm256_subs_epu8(level, _mm256_and_si256(v, low4)), zero);
+      const __m256i keep_hi =
+          _mm256_cmpeq_epi8(_mm256_subs_epu8(level, _mm256_and_si256(_mm256_srli_epi16(v, 4), low4)), zero);
+      // Per 128-bit half: unpacklo covers the block's bytes 0-7 (mask bytes 0, 1), unpackhi 8-15.
+      const auto a = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_unpacklo_epi8(keep_lo, keep_hi)));
+      const auto b = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_unpackhi_epi8(keep_lo, keep_hi)));
+      const uint64_t bits = (a & 0xffffu) | (uint64_t{b & 0xffffu} << 16) | (uint64_t{a >> 16} << 32) |
+                            (uint64_t{b >> 16} << 48);
+      std::memcpy(out, &bits, 8);
+      return;
+    }
+    default: {  // 8: one byte per decision; u > level, and u == level to the ties or kept
+      const __m256i level = _mm256_set1_epi8(static_cast<char>(draw.level));
+      const auto at_most = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_subs_epu8(v, level), zero)));
+      const auto equal = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, level)));
+      if (ties != nullptr) {
+        const uint32_t above = ~at_most;
+        std::memcpy(out, &above, 4);
+        std::memcpy(ties, &equal, 4);
+      } else {
+        const uint32_t kept = ~at_most | equal;
+        std::memcpy(out, &kept, 4);
+      }
+      return;
+    }
+  }
+}
+
 // G groups of eight blocks (one per lane) in flight: Philox's rounds are a dependent chain, and
 // eight independent groups keep the multiplier busy (about 6 cycles a block on the dev machine's
-// EPYC, near the bound of 5 that its one 256-bit integer multiplier sets). t in [1, 65535].
+// EPYC, near the bound of 5 that its one 256-bit integer multiplier sets). Writes 8 G blocks'
+// mask bytes from out (and ties, see draw_scalar).
 template <int G>
 [[gnu::target("avx2")]] inline void draw_avx2_groups(const __m256i* key0, const __m256i* key1, Streams streams,
-                                                     const uint64_t* blocks, uint32_t t, uint8_t* out) {
+                                                     const uint64_t* blocks, const DropoutDraw& draw, uint8_t* out,
+                                                     uint8_t* ties) {
   const __m256i m0 = _mm256_set1_epi32(static_cast<int>(core::philox_detail::kM0));
   const __m256i m1 = _mm256_set1_epi32(static_cast<int>(core::philox_detail::kM1));
   __m256i c0[G], c1[G], c2[G], c3[G];
@@ -162,30 +299,31 @@ template <int G>
       c3[g] = lo0;
     }
   }
-  // Word q of a block holds lanes 2q (low half) and 2q + 1 (high half): both halves compared at
-  // once as unsigned 16-bit values, u >= t iff saturate(t - u) == 0; the lanes' bits are then
-  // gathered into the low byte of each 32-bit lane (one lane per block) and packed to bytes.
-  const __m256i t16 = _mm256_set1_epi16(static_cast<int16_t>(t));
-  const __m256i zero = _mm256_setzero_si256();
+  // Transpose each group to its blocks (lane l of c0..c3 is block l's words w0..w3): two blocks
+  // per vector, then each pair's mask bytes.
+  const unsigned pair_bytes = 2u << draw.byte_shift;
   for (int g = 0; g < G; ++g) {
-    const __m256i words[4] = {c0[g], c1[g], c2[g], c3[g]};
-    __m256i bits = zero;
-    for (int q = 0; q < 4; ++q) {
-      const __m256i kept = _mm256_cmpeq_epi16(_mm256_subs_epu16(t16, words[q]), zero);
-      bits = _mm256_or_si256(bits, _mm256_and_si256(kept, _mm256_set1_epi32((1 << (2 * q)) | (1 << (2 * q + 17)))));
-    }
-    bits = _mm256_and_si256(_mm256_or_si256(bits, _mm256_srli_epi32(bits, 16)), _mm256_set1_epi32(0xff));
-    const __m128i words16 = _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));
-    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + 8 * g), _mm_packus_epi16(words16, words16));
+    const __m256i a = _mm256_unpacklo_epi32(c0[g], c1[g]);  // w0 w1 of blocks 0, 1 | 4, 5
+    const __m256i b = _mm256_unpackhi_epi32(c0[g], c1[g]);  // blocks 2, 3 | 6, 7
+    const __m256i c = _mm256_unpacklo_epi32(c2[g], c3[g]);  // w2 w3 of blocks 0, 1 | 4, 5
+    const __m256i d = _mm256_unpackhi_epi32(c2[g], c3[g]);
+    const __m256i r0 = _mm256_unpacklo_epi64(a, c);  // block 0 | block 4
+    const __m256i r1 = _mm256_unpackhi_epi64(a, c);  // block 1 | block 5
+    const __m256i r2 = _mm256_unpacklo_epi64(b, d);  // block 2 | block 6
+    const __m256i r3 = _mm256_unpackhi_epi64(b, d);  // block 3 | block 7
+    uint8_t* o = out + (static_cast<std::size_t>(8 * g) << draw.byte_shift);
+    uint8_t* t = ties != nullptr ? ties + 16 * g : nullptr;
+    const auto tie = [&](int pair) { return t != nullptr ? t + 4 * pair : nullptr; };
+    pair_mask_bytes(_mm256_permute2x128_si256(r0, r1, 0x20), draw, o, tie(0));
+    pair_mask_bytes(_mm256_permute2x128_si256(r2, r3, 0x20), draw, o + pair_bytes, tie(1));
+    pair_mask_bytes(_mm256_permute2x128_si256(r0, r1, 0x31), draw, o + 2 * pair_bytes, tie(2));
+    pair_mask_bytes(_mm256_permute2x128_si256(r2, r3, 0x31), draw, o + 3 * pair_bytes, tie(3));
   }
 }
 
-[[gnu::target("avx2")]] void draw_avx2(uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n, uint32_t t,
-                                       uint8_t* out, const Interleave& interleave) {
-  if (t == 0 || t >= kDropoutLevels) {  // every position kept, or none: no draw needed
-    if (n > 0) std::memset(out, t == 0 ? 0xff : 0, static_cast<std::size_t>(n));  // out may be null when n == 0
-    return;
-  }
+[[gnu::target("avx2")]] void draw_avx2(uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n,
+                                       const DropoutDraw& draw, uint8_t* out, uint8_t* ties,
+                                       const Interleave& interleave) {
   __m256i key0[10], key1[10];
   uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
   for (int round = 0; round < 10; ++round) {
@@ -194,13 +332,15 @@ template <int G>
     k0 += core::philox_detail::kW0;
     k1 += core::philox_detail::kW1;
   }
+  const auto at = [&](int64_t i) { return out + (i << draw.byte_shift); };
+  const auto ties_at = [&](int64_t i) { return ties != nullptr ? ties + 2 * i : nullptr; };
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    draw_avx2_groups<8>(key0, key1, streams.from(i), blocks + i, t, out + i);
+    draw_avx2_groups<8>(key0, key1, streams.from(i), blocks + i, draw, at(i), ties_at(i));
     if (interleave.step != nullptr) interleave.step(interleave.context);
   }
-  for (; i + 8 <= n; i += 8) draw_avx2_groups<1>(key0, key1, streams.from(i), blocks + i, t, out + i);
-  draw_scalar(seed, streams.from(i), blocks + i, n - i, t, out + i);
+  for (; i + 8 <= n; i += 8) draw_avx2_groups<1>(key0, key1, streams.from(i), blocks + i, draw, at(i), ties_at(i));
+  draw_scalar(seed, streams.from(i), blocks + i, n - i, draw, at(i), ties_at(i));
 }
 
 template <bool kStream>
@@ -309,20 +449,64 @@ bool has_avx2() { return false; }
 
 #endif
 
-void draw(DrawPath path, uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n, uint32_t t, uint8_t* out,
-          const Interleave& interleave = {}) {
+// One path's draw (see draw_scalar), the draw not constant().
+void draw_path(DrawPath path, uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n, const DropoutDraw& d,
+               uint8_t* out, uint8_t* ties, const Interleave& interleave) {
   switch (path) {
-    case DrawPath::kScalar: draw_scalar(seed, streams, blocks, n, t, out); return;
-    case DrawPath::kPortable: draw_portable(seed, streams, blocks, n, t, out); return;
+    case DrawPath::kScalar: draw_scalar(seed, streams, blocks, n, d, out, ties); return;
+    case DrawPath::kPortable: draw_portable(seed, streams, blocks, n, d, out, ties); return;
     case DrawPath::kFastest: break;
   }
 #if GNNPIPE_DROPOUT_AVX2
   if (has_avx2()) {
-    draw_avx2(seed, streams, blocks, n, t, out, interleave);
+    draw_avx2(seed, streams, blocks, n, d, out, ties, interleave);
     return;
   }
 #endif
-  draw_portable(seed, streams, blocks, n, t, out);
+  draw_portable(seed, streams, blocks, n, d, out, ties);
+}
+
+// The mask bytes of n blocks (every path's contract, above). A refining draw runs in chunks: the
+// chunk's blocks give their u > level bits and their ties, then the blocks with a tie draw their
+// refinement blocks (about one in sixteen) as a k = 8 draw at level `low` without refinement,
+// whose bits (r >= low) decide the ties.
+void draw(DrawPath path, uint64_t seed, Streams streams, const uint64_t* blocks, int64_t n, const DropoutDraw& d,
+          uint8_t* out, const Interleave& interleave = {}) {
+  if (d.constant()) return fill_constant(d, n, out);  // out may be null when n == 0
+  if (!d.refines()) return draw_path(path, seed, streams, blocks, n, d, out, nullptr, interleave);
+  constexpr int64_t kChunk = 1024;  // blocks: about 64 of them tie, one full vector pass of refinements
+  const DropoutDraw refinement{d.low << 8, 8, 1, d.low, 0};
+  std::array<uint8_t, 2 * kChunk> ties, fine;
+  std::array<uint64_t, kChunk> fine_blocks, fine_streams;
+  std::array<int32_t, kChunk> tied;
+  for (int64_t first = 0; first < n; first += kChunk) {
+    const int64_t m = std::min(kChunk, n - first);
+    uint8_t* o = out + 2 * first;
+    draw_path(path, seed, streams.from(first), blocks + first, m, d, o, ties.data(), interleave);
+    int32_t count = 0;
+    for (int32_t i = 0; i < m; ++i) {  // branch-free: a block ties with probability about 1/16
+      tied[static_cast<std::size_t>(count)] = i;
+      count += (ties[static_cast<std::size_t>(2 * i)] | ties[static_cast<std::size_t>(2 * i + 1)]) != 0 ? 1 : 0;
+    }
+    for (int32_t k = 0; k < count; ++k) {
+      const int64_t i = first + tied[static_cast<std::size_t>(k)];
+      fine_blocks[static_cast<std::size_t>(k)] = blocks[i] ^ kDropoutRefinementBit;
+      fine_streams[static_cast<std::size_t>(k)] = streams.at(i);
+    }
+    if (count == 0) continue;
+    // Padded to whole vectors with copies of the last refinement (their bits unused).
+    int32_t padded = count;
+    for (; padded % 8 != 0; ++padded) {
+      fine_blocks[static_cast<std::size_t>(padded)] = fine_blocks[static_cast<std::size_t>(count - 1)];
+      fine_streams[static_cast<std::size_t>(padded)] = fine_streams[static_cast<std::size_t>(count - 1)];
+    }
+    const Streams fine_stream = streams.one ? streams : Streams{fine_streams.data(), false};
+    draw_path(path, seed, fine_stream, fine_blocks.data(), padded, refinement, fine.data(), nullptr, {});
+    for (int32_t k = 0; k < count; ++k) {
+      const auto t = static_cast<std::size_t>(tied[static_cast<std::size_t>(k)]);
+      for (std::size_t j = 0; j < 2; ++j) o[2 * t + j] |= ties[2 * t + j] & fine[2 * static_cast<std::size_t>(k) + j];
+    }
+  }
 }
 
 template <class T>
@@ -375,31 +559,34 @@ void shift_bytes(const uint8_t* in, int64_t n, unsigned shift, uint8_t* out) {
 
 // Draws and applies dropout row by row. Rows are queued (add) and their Philox blocks collected
 // into one list of up to kCapacity blocks, drawn together so that short rows and edges use the
-// vector path too; each row's mask bytes are then assembled from its blocks. The mask is applied to
-// the elements one batch late: while batch k is drawn (arithmetic), batch k - 1's elements are
-// applied in slices between groups of blocks (memory traffic), so the two overlap on one core;
-// finish() draws and applies what is left. With `streaming`, outputs are written with streaming
-// stores (large matrices: no read for ownership, no cache pollution). A long row is split into
-// pieces of whole mask bytes. Without a mask (mask == nullptr: no backward will read it) a segment
-// of a row that is mostly +0 (sparse features) draws only the blocks of its other elements, each
-// applied on its own, and writes zeros elsewhere (the output is zero there, kept or not); denser
-// segments go the usual way with their bits in a scratch buffer. One per task: it holds the lists
-// (about 36 KiB, left uninitialised). Writes only the queued rows' outputs and mask bytes.
+// vector path too; each row's mask bytes are then assembled from its blocks' bytes (a block gives
+// draw.bytes_per_block() of them; consecutive rows of one stream share the block they meet in).
+// The mask is applied to the elements one batch late: while batch k is drawn (arithmetic), batch
+// k - 1's elements are applied in slices between groups of blocks (memory traffic), so the two
+// overlap on one core; finish() draws and applies what is left. With `streaming`, outputs are
+// written with streaming stores (large matrices: no read for ownership, no cache pollution). A
+// long row is split into pieces of whole mask bytes. Without a mask (mask == nullptr: no backward
+// will read it) a segment of a row that is mostly +0 (sparse features) draws only the blocks of
+// its other elements, each applied on its own, and writes zeros elsewhere (the output is zero
+// there, kept or not); denser segments go the usual way with their bits in a scratch buffer. One
+// per task: it holds the lists (about 48 KiB, left uninitialised). Writes only the queued rows'
+// outputs and mask bytes.
 template <class T>
 class RowDropper {
  public:
   // `one_stream`: the stream of every row (feature dropout), or nullopt when add() names each
   // row's (edge dropout).
-  RowDropper(uint64_t seed, std::optional<uint64_t> one_stream, uint32_t threshold, T scale, const T* x, T* y,
+  RowDropper(uint64_t seed, std::optional<uint64_t> one_stream, const DropoutDraw& draw, T scale, const T* x, T* y,
              uint8_t* mask, bool streaming)
       : seed_(seed),
         one_stream_(one_stream),
-        threshold_(threshold),
+        draw_(draw),
         scale_(scale),
         x_(x),
         y_(y),
         mask_(mask),
-        streaming_(streaming) {}
+        streaming_(streaming),
+        slice_(kSlice << draw.byte_shift) {}
   RowDropper(const RowDropper&) = delete;
   RowDropper& operator=(const RowDropper&) = delete;
   ~RowDropper() = default;
@@ -425,16 +612,12 @@ class RowDropper {
         const int64_t c = begin + columns_[static_cast<std::size_t>(k)];
         const uint64_t position = first + static_cast<uint64_t>(c);
         // Consecutive elements of one block share its draw.
-        const bool same_block = blocks_ > 0 && index_[static_cast<std::size_t>(blocks_ - 1)] == position >> 3 &&
-                                (one_stream_ || stream_[static_cast<std::size_t>(blocks_ - 1)] == stream);
-        if (!same_block || singles_ == kCapacity) {
+        if (!last_block_is(stream, position >> (3 + draw_.byte_shift)) || singles_ == kCapacity) {
           if (blocks_ == kCapacity || singles_ == kCapacity) draw_batch();
-          index_[static_cast<std::size_t>(blocks_)] = position >> 3;
-          if (!one_stream_) stream_[static_cast<std::size_t>(blocks_)] = stream;
-          ++blocks_;
+          append_blocks(stream, position >> (3 + draw_.byte_shift), 1);
         }
-        single_[static_cast<std::size_t>(singles_++)] =
-            Single{offset + c, static_cast<int32_t>(blocks_ - 1), static_cast<uint32_t>(position & 7u)};
+        const auto lane = static_cast<uint32_t>(position & ((uint64_t{8} << draw_.byte_shift) - 1u));
+        single_[static_cast<std::size_t>(singles_++)] = Single{offset + c, static_cast<int32_t>(blocks_ - 1), lane};
       }
     }
   }
@@ -449,42 +632,67 @@ class RowDropper {
   }
 
  private:
-  static constexpr int64_t kCapacity = 256;  // blocks per batch: 2,048 decisions, 8 KiB of float input
-  static constexpr int64_t kSlice = 512;     // elements applied per 64 blocks drawn (a multiple of 8)
+  static constexpr int64_t kCapacity = 256;  // blocks per batch: 4,096 to 32,768 decisions
+  static constexpr int64_t kBytes = kCapacity * 16;  // their mask bytes at most (one bit a decision)
+  static constexpr int64_t kSlice = 512;  // elements applied per 64 blocks drawn, scaled by bytes_per_block() / 1
   static constexpr int64_t kSegment = 2048;  // columns scanned at once without a mask (a multiple of 8)
 
-  // An element of a sparse segment: its own lane of a drawn block.
+  // An element of a sparse segment: its own bit of a drawn block's mask bytes.
   struct Single {
     int64_t offset;  // element (x, y)
-    int32_t block;   // into bits_
-    uint32_t lane;
+    int32_t block;   // slot in index_
+    uint32_t lane;   // bit of the block's mask bytes, < 8 * bytes_per_block()
   };
 
   struct Piece {
-    int64_t offset;       // first element (x, y)
-    uint8_t* mask;        // first mask byte (in the mask, or in scratch_ without one)
-    int64_t elements;     // elements in the piece (8 * bytes, less at a row's end)
-    int64_t first_block;  // into bits_
-    int64_t bytes;        // mask bytes
-    unsigned shift;       // position of the piece's first element in its block
+    int64_t offset;      // first element (x, y)
+    uint8_t* mask;       // first mask byte (in the mask, or in scratch_ without one)
+    int64_t elements;    // elements in the piece (8 * bytes, less at a row's end)
+    int64_t first_byte;  // into bits_: the stream byte holding the piece's first element
+    int64_t bytes;       // mask bytes
+    unsigned shift;      // position of the piece's first element in that byte
   };
+
+  // Whether the batch's last block is block `block` of `stream`.
+  bool last_block_is(uint64_t stream, uint64_t block) const {
+    const auto last = static_cast<std::size_t>(blocks_ - 1);
+    return blocks_ > 0 && index_[last] == block && (one_stream_ || stream_[last] == stream);
+  }
+
+  void append_blocks(uint64_t stream, uint64_t first_block, int64_t n) {
+    iota(index_.data() + blocks_, first_block, n);
+    if (!one_stream_) std::fill_n(stream_.data() + blocks_, n, stream);
+    blocks_ += n;
+  }
 
   // Queues mask bytes [j_begin, j_end) of a row (see add), in pieces that fit the batches.
   void queue(uint64_t stream, uint64_t first, int64_t cols, int64_t offset, int64_t mask_offset, int64_t j_begin,
              int64_t j_end) {
     const auto shift = static_cast<unsigned>(first & 7u);
-    const int64_t extra = shift != 0 ? 1 : 0;  // an unaligned byte straddles two blocks
-    const uint64_t block0 = first >> 3;         // mask byte j's elements start in block block0 + j
+    const int64_t extra = shift != 0 ? 1 : 0;  // an unaligned mask byte straddles two stream bytes
+    const uint64_t byte0 = first >> 3;          // mask byte j's elements start in stream byte byte0 + j
+    const unsigned s = draw_.byte_shift;
+    const uint64_t in_block = (uint64_t{1} << s) - 1u;
     for (int64_t j = j_begin; j < j_end;) {
-      if (blocks_ + 1 + extra > kCapacity) draw_batch();
-      const int64_t bytes = std::min(j_end - j, kCapacity - blocks_ - extra);
-      iota(index_.data() + blocks_, block0 + static_cast<uint64_t>(j), bytes + extra);
-      if (!one_stream_) std::fill_n(stream_.data() + blocks_, bytes + extra, stream);
+      const uint64_t byte = byte0 + static_cast<uint64_t>(j);
+      const uint64_t block = byte >> s;
+      const bool reuse = last_block_is(stream, block);
+      // Stream bytes the batch holds from `byte` on: to the end of its last free block.
+      const int64_t room = ((kCapacity - blocks_ + (reuse ? 1 : 0)) << s) - static_cast<int64_t>(byte & in_block) - extra;
+      const int64_t scratch_room = mask_ != nullptr ? kBytes : kBytes - scratch_used_;
+      if (room < 1 || scratch_room < 1 || count_[current_] == kCapacity) {
+        draw_batch();
+        continue;
+      }
+      const int64_t bytes = std::min({j_end - j, room, scratch_room});
+      const int64_t slot = reuse ? blocks_ - 1 : blocks_;
+      const uint64_t last_block = (byte + static_cast<uint64_t>(bytes + extra) - 1u) >> s;
       uint8_t* m = mask_ != nullptr ? mask_ + mask_offset + j : scratch_[current_].data() + scratch_used_;
       pieces_[current_][static_cast<std::size_t>(count_[current_]++)] =
-          Piece{offset + 8 * j, m, std::min(8 * bytes, cols - 8 * j), blocks_, bytes, shift};
-      blocks_ += bytes + extra;
-      scratch_used_ += bytes;
+          Piece{offset + 8 * j, m, std::min(8 * bytes, cols - 8 * j),
+                (slot << s) + static_cast<int64_t>(byte & in_block), bytes, shift};
+      append_blocks(stream, reuse ? block + 1 : block, static_cast<int64_t>(last_block - block) + (reuse ? 0 : 1));
+      if (mask_ == nullptr) scratch_used_ += bytes;
       j += bytes;
     }
   }
@@ -494,12 +702,16 @@ class RowDropper {
   void draw_batch() {
     const std::size_t now = current_;
     const Piece* pieces = pieces_[now].data();
-    const Interleave interleave{[](void* self) { static_cast<RowDropper*>(self)->apply_pending(kSlice); }, this};
+    const Interleave interleave{[](void* self) {
+                                  auto* d = static_cast<RowDropper*>(self);
+                                  d->apply_pending(d->slice_);
+                                },
+                                this};
     const Streams streams = one_stream_ ? Streams{&*one_stream_, true} : Streams{stream_.data(), false};
-    draw(DrawPath::kFastest, seed_, streams, index_.data(), blocks_, threshold_, bits_.data(), interleave);
+    draw(DrawPath::kFastest, seed_, streams, index_.data(), blocks_, draw_, bits_.data(), interleave);
     for (int64_t p = 0; p < count_[now]; ++p) {
       const Piece& piece = pieces[p];
-      const uint8_t* b = bits_.data() + piece.first_block;
+      const uint8_t* b = bits_.data() + piece.first_byte;
       uint8_t* m = piece.mask;
       if (piece.shift == 0) {
         std::memcpy(m, b, static_cast<std::size_t>(piece.bytes));
@@ -510,7 +722,8 @@ class RowDropper {
     }
     for (int64_t k = 0; k < singles_; ++k) {
       const Single& e = single_[static_cast<std::size_t>(k)];
-      y_[e.offset] = (bits_[static_cast<std::size_t>(e.block)] >> e.lane) & 1u ? x_[e.offset] * scale_ : T{0};
+      const uint8_t byte = bits_[(static_cast<std::size_t>(e.block) << draw_.byte_shift) + (e.lane >> 3)];
+      y_[e.offset] = (byte >> (e.lane & 7u)) & 1u ? x_[e.offset] * scale_ : T{0};
     }
     singles_ = 0;
     apply_pending(std::numeric_limits<int64_t>::max());  // what the draw left of the previous batch
@@ -544,17 +757,18 @@ class RowDropper {
 
   uint64_t seed_;
   std::optional<uint64_t> one_stream_;
-  uint32_t threshold_;
+  DropoutDraw draw_;
   T scale_;
   const T* x_;
   T* y_;
   uint8_t* mask_;
   bool streaming_;
+  int64_t slice_;  // elements applied per 64 blocks drawn
   std::array<uint64_t, kCapacity> index_;
   std::array<uint64_t, kCapacity> stream_;
-  std::array<uint8_t, kCapacity> bits_;
+  std::array<uint8_t, kBytes> bits_;
   std::array<std::array<Piece, kCapacity>, 2> pieces_;  // [current_]: being queued; the other: pending
-  std::array<std::array<uint8_t, kCapacity>, 2> scratch_;  // mask bytes of the batches without a mask
+  std::array<std::array<uint8_t, kBytes>, 2> scratch_;  // mask bytes of the batches without a mask
   std::array<int64_t, 2> count_{0, 0};
   int64_t scratch_used_ = 0;
   std::array<Single, kCapacity> single_;
@@ -598,8 +812,8 @@ void check_row_ids(std::span<const graph::NodeId> ids, int64_t rows, const char*
 }  // namespace
 
 void detail::draw_feature_blocks(uint64_t seed, uint64_t stream, const uint64_t* blocks, int64_t n,
-                                 uint32_t threshold, uint8_t* out) {
-  draw(DrawPath::kFastest, seed, Streams{&stream, true}, blocks, n, threshold, out);
+                                 const DropoutDraw& d, uint8_t* out) {
+  draw(DrawPath::kFastest, seed, Streams{&stream, true}, blocks, n, d, out);
 }
 
 template <class T>
@@ -611,11 +825,12 @@ template int64_t detail::nonzero_columns<double>(const double*, int64_t, int64_t
 
 void dropout_draw_blocks(core::RngKey key, std::span<const uint64_t> blocks, uint32_t threshold, std::span<uint8_t> out,
                          DrawPath path) {
-  GNNPIPE_CHECK(out.size() == blocks.size(), "dropout_draw_blocks: {} outputs for {} blocks", out.size(),
-                blocks.size());
   GNNPIPE_CHECK(threshold <= kDropoutLevels, "dropout_draw_blocks: threshold {} above {}", threshold, kDropoutLevels);
-  draw(path, key.seed, Streams{&key.stream, true}, blocks.data(), static_cast<int64_t>(blocks.size()), threshold,
-       out.data());
+  const DropoutDraw d = DropoutDraw::of(threshold);
+  GNNPIPE_CHECK(out.size() == blocks.size() << d.byte_shift,
+                "dropout_draw_blocks: {} output bytes for {} blocks of {} bytes", out.size(), blocks.size(),
+                d.bytes_per_block());
+  draw(path, key.seed, Streams{&key.stream, true}, blocks.data(), static_cast<int64_t>(blocks.size()), d, out.data());
 }
 
 bool dropout_uses_avx2() { return has_avx2(); }
@@ -643,10 +858,10 @@ void dropout_forward(core::RngKey key, std::type_identity_t<T> p, ConstView<T> x
     return;
   }
   const T scale = T{1} / (T{1} - p);
-  const uint32_t threshold = dropout_threshold(static_cast<double>(p));
+  const DropoutDraw draw = DropoutDraw::of(dropout_threshold(static_cast<double>(p)));
   const bool streaming = use_streaming_stores(x.data, y.data, x.size() * static_cast<int64_t>(sizeof(T)));
   detail::parallel_rows(x.rows, detail::grain_for(cols), [&](int64_t begin, int64_t end) {
-    RowDropper<T> dropper(key.seed, key.stream, threshold, scale, x.data, y.data, mask_data, streaming);
+    RowDropper<T> dropper(key.seed, key.stream, draw, scale, x.data, y.data, mask_data, streaming);
     for (int64_t r = begin; r < end; ++r) {
       dropper.add(key.stream, global_id(row_ids, r) * static_cast<uint64_t>(cols), cols, r * cols, r * row_bytes);
     }
@@ -677,10 +892,10 @@ void edge_dropout_forward(core::RngKey key, std::type_identity_t<T> p, const gra
     return;
   }
   const T scale = T{1} / (T{1} - p);
-  const uint32_t threshold = dropout_threshold(static_cast<double>(p));
+  const DropoutDraw draw = DropoutDraw::of(dropout_threshold(static_cast<double>(p)));
   const bool streaming = use_streaming_stores(alpha.data, y.data, alpha.size() * static_cast<int64_t>(sizeof(T)));
   detail::parallel_rows(block.num_dst, detail::grain_for(4 * avg * heads), [&](int64_t begin, int64_t end) {
-    RowDropper<T> dropper(key.seed, std::nullopt, threshold, scale, alpha.data, y.data, mask.data(), streaming);
+    RowDropper<T> dropper(key.seed, std::nullopt, draw, scale, alpha.data, y.data, mask.data(), streaming);
     for (int64_t v = begin; v < end; ++v) {
       const uint64_t stream = key.with(global_id(row_ids, v)).stream;
       for (int64_t e = block.offsets[v]; e < block.offsets[v + 1]; ++e) {

@@ -3,11 +3,14 @@
 // non-zero scan, on the fastest path this CPU has (AVX2 where present).
 #include <cstdint>
 
+#include "gnnpipe/models/ops/dropout_mask.hpp"
+
 namespace gnnpipe::models::cpu::detail {
 
-// out[i] = dropout_block_bits(RngKey{seed, stream}.block(blocks[i]), threshold) for i < n
-// (dropout_mask.hpp): eight keep decisions per block, threshold <= 65536.
-void draw_feature_blocks(uint64_t seed, uint64_t stream, const uint64_t* blocks, int64_t n, uint32_t threshold,
+// The mask bytes of blocks blocks[0 .. n) of stream RngKey{seed, stream}: block i's
+// draw.bytes_per_block() bytes (dropout_block_byte for each j, dropout_mask.hpp) from
+// out + (i << draw.byte_shift).
+void draw_feature_blocks(uint64_t seed, uint64_t stream, const uint64_t* blocks, int64_t n, const DropoutDraw& draw,
                          uint8_t* out);
 
 // Writes the columns c < n whose value in `row` has any bit set (anything but +0) to out, in

@@ -32,14 +32,14 @@ Layout<T> layout(std::span<std::byte> buffer, int64_t rows, int64_t limit) {
                    reinterpret_cast<int32_t*>(base + offsets_bytes + values_bytes)};
 }
 
-// Draws the keep bits of rows' non-zeros, a batch of Philox blocks at a time (eight decisions per
-// block: a row's neighbouring non-zeros often share one), and writes each row's kept entries, scaled,
+// Draws the keep bits of rows' non-zeros, a batch of Philox blocks at a time (8 to 128 decisions
+// per block: a row's neighbouring non-zeros often share one), and writes each row's kept entries, scaled,
 // from position r * limit of the layout, their count in offsets[r + 1]. One per task.
 template <class T>
 class SparseDropper {
  public:
-  SparseDropper(core::RngKey key, uint32_t threshold, T scale, ConstView<T> x, int64_t limit, Layout<T> out)
-      : key_(key), threshold_(threshold), scale_(scale), x_(x), limit_(limit), out_(out) {}
+  SparseDropper(core::RngKey key, const DropoutDraw& draw, T scale, ConstView<T> x, int64_t limit, Layout<T> out)
+      : key_(key), draw_(draw), scale_(scale), x_(x), limit_(limit), out_(out) {}
   SparseDropper(const SparseDropper&) = delete;
   SparseDropper& operator=(const SparseDropper&) = delete;
   ~SparseDropper() = default;
@@ -59,13 +59,15 @@ class SparseDropper {
       for (int64_t j = 0; j < k; ++j) {
         const int64_t c = begin + columns_[static_cast<std::size_t>(j)];
         const uint64_t position = global * static_cast<uint64_t>(cols) + static_cast<uint64_t>(c);
-        const bool same_block = blocks_ > 0 && index_[static_cast<std::size_t>(blocks_ - 1)] == position >> 3;
+        const uint64_t block = position >> (3 + draw_.byte_shift);
+        const bool same_block = blocks_ > 0 && index_[static_cast<std::size_t>(blocks_ - 1)] == block;
         if (!same_block || singles_ == kSingles) {
           if (blocks_ == kCapacity || singles_ == kSingles) draw_batch();
-          index_[static_cast<std::size_t>(blocks_++)] = position >> 3;
+          index_[static_cast<std::size_t>(blocks_++)] = block;
         }
+        const auto lane = static_cast<uint8_t>(position & ((uint64_t{8} << draw_.byte_shift) - 1u));
         single_[static_cast<std::size_t>(singles_++)] =
-            Single{r, static_cast<int32_t>(c), static_cast<uint16_t>(blocks_ - 1), static_cast<uint8_t>(position & 7u)};
+            Single{r, static_cast<int32_t>(c), static_cast<uint16_t>(blocks_ - 1), lane};
       }
     }
     return true;
@@ -83,14 +85,15 @@ class SparseDropper {
     int64_t row;
     int32_t col;
     uint16_t block;  // into bits_
-    uint8_t lane;
+    uint8_t lane;  // bit of the block's mask bytes, < 8 * bytes_per_block() <= 128
   };
 
   void draw_batch() {
-    detail::draw_feature_blocks(key_.seed, key_.stream, index_.data(), blocks_, threshold_, bits_.data());
+    detail::draw_feature_blocks(key_.seed, key_.stream, index_.data(), blocks_, draw_, bits_.data());
     for (int64_t k = 0; k < singles_; ++k) {
       const Single& s = single_[static_cast<std::size_t>(k)];
-      if (((bits_[s.block] >> s.lane) & 1u) == 0) continue;
+      const uint8_t byte = bits_[(std::size_t{s.block} << draw_.byte_shift) + (s.lane >> 3u)];
+      if (((byte >> (s.lane & 7u)) & 1u) == 0) continue;
       const int64_t slot = s.row * limit_ + out_.offsets[s.row + 1]++;
       out_.values[slot] = x_.data[s.row * x_.cols + s.col] * scale_;  // as dropout_forward's product
       out_.columns[slot] = s.col;
@@ -100,13 +103,13 @@ class SparseDropper {
   }
 
   core::RngKey key_;
-  uint32_t threshold_;
+  DropoutDraw draw_;
   T scale_;
   ConstView<T> x_;
   int64_t limit_;
   Layout<T> out_;
   std::array<uint64_t, kCapacity> index_;
-  std::array<uint8_t, kCapacity> bits_;
+  std::array<uint8_t, kCapacity * 16> bits_;  // up to 16 mask bytes per block
   std::array<Single, kSingles> single_;
   std::array<int32_t, kSegment> columns_;
   int64_t blocks_ = 0;
@@ -146,10 +149,10 @@ std::optional<SparseRowsView<T>> dropout_forward_sparse(core::RngKey key, std::t
   if (limit == 0) return std::nullopt;
   const Layout<T> out = layout<T>(buffer, x.rows, limit);
   const T scale = T{1} / (T{1} - p);
-  const uint32_t threshold = dropout_threshold(static_cast<double>(p));
+  const DropoutDraw draw = DropoutDraw::of(dropout_threshold(static_cast<double>(p)));
   std::atomic<bool> dense{false};  // some row has too many non-zeros: every task stops
   detail::parallel_rows(x.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
-    SparseDropper<T> dropper(key, threshold, scale, x, limit, out);
+    SparseDropper<T> dropper(key, draw, scale, x, limit, out);
     for (int64_t r = begin; r < end; ++r) {
       if (dense.load(std::memory_order_relaxed)) return;
       const graph::NodeId id = row_ids.empty() ? r : row_ids[static_cast<std::size_t>(r)];

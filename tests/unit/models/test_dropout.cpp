@@ -34,18 +34,38 @@ Ids distinct_ids(core::Rng& rng, NodeId n, NodeId count) {
   return ids;
 }
 
-// The test's own statement of the draw (ops/dropout_mask.hpp), written from Philox directly:
-// position i of the stream is kept iff the 16-bit half (i % 8) % 2 of word (i % 8) / 2 of Philox
-// block i / 8 is >= round(p * 65536).
+// The test's own statement of the draw (ops/dropout_mask.hpp), written from Philox directly: with
+// t = round(p * 65536) and k the fewest of 1, 2, 4 bits with t a multiple of 2^(16 - k), else 8,
+// position i of the stream reads u = bits [k m, k m + k) (m = i % (128 / k)) of Philox block
+// b = i / (128 / k) read as one 128-bit little-endian string. For k < 8 it is kept iff
+// u >= t / 2^(16 - k); for k = 8 iff the 16-bit value 256 u + r >= t, r being byte m of block
+// b ^ 2^63 (the refinement block, which the library reads only when u alone cannot decide).
 uint32_t reference_threshold(double p) { return static_cast<uint32_t>(std::lround(p * 65536.0)); }
 
-bool reference_keep(core::RngKey key, uint64_t i, double p) {
-  const core::PhiloxCounter block = key.block(i / 8);
-  const auto lane = static_cast<unsigned>(i % 8);
-  const uint32_t word = block[lane / 2];
-  const uint32_t u = lane % 2 == 0 ? (word & 0xffffu) : (word >> 16);
-  return u >= reference_threshold(p);
+unsigned reference_bits(uint32_t t) {
+  unsigned k = 1;
+  while (k < 8 && t % (65536u >> k) != 0) k *= 2;
+  return k;
 }
+
+// Decision m (< 128 / k) of Philox block `block` of the key's stream.
+bool reference_decision(core::RngKey key, uint64_t block, unsigned m, uint32_t t) {
+  const unsigned k = reference_bits(t);
+  const core::PhiloxCounter words = key.block(block);
+  const unsigned bit = k * m;
+  const uint32_t u = (words[bit / 32] >> (bit % 32)) & ((1u << k) - 1u);
+  if (k < 8) return u >= (t >> (16 - k));
+  const core::PhiloxCounter refinement = key.block(block ^ (uint64_t{1} << 63));
+  const uint32_t r = (refinement[m / 4] >> (8 * (m % 4))) & 0xffu;
+  return 256 * u + r >= t;
+}
+
+bool reference_keep_at(core::RngKey key, uint64_t i, uint32_t t) {
+  const uint64_t per_block = 128 / reference_bits(t);
+  return reference_decision(key, i / per_block, static_cast<unsigned>(i % per_block), t);
+}
+
+bool reference_keep(core::RngKey key, uint64_t i, double p) { return reference_keep_at(key, i, reference_threshold(p)); }
 
 // Bit (r, c) of a [rows x cols] mask: bit c % 8 of byte c / 8 of row r's ceil(cols / 8) bytes.
 bool bit_of(const std::vector<uint8_t>& mask, int64_t cols, int64_t r, int64_t c) {
@@ -122,7 +142,7 @@ TEST_CASE("dropout: p = 0 is the identity", "[models][dropout]") {
   CHECK(test::values_of(y.cview()) == test::values_of(wide.cview()));
 }
 
-TEST_CASE("dropout: a tiny case bit by bit against the 16-bit rule drawn from Philox here", "[models][dropout]") {
+TEST_CASE("dropout: a tiny case bit by bit against the rule drawn from Philox here", "[models][dropout]") {
   // 3 rows of 11 columns, ids far apart: row 0 starts mid-block (5 * 11 = 55 = 8 * 6 + 7), row 1 at
   // position 0, row 2 across position 2^32 (390451572 * 11 = 2^32 - 4).
   const core::RngKey key = core::rng_key(42, {0, 1, 2});
@@ -130,7 +150,9 @@ TEST_CASE("dropout: a tiny case bit by bit against the 16-bit rule drawn from Ph
   const int64_t rows = 3, cols = 11;
   core::Rng rng(2, {7});
   const Matrix<double> x = test::random_matrix(rng, rows, cols);
-  for (const double p : {0.1, 0.3, 0.5, 0.9}) {
+  // 8 bits a decision with refinement (0.1, 0.3, 0.9) and without (129 / 256), 4 (0.375), 2 (0.25,
+  // 0.75), 1 (0.5).
+  for (const double p : {0.1, 0.3, 0.5, 0.9, 0.25, 0.75, 0.375, 129.0 / 256}) {
     INFO("p " << p);
     Matrix<double> y(rows, cols);
     std::vector<uint8_t> mask(mask_bytes(rows, cols), 0xaa);
@@ -151,40 +173,46 @@ TEST_CASE("dropout: a tiny case bit by bit against the 16-bit rule drawn from Ph
   }
 }
 
-TEST_CASE("dropout: element (r, c) follows the 16-bit draw at row_ids[r] * cols + c, kept values scaled",
+TEST_CASE("dropout: element (r, c) follows the draw at row_ids[r] * cols + c, kept values scaled",
           "[models][dropout]") {
   const core::RngKey key = core::rng_key(42, {0, 1, 2});
   core::Rng rng(8, {1});
-  for (const int64_t cols : {1, 3, 8, 13, 501, 4099}) {  // odd widths: rows straddle Philox blocks
-    INFO("cols " << cols);
-    const int64_t rows = 4000 / cols + 3;
-    Ids ids = distinct_ids(rng, 1'000'000, static_cast<NodeId>(rows));
-    // A row across block 2^32, where the counter's low word carries (an id above those drawn).
-    if (cols >= 16) ids[1] = static_cast<NodeId>((uint64_t{1} << 35) / static_cast<uint64_t>(cols));
-    Matrix<float> x(rows, cols);
-    x.fill(2.0f);
-    Matrix<float> y(rows, cols);
-    std::vector<uint8_t> mask(mask_bytes(rows, cols));
-    models::cpu::dropout_forward<float>(key, 0.3f, x.view(), ids, y.view(), mask);
-    bool consistent = true;
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) {
-        const uint64_t position = static_cast<uint64_t>(ids[static_cast<std::size_t>(r)]) * cols + c;
-        const bool expected = reference_keep(key, position, static_cast<double>(0.3f));
-        const int64_t i = r * cols + c;
-        consistent = consistent && (bit_of(mask, cols, r, c) == expected) &&
-                     (y.data()[i] == (expected ? 2.0f * (1.0f / (1.0f - 0.3f)) : 0.0f));
+  // 8 bits a decision with refinement (0.3) and without (129 / 256), 4, 2 and 1 (0.375, 0.25, 0.5).
+  for (const float p : {0.3f, 129.0f / 256, 0.375f, 0.25f, 0.5f}) {
+    for (const int64_t cols : {1, 3, 8, 13, 501, 4099}) {  // odd widths: rows straddle Philox blocks
+      INFO("p " << p << ", cols " << cols);
+      const int64_t rows = 4000 / cols + 3;
+      Ids ids = distinct_ids(rng, 1'000'000, static_cast<NodeId>(rows));
+      // A row across block 2^32, where the counter's low word carries (an id above those drawn).
+      if (cols >= 16) ids[1] = static_cast<NodeId>((uint64_t{1} << 39) / static_cast<uint64_t>(cols));
+      if (rows > 3) ids[2] = ids[0] + 1;  // consecutive ids: rows meeting inside one block
+      Matrix<float> x(rows, cols);
+      x.fill(2.0f);
+      Matrix<float> y(rows, cols);
+      std::vector<uint8_t> mask(mask_bytes(rows, cols));
+      models::cpu::dropout_forward<float>(key, p, x.view(), ids, y.view(), mask);
+      bool consistent = true;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) {
+          const uint64_t position = static_cast<uint64_t>(ids[static_cast<std::size_t>(r)]) * cols + c;
+          const bool expected = reference_keep(key, position, static_cast<double>(p));
+          const int64_t i = r * cols + c;
+          consistent = consistent && (bit_of(mask, cols, r, c) == expected) &&
+                       (y.data()[i] == (expected ? 2.0f * (1.0f / (1.0f - p)) : 0.0f));
+        }
       }
+      CHECK(consistent);
+      CHECK(padding_clear(mask, rows, cols));
+      CHECK(feature_mask(key, p, rows, cols, ids) == mask);                           // deterministic per key
+      CHECK(feature_mask(core::rng_key(42, {0, 1, 3}), p, rows, cols, ids) != mask);  // another layer's key
+      // In place (y = x) gives the same values.
+      std::vector<uint8_t> again(mask.size());
+      Matrix<float> z(rows, cols);
+      z.fill(2.0f);
+      models::cpu::dropout_forward<float>(key, p, z.view(), ids, z.view(), again);
+      CHECK(again == mask);
+      CHECK(test::values_of(z.cview()) == test::values_of(y.cview()));
     }
-    CHECK(consistent);
-    CHECK(padding_clear(mask, rows, cols));
-    CHECK(feature_mask(key, 0.3f, rows, cols, ids) == mask);                           // deterministic per key
-    CHECK(feature_mask(core::rng_key(42, {0, 1, 3}), 0.3f, rows, cols, ids) != mask);  // another layer's key
-    // In place (y = x) gives the same values.
-    std::vector<uint8_t> again(mask.size());
-    models::cpu::dropout_forward<float>(key, 0.3f, x.view(), ids, x.view(), again);
-    CHECK(again == mask);
-    CHECK(test::values_of(x.cview()) == test::values_of(y.cview()));
   }
 }
 
@@ -230,28 +258,45 @@ TEST_CASE("dropout: the vector, portable and scalar draws give the same bytes", 
   for (int i = 0; i < 333; ++i) blocks.push_back(rng.next_u64() >> static_cast<unsigned>(rng.below(64)));
   for (uint64_t b = 0xfffffff0ull; b < 0x100000013ull; ++b) blocks.push_back(b);
   for (const uint64_t n : {uint64_t{0}, uint64_t{1}, uint64_t{7}, uint64_t{9}, uint64_t{33}, blocks.size()}) {
-    for (const uint32_t threshold : {0u, 1u, 19661u, 32768u, 65535u, 65536u}) {
+    // 8 bits a decision with refinement (1, 19661, 65535, 255, 257), without (33024 = 129 * 256,
+    // 256), 4 (24576 = 6 * 4096, 61440), 2 (16384, 49152), 1 (32768), and the constant ends.
+    for (const uint32_t threshold : {0u, 1u, 19661u, 65535u, 255u, 257u, 33024u, 256u, 24576u, 61440u, 16384u, 49152u,
+                                     32768u, 65536u}) {
       INFO(n << " blocks, threshold " << threshold);
       const core::RngKey key = core::rng_key(77, {n, threshold});
       const std::span<const uint64_t> list(blocks.data(), n);
-      std::vector<uint8_t> expected(n);
+      const std::size_t bytes_per_block = 16 / reference_bits(threshold);
+      std::vector<uint8_t> expected(n * bytes_per_block);
       for (std::size_t i = 0; i < n; ++i) {
-        const core::PhiloxCounter b = key.block(blocks[i]);
-        for (unsigned j = 0; j < 8; ++j) {
-          const uint32_t u = (b[j / 2] >> (16 * (j % 2))) & 0xffffu;
-          if (u >= threshold) expected[i] |= static_cast<uint8_t>(1u << j);
+        for (std::size_t j = 0; j < bytes_per_block; ++j) {
+          for (unsigned q = 0; q < 8; ++q) {
+            if (reference_decision(key, blocks[i], static_cast<unsigned>(8 * j + q), threshold)) {
+              expected[i * bytes_per_block + j] |= static_cast<uint8_t>(1u << q);
+            }
+          }
         }
       }
       for (const auto path :
            {models::cpu::DrawPath::kFastest, models::cpu::DrawPath::kPortable, models::cpu::DrawPath::kScalar}) {
-        std::vector<uint8_t> out(n, 0x5a);
+        std::vector<uint8_t> out(expected.size(), 0x5a);
         models::cpu::dropout_draw_blocks(key, list, threshold, out, path);
         CHECK(out == expected);
+      }
+      if (threshold == 19661 && n == blocks.size()) {  // ties occur, so the refinement is exercised
+        int64_t ties = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const core::PhiloxCounter words = key.block(blocks[i]);
+          for (unsigned m = 0; m < 16; ++m) ties += ((words[m / 4] >> (8 * (m % 4))) & 0xffu) == 19661u / 256;
+        }
+        CHECK(ties > 20);
       }
       if (threshold == 0) CHECK(std::all_of(expected.begin(), expected.end(), [](uint8_t v) { return v == 0xff; }));
       if (threshold == 65536) CHECK(std::all_of(expected.begin(), expected.end(), [](uint8_t v) { return v == 0; }));
     }
   }
+  std::vector<uint8_t> wrong(3);
+  CHECK_THROWS_WITH(models::cpu::dropout_draw_blocks(core::rng_key(1, {}), std::vector<uint64_t>{1, 2, 3}, 32768, wrong),
+                    Catch::Contains("3 output bytes for 3 blocks of 16 bytes"));
 }
 
 TEST_CASE("dropout: p resolved to 1/65536 keeps or drops everything at the ends", "[models][dropout]") {
@@ -350,21 +395,24 @@ TEST_CASE("dropout: without a mask the output is bitwise the same, zero groups u
       }
     }
     const Ids ids = distinct_ids(rng, 100'000, static_cast<NodeId>(rows));
-    Matrix<float> with_mask(rows, cols);
-    std::vector<uint8_t> mask(mask_bytes(rows, cols));
-    models::cpu::dropout_forward<float>(key, 0.4f, x.view(), ids, with_mask.view(), mask);
-    Matrix<float> without(rows, cols);
-    without.fill(7.0f);  // every element must be written
-    models::cpu::dropout_forward<float>(key, 0.4f, x.view(), ids, without.view(), {});
     const auto bits = [](const Matrix<float>& m) {
       std::vector<uint32_t> out(static_cast<std::size_t>(m.size()));
       std::memcpy(out.data(), m.data(), out.size() * sizeof(float));
       return out;
     };
-    CHECK(bits(without) == bits(with_mask));
-    Matrix<float> in_place(rows, cols, test::values_of(x.cview()));
-    models::cpu::dropout_forward<float>(key, 0.4f, in_place.view(), ids, in_place.view(), {});
-    CHECK(bits(in_place) == bits(with_mask));
+    Matrix<float> without(rows, cols);
+    for (const float p : {0.4f, 0.5f, 0.75f}) {  // 8 (refined), 1 and 2 bits a decision
+      INFO("p " << p);
+      Matrix<float> with_mask(rows, cols);
+      std::vector<uint8_t> mask(mask_bytes(rows, cols));
+      models::cpu::dropout_forward<float>(key, p, x.view(), ids, with_mask.view(), mask);
+      without.fill(7.0f);  // every element must be written
+      models::cpu::dropout_forward<float>(key, p, x.view(), ids, without.view(), {});
+      CHECK(bits(without) == bits(with_mask));
+      Matrix<float> in_place(rows, cols, test::values_of(x.cview()));
+      models::cpu::dropout_forward<float>(key, p, in_place.view(), ids, in_place.view(), {});
+      CHECK(bits(in_place) == bits(with_mask));
+    }
     // p = 0 without a mask: the identity.
     models::cpu::dropout_forward<float>(key, 0.0f, x.view(), ids, without.view(), {});
     CHECK(bits(without) == bits(x));
@@ -514,19 +562,19 @@ Ids renumbered_ids(const Ids& ids, const Ids& new_of) {
 
 }  // namespace
 
-TEST_CASE("edge dropout: bit (e, h) follows the 16-bit draw at id(src) * H + h of key.with(id(dst)), rate 1 - p",
+TEST_CASE("edge dropout: bit (e, h) follows the draw at id(src) * H + h of key.with(id(dst)), rate 1 - p",
           "[models][dropout][gat]") {
   core::Rng rng(21, {1});
   const graph::Block block = test::random_block(rng, 300, 700, 40, false);
   const Ids ids = distinct_ids(rng, 100'000, 700);
   const core::RngKey key = core::rng_key(7, {1, 2, 3});
-  for (const int64_t heads : {1, 3, 8, 11}) {
-    INFO("heads " << heads);
+  for (const auto& [heads, p] : {std::pair<int64_t, float>{1, 0.25f}, {3, 0.6f}, {8, 0.5f}, {11, 0.25f}, {11, 0.6f}}) {
+    INFO("heads " << heads << ", p " << p);
     Matrix<float> alpha(block.num_edges(), heads);
     alpha.fill(0.5f);
     Matrix<float> y(block.num_edges(), heads);
     std::vector<uint8_t> mask(mask_bytes(block.num_edges(), heads));
-    models::cpu::edge_dropout_forward<float>(key, 0.25f, block, ids, alpha.view(), y.view(), mask);
+    models::cpu::edge_dropout_forward<float>(key, p, block, ids, alpha.view(), y.view(), mask);
     bool consistent = true;
     int64_t kept = 0;
     for (NodeId v = 0; v < block.num_dst; ++v) {
@@ -534,10 +582,10 @@ TEST_CASE("edge dropout: bit (e, h) follows the 16-bit draw at id(src) * H + h o
       for (int64_t e = block.offsets[v]; e < block.offsets[v + 1]; ++e) {
         const auto src = static_cast<uint64_t>(ids[static_cast<std::size_t>(block.indices[e])]);
         for (int64_t h = 0; h < heads; ++h) {
-          const bool expected = reference_keep(dst_key, src * heads + h, 0.25);
+          const bool expected = reference_keep(dst_key, src * heads + h, static_cast<double>(p));
           const int64_t i = e * heads + h;
           consistent = consistent && bit_of(mask, heads, e, h) == expected &&
-                       y.data()[i] == (expected ? 0.5f * (1.0f / 0.75f) : 0.0f);
+                       y.data()[i] == (expected ? 0.5f * (1.0f / (1.0f - p)) : 0.0f);
           kept += expected;
         }
       }
@@ -545,7 +593,8 @@ TEST_CASE("edge dropout: bit (e, h) follows the 16-bit draw at id(src) * H + h o
     CHECK(consistent);
     CHECK(padding_clear(mask, block.num_edges(), heads));
     const double n = static_cast<double>(alpha.size());
-    CHECK(std::abs(static_cast<double>(kept) - 0.75 * n) < 7 * std::sqrt(n * 0.75 * 0.25));
+    const double q = 1.0 - static_cast<double>(p);
+    CHECK(std::abs(static_cast<double>(kept) - q * n) < 7 * std::sqrt(n * q * (1 - q)));
     // p = 0 is the identity: every bit set but the padding.
     std::vector<uint8_t> all(mask.size(), 7);
     models::cpu::edge_dropout_forward<float>(key, 0.0f, block, ids, alpha.view(), y.view(), all);

@@ -6,9 +6,10 @@
 // epoch, batch, layer) and the ids, never on threads, and the CUDA twins draw the same bits.
 // Kept values are scaled by 1 / (1 - p).
 //
-// Bits and masks (ops/dropout_mask.hpp): each Philox block of the key's stream gives eight keep
-// decisions from 16-bit values (p resolved to 1/65536), and a mask holds one bit per element, each
-// row padded to whole bytes: dropout_mask_bytes(rows, cols) bytes.
+// Bits and masks (ops/dropout_mask.hpp): a position of the key's stream is kept iff its uniform
+// 16-bit value is >= round(p * 65536) (p resolved to 1/65536), the value read lazily (a Philox
+// block gives 16 to 128 decisions: one bit each at p = 0.5), and a mask holds one bit per element,
+// each row padded to whole bytes: dropout_mask_bytes(rows, cols) bytes.
 //
 // Row ids: `row_ids[r]` is the global id of row r (non-negative), given in the memory of the op's
 // context (host here). An empty `row_ids` means row r is node r (the identity numbering: full-graph
@@ -24,8 +25,8 @@
 namespace gnnpipe::models::cpu {
 
 // Feature dropout: element (r, c) of x sits at position uint64_t(row_ids[r]) * cols + c of the
-// key's stream and is kept iff that position's 16-bit draw is >= dropout_threshold(p)
-// (dropout_mask.hpp). y = kept ? x * (1 / (1 - p)) : 0, and the element's mask bit is 1 iff kept
+// key's stream and is kept iff that position's draw keeps it (dropout_mask.hpp: its 16-bit value
+// >= dropout_threshold(p)). y = kept ? x * (1 / (1 - p)) : 0, and the element's mask bit is 1 iff kept
 // (layout in dropout_mask.hpp). p must be in [0, 1); p == 0 is the identity (y = x, every mask bit
 // 1, ids unused). y may be the same matrix as x; mask.size() must be
 // dropout_mask_bytes(x.rows, x.cols), or 0 when no backward will read the mask (a model's first
@@ -33,8 +34,8 @@ namespace gnnpipe::models::cpu {
 // mostly-zero stretches of a row, as in sparse features, are not drawn: their outputs are zero
 // whether kept or not, so y is bitwise the same. row_ids has x.rows entries or is empty (see
 // above). One pass over x:
-// rows are drawn a batch of blocks at a time (eight elements per Philox block, AVX2 where the CPU
-// has it) and the previous batch applied in between, so memory traffic overlaps the arithmetic.
+// rows are drawn a batch of blocks at a time (16 to 128 elements per Philox block, AVX2 where the
+// CPU has it) and the previous batch applied in between, so memory traffic overlaps the arithmetic.
 template <class T>
 void dropout_forward(core::RngKey key, std::type_identity_t<T> p, ConstView<T> x,
                      std::span<const graph::NodeId> row_ids, MatrixView<T> y, std::span<uint8_t> mask);
@@ -42,7 +43,7 @@ void dropout_forward(core::RngKey key, std::type_identity_t<T> p, ConstView<T> x
 // GAT attention dropout over the edge matrix alpha [E x H] of `block` (edge e is the forward edge
 // id, from local source u = block.indices[e] into the destination v whose CSR row holds e):
 // (e, h) takes position uint64_t(row_ids[u]) * H + h of the stream key.with(row_ids[v]) and is kept
-// iff that position's 16-bit draw is >= dropout_threshold(p), i.e. the mask is keyed by (global
+// iff that position's draw keeps it (as above), i.e. the mask is keyed by (global
 // destination, global source, head) alone, independent of edge order and local numbering. An edge
 // sampled twice (sampling with replacement repeats (u -> v)) therefore draws the same bits for both
 // copies. row_ids: the global ids of the block's sources (num_src entries; destinations are the
@@ -59,8 +60,10 @@ void edge_dropout_forward(core::RngKey key, std::type_identity_t<T> p, const gra
 template <class T>
 void dropout_backward(std::span<const uint8_t> mask, std::type_identity_t<T> p, ConstView<T> dy, MatrixView<T> dx);
 
-// The draw underneath, exposed for tests and benchmarks: out[i] = dropout_block_bits(
-// key.block(blocks[i]), threshold) (dropout_mask.hpp) for every i, threshold <= 65536. The ops use
+// The draw underneath, exposed for tests and benchmarks: the keep bits of whole Philox blocks, block
+// blocks[i]'s d.bytes_per_block() mask bytes (d = DropoutDraw::of(threshold), threshold <= 65536;
+// byte j is dropout_byte_bits(key, (blocks[i] << d.byte_shift) + j, d), dropout_mask.hpp) from
+// out[i << d.byte_shift]; out.size() must be blocks.size() << d.byte_shift. The ops use
 // kFastest: AVX2 (eight blocks per vector, eight vectors in flight) where the CPU has it, else
 // kPortable (sixteen blocks in structure-of-arrays form, left to the compiler's vectoriser);
 // kScalar is one block at a time. All three give the same bytes.

@@ -67,8 +67,8 @@ struct RngKey {
                             static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32)};
     return philox4x32_10(ctr, PhiloxKey{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
   }
-  // The 32-bit value at position `i` of the stream (random access). Dropout reads blocks as eight
-  // 16-bit values instead (models/ops/dropout_mask.hpp).
+  // The 32-bit value at position `i` of the stream (random access). Dropout reads blocks as 1- to
+  // 8-bit values instead (models/ops/dropout_mask.hpp).
   GNNPIPE_HD uint32_t u32_at(uint64_t i) const { return block(i >> 2)[static_cast<unsigned>(i & 3u)]; }
   // A float uniform in [0, 1) with 24 random bits, at position `i`.
   GNNPIPE_HD float uniform_at(uint64_t i) const {
