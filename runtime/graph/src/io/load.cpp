@@ -153,8 +153,9 @@ Dataset load_dataset(const fs::path& path, DatasetFormat format, const ArrayKeys
     case DatasetFormat::kPlanetoidNpy: return read_planetoid_npy(source.path);
     case DatasetFormat::kEdgelist: return read_edgelist(source.path);
     case DatasetFormat::kNpz: {
-      const bool gnn_benchmark = keys.empty() && NpzArchive::open(source.path).contains("adj_indptr");
-      Dataset d = gnn_benchmark ? read_gnn_benchmark_npz(source.path) : read_named_npz(source.path, keys);
+      const NpzArchive npz = NpzArchive::open(source.path);  // opened once: the entry list decides the layout
+      Dataset d = keys.empty() && npz.contains("adj_indptr") ? read_gnn_benchmark_npz(npz, source.path)
+                                                             : read_named_npz(npz, source.path, keys);
       if (!source.split_dir.empty()) {
         read_split_dir(d, source.split_dir, kSplitPrefix);
         d.validate(source.split_dir.string());

@@ -74,8 +74,7 @@ HostArray<NodeId> read_split(const NpzArchive& npz, const std::string& name, int
 
 }  // namespace
 
-Dataset read_named_npz(const fs::path& file, const ArrayKeys& keys) {
-  const NpzArchive npz = NpzArchive::open(file);
+Dataset read_named_npz(const NpzArchive& npz, const fs::path& file, const ArrayKeys& keys) {
   const std::string base = file.string();
   const auto edge_name = pick(npz, keys.edges, kEdgeNames, "edges");
   GNNPIPE_CHECK_DATA(edge_name.has_value(),

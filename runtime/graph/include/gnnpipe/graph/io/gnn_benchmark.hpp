@@ -7,10 +7,12 @@
 #include <filesystem>
 
 #include "gnnpipe/graph/dataset.hpp"
+#include "gnnpipe/graph/io/npz.hpp"
 
 namespace gnnpipe::graph::io {
 
-Dataset read_gnn_benchmark_npz(const std::filesystem::path& file);
+// `npz`: the archive opened from `file` (named in messages), which has an adj_indptr entry.
+Dataset read_gnn_benchmark_npz(const NpzArchive& npz, const std::filesystem::path& file);
 
 // Reads <dir>/<prefix>{train,val,test}.npy (int node ids) into `dataset.splits`.
 void read_split_dir(Dataset& dataset, const std::filesystem::path& dir, const std::string& prefix);

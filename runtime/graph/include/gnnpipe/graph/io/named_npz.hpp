@@ -17,6 +17,7 @@
 #include <string>
 
 #include "gnnpipe/graph/dataset.hpp"
+#include "gnnpipe/graph/io/npz.hpp"
 
 namespace gnnpipe::graph::io {
 
@@ -33,8 +34,8 @@ struct ArrayKeys {
   bool operator==(const ArrayKeys&) const = default;
 };
 
-// DataError naming the file and the array for anything missing or malformed; a named key that is
-// absent lists the arrays the file has.
-Dataset read_named_npz(const std::filesystem::path& file, const ArrayKeys& keys = {});
+// `npz`: the archive opened from `file` (named in messages). DataError naming the file and the
+// array for anything missing or malformed; a named key that is absent lists the arrays the file has.
+Dataset read_named_npz(const NpzArchive& npz, const std::filesystem::path& file, const ArrayKeys& keys = {});
 
 }  // namespace gnnpipe::graph::io
