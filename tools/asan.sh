@@ -17,36 +17,18 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${1:-$root/build-asan}
 
-launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+# shellcheck source=sanitizers/common.sh
+source "$root/tools/sanitizers/common.sh"
 # -O1 -g1 (line tables): the reports keep file:line stacks, and the build compiles about twice as
 # fast as -O2 -g, which is what keeps this stage inside CI's budget on a cold ccache.
-cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGNNPIPE_CUDA=OFF \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
-  -DGNNPIPE_SANITIZE=address,undefined -DGNNPIPE_WERROR=ON "${launcher[@]}"
-cmake --build "$build_dir" -j "$(nproc 2>/dev/null || echo 2)" --target gnnpipe_unit_tests
-tests=$build_dir/tests/gnnpipe_unit_tests
+build_sanitized_tests "$build_dir" address,undefined "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
 export ASAN_OPTIONS="halt_on_error=1 exitcode=67 detect_leaks=1 strict_string_checks=1 check_initialization_order=1"
 export UBSAN_OPTIONS="halt_on_error=1 exitcode=68 print_stacktrace=1"
 export LSAN_OPTIONS="suppressions=$root/tools/sanitizers/lsan.supp"
 
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-canary() {  # canary <tag> <expected exit code> <report text>
-  set +e
-  "$tests" "$1" >"$log" 2>&1
-  local rc=$?
-  set -e
-  if [[ $rc -ne $2 ]] || ! grep -q "$3" "$log"; then
-    cat "$log" >&2
-    echo "asan: the canary $1 was not reported (exit code $rc, expected $2 and '$3'):" \
-      "the sanitizer build or its options check nothing" >&2
-    exit 1
-  fi
-  echo "asan: the canary $1 was reported, as it must be"
-}
-canary "[asan_expected_error]" 67 "AddressSanitizer: heap-buffer-overflow"
-canary "[ubsan_expected_error]" 68 "runtime error: signed integer overflow"
+hint="the sanitizer build or its options check nothing"
+expect_report asan "[asan_expected_error]" 67 "$hint" "AddressSanitizer: heap-buffer-overflow"
+expect_report asan "[ubsan_expected_error]" 68 "$hint" "runtime error: signed integer overflow"
 
 deadline=${GNNPIPE_ASAN_DEADLINE_S:-1800}
 set +e

@@ -19,33 +19,18 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${1:-$root/build-tsan}
 
-launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGNNPIPE_CUDA=OFF \
-  -DGNNPIPE_SANITIZE=thread -DGNNPIPE_WERROR=ON "${launcher[@]}"
-cmake --build "$build_dir" -j "$(nproc 2>/dev/null || echo 2)" --target gnnpipe_unit_tests
-tests=$build_dir/tests/gnnpipe_unit_tests
+# shellcheck source=sanitizers/common.sh
+source "$root/tools/sanitizers/common.sh"
+build_sanitized_tests "$build_dir" thread
 # history_size=7: keep enough history to restore both stacks of a report (the suppressions match
 # stack frames, and a report is only useful with both stacks).
 # OpenBLAS's worker threads synchronise in ways TSan cannot see (tools/sanitizers/tsan.supp).
 export OPENBLAS_NUM_THREADS=1
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 history_size=7 suppressions=$root/tools/sanitizers/tsan.supp"
 
-canary_log=$(mktemp)
-trap 'rm -f "$canary_log"' EXIT
-set +e
-"$tests" "[tsan_expected_race]" >"$canary_log" 2>&1
-canary_rc=$?
-set -e
-if [[ $canary_rc -ne 66 ]] || ! grep -q "WARNING: ThreadSanitizer: data race" "$canary_log" ||
-  ! grep -q "tsan_canary_write" "$canary_log"; then
-  cat "$canary_log" >&2
-  echo "tsan: the canary race was not reported (exit code $canary_rc, expected 66):" \
-    "the TSan run cannot see races between TBB tasks: check tools/sanitizers/tsan.supp" \
-    "(or, if the log above says the two tasks never ran at once, the two-slot arena got no worker)" >&2
-  exit 1
-fi
-echo "tsan: the canary race between two oneTBB tasks was reported, as it must be"
+expect_report tsan "[tsan_expected_race]" 66 \
+  "the TSan run cannot see races between TBB tasks: check tools/sanitizers/tsan.supp (or, if the log above says the two tasks never ran at once, the two-slot arena got no worker)" \
+  "WARNING: ThreadSanitizer: data race" "tsan_canary_write"
 
 # The [tsan] run normally takes about a minute; one hang was seen in about twenty runs (a
 # pipelined run waiting in graph::wait_for_all with every thread idle, issue #18). A run past the
