@@ -582,7 +582,9 @@ TEMPLATE_TEST_CASE("ops::dropout_forward and dropout_backward: masks bitwise equ
       const auto ids_dev = to_device<graph::NodeId>(ids, cuda.stream);
       const std::span<const graph::NodeId> ids_span =
           ids.empty() ? std::span<const graph::NodeId>{} : test::device_span(ids_dev);
-      for (const double p : {0.0, 0.3, 0.5}) {
+      // Every way a decision is read (dropout_mask.hpp): the top byte with refinement ties (0.3),
+      // without (129 / 256), 4, 2 and 1 bits (0.375, 0.75, 0.5).
+      for (const double p : {0.0, 0.3, 129.0 / 256, 0.375, 0.75, 0.5}) {
         INFO(s.rows << " x " << s.cols << ", " << (ids.empty() ? "no row ids" : "row ids") << ", p " << p);
         const T pt = static_cast<T>(p);
         const Matrix<T> x = random_values<T>(rng, s.rows, s.cols);
@@ -637,7 +639,7 @@ TEMPLATE_TEST_CASE(
       const std::span<const graph::NodeId> ids_span =
           ids.empty() ? std::span<const graph::NodeId>{} : test::device_span(ids_dev);
       for (const int64_t heads : kHeadCounts) {
-        for (const double p : {0.0, 0.3}) {
+        for (const double p : {0.0, 0.3, 0.5}) {  // refined top byte, one bit a decision
           INFO(bc.name << ", " << (ids.empty() ? "no row ids" : "row ids") << ", heads " << heads << ", p " << p);
           const T pt = static_cast<T>(p);
           const Matrix<T> alpha = random_values<T>(rng, e, heads, 0, 1);
