@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <string>
 #include <vector>
 
 #include "datasets.hpp"
@@ -30,6 +31,23 @@ TEST_CASE("for_each_line reads plain and gzip text, with CRLF and a last line wi
   }
   CHECK_THROWS_WITH(io::for_each_line(dir / "missing.txt", [](std::string_view, int64_t) {}),
                     Catch::Contains("missing.txt: cannot open"));
+}
+
+TEST_CASE("for_each_line carries lines across read chunks of a compressible gzip file", "[graph][io]") {
+  // About 2 MB of text that gzip shrinks far below it: the reads (sized to the file's bytes on
+  // disk, at least 64 KiB) end inside lines many times, each line must come out whole.
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 200'000; ++i) text += std::to_string(i) + ",node-" + std::to_string(i % 7) + "\n";
+  write_text(dir / "big.csv.gz", text, true);
+  int64_t count = 0;
+  bool whole = true;
+  io::for_each_line(dir / "big.csv.gz", [&](std::string_view line, int64_t n) {
+    whole = whole && line == std::to_string(count) + ",node-" + std::to_string(count % 7) && n == count + 1;
+    ++count;
+  });
+  CHECK(whole);
+  CHECK(count == 200'000);
 }
 
 TEST_CASE("edge lists: separators, comments, node count from the largest id", "[graph][io]") {
