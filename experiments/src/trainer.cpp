@@ -119,6 +119,7 @@ class TrainingResources {
         parameter_bytes_(allocator_.stats().in_use_bytes - before_model_),
         sampler_(make_training_sampler(c, d, model_.block_norm(), model_.num_layers())),
         optimizer_(models::make_optimizer(model_.params(), c.optimizer, ops_)),
+        recorder_(/*keep_events=*/options.trace),
         setup_{d,          *sampler_,       model_,          *optimizer_,
                c.model,    pipeline_of(c, d, options, threads_), c.run.epochs, c.run.seed,
                c.run.patience, c.sampler.eval_chunk_nodes, recorder_, c.memory,

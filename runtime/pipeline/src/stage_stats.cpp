@@ -22,7 +22,8 @@ double percent(double part, double whole) { return whole > 0 ? 100.0 * part / wh
 
 }  // namespace
 
-StageRecorder::StageRecorder() : serial_(g_next_serial.fetch_add(1)), origin_(std::chrono::steady_clock::now()) {}
+StageRecorder::StageRecorder(bool keep_events)
+    : serial_(g_next_serial.fetch_add(1)), origin_(std::chrono::steady_clock::now()), keep_events_(keep_events) {}
 
 int StageRecorder::lane_locked(std::string_view name) {
   const int n = lane_counts_[std::string(name)]++;
@@ -94,7 +95,10 @@ std::map<Stage, StageTotals> StageRecorder::totals() const { return totals(-1); 
 std::map<Stage, StageTotals> StageRecorder::totals(int epoch) const {
   std::lock_guard lock(mutex_);
   std::map<Stage, StageTotals> out;
-  for (Stage s : kStages) out[s];
+  for (Stage s : kStages) {
+    const auto folded = folded_.find(s);
+    out[s] = epoch >= 0 || folded == folded_.end() ? StageTotals{} : folded->second;
+  }
   for (const auto& [key, t] : by_epoch_) {
     if (epoch >= 0 && key.second != epoch) continue;
     StageTotals& sum = out[key.first];
@@ -103,6 +107,31 @@ std::map<Stage, StageTotals> StageRecorder::totals(int epoch) const {
     sum.items += t.items;
   }
   return out;
+}
+
+void StageRecorder::forget(double before_s, int first_epoch) {
+  std::lock_guard lock(mutex_);
+  for (auto it = by_epoch_.begin(); it != by_epoch_.end();) {
+    if (it->first.second >= first_epoch) {
+      ++it;
+      continue;
+    }
+    StageTotals& sum = folded_[it->first.first];
+    sum.busy_s += it->second.busy_s;
+    sum.wait_s += it->second.wait_s;
+    sum.items += it->second.items;
+    it = by_epoch_.erase(it);
+  }
+  if (keep_events_) return;
+  // The running maxima are non-decreasing: the prefix that ended by before_s is what window()
+  // would never read again. The maxima kept still bound their (shorter) prefixes from above.
+  const auto drop = [before_s](auto& events, std::vector<double>& end_max) {
+    const auto n = std::upper_bound(end_max.begin(), end_max.end(), before_s) - end_max.begin();
+    events.erase(events.begin(), events.begin() + n);
+    end_max.erase(end_max.begin(), end_max.begin() + n);
+  };
+  drop(events_, events_end_max_);
+  drop(waits_, waits_end_max_);
 }
 
 void StageRecorder::write_chrome_trace(const std::filesystem::path& path) const {

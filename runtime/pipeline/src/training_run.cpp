@@ -185,6 +185,7 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
     r.eval_time_s = s.recorder.totals(epoch).at(Stage::kEval).busy_s;
     r.window = s.recorder.window(start, r.window_end_s);
     r.verdict = epoch_verdict(r.window, false);
+    s.recorder.forget(start, epoch);  // later epochs' windows begin after this one's
     times.push_back(r.epoch_time_s);
     epochs_run = epoch;
     on_epoch(r);
@@ -266,6 +267,8 @@ class EvalWorker {
             stages_.evaluate(r);
             r.eval_time_s = stages_.setup().recorder.totals(r.epoch).at(Stage::kEval).busy_s;
           }
+          // Jobs come in epoch order and later epochs' windows begin after this one's.
+          stages_.setup().recorder.forget(r.window_begin_s, r.epoch);
           if (tracker_.add(r)) stop_epoch_.store(r.epoch);
           on_epoch_(r);
           report_checkpoint(stages_.setup(), stages_, tracker_, r, std::move(due));

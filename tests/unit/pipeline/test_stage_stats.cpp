@@ -6,6 +6,9 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "gnnpipe/pipeline/stage_stats.hpp"
 
@@ -124,4 +127,46 @@ TEST_CASE("the sequential verdict splits the epoch among its stages", "[pipeline
   });
   CHECK(epoch_verdict(r.window(0.0, 10.0), false) ==
         "sequential: sampling 20%, transfer 5%, training 55%, evaluation 20% of the epoch");
+}
+
+// Issue #18 (soak): a 3,000-epoch run's recorder kept every event and grew about 10 KB an epoch.
+TEST_CASE("forget() drops what no later window reads and folds old epochs into the run's totals",
+          "[pipeline][stats]") {
+  const auto totals_of = [](const StageRecorder& r) {
+    std::vector<std::tuple<double, double, int64_t>> out;
+    for (const auto& [stage, t] : r.totals()) out.emplace_back(t.busy_s, t.wait_s, t.items);
+    return out;
+  };
+  for (const bool keep : {false, true}) {
+    INFO("keep_events " << keep);
+    StageRecorder r(keep), reference;
+    for (StageRecorder* each : {&r, &reference}) {
+      // Epoch 1's training, over by 3 s, then epoch 2 as above.
+      on_lane(*each, "train", [&] {
+        each->record_wait(Stage::kTrain, 1, 0.5, 1.0);
+        each->record(Stage::kTrain, 1, 0, 1.0, 3.0);
+      });
+      on_lane(*each, "sampler", [&] { each->record(Stage::kSample, 1, 0, 0.0, 1.0); });
+      record_pipelined_epoch(*each);
+    }
+    r.forget(10.0, 2);  // epoch 2's window begins at 10; epoch 1 is over
+    // Epoch 2's window and every later one read as before; the run's totals are unchanged.
+    for (const auto& [begin, end] : {std::pair{10.0, 20.0}, std::pair{12.0, 30.0}, std::pair{19.0, 26.0}}) {
+      const auto a = r.window(begin, end), b = reference.window(begin, end);
+      CHECK(a.busy_s == b.busy_s);
+      CHECK(a.lanes == b.lanes);
+      CHECK(a.train_wait_input_s == b.train_wait_input_s);
+      CHECK(a.eval_s_by_epoch == b.eval_s_by_epoch);
+    }
+    CHECK(totals_of(r) == totals_of(reference));
+    CHECK(r.totals(2).at(Stage::kTrain).wait_s == Approx(3.5));  // epoch 2 is kept
+    CHECK(r.totals(1).at(Stage::kEval).busy_s == 0.0);           // epoch 1 was folded into the run's
+    // What ended by 10 s (epoch 1's training and sampling) is gone from the windows before it,
+    // unless the events are kept (a trace); what ended later stays.
+    const auto before = r.window(0.0, 10.0);
+    CHECK(before.busy_s.at(Stage::kTrain) == (keep ? 2.0 : 0.0));
+    CHECK(before.busy_s.at(Stage::kSample) == (keep ? 6.0 : 5.0));  // epoch 2's batch 1 ends at 11: kept
+    CHECK(before.train_wait_input_s == (keep ? 2.5 : 2.0));
+    CHECK(before.busy_s.at(Stage::kEval) == 1.0);
+  }
 }

@@ -68,7 +68,10 @@ struct WindowStats {
 
 class StageRecorder {
  public:
-  StageRecorder();
+  // `keep_events`: keep every event for write_chrome_trace (about 50 bytes per stage per batch for
+  // the whole run); otherwise forget() lets go of what no later window can read, so a long run's
+  // recorder stays the size of a few epochs.
+  explicit StageRecorder(bool keep_events = true);
 
   double now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - origin_).count(); }
   // Names the calling thread's lane ("sampler", "transfer", "train", "eval"); lanes of the same
@@ -100,6 +103,11 @@ class StageRecorder {
   WindowStats window(double begin_s, double end_s) const;
   // Chrome trace event format ("X" complete events, microseconds; lanes as thread names).
   void write_chrome_trace(const std::filesystem::path& path) const;
+  // Called once per epoch by the run: every later window() begins at or after `before_s`, and no
+  // event of an epoch before `first_epoch` is still to come. Drops the events and waits that ended
+  // by `before_s` (unless the recorder keeps its events) and folds the totals of the epochs before
+  // `first_epoch` into the run's (totals(epoch) of those is then empty; totals() is unchanged).
+  void forget(double before_s, int first_epoch);
 
  private:
   int lane_locked(std::string_view name);
@@ -120,6 +128,8 @@ class StageRecorder {
   std::map<int, InFlight> in_flight_;  // by lane
   double last_activity_s_ = 0;
   std::map<std::pair<Stage, int>, StageTotals> by_epoch_;  // kept as events arrive: totals() never rescans
+  std::map<Stage, StageTotals> folded_;  // epochs forget() folded away
+  bool keep_events_;
   std::vector<std::string> lane_names_;
   std::map<std::string, int, std::less<>> lane_counts_;
 };
