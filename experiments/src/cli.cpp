@@ -29,6 +29,7 @@
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
+#include "gnnpipe/graph/io/load.hpp"
 #include "multi_seed.hpp"
 #include "report_command.hpp"
 #include "stop_signals.hpp"
@@ -167,11 +168,11 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   info->add_option("path", info_args.path, "dataset directory or file (a dataset root is searched one level down)");
   info->add_option("--config", info_args.config, "an experiment YAML: inspect its dataset section instead of PATH");
   info->add_option("--data-dir", info_args.data_dir, "base of relative dataset paths in --config");
-  info->add_option("--format", info_args.format, "auto, native, saint, npz, ogb, planetoid-npy, edgelist or mat")
+  info->add_option("--format", info_args.format, graph::io::dataset_format_names())
       ->capture_default_str();
   DataConvertArgs convert_args;
   auto* convert = data->add_subcommand("convert", "convert a dataset to the native format (meta.yaml + .npy)");
-  convert->add_option("--from", convert_args.from, "auto, native, saint, npz, ogb, planetoid-npy, edgelist or mat")
+  convert->add_option("--from", convert_args.from, graph::io::dataset_format_names())
       ->capture_default_str();
   convert->add_option("src", convert_args.src, "source dataset")->required();
   convert->add_option("--out", convert_args.out, "output directory")->required();

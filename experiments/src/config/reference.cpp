@@ -1,11 +1,13 @@
 #include "gnnpipe/experiments/config/reference.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <map>
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "gnnpipe/graph/io/load.hpp"
 
 namespace gnnpipe::experiments::config {
 namespace {
@@ -37,20 +39,24 @@ std::string default_text(const YAML::Node& node) {
 }  // namespace
 
 const std::vector<KeyDoc>& key_docs() {
+  const graph::io::DefaultArrayNames& names = graph::io::kDefaultArrayNames;
+  const auto defaults = [](const std::vector<const char*>& list) { return fmt::format("{}", fmt::join(list, ", ")); };
   static const std::vector<KeyDoc> docs{
       {"name", "string", kAll, "Names the run directory (runs/<name>-<time>); 1-100 of [A-Za-z0-9_.-]. Required."},
       {"dataset", "section", kAll, "Where the graph comes from: `path` or `synthetic`, exactly one. Required."},
       {"dataset.path", "string", kAll,
        "A dataset directory or file; relative paths are looked up under --data-dir, else $GNNPIPE_DATA_DIR, else the current directory."},
-      {"dataset.format", "string", kAll, "auto, native, saint, npz, ogb, planetoid-npy, edgelist or mat (a MATLAB MAT-file: network, group, features)."},
+      {"dataset.format", "string", kAll,
+       fmt::format("{} (mat: a MATLAB MAT-file with network, group and features).", graph::io::dataset_format_names())},
       {"dataset.keys", "section", kAll, "Names of the arrays of an .npz saved by other tools (np.savez(edge_index=..., x=...))."},
       {"dataset.keys.edges", "string", kAll,
-       "Array name of an .npz's edge list, [2, E] or [E, 2] (default: edge_index, edges or edge_list)."},
-      {"dataset.keys.features", "string", kAll, "Array name of the features (default: node_features, features, x, feats, node_feat)."},
-      {"dataset.keys.labels", "string", kAll, "Array name of the labels (default: node_labels, labels, y, label)."},
-      {"dataset.keys.train", "string", kAll, "Array name of the train mask or node ids (default: train_masks, train_mask, train_idx, idx_train)."},
-      {"dataset.keys.val", "string", kAll, "Array name of the validation split (default: val_masks, val_mask, valid_mask, val_idx, idx_val, valid_idx)."},
-      {"dataset.keys.test", "string", kAll, "Array name of the test split (default: test_masks, test_mask, test_idx, idx_test)."},
+       "Array name of an .npz's edge list, [2, E] or [E, 2] (default: " + defaults(names.edges) + ")."},
+      {"dataset.keys.features", "string", kAll, "Array name of the features (default: " + defaults(names.features) + ")."},
+      {"dataset.keys.labels", "string", kAll, "Array name of the labels (default: " + defaults(names.labels) + ")."},
+      {"dataset.keys.train", "string", kAll,
+       "Array name of the train mask or node ids (default: " + defaults(names.train) + ")."},
+      {"dataset.keys.val", "string", kAll, "Array name of the validation split (default: " + defaults(names.val) + ")."},
+      {"dataset.keys.test", "string", kAll, "Array name of the test split (default: " + defaults(names.test) + ")."},
       {"dataset.split", "integer", kAll, "The column of [N, splits] boolean masks to use (default 0)."},
       {"dataset.random_features", "integer", kAll,
        "> 0: seeded random features of this width, for datasets without features (accuracy then meaningless)."},

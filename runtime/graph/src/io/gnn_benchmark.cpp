@@ -22,7 +22,8 @@ std::pair<int64_t, int64_t> read_shape(const NpzArchive& npz, const std::string&
 
 }  // namespace
 
-Dataset read_gnn_benchmark_npz(const NpzArchive& npz, const fs::path& file) {
+Dataset read_gnn_benchmark_npz(const NpzArchive& npz) {
+  const fs::path& file = npz.path();
   const std::string what = file.string();
   const auto [n, n_cols] = read_shape(npz, "adj_shape", what);
   GNNPIPE_CHECK_DATA(n == n_cols, "{}: adjacency is {} x {}, not square", what, n, n_cols);

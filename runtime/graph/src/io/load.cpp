@@ -78,6 +78,16 @@ std::vector<fs::path> sorted_entries(const fs::path& dir) {
   return entries;
 }
 
+// A single-file dataset with a splits/ folder beside it (source.split_dir): its splits from there,
+// and its name from the dataset's root folder (amazon-computers, not amazon_cs).
+Dataset with_split_dir(Dataset d, const DatasetSource& source) {
+  if (source.split_dir.empty()) return d;
+  read_split_dir(d, source.split_dir, kSplitPrefix);
+  d.validate(source.split_dir.string());
+  d.name = source.split_dir.parent_path().filename().string();
+  return d;
+}
+
 DatasetSource with_splits(DatasetSource source, const fs::path& root) {
   if ((source.format == DatasetFormat::kNpz || source.format == DatasetFormat::kMat) &&
       fs::exists(root / "splits" / (std::string(kSplitPrefix) + "train.npy"))) {
@@ -102,13 +112,17 @@ const char* to_string(DatasetFormat format) {
   return "unknown";
 }
 
+std::string dataset_format_names() {
+  std::string names;
+  for (DatasetFormat f : kDatasetFormats) names += (names.empty() ? "" : ", ") + std::string(to_string(f));
+  return names;
+}
+
 DatasetFormat parse_dataset_format(const std::string& text, const std::string& key) {
-  for (DatasetFormat f : {DatasetFormat::kAuto, DatasetFormat::kNative, DatasetFormat::kSaint, DatasetFormat::kNpz,
-                          DatasetFormat::kOgb, DatasetFormat::kPlanetoidNpy, DatasetFormat::kEdgelist, DatasetFormat::kMat}) {
+  for (DatasetFormat f : kDatasetFormats) {
     if (text == to_string(f)) return f;
   }
-  GNNPIPE_THROW(ConfigError, "{}: '{}' is not one of auto, native, saint, npz, ogb, planetoid-npy, edgelist, mat", key,
-                text);
+  GNNPIPE_THROW(ConfigError, "{}: '{}' is not one of {}", key, text, dataset_format_names());
 }
 
 DatasetSource detect_dataset(const fs::path& path) {
@@ -154,25 +168,10 @@ Dataset load_dataset(const fs::path& path, DatasetFormat format, const ArrayKeys
     case DatasetFormat::kEdgelist: return read_edgelist(source.path);
     case DatasetFormat::kNpz: {
       const NpzArchive npz = NpzArchive::open(source.path);  // opened once: the entry list decides the layout
-      Dataset d = keys.empty() && npz.contains("adj_indptr") ? read_gnn_benchmark_npz(npz, source.path)
-                                                             : read_named_npz(npz, source.path, keys);
-      if (!source.split_dir.empty()) {
-        read_split_dir(d, source.split_dir, kSplitPrefix);
-        d.validate(source.split_dir.string());
-      }
-      // Name datasets after their root folder (amazon-computers, not amazon_cs).
-      if (!source.split_dir.empty()) d.name = source.split_dir.parent_path().filename().string();
-      return d;
+      return with_split_dir(
+          keys.empty() && npz.contains("adj_indptr") ? read_gnn_benchmark_npz(npz) : read_named_npz(npz, keys), source);
     }
-    case DatasetFormat::kMat: {
-      Dataset d = read_mat(source.path);
-      if (!source.split_dir.empty()) {
-        read_split_dir(d, source.split_dir, kSplitPrefix);
-        d.validate(source.split_dir.string());
-        d.name = source.split_dir.parent_path().filename().string();
-      }
-      return d;
-    }
+    case DatasetFormat::kMat: return with_split_dir(read_mat(source.path), source);
     case DatasetFormat::kAuto: break;
   }
   GNNPIPE_THROW(Error, "unreachable dataset format");

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <initializer_list>
 #include <optional>
 #include <vector>
 
@@ -16,16 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::initializer_list<const char*> kEdgeNames = {"edge_index", "edges", "edge_list"};
-constexpr std::initializer_list<const char*> kFeatureNames = {"node_features", "features", "x", "feats", "node_feat"};
-constexpr std::initializer_list<const char*> kLabelNames = {"node_labels", "labels", "y", "label"};
-constexpr std::initializer_list<const char*> kTrainNames = {"train_masks", "train_mask", "train_idx", "idx_train"};
-constexpr std::initializer_list<const char*> kValNames = {"val_masks", "val_mask", "valid_mask", "val_idx", "idx_val",
-                                                          "valid_idx"};
-constexpr std::initializer_list<const char*> kTestNames = {"test_masks", "test_mask", "test_idx", "idx_test"};
-
 // The array named `given` (which must exist), else the first default present; nullopt if none.
-std::optional<std::string> pick(const NpzArchive& npz, const std::string& given, std::initializer_list<const char*> names,
+std::optional<std::string> pick(const NpzArchive& npz, const std::string& given, const std::vector<const char*>& names,
                                 const char* role) {
   if (!given.empty()) {
     GNNPIPE_CHECK_DATA(npz.contains(given), "{}: no array '{}' (dataset.keys.{}); the file holds: {}",
@@ -74,16 +65,17 @@ HostArray<NodeId> read_split(const NpzArchive& npz, const std::string& name, int
 
 }  // namespace
 
-Dataset read_named_npz(const NpzArchive& npz, const fs::path& file, const ArrayKeys& keys) {
+Dataset read_named_npz(const NpzArchive& npz, const ArrayKeys& keys) {
+  const fs::path& file = npz.path();
   const std::string base = file.string();
-  const auto edge_name = pick(npz, keys.edges, kEdgeNames, "edges");
+  const auto edge_name = pick(npz, keys.edges, kDefaultArrayNames.edges, "edges");
   GNNPIPE_CHECK_DATA(edge_name.has_value(),
                      "{}: no edge list (looked for {}; name it with dataset.keys.edges); the file holds: {}", base,
-                     fmt::join(kEdgeNames, ", "), fmt::join(npz.names(), ", "));
+                     fmt::join(kDefaultArrayNames.edges, ", "), fmt::join(npz.names(), ", "));
   Dataset d;
   d.name = file.stem().string();
   int64_t n = -1;
-  if (const auto name = pick(npz, keys.features, kFeatureNames, "features")) {
+  if (const auto name = pick(npz, keys.features, kDefaultArrayNames.features, "features")) {
     const std::string what = base + ":" + *name;
     const NpyArray a = npz.read(*name);
     GNNPIPE_CHECK_DATA(a.shape.size() == 2, "{}: features must be [nodes, features], got {} dimensions", what,
@@ -91,7 +83,7 @@ Dataset read_named_npz(const NpzArchive& npz, const fs::path& file, const ArrayK
     d.features = FeatureStore(to_host_array<float>(a, what), a.shape[0], a.shape[1], what);
     n = a.shape[0];
   }
-  if (const auto name = pick(npz, keys.labels, kLabelNames, "labels")) {
+  if (const auto name = pick(npz, keys.labels, kDefaultArrayNames.labels, "labels")) {
     const std::string what = base + ":" + *name;
     const NpyArray a = npz.read(*name);
     GNNPIPE_CHECK_DATA(a.shape.size() == 1 || a.shape.size() == 2, "{}: labels must be [nodes] or [nodes, classes]",
@@ -134,9 +126,9 @@ Dataset read_named_npz(const NpzArchive& npz, const fs::path& file, const ArrayK
     if (n < 0) n = max_id + 1;
     d.graph = CsrGraph::from_coo(static_cast<NodeId>(n), src, dst);
   }
-  const auto train = pick(npz, keys.train, kTrainNames, "train");
-  const auto val = pick(npz, keys.val, kValNames, "val");
-  const auto test = pick(npz, keys.test, kTestNames, "test");
+  const auto train = pick(npz, keys.train, kDefaultArrayNames.train, "train");
+  const auto val = pick(npz, keys.val, kDefaultArrayNames.val, "val");
+  const auto test = pick(npz, keys.test, kDefaultArrayNames.test, "test");
   GNNPIPE_CHECK_DATA(train.has_value() == val.has_value() && val.has_value() == test.has_value(),
                      "{}: a split needs train, val and test arrays; found only {}", base,
                      fmt::join(std::vector<std::string>{train.value_or(""), val.value_or(""), test.value_or("")}, " "));

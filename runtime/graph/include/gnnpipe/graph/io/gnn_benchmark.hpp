@@ -11,8 +11,8 @@
 
 namespace gnnpipe::graph::io {
 
-// `npz`: the archive opened from `file` (named in messages), which has an adj_indptr entry.
-Dataset read_gnn_benchmark_npz(const NpzArchive& npz, const std::filesystem::path& file);
+// `npz`: an open archive with an adj_indptr entry (its path names it in messages and the dataset).
+Dataset read_gnn_benchmark_npz(const NpzArchive& npz);
 
 // Reads <dir>/<prefix>{train,val,test}.npy (int node ids) into `dataset.splits`.
 void read_split_dir(Dataset& dataset, const std::filesystem::path& dir, const std::string& prefix);

@@ -10,8 +10,15 @@ namespace gnnpipe::graph::io {
 
 enum class DatasetFormat { kAuto, kNative, kSaint, kNpz, kOgb, kPlanetoidNpy, kEdgelist, kMat };
 
+inline constexpr DatasetFormat kDatasetFormats[] = {
+    DatasetFormat::kAuto, DatasetFormat::kNative,       DatasetFormat::kSaint,    DatasetFormat::kNpz,
+    DatasetFormat::kOgb,  DatasetFormat::kPlanetoidNpy, DatasetFormat::kEdgelist, DatasetFormat::kMat};
+
 const char* to_string(DatasetFormat format);
-// Parses auto | native | saint | npz | ogb | planetoid-npy | edgelist | mat; ConfigError naming `key`.
+// "auto, native, saint, npz, ogb, planetoid-npy, edgelist, mat": every format's name, for
+// messages, help texts and the config reference.
+std::string dataset_format_names();
+// Parses one of those names; ConfigError naming `key`.
 DatasetFormat parse_dataset_format(const std::string& text, const std::string& key);
 
 // Where a dataset's files are and in which format.

@@ -1,25 +1,35 @@
 #pragma once
 // .npz files whose arrays carry the names users' own scripts give them (issue #18): an edge list
 // and optional features, labels and split masks, as np.savez(edge_index=..., x=..., y=...,
-// train_mask=...) writes them. The names are looked up in this order unless `dataset.keys`
-// names them (ArrayKeys):
-//   edges     edge_index | edges | edge_list            int [2, E] (row 0 = sources) or [E, 2]
-//   features  node_features | features | x | feats | node_feat      float [N, F]
-//   labels    node_labels | labels | y | label          int [N] (-1 unlabeled) or 0/1 [N, C]
-//   train     train_masks | train_mask | train_idx | idx_train
-//   val       val_masks | val_mask | valid_mask | val_idx | idx_val | valid_idx
-//   test      test_masks | test_mask | test_idx | idx_test
+// train_mask=...) writes them. The names are looked up in the order of kDefaultArrayNames below
+// unless `dataset.keys` names them (ArrayKeys):
+//   edges     int [2, E] (row 0 = sources) or [E, 2]
+//   features  float [N, F]
+//   labels    int [N] (-1 unlabeled) or 0/1 [N, C]
+//   train, val, test   masks or node ids (below)
 // A split array that is bool (or uint8) is a mask, [N] or [N, S] with S splits as columns (the
 // geom-gcn layout; `dataset.split` picks the column); any other integer array lists node ids.
 // N is the features' rows, else the labels' length, else the largest edge end + 1. Edges are kept
 // as given (directed; no symmetrisation, no self-loop removal).
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "gnnpipe/graph/dataset.hpp"
 #include "gnnpipe/graph/io/npz.hpp"
 
 namespace gnnpipe::graph::io {
+
+// The names looked up, in order, for each array nobody named (also what docs/CONFIG.md lists).
+struct DefaultArrayNames {
+  std::vector<const char*> edges{"edge_index", "edges", "edge_list"};
+  std::vector<const char*> features{"node_features", "features", "x", "feats", "node_feat"};
+  std::vector<const char*> labels{"node_labels", "labels", "y", "label"};
+  std::vector<const char*> train{"train_masks", "train_mask", "train_idx", "idx_train"};
+  std::vector<const char*> val{"val_masks", "val_mask", "valid_mask", "val_idx", "idx_val", "valid_idx"};
+  std::vector<const char*> test{"test_masks", "test_mask", "test_idx", "idx_test"};
+};
+inline const DefaultArrayNames kDefaultArrayNames{};
 
 // Array names given by the user (empty: look the defaults up) and the split column.
 struct ArrayKeys {
@@ -34,8 +44,9 @@ struct ArrayKeys {
   bool operator==(const ArrayKeys&) const = default;
 };
 
-// `npz`: the archive opened from `file` (named in messages). DataError naming the file and the
-// array for anything missing or malformed; a named key that is absent lists the arrays the file has.
-Dataset read_named_npz(const NpzArchive& npz, const std::filesystem::path& file, const ArrayKeys& keys = {});
+// `npz`: an open archive (its path names it in messages and the dataset). DataError naming the file
+// and the array for anything missing or malformed; a named key that is absent lists the arrays the
+// file has.
+Dataset read_named_npz(const NpzArchive& npz, const ArrayKeys& keys = {});
 
 }  // namespace gnnpipe::graph::io
