@@ -23,7 +23,8 @@ namespace {
 
 // --- drawing keep bits ----------------------------------------------------------------------------
 // Every path computes, for each i < n, the draw.bytes_per_block() mask bytes of block blocks[i] of
-// stream(i) (dropout_mask.hpp's dropout_block_byte for every j) into out[i << draw.byte_shift ..],
+// stream(i) (byte j as dropout_mask.hpp's dropout_byte_bits gives it for stream byte
+// (blocks[i] << draw.byte_shift) + j) into out[i << draw.byte_shift ..],
 // stream(i) = streams.ids[0] for all i when streams.one (feature dropout: one key per layer), else
 // streams.ids[i] (edge dropout: a stream per destination); they differ only in speed. The lists are
 // arbitrary, so one call can draw the blocks of many short rows (or edges) as well as a long row's
@@ -55,9 +56,9 @@ inline uint64_t compact_even_bits(uint64_t x) {
 }
 
 // The mask bytes of one drawn block (words w0..w3): bit q of byte j is decision 8j + q's
-// u > level, or u == level where the draw does not refine(); with refinement (k = 8 only) the ties
-// u == level go to ties[j] instead, for refine_ties. SWAR on the block's 64-bit halves; the draw
-// is not constant().
+// u > level, or u == level where the draw does not refines(); with refinement (k = 8 only) the ties
+// u == level go to ties[j] instead, for draw() to decide from the refinement block. SWAR on the
+// block's 64-bit halves; the draw is not constant().
 inline void block_mask_bytes(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3, const DropoutDraw& draw,
                              uint8_t* out, uint8_t* ties) {
   const uint64_t halves[2] = {w0 | (uint64_t{w1} << 32), w2 | (uint64_t{w3} << 32)};
@@ -860,7 +861,7 @@ void dropout_forward(core::RngKey key, std::type_identity_t<T> p, ConstView<T> x
     return;
   }
   const T scale = T{1} / (T{1} - p);
-  const DropoutDraw draw = DropoutDraw::of(dropout_threshold(static_cast<double>(p)));
+  const DropoutDraw draw = DropoutDraw::for_p(static_cast<double>(p));
   const bool streaming = use_streaming_stores(x.data, y.data, x.size() * static_cast<int64_t>(sizeof(T)));
   detail::parallel_rows(x.rows, detail::grain_for(cols), [&](int64_t begin, int64_t end) {
     RowDropper<T> dropper(key.seed, key.stream, draw, scale, x.data, y.data, mask_data, streaming);
@@ -894,7 +895,7 @@ void edge_dropout_forward(core::RngKey key, std::type_identity_t<T> p, const gra
     return;
   }
   const T scale = T{1} / (T{1} - p);
-  const DropoutDraw draw = DropoutDraw::of(dropout_threshold(static_cast<double>(p)));
+  const DropoutDraw draw = DropoutDraw::for_p(static_cast<double>(p));
   const bool streaming = use_streaming_stores(alpha.data, y.data, alpha.size() * static_cast<int64_t>(sizeof(T)));
   detail::parallel_rows(block.num_dst, detail::grain_for(4 * avg * heads), [&](int64_t begin, int64_t end) {
     RowDropper<T> dropper(key.seed, std::nullopt, draw, scale, alpha.data, y.data, mask.data(), streaming);

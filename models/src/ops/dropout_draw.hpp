@@ -8,8 +8,8 @@
 namespace gnnpipe::models::cpu::detail {
 
 // The mask bytes of blocks blocks[0 .. n) of stream RngKey{seed, stream}: block i's
-// draw.bytes_per_block() bytes (dropout_block_byte for each j, dropout_mask.hpp) from
-// out + (i << draw.byte_shift).
+// draw.bytes_per_block() bytes from out + (i << draw.byte_shift), byte j being dropout_byte_bits
+// (dropout_mask.hpp) of stream byte (blocks[i] << draw.byte_shift) + j.
 void draw_feature_blocks(uint64_t seed, uint64_t stream, const uint64_t* blocks, int64_t n, const DropoutDraw& draw,
                          uint8_t* out);
 

@@ -149,7 +149,7 @@ std::optional<SparseRowsView<T>> dropout_forward_sparse(core::RngKey key, std::t
   if (limit == 0) return std::nullopt;
   const Layout<T> out = layout<T>(buffer, x.rows, limit);
   const T scale = T{1} / (T{1} - p);
-  const DropoutDraw draw = DropoutDraw::of(dropout_threshold(static_cast<double>(p)));
+  const DropoutDraw draw = DropoutDraw::for_p(static_cast<double>(p));
   std::atomic<bool> dense{false};  // some row has too many non-zeros: every task stops
   detail::parallel_rows(x.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
     SparseDropper<T> dropper(key, draw, scale, x, limit, out);

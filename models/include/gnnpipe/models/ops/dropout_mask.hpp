@@ -68,6 +68,8 @@ struct DropoutDraw {
     }
     return DropoutDraw{threshold, bits, shift, threshold >> (16 - bits), bits == 8 ? threshold & 255u : 0u};
   }
+  // The draw of dropout probability p in [0, 1) (callers check the range).
+  GNNPIPE_HD static DropoutDraw for_p(double p) { return of(dropout_threshold(p)); }
   // Every position kept (threshold 0) or none (65536): nothing needs drawing.
   GNNPIPE_HD bool constant() const { return threshold == 0 || threshold >= kDropoutLevels; }
   // Whether ties read a refinement block (threshold not a multiple of 256).
