@@ -41,7 +41,7 @@ void for_each_line(const std::filesystem::path& path,
   const auto chunk = static_cast<std::size_t>(
       size_error ? std::uintmax_t{16} << 20 : std::clamp<std::uintmax_t>(on_disk, std::uintmax_t{64} << 10, std::uintmax_t{16} << 20));
   gzbuffer(file.get(), static_cast<unsigned>(std::min<std::size_t>(chunk, std::size_t{1} << 20)));
-  const std::unique_ptr<char[]> buffer(new char[chunk]);
+  const auto buffer = std::make_unique_for_overwrite<char[]>(chunk);
   std::string carry;  // a partial line from the previous chunk
   int64_t line_number = 0;
   while (true) {
