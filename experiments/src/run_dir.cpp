@@ -110,7 +110,7 @@ const std::vector<std::string>& RunDirectory::metric_columns() {
                                                 "peak_device_bytes", "epoch_time_s", "sample_s", "gather_s",
                                                 "transfer_s", "train_s", "eval_s", "train_wait_data_s",
                                                 "train_wait_eval_s", "trainer_wait_share", "eval_time_s", "seeds_per_s",
-                                                "edges_per_s", "reserved_device_bytes"};
+                                                "edges_per_s", "reserved_device_bytes", "stage_retries"};
   return columns;
 }
 
@@ -183,11 +183,11 @@ void RunDirectory::append_metrics(const EpochMetrics& row) {
   const pipeline::WindowStats& w = row.window;
   const auto busy = [&](pipeline::Stage s) { auto it = w.busy_s.find(s); return it == w.busy_s.end() ? 0.0 : it->second; };
   const auto per_s = [&](int64_t n) { return row.epoch_time_s > 0 ? static_cast<double>(n) / row.epoch_time_s : 0.0; };
-  line += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{}", busy(pipeline::Stage::kSample), busy(pipeline::Stage::kGather),
+  line += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{}", busy(pipeline::Stage::kSample), busy(pipeline::Stage::kGather),
                       busy(pipeline::Stage::kTransfer), busy(pipeline::Stage::kTrain), busy(pipeline::Stage::kEval),
                       w.train_wait_input_s, w.train_wait_eval_s,
                       w.share_of(w.train_wait_input_s + w.train_wait_eval_s) / 100.0, row.eval_time_s, per_s(m.seeds),
-                      per_s(m.edges), m.reserved_bytes);
+                      per_s(m.edges), m.reserved_bytes, m.stage_retries);
   for (const double value : row.extra) line += fmt::format(",{}", value);
   metrics_ << line << '\n';
   rows_appended_ = true;

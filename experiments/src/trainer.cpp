@@ -232,6 +232,7 @@ std::string memory_note(const pipeline::MemoryCounters& m) {
   if (m.resampled > 0) note += fmt::format(", {} resampled", m.resampled);
   if (m.cut > 0) note += fmt::format(", {} cut ({} edges)", m.cut, m.edges_cut);
   if (m.retried > 0) note += fmt::format(", {} retried", m.retried);
+  if (m.stage_retries > 0) note += fmt::format(", {} stage error{} retried", m.stage_retries, m.stage_retries == 1 ? "" : "s");
   return note;
 }
 
@@ -466,6 +467,7 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
       {"stage_detail", detail},
       {"trainer_wait_s", recorder.totals().at(pipeline::Stage::kTrain).wait_s},
       {"max_batches_in_flight", result.max_in_flight},
+      {"stage_retries", result.memory.stage_retries},
       {"threads", resources.threads().json()},
       {"memory",
        {{"peak_host_bytes", core::peak_rss_bytes()},

@@ -4,6 +4,7 @@
 // Shared by the runner, pipeline and GPU training tests.
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -43,6 +44,27 @@ inline ExperimentRun run_experiment(const std::string& yaml, const std::vector<s
 inline pipeline::MemoryPlan plan_experiment(const std::string& yaml, const std::vector<std::string>& sets) {
   const auto config = experiments::config::parse_experiment(YAML::Load(yaml), sets);
   return experiments::plan_experiment(config, experiments::load_training_dataset(config, "."));
+}
+
+// metrics.csv as rows of named numbers.
+inline std::vector<std::map<std::string, double>> metrics_rows(const std::string& csv) {
+  std::stringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> names;
+  {
+    std::stringstream header(line);
+    for (std::string name; std::getline(header, name, ',');) names.push_back(name);
+  }
+  std::vector<std::map<std::string, double>> rows;
+  while (std::getline(in, line)) {
+    std::stringstream fields(line);
+    std::map<std::string, double> row;
+    std::size_t i = 0;
+    for (std::string field; std::getline(fields, field, ','); ++i) row[names.at(i)] = std::stod(field);
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 }  // namespace gnnpipe::test

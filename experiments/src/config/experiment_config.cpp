@@ -156,6 +156,7 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   pipeline["eval_every"] = c.pipeline.eval_every;
   pipeline["resident"] = c.pipeline.resident ? "auto" : "off";
   pipeline["eval_graph"] = std::string(to_string(c.pipeline.eval_graph));
+  pipeline["stage_retries"] = c.pipeline.stage_retries;
   root["pipeline"] = pipeline;
 
   YAML::Node memory(YAML::NodeType::Map);

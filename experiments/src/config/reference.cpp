@@ -124,6 +124,9 @@ const std::vector<KeyDoc>& key_docs() {
       {"pipeline.resident", "string", kAll, "auto (a batch that is the same every epoch stays on the device) or off."},
       {"pipeline.eval_graph", "string", kAll,
        "auto, resident (the whole graph's block kept on the device) or layerwise (chunks gathered on the host)."},
+      {"pipeline.stage_retries", "integer", kAll,
+       "Times a stage runs again for a batch after a transient error (not a config, data, device, budget or stop error); "
+       "0: the first error stops the run. Recovered runs train bitwise the same parameters; retries are counted."},
       {"memory", "section", kAll, "The device memory budget and what the governor does with batches over it."},
       {"memory.limit", "bytes", kAll, "Device memory limit, e.g. 16GiB (the budget is limit - reserve, clamped to what is free)."},
       {"memory.reserve", "bytes or auto", kAll, "Bytes kept off the budget; auto: 256 MiB on a GPU (at most an eighth of the limit), 0 on the CPU."},

@@ -231,6 +231,8 @@ pipeline::PipelineOptions parse_pipeline_section(ConfigMap s) {
   } else {
     GNNPIPE_THROW(ConfigError, "{}: '{}' is not one of auto, resident, layerwise", s.key_path("eval_graph"), eval_graph);
   }
+  o.stage_retries = s.get("stage_retries", o.stage_retries);
+  check_at_least(s, "stage_retries", o.stage_retries, 0);
   s.finish();
   return o;
 }

@@ -28,6 +28,7 @@ void MemoryCounters::add(const MemoryCounters& o) {
   reserved_bytes = std::max(reserved_bytes, o.reserved_bytes);
   seeds += o.seeds;
   edges += o.edges;
+  stage_retries += o.stage_retries;
 }
 
 std::vector<std::string> MemoryPlan::lines() const {

@@ -34,4 +34,22 @@ std::exception_ptr with_context(std::exception_ptr error, const std::string& con
   }
 }
 
+bool may_succeed_again(std::exception_ptr error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const core::ConfigError&) {
+    return false;
+  } catch (const core::DataError&) {
+    return false;
+  } catch (const core::CudaError&) {
+    return false;
+  } catch (const core::OutOfBudget&) {
+    return false;
+  } catch (const core::Interrupted&) {
+    return false;
+  } catch (...) {
+    return true;
+  }
+}
+
 }  // namespace gnnpipe::pipeline::detail

@@ -20,6 +20,13 @@ namespace gnnpipe::pipeline::detail {
 // other exception).
 std::exception_ptr with_context(std::exception_ptr error, const std::string& context);
 
+// Whether running the stage that threw `error` again may succeed (pipeline.stage_retries): not
+// after a ConfigError or DataError (the same input repeats them), a CudaError (a device fault is
+// sticky: every later call fails alike), an OutOfBudget (a step's own is handled by the governor's
+// split-and-retry; any other is a plan that does not fit) or Interrupted (a stop request); yes for
+// any other exception (a failed host allocation, an I/O error, a system error, an internal check).
+bool may_succeed_again(std::exception_ptr error);
+
 class Failure {
  public:
   // For failures outside any batch (planning, evaluation): after every batch's.

@@ -19,6 +19,7 @@
 #include "gnnpipe/models/ops/ops.hpp"
 #include "gnnpipe/samplers/inference_sampler.hpp"
 #include "gnnpipe/pipeline/inference_plan.hpp"
+#include "stage_failure.hpp"
 
 namespace gnnpipe::pipeline::detail {
 namespace {
@@ -441,32 +442,67 @@ bool Stages::adopt_resident(Item& item) const {
   return true;
 }
 
+template <class Fn>
+auto Stages::retrying(Stage stage, int epoch, int64_t batch, Fn&& fn) {
+  for (int attempt = 0;; ++attempt) {
+    try {
+      return fn(attempt);
+    } catch (...) {
+      if (attempt >= s_.pipeline.stage_retries || !may_succeed_again(std::current_exception())) throw;
+      note_retry(stage, epoch, batch, attempt);
+    }
+  }
+}
+
+void Stages::note_retry(Stage stage, int epoch, int64_t batch, int attempt) {
+  std::string error = "unknown exception";
+  try {
+    throw;  // the exception being handled by retrying()
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+  }
+  core::logger().warn("stage {}, {}: {}; running it again (retry {} of {}, pipeline.stage_retries)", to_string(stage),
+                      batch >= 0 ? fmt::format("batch {} of epoch {}", batch, epoch) : fmt::format("epoch {}", epoch),
+                      error, attempt + 1, s_.pipeline.stage_retries);
+  if (stage == Stage::kEval) return;
+  MemoryCounters c;
+  c.stage_retries = 1;
+  count(epoch, c);
+}
+
 graph::MiniBatch Stages::sample(const Item& item, samplers::ParallelSampler& sampler) {
   const core::TraceRange range("gnnpipe sample");
-  const double t0 = s_.recorder.begin(Stage::kSample, item.epoch, item.spec.index);
-  fault(Stage::kSample, item);
-  graph::MiniBatch batch = sampler.sample_one(item.spec);
-  s_.recorder.record(Stage::kSample, item.epoch, item.spec.index, t0, s_.recorder.now());
-  return batch;
+  // A batch is a function of its spec: an attempt leaves nothing behind.
+  return retrying(Stage::kSample, item.epoch, item.spec.index, [&](int) {
+    const double t0 = s_.recorder.begin(Stage::kSample, item.epoch, item.spec.index);
+    fault(Stage::kSample, item);
+    graph::MiniBatch batch = sampler.sample_one(item.spec);
+    s_.recorder.record(Stage::kSample, item.epoch, item.spec.index, t0, s_.recorder.now());
+    return batch;
+  });
 }
 
 void Stages::gather(Item& item, graph::MiniBatch batch) {
   const core::TraceRange range("gnnpipe gather");
-  const double t0 = s_.recorder.begin(Stage::kGather, item.epoch, item.spec.index);
-  fault(Stage::kGather, item);
-  const BatchLayout layout = BatchLayout::of(batch, packed_cols(), cache_slot_of_, s_.data.features.dtype());
-  item.layouts = {layout};
-  item.offsets = {0};
-  item.total_bytes = layout.total_bytes;
-  item.loss_rows = batch.loss_rows.size();
-  memory::StagingSlot& slot = staging_.slot(item.slot);
-  core::tsan::acquire(&slot);  // slot hand-off: its token came back after its last copy (transfer)
-  slot.ensure(layout.total_bytes);
-  pack_batch(batch, s_.data.features, label_source(), layout, slot.data(), cache_slot_of_);
-  count_rows(layout);
-  core::tsan::release(&slot);  // slot hand-off: the item names it on its way to the governor and the transfer thread
+  // An attempt rewrites the item's layout and the whole packed batch; `batch` is moved out last.
+  retrying(Stage::kGather, item.epoch, item.spec.index, [&](int) {
+    const double t0 = s_.recorder.begin(Stage::kGather, item.epoch, item.spec.index);
+    fault(Stage::kGather, item);
+    const BatchLayout layout = BatchLayout::of(batch, packed_cols(), cache_slot_of_, s_.data.features.dtype());
+    item.layouts = {layout};
+    item.offsets = {0};
+    item.total_bytes = layout.total_bytes;
+    item.loss_rows = batch.loss_rows.size();
+    memory::StagingSlot& slot = staging_.slot(item.slot);
+    core::tsan::acquire(&slot);  // slot hand-off: its token came back after its last copy (transfer)
+    slot.ensure(layout.total_bytes);
+    pack_batch(batch, s_.data.features, label_source(), layout, slot.data(), cache_slot_of_);
+    count_rows(layout);
+    core::tsan::release(&slot);  // slot hand-off: the item names it on its way to the governor and the transfer thread
+    s_.recorder.record(Stage::kGather, item.epoch, item.spec.index, t0, s_.recorder.now());
+  });
   item.sampled = std::make_shared<graph::MiniBatch>(std::move(batch));
-  s_.recorder.record(Stage::kGather, item.epoch, item.spec.index, t0, s_.recorder.now());
 }
 
 void Stages::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
@@ -501,6 +537,15 @@ void Stages::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
 
 void Stages::govern(Item& item, samplers::ParallelSampler& sampler) {
   const core::TraceRange range("gnnpipe govern");
+  retrying(Stage::kGovern, item.epoch, item.spec.index, [&](int attempt) {
+    // A failed attempt may have taken the sampled batch or repacked the staging slot: the batch
+    // (a function of its spec) is sampled and packed again first.
+    if (attempt > 0 && !item.resident) gather(item, sample(item, sampler));
+    govern_once(item, sampler);
+  });
+}
+
+void Stages::govern_once(Item& item, samplers::ParallelSampler& sampler) {
   const double t0 = s_.recorder.begin(Stage::kGovern, item.epoch, item.spec.index);
   fault(Stage::kGovern, item);
   if (item.resident) {  // admitted in epoch 1, as it is; counted as that epoch's batch again
@@ -545,6 +590,11 @@ void Stages::keep_resident(Item& item, bool whole_eval) {
 void Stages::transfer(const Item& item) {
   if (item.resident) return;  // skipped: device slot 0 holds the batch since epoch 1
   const core::TraceRange range("gnnpipe transfer");
+  // An attempt copies the whole staging slot again.
+  retrying(Stage::kTransfer, item.epoch, item.spec.index, [&](int) { transfer_once(item); });
+}
+
+void Stages::transfer_once(const Item& item) {
   const double t0 = s_.recorder.begin(Stage::kTransfer, item.epoch, item.spec.index);
   fault(Stage::kTransfer, item);
   if (item.layouts.size() > 1) {
@@ -641,22 +691,52 @@ void Stages::end_step(std::size_t parts, double* loss) {
 
 void Stages::train(const Item& item) {
   const core::TraceRange range("gnnpipe train");
-  const double t0 = s_.recorder.begin(Stage::kTrain, item.epoch, item.spec.index);
-  fault(Stage::kTrain, item);
-  if (s_.stop_request != nullptr) {
-    const int signal = s_.stop_request->load();
-    GNNPIPE_CHECK_AS(Interrupted, signal == 0, "interrupted at epoch {}: stopped by signal {} before its batch {}",
-                     item.epoch, signal, item.spec.index);
+  double t0 = 0;
+  // An attempt zeroes the gradients and recomputes them from the device slot (or the staging
+  // slot's micro-batches) into the batch's loss slot; the parameters change only after it, in
+  // the optimizer's step, which is never run again.
+  const bool retried = retrying(Stage::kTrain, item.epoch, item.spec.index, [&](int) {
+    t0 = s_.recorder.begin(Stage::kTrain, item.epoch, item.spec.index);
+    fault(Stage::kTrain, item);
+    if (s_.stop_request != nullptr) {
+      const int signal = s_.stop_request->load();
+      GNNPIPE_CHECK_AS(Interrupted, signal == 0, "interrupted at epoch {}: stopped by signal {} before its batch {}",
+                       item.epoch, signal, item.spec.index);
+    }
+    return compute_gradients(item, losses_.slot(item.spec.index, item.batches, item.loss_rows));
+  });
+  const auto dev = static_cast<std::size_t>(item.device_slot);
+  const std::size_t parts = item.layouts.size();
+  s_.optimizer.step(s_.model.params());
+  released_[dev].record(train_stream_);
+  if (parts > 1) {
+    // The staging slot goes back with this item: its copies must have completed.
+    released_[dev].synchronize();
+    core::tsan::release(&staging_.slot(item.slot));
   }
+  core::tsan::release(&device_slots_[dev]);  // slot hand-off: its token goes back
+  MemoryCounters c;
+  c.retried = retried ? 1 : 0;
+  c.peak_bytes = allocator_.stats().batch_peak_bytes;
+  c.reserved_bytes = allocator_.stats().in_use_bytes + allocator_.stats().cached_bytes;
+  c.seeds = static_cast<int64_t>(item.loss_rows);
+  for (const BatchLayout& layout : item.layouts) {
+    for (const BlockSections& b : layout.blocks) c.edges += static_cast<int64_t>(b.indices.bytes / sizeof(graph::NodeId));
+  }
+  if (!retried && item.admission != nullptr) governor_->observe(*item.admission, allocator_.in_use_bytes_on(train_stream_));
+  count(item.epoch, c);
+  s_.recorder.record(Stage::kTrain, item.epoch, item.spec.index, t0, s_.recorder.now());
+  if (s_.on_step) s_.on_step(item.epoch, item.spec.index, item.batches, c.seeds);
+}
+
+bool Stages::compute_gradients(const Item& item, double* loss) {
   const auto dev = static_cast<std::size_t>(item.device_slot);
   GNNPIPE_CHECK(!item.resident || (dev == 0 && device_slots_.size() == 1), "{}: a resident batch lives in device slot 0 of 1, not {} of {}",
                 describe(item), dev, device_slots_.size());
   core::tsan::acquire(&device_slots_[dev]);  // slot hand-off: filled by transfer
   train_stream_.wait(copied_[dev]);
-  double* loss = losses_.slot(item.spec.index, item.batches, item.loss_rows);
   // The step's peak: the most the allocator (every stream) held from here to the step's end.
   allocator_.reset_batch_peak();
-  bool retried = false;
   const std::size_t parts = item.layouts.size();
   try {
     if (item.admission != nullptr && item.admission->trim) release_train_arrays();
@@ -685,28 +765,9 @@ void Stages::train(const Item& item) {
     core::logger().info("memory: {} ran out of budget in its step ({}); splitting it further and running it again",
                         describe(item), e.message());
     retry(item, loss);
-    retried = true;
+    return true;
   }
-  s_.optimizer.step(s_.model.params());
-  released_[dev].record(train_stream_);
-  if (parts > 1) {
-    // The staging slot goes back with this item: its copies must have completed.
-    released_[dev].synchronize();
-    core::tsan::release(&staging_.slot(item.slot));
-  }
-  core::tsan::release(&device_slots_[dev]);  // slot hand-off: its token goes back
-  MemoryCounters c;
-  c.retried = retried ? 1 : 0;
-  c.peak_bytes = allocator_.stats().batch_peak_bytes;
-  c.reserved_bytes = allocator_.stats().in_use_bytes + allocator_.stats().cached_bytes;
-  c.seeds = static_cast<int64_t>(item.loss_rows);
-  for (const BatchLayout& layout : item.layouts) {
-    for (const BlockSections& b : layout.blocks) c.edges += static_cast<int64_t>(b.indices.bytes / sizeof(graph::NodeId));
-  }
-  if (!retried && item.admission != nullptr) governor_->observe(*item.admission, allocator_.in_use_bytes_on(train_stream_));
-  count(item.epoch, c);
-  s_.recorder.record(Stage::kTrain, item.epoch, item.spec.index, t0, s_.recorder.now());
-  if (s_.on_step) s_.on_step(item.epoch, item.spec.index, item.batches, c.seeds);
+  return false;
 }
 
 const std::byte* Stages::pack_part(const graph::MiniBatch& part, const BatchLayout& layout) {
@@ -807,6 +868,21 @@ void Stages::snapshot() {
 
 void Stages::evaluate(EpochResult& r) {
   const core::TraceRange range("gnnpipe eval");
+  // An attempt reads the snapshot, which nothing changes until the next epoch's, and rewrites
+  // every score of `r`.
+  const int attempts = retrying(Stage::kEval, r.epoch, -1, [&](int attempt) {
+    evaluate_once(r);
+    return attempt + 1;
+  });
+  if (attempts > 1) {
+    // The epoch's counters were taken before its evaluation: add to its result and the run's totals.
+    r.memory.stage_retries += attempts - 1;
+    const std::lock_guard lock(counters_mutex_);
+    total_counters_.stage_retries += attempts - 1;
+  }
+}
+
+void Stages::evaluate_once(EpochResult& r) {
   const double t0 = s_.recorder.begin(Stage::kEval, r.epoch, -1);
   if (s_.fault) s_.fault(Stage::kEval, r.epoch, -1);
   models::Matrix<float> layerwise;

@@ -114,6 +114,22 @@ class Stages {
   void fault(Stage stage, const Item& item) const {
     if (s_.fault) s_.fault(stage, item.epoch, item.spec.index);
   }
+  // Runs fn(attempt) for attempt 0, 1, ...: after an error that running it again may not repeat
+  // (may_succeed_again), the error is logged and counted (note_retry) and fn runs again, at most
+  // pipeline.stage_retries times; any other error, or the last, goes on. fn must leave nothing a
+  // next attempt depends on half done (each stage's body below says how it keeps to that).
+  template <class Fn>
+  auto retrying(Stage stage, int epoch, int64_t batch, Fn&& fn);
+  // Logs a retried error; counts it in `epoch`'s counters, except kEval's (evaluate() adds those
+  // to its epoch's result, whose counters were taken before it ran).
+  void note_retry(Stage stage, int epoch, int64_t batch, int attempt);
+  // The stages' bodies, one attempt each.
+  void govern_once(Item& item, samplers::ParallelSampler& sampler);
+  void transfer_once(const Item& item);
+  // A step's gradients (every part), before the optimizer: returns whether the governor's
+  // split-and-retry ran (an OutOfBudget inside the step).
+  bool compute_gradients(const Item& item, double* loss);
+  void evaluate_once(EpochResult& r);
   void pack_parts(Item& item, std::span<const graph::MiniBatch> parts);
   // Grows a device slot while the train stream owns it (split and retried steps).
   // Gives the model's and the train stage's grow-only arrays back (not the epoch's loss slots).

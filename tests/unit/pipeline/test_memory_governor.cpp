@@ -49,34 +49,13 @@ std::vector<std::string> with(std::vector<std::string> sets, const std::string& 
   return sets;
 }
 
-// metrics.csv as rows of named numbers.
-std::vector<std::map<std::string, double>> metrics_rows(const std::string& csv) {
-  std::stringstream in(csv);
-  std::string line;
-  std::getline(in, line);
-  std::vector<std::string> names;
-  {
-    std::stringstream header(line);
-    for (std::string name; std::getline(header, name, ',');) names.push_back(name);
-  }
-  std::vector<std::map<std::string, double>> rows;
-  while (std::getline(in, line)) {
-    std::stringstream fields(line);
-    std::map<std::string, double> row;
-    std::size_t i = 0;
-    for (std::string field; std::getline(fields, field, ','); ++i) row[names.at(i)] = std::stod(field);
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
 std::vector<float> parameters_of(const models::GnnModel<float>& model) {
   return model.params().values_to_host(model.context().stream());
 }
 
 // Every batch of every epoch went somewhere, and the counts add up.
 void check_counts(const Run& r, int64_t batches_per_epoch) {
-  for (const auto& row : metrics_rows(r.metrics)) {
+  for (const auto& row : test::metrics_rows(r.metrics)) {
     INFO("epoch " << row.at("epoch"));
     CHECK(row.at("batches_fit") + row.at("batches_split") + row.at("batches_resampled") + row.at("batches_cut") ==
           static_cast<double>(batches_per_epoch));
@@ -133,7 +112,7 @@ TEST_CASE("governor: every sampler stays within budgets down to the smallest tha
     TrainOptions keep;
     keep.on_trained = [&](const models::GnnModel<float>& m) { free_params = parameters_of(m); };
     const Run free_run = train(sc.sets, dir, sc.name + "-free", keep);
-    const auto free_rows = metrics_rows(free_run.metrics);
+    const auto free_rows = test::metrics_rows(free_run.metrics);
     check_counts(free_run, sc.batches_per_epoch);
     CHECK(free_run.summary["memory"]["batches_fit"] == 3 * sc.batches_per_epoch);
     const std::size_t need = planned_need(sc.sets);
@@ -164,7 +143,7 @@ TEST_CASE("governor: every sampler stays within budgets down to the smallest tha
       // Split-and-accumulate trains the same model: per-epoch losses and accuracies agree, and
       // the parameters differ by float summation order only. The bound: 1e-5 of the largest
       // parameter after 3 epochs of Adam (measured on the dev VM: <= 2.8e-7, a few float ulps).
-      const auto rows = metrics_rows(r.metrics);
+      const auto rows = test::metrics_rows(r.metrics);
       REQUIRE(rows.size() == free_rows.size());
       for (std::size_t e = 0; e < rows.size(); ++e) {
         CHECK(rows[e].at("loss") == Approx(free_rows[e].at("loss")).epsilon(1e-4));
@@ -197,7 +176,7 @@ TEST_CASE("governor: the plan before epoch 1 is what epoch 1 does", "[pipeline][
     const auto dataset = load_training_dataset(config, ".");
     const pipeline::MemoryPlan plan = plan_experiment(config, dataset);
     const Run r = train(sets, dir, "plan" + std::to_string(factor));
-    const auto epoch1 = metrics_rows(r.metrics).front();
+    const auto epoch1 = test::metrics_rows(r.metrics).front();
     CHECK(plan.batches == 5);
     CHECK(static_cast<double>(plan.counters.fit) == epoch1.at("batches_fit"));
     CHECK(static_cast<double>(plan.counters.split) == epoch1.at("batches_split"));
@@ -261,7 +240,7 @@ TEST_CASE("governor: a step that still runs out of budget is split and run again
     };
     const Run r = train({"pipeline.mode=" + mode}, dir, mode, options);
     CHECK(r.summary["memory"]["batches_retried"] == 6);
-    for (const auto& row : metrics_rows(r.metrics)) CHECK(row.at("batches_retried") == 2);
+    for (const auto& row : test::metrics_rows(r.metrics)) CHECK(row.at("batches_retried") == 2);
     // Every batch of every epoch trained, the retried ones in two halves after the failed attempt.
     REQUIRE(calls.size() == 15);
     for (const auto& [key, seen] : calls) {
@@ -275,7 +254,7 @@ TEST_CASE("governor: a step that still runs out of budget is split and run again
     // The halves are the batch's computation trees: the same step up to float summation order
     // (the bound of the budgets test; measured 1.9e-7).
     CHECK(relative_difference(params, free_params) <= 1e-5);
-    const auto rows = metrics_rows(r.metrics), free_rows = metrics_rows(free_run.metrics);
+    const auto rows = test::metrics_rows(r.metrics), free_rows = test::metrics_rows(free_run.metrics);
     for (std::size_t e = 0; e < rows.size(); ++e) CHECK(rows[e].at("loss") == Approx(free_rows[e].at("loss")).epsilon(1e-4));
   }
 }
@@ -329,7 +308,7 @@ TEST_CASE("governor: memory.policy cut removes edges until the batch fits, with 
     CHECK(m["edges_cut"].get<int64_t>() > 0);
     CHECK(m["peak_device_bytes"].get<std::size_t>() <= peak * 8 / 10);
     check_counts(r, 1);
-    for (const auto& row : metrics_rows(r.metrics)) CHECK(std::isfinite(row.at("loss")));
+    for (const auto& row : test::metrics_rows(r.metrics)) CHECK(std::isfinite(row.at("loss")));
   }
   // The same budget with split cuts nothing.
   const Run split = train(with(gat, limit), dir, "split");

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <random>
+#include <stdexcept>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -170,6 +172,121 @@ TEST_CASE("a failure in any stage stops the run once, naming the stage and the b
       CHECK(stopped_summary(dir / sub) == std::pair<std::string, std::string>("failed", where));
     }
   }
+}
+
+namespace {
+
+// Failure injection that throws a transient error (std::runtime_error: retried, unlike gnnpipe's
+// typed errors) on the first `times` calls of each chosen (stage, epoch, batch); counts every call.
+struct TransientFaults {
+  std::set<std::tuple<pipeline::Stage, int, int64_t>> at;
+  int times = 1;
+  std::mutex mutex;
+  std::map<std::tuple<pipeline::Stage, int, int64_t>, int> calls;
+
+  std::function<void(pipeline::Stage, int, int64_t)> hook() {
+    return [this](pipeline::Stage stage, int epoch, int64_t batch) {
+      const auto key = std::make_tuple(stage, epoch, batch);
+      int n = 0;
+      {
+        const std::lock_guard lock(mutex);
+        n = ++calls[key];
+      }
+      if (at.count(key) > 0 && n <= times) throw std::runtime_error("injected");
+    };
+  }
+  int calls_of(pipeline::Stage stage, int epoch, int64_t batch) {
+    const std::lock_guard lock(mutex);
+    return calls[{stage, epoch, batch}];
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a transient error in any stage is retried: no batch lost, bitwise the unfaulted run, retries counted",
+          "[pipeline][tsan]") {
+  using pipeline::Stage;
+  test::TempDir dir;
+  for (const auto mode : {"pipelined", "sequential"}) {
+    const std::string set = std::string("pipeline.mode=") + mode;
+    const Run clean = train({set}, dir, std::string("clean-") + mode);
+    for (const Stage stage : {Stage::kSample, Stage::kGather, Stage::kGovern, Stage::kTransfer, Stage::kTrain, Stage::kEval}) {
+      const std::string name(pipeline::to_string(stage));
+      INFO(mode << " " << name);
+      const int64_t batch = stage == Stage::kEval ? -1 : 3;
+      TransientFaults faults;
+      faults.at = {{stage, 2, batch}, {stage, 4, stage == Stage::kEval ? -1 : 0}};
+      faults.times = 2;  // twice in a row: within the default pipeline.stage_retries (2)
+      TrainOptions options;
+      options.fault = faults.hook();
+      const Run r = train({set}, dir, std::string(mode) + "-" + name, options);
+      CHECK(faults.calls_of(stage, 2, batch) == 3);
+      CHECK(r.summary["params_checksum"] == clean.summary["params_checksum"]);
+      CHECK(without_times(r.metrics) == without_times(clean.metrics));
+      CHECK(r.summary["stage_retries"] == 4);
+      const auto rows = test::metrics_rows(r.metrics);
+      for (const auto& row : rows) {
+        const int epoch = static_cast<int>(row.at("epoch"));
+        CHECK(row.at("stage_retries") == (epoch == 2 || epoch == 4 ? 2 : 0));
+      }
+    }
+  }
+}
+
+TEST_CASE("transient errors in random batches of every stage: the run recovers bitwise in both modes", "[pipeline][tsan]") {
+  using pipeline::Stage;
+  test::TempDir dir;
+  std::mt19937_64 rng(20261125);
+  const std::vector<Stage> stages{Stage::kSample, Stage::kGather, Stage::kGovern, Stage::kTransfer, Stage::kTrain,
+                                  Stage::kEval};
+  std::set<std::tuple<Stage, int, int64_t>> at;
+  while (at.size() < 16) {
+    const Stage stage = stages[rng() % stages.size()];
+    at.insert({stage, 1 + static_cast<int>(rng() % 6), stage == Stage::kEval ? -1 : static_cast<int64_t>(rng() % 8)});
+  }
+  const Run clean = train({"pipeline.mode=sequential"}, dir, "clean");
+  for (const auto mode : {"pipelined", "sequential"}) {
+    INFO(mode);
+    TransientFaults faults;
+    faults.at = at;
+    TrainOptions options;
+    options.fault = faults.hook();
+    const Run r = train({std::string("pipeline.mode=") + mode, "pipeline.sampler_threads=3"}, dir, mode, options);
+    CHECK(r.summary["params_checksum"] == clean.summary["params_checksum"]);
+    CHECK(without_times(r.metrics) == without_times(clean.metrics));
+    CHECK(r.summary["stage_retries"] == 16);
+    for (const auto& [stage, epoch, batch] : at) CHECK(faults.calls_of(stage, epoch, batch) == 2);
+  }
+}
+
+TEST_CASE("an error that persists past pipeline.stage_retries stops the run, and a typed error is not retried", "[pipeline]") {
+  using pipeline::Stage;
+  test::TempDir dir;
+  for (const int retries : {0, 1, 2}) {
+    INFO("stage_retries " << retries);
+    TransientFaults faults;
+    faults.at = {{Stage::kGather, 2, 3}};
+    faults.times = 1000;
+    TrainOptions options;
+    options.fault = faults.hook();
+    const std::string sub = "persist-" + std::to_string(retries);
+    try {
+      train({"pipeline.stage_retries=" + std::to_string(retries)}, dir, sub, options);
+      FAIL("no error");
+    } catch (const core::Error& e) {
+      CHECK(e.message() == "stage gather, batch 3 of epoch 2: injected");
+    }
+    CHECK(faults.calls_of(Stage::kGather, 2, 3) == retries + 1);
+    CHECK(stopped_summary(dir / sub).first == "failed");
+  }
+  // A DataError (the same input repeats it) stops the run at its first occurrence.
+  int calls = 0;
+  TrainOptions options;
+  options.fault = [&calls](Stage stage, int epoch, int64_t batch) {
+    if (stage == Stage::kTrain && epoch == 1 && batch == 2 && ++calls > 0) GNNPIPE_THROW(DataError, "bad row");
+  };
+  CHECK_THROWS_AS(train({"pipeline.mode=sequential"}, dir, "typed", options), core::DataError);
+  CHECK(calls == 1);
 }
 
 TEST_CASE("after a device fault, the first failure is the one reported, and teardown does not throw", "[pipeline][tsan]") {

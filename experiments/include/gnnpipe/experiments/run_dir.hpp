@@ -9,7 +9,8 @@
 //                 busy and wait seconds (sample_s,gather_s,transfer_s,train_s,eval_s,
 //                 train_wait_data_s,train_wait_eval_s), trainer_wait_share (of the epoch),
 //                 eval_time_s (its evaluation's own), seeds_per_s, edges_per_s (trained on),
-//                 reserved_device_bytes[,extra...]
+//                 reserved_device_bytes, stage_retries (stage executions run again after a
+//                 transient error: pipeline.stage_retries)[,extra...]
 //   summary.json  written only by an explicit write_summary() call, atomically (temp file + rename),
 //                 so a run that fails before its end leaves no summary.json that claims success.
 // Not thread-safe: one thread (the runner) owns it.

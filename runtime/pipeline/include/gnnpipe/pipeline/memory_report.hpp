@@ -27,6 +27,9 @@ struct MemoryCounters {
   // The work the steps did (with the governor's counts, as both are gathered per step):
   int64_t seeds = 0;  // loss rows (training seeds) trained on
   int64_t edges = 0;  // edges of the blocks trained on (every part of a split batch)
+  // Stage executions run again after a transient error (pipeline.stage_retries; an epoch's
+  // evaluation counts in that epoch's).
+  int64_t stage_retries = 0;
 
   void add(const MemoryCounters& other);
 };

@@ -37,6 +37,14 @@ struct PipelineOptions {
   // against; same parameters bit for bit).
   bool resident = true;
   EvalGraph eval_graph = EvalGraph::kAuto;
+  // pipeline.stage_retries: how many more times a stage (sample, gather, govern, transfer, train,
+  // eval) runs for an item after an error that running it again may not repeat (detail::
+  // may_succeed_again: not a config, data, device, budget or stop error). Every stage is a
+  // function of (seed, epoch, batch) and a train step is retried only before the optimizer
+  // updates the parameters, so a recovered run's parameters are bitwise those of an unfaulted one.
+  // Each retry is logged and counted (metrics.csv and summary.json `stage_retries`); 0: the first
+  // error stops the run.
+  int stage_retries = 2;
   // The run's score (from run.metric; the experiment layer resolves auto from the labels).
   Score score = Score::kAuto;
 
