@@ -127,7 +127,7 @@ class TrainingResources {
                parameter_bytes_, allocator_.stats().in_use_bytes - before_model_ - parameter_bytes_,
                cut_scores(c, d), cut_weights(c, model_.block_norm()),
                options.fault, options.step_fault,
-               /*first_epoch=*/1, /*resumed=*/{}, /*checkpoint_every=*/0, /*on_checkpoint=*/{},
+               /*first_epoch=*/1, /*resumed=*/{}, /*resumed_partial=*/{}, /*checkpoint_every=*/0, /*on_checkpoint=*/{},
                options.stop_request, /*on_step=*/{}} {
     if (c.run.device.is_cuda()) {
       for (const auto& gpu : core::list_gpus()) {
@@ -350,11 +350,18 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
     setup.resumed = restore_checkpoint(*options.resume, (checkpoints / "last").string(), resources.model(),
                                        resources.optimizer());
     setup.first_epoch = options.resume->epoch + 1;
-    log.info("resuming after epoch {} of {} (best so far: epoch {}, val {:.4f})", options.resume->epoch, c.run.epochs,
+    setup.resumed_partial = checkpoint_partial_epoch(*options.resume, (checkpoints / "last").string());
+    log.info("resuming after epoch {} of {}{} (best so far: epoch {}, val {:.4f})", options.resume->epoch, c.run.epochs,
+             setup.resumed_partial.epoch > 0 ? fmt::format(", at batch {} of epoch {}'s {}", setup.resumed_partial.batches_done,
+                                                           setup.resumed_partial.epoch, setup.resumed_partial.batches)
+                                             : std::string(),
              setup.resumed.best_epoch, setup.resumed.best_val);
   }
-  // The epoch checkpoints/last holds (for the message of a stopped run).
-  std::atomic<int> last_written{options.resume ? options.resume->epoch : 0};
+  // What checkpoints/last holds (for the message of a stopped run); written by one thread at a
+  // time (the evaluation thread, or the train thread once evaluation is idle).
+  std::mutex last_mutex;
+  std::string last_holds;
+  if (options.resume) last_holds = fmt::format("epoch {}", options.resume->epoch);
   if (c.run.checkpoint_every > 0) {
     setup.checkpoint_every = c.run.checkpoint_every;
     setup.on_checkpoint = [&](const pipeline::CheckpointEvent& e) {
@@ -364,7 +371,16 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
       if (e.best) write_checkpoint(checkpoints / "best", checkpoint);
       if (!e.last) return;
       write_checkpoint(checkpoints / "last", checkpoint);
-      last_written.store(e.epoch);
+      {
+        const std::lock_guard lock(last_mutex);
+        if (e.partial && e.partial->batches_done > 0) {
+          last_holds = fmt::format("epoch {} and batches 0-{} of epoch {}", e.epoch, e.partial->batches_done - 1,
+                                   e.partial->epoch);
+        } else {
+          last_holds = e.epoch > 0 ? fmt::format("epoch {}", e.epoch) : std::string("the state before epoch 1");
+        }
+      }
+      if (e.partial) return;  // run.keep_last keeps evaluated epochs only
       if (c.run.keep_last > 1) {
         write_checkpoint(epoch_checkpoint_dir(checkpoints, e.epoch), checkpoint);
         keep_newest_epoch_checkpoints(checkpoints, c.run.keep_last);
@@ -425,10 +441,14 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   try {
     result = pipeline::run_training(setup, on_epoch);
   } catch (const core::Interrupted& e) {
-    const int epoch = last_written.load();
-    if (epoch == 0) GNNPIPE_THROW(Interrupted, "{}; no checkpoint was written yet (run.checkpoint_every)", e.message());
-    GNNPIPE_THROW(Interrupted, "{}; {} holds epoch {}: go on with gnnpipe run CONFIG --resume {}", e.message(),
-                  (checkpoints / "last").string(), epoch, run_dir.path().string());
+    std::string holds;
+    {
+      const std::lock_guard lock(last_mutex);
+      holds = last_holds;
+    }
+    if (holds.empty()) GNNPIPE_THROW(Interrupted, "{}; no checkpoint was written (run.checkpoint_every is 0)", e.message());
+    GNNPIPE_THROW(Interrupted, "{}; {} holds {}: go on with gnnpipe run CONFIG --resume {}", e.message(),
+                  (checkpoints / "last").string(), holds, run_dir.path().string());
   }
   const double run_time = run_watch.seconds();
   if (options.on_trained) options.on_trained(resources.model());

@@ -1,6 +1,8 @@
 #include "training_checkpoints.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <map>
 
 #include <fmt/format.h>
@@ -51,6 +53,25 @@ std::vector<std::string> differing_keys(const YAML::Node& a, const YAML::Node& b
   return out;
 }
 
+namespace {
+
+nlohmann::json partial_epoch_json(const pipeline::PartialEpoch& p) {
+  const pipeline::MemoryCounters& k = p.counters;
+  std::vector<uint64_t> loss_bits;
+  for (const double loss : p.losses) loss_bits.push_back(std::bit_cast<uint64_t>(loss));
+  return {{"epoch", p.epoch},
+          {"batches_done", p.batches_done},
+          {"batches", p.batches},
+          {"loss_bits", loss_bits},  // each loss's IEEE bits: exact, NaN and infinities too
+          {"loss_rows", p.loss_rows},
+          {"counters",
+           {{"fit", k.fit}, {"split", k.split}, {"micro_batches", k.micro_batches}, {"resampled", k.resampled},
+            {"cut", k.cut}, {"edges_cut", k.edges_cut}, {"retried", k.retried}, {"seeds", k.seeds}, {"edges", k.edges},
+            {"stage_retries", k.stage_retries}, {"peak_bytes", k.peak_bytes}, {"reserved_bytes", k.reserved_bytes}}}};
+}
+
+}  // namespace
+
 Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::ParamStore<float>& params,
                          const config::ExperimentConfig& config, ModelDims dims) {
   Checkpoint c;
@@ -77,10 +98,45 @@ Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::P
                    {"best_val", t.best_val},
                    {"test_at_best", t.test_at_best},
                    {"train_at_best", t.train_at_best}}},
-                 {"rng", {{"seed", config.run.seed}, {"next_epoch", event.epoch + 1}}},
+                 {"rng",
+                  {{"seed", config.run.seed},
+                   {"next_epoch", event.epoch + 1},
+                   {"next_batch", event.partial ? event.partial->batches_done : 0}}},
                  {"has_optimizer_state", event.optimizer.has_value()},
                  {"model", {{"in_dim", dims.in_dim}, {"out_dim", dims.out_dim}, {"embedding_rows", dims.embedding_rows}}}};
+  if (event.partial) c.run_state["partial_epoch"] = partial_epoch_json(*event.partial);
   return c;
+}
+
+pipeline::PartialEpoch checkpoint_partial_epoch(const Checkpoint& c, const std::string& source) {
+  pipeline::PartialEpoch p;
+  if (!c.run_state.contains("partial_epoch")) return p;
+  try {
+    const nlohmann::json& j = c.run_state.at("partial_epoch");
+    p.epoch = j.at("epoch").get<int>();
+    p.batches_done = j.at("batches_done").get<int64_t>();
+    p.batches = j.at("batches").get<int64_t>();
+    for (const uint64_t bits : j.at("loss_bits").get<std::vector<uint64_t>>()) p.losses.push_back(std::bit_cast<double>(bits));
+    p.loss_rows = j.at("loss_rows").get<std::vector<std::size_t>>();
+    const nlohmann::json& m = j.at("counters");
+    pipeline::MemoryCounters& k = p.counters;
+    const std::pair<const char*, int64_t*> fields[] = {{"fit", &k.fit}, {"split", &k.split}, {"micro_batches", &k.micro_batches},
+                               {"resampled", &k.resampled}, {"cut", &k.cut}, {"edges_cut", &k.edges_cut},
+                               {"retried", &k.retried}, {"seeds", &k.seeds}, {"edges", &k.edges},
+                               {"stage_retries", &k.stage_retries}};
+    for (const auto& [name, field] : fields) *field = m.at(name).get<int64_t>();
+    k.peak_bytes = m.at("peak_bytes").get<std::size_t>();
+    k.reserved_bytes = m.at("reserved_bytes").get<std::size_t>();
+  } catch (const nlohmann::json::exception& e) {
+    GNNPIPE_THROW(DataError, "{}: run_state.partial_epoch: {}", source, e.what());
+  }
+  GNNPIPE_CHECK_DATA(p.epoch == c.epoch + 1 && p.batches_done >= 0 && p.batches_done < p.batches &&
+                         p.losses.size() == static_cast<std::size_t>(p.batches_done) &&
+                         p.loss_rows.size() == p.losses.size(),
+                     "{}: run_state.partial_epoch: epoch {} after {} complete, batch {} of {}, {} losses and {} loss rows "
+                     "do not describe a stopped epoch",
+                     source, p.epoch, c.epoch, p.batches_done, p.batches, p.losses.size(), p.loss_rows.size());
+  return p;
 }
 
 ModelDims checkpoint_model_dims(const Checkpoint& c, const std::string& source) {

@@ -35,10 +35,16 @@ struct ModelDims {
 };
 
 // The checkpoint of `event`: the parameters split by the model's names and shapes, the optimizer's
-// arrays flat, the tracker, the RNG position (the next epoch; a batch's randomness is a function
-// of (seed, epoch, batch)) and the model's widths in run_state.
+// arrays flat, the tracker, the RNG position (the next epoch and batch; a batch's randomness is a
+// function of (seed, epoch, batch)), the model's widths and (a stop request's) the stopped epoch
+// in run_state.
 Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::ParamStore<float>& params,
                          const config::ExperimentConfig& config, ModelDims dims);
+
+// The stopped epoch of a checkpoint written on a stop request (run_state.partial_epoch: the
+// batches done, their losses and loss rows, the epoch's counts so far); epoch 0 when it holds
+// none. DataError naming `source` when it is malformed or does not follow the checkpoint's epoch.
+pipeline::PartialEpoch checkpoint_partial_epoch(const Checkpoint& checkpoint, const std::string& source);
 
 // The widths a checkpoint's model was built with (run_state.model); DataError naming `source`
 // when they are missing or not positive (in_dim 0 with embedding rows).

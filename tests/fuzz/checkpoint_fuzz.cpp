@@ -1,12 +1,14 @@
-// Fuzz target: the checkpoint manifest (experiments::read_checkpoint). A valid checkpoint (one
-// float32 parameter "w" [2], Adam state "m" and "v" [2]) is written once; each input replaces its
-// manifest.json, so the manifest's references to the arrays (file, shape, dtype, checksum) are
-// checked against real files.
+// Fuzz target: the checkpoint manifest (experiments::read_checkpoint), then the run_state a resume
+// and `gnnpipe infer` read from it (checkpoint_partial_epoch: a stopped epoch; checkpoint_model_dims).
+// A valid checkpoint (one float32 parameter "w" [2], Adam state "m" and "v" [2]) is written once;
+// each input replaces its manifest.json, so the manifest's references to the arrays (file, shape,
+// dtype, checksum) are checked against real files.
 #include <cstddef>
 #include <cstdint>
 
 #include "fuzz_support.hpp"
 #include "gnnpipe/experiments/checkpoint.hpp"
+#include "training_checkpoints.hpp"
 
 namespace {
 
@@ -34,6 +36,10 @@ const std::filesystem::path& checkpoint_dir() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::filesystem::path& dir = checkpoint_dir();
   gnnpipe::fuzz::write_bytes(dir / "manifest.json", data, size);
-  gnnpipe::fuzz::guarded([&] { (void)gnnpipe::experiments::read_checkpoint(dir); });
+  gnnpipe::fuzz::guarded([&] {
+    const gnnpipe::experiments::Checkpoint c = gnnpipe::experiments::read_checkpoint(dir);
+    gnnpipe::fuzz::guarded([&] { (void)gnnpipe::experiments::checkpoint_partial_epoch(c, "manifest.json"); });
+    (void)gnnpipe::experiments::checkpoint_model_dims(c, "manifest.json");
+  });
   return 0;
 }

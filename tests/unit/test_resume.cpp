@@ -5,6 +5,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <atomic>
 #include <fstream>
 #include <sstream>
@@ -16,6 +18,7 @@
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
+#include "training_checkpoints.hpp"
 #include "experiment_helpers.hpp"
 #include "temp_dir.hpp"
 
@@ -145,37 +148,97 @@ TEST_CASE("resume: another config, a finished run or a missing checkpoint is ref
   CHECK_THROWS_AS(resume({}, dir / "nowhere"), core::ConfigError);
 }
 
-TEST_CASE("resume: a stop request ends the run between steps with Interrupted, and it resumes bitwise", "[checkpoint]") {
+TEST_CASE("resume: a stop request writes last at the step it stopped before, and the run resumes there bitwise",
+          "[checkpoint]") {
   test::TempDir dir;
-  for (const char* mode : {"sequential", "pipelined"}) {
-    INFO(mode);
-    const std::vector<std::string> s{std::string("pipeline.mode=") + mode};
-    const auto whole = test::run_experiment(kBase, s, dir / (std::string(mode) + "-whole"));
-    // The request arrives as epoch 4's first step is about to train (as a signal would, from
-    // outside; the pipelined sampler is epochs ahead by then).
-    std::atomic<int> stop{0};
-    experiments::TrainOptions options;
-    options.stop_request = &stop;
-    options.fault = [&](pipeline::Stage stage, int epoch, int64_t) {
-      if (stage == pipeline::Stage::kTrain && epoch == 4) stop.store(15);
-    };
-    const fs::path part = dir / (std::string(mode) + "-stopped");
-    try {
-      test::run_experiment(kBase, s, part, options);
-      FAIL("the run was not stopped");
-    } catch (const core::Interrupted& e) {
-      CHECK_THAT(e.message(), Catch::Contains("stopped by signal 15") && Catch::Contains("--resume"));
-      CHECK(core::exit_code_for(e) == core::ExitCode::kInterrupted);
+  // (sampler, the batch whose step sees the request come in, the step the run stops before).
+  struct Case {
+    std::string name;
+    std::vector<std::string> sets;
+    int64_t signal_batch;
+  };
+  const std::vector<Case> cases{
+      {"neighbor", {}, 2},
+      {"saint", {"sampler={type: saint_rw, batch_size: 60, walk_length: 2}"}, 1},
+      {"cluster", {"sampler={type: cluster, num_parts: 8, batch_size: 2}"}, 0},
+      {"full", {"sampler={type: full}", "model.type=gcn"}, 0},  // one batch: stops before epoch 5's
+  };
+  for (const auto& [name, sets, signal_batch] : cases) {
+    for (const char* mode : {"sequential", "pipelined"}) {
+      INFO(name << ", " << mode);
+      std::vector<std::string> s = sets;
+      s.push_back(std::string("pipeline.mode=") + mode);
+      const std::string tag = name + "-" + mode;
+      const auto whole = test::run_experiment(kBase, s, dir / (tag + "-whole"));
+      // The request arrives while epoch 4's step `signal_batch` runs (as a signal would, from
+      // outside; the pipelined sampler is epochs ahead by then): that step finishes, the next stops.
+      std::atomic<int> stop{0};
+      experiments::TrainOptions options;
+      options.stop_request = &stop;
+      options.fault = [&](pipeline::Stage stage, int epoch, int64_t batch) {
+        if (stage == pipeline::Stage::kTrain && epoch == 4 && batch == signal_batch) stop.store(15);
+      };
+      const fs::path part = dir / (tag + "-stopped");
+      try {
+        test::run_experiment(kBase, s, part, options);
+        FAIL("the run was not stopped");
+      } catch (const core::Interrupted& e) {
+        CHECK_THAT(e.message(), Catch::Contains("stopped by signal 15") && Catch::Contains("--resume"));
+        CHECK(core::exit_code_for(e) == core::ExitCode::kInterrupted);
+      }
+      const nlohmann::json stopped = nlohmann::json::parse(test::read_file(part / "summary.json"));
+      CHECK(stopped["status"] == "interrupted");
+      const auto last = experiments::read_checkpoint(part / "checkpoints" / "last");
+      const pipeline::PartialEpoch partial = experiments::checkpoint_partial_epoch(last, "last");
+      if (signal_batch + 1 < partial.batches) {
+        CHECK(last.epoch == 3);
+        CHECK(partial.epoch == 4);
+        CHECK(partial.batches_done == signal_batch + 1);
+        CHECK_THAT(stopped["error"].get<std::string>(),
+                   Catch::Contains(fmt::format("interrupted at epoch 4: stopped by signal 15 before its batch {}",
+                                               signal_batch + 1)));
+      } else {  // epoch 4's last step: the run stops before epoch 5's first
+        CHECK(last.epoch == 4);
+        CHECK(partial.epoch == 5);
+        CHECK(partial.batches_done == 0);
+      }
+      CHECK(stopped["last"]["epoch"] == last.epoch);  // every earlier evaluation reported before the stop
+      CHECK(last.run_state["rng"]["next_batch"] == partial.batches_done);
+      const nlohmann::json resumed = resume(s, part);
+      CHECK(resumed["params_checksum"] == whole.summary["params_checksum"]);
+      CHECK(resumed["best_epoch"] == whole.summary["best_epoch"]);
+      CHECK(stable_metrics(part / "metrics.csv") == stable_metrics(dir / (tag + "-whole") / "metrics.csv"));
     }
-    const nlohmann::json stopped = nlohmann::json::parse(test::read_file(part / "summary.json"));
-    CHECK(stopped["status"] == "interrupted");
-    CHECK_THAT(stopped["error"].get<std::string>(), Catch::Contains("interrupted at epoch 4"));
-    CHECK(stopped["last"]["epoch"].get<int>() >= 2);  // pipelined: epoch 3 may still be evaluated when 4 stops
-    const auto last = experiments::read_checkpoint(part / "checkpoints" / "last");
-    CHECK(last.epoch <= 3);
-    CHECK(last.epoch >= 2);  // pipelined: epoch 3's evaluation may still be running when 4 stops
-    const nlohmann::json resumed = resume(s, part);
-    CHECK(resumed["params_checksum"] == whole.summary["params_checksum"]);
-    CHECK(stable_metrics(part / "metrics.csv") == stable_metrics(dir / (std::string(mode) + "-whole") / "metrics.csv"));
   }
+}
+
+TEST_CASE("resume: a damaged stopped-epoch record in the checkpoint is refused naming the file", "[checkpoint]") {
+  experiments::Checkpoint c;
+  c.epoch = 3;
+  c.run_state["partial_epoch"] = {{"epoch", 4},
+                                  {"batches_done", 2},
+                                  {"batches", 8},
+                                  {"loss_bits", {std::bit_cast<uint64_t>(0.5), std::bit_cast<uint64_t>(std::nan(""))}},
+                                  {"loss_rows", {80, 80}},
+                                  {"counters",
+                                   {{"fit", 2}, {"split", 0}, {"micro_batches", 0}, {"resampled", 0}, {"cut", 0},
+                                    {"edges_cut", 0}, {"retried", 0}, {"seeds", 160}, {"edges", 900},
+                                    {"stage_retries", 0}, {"peak_bytes", 1}, {"reserved_bytes", 2}}}};
+  const pipeline::PartialEpoch p = experiments::checkpoint_partial_epoch(c, "dir/last");
+  CHECK(p.losses.size() == 2);
+  CHECK(p.losses[0] == 0.5);
+  CHECK(std::isnan(p.losses[1]));  // bit-exact, NaN included
+  CHECK(p.counters.seeds == 160);
+  CHECK(experiments::checkpoint_partial_epoch(experiments::Checkpoint{}, "x").epoch == 0);  // none
+  experiments::Checkpoint bad = c;
+  bad.run_state["partial_epoch"]["epoch"] = 5;  // does not follow epoch 3
+  CHECK_THROWS_WITH(experiments::checkpoint_partial_epoch(bad, "dir/last"),
+                    Catch::StartsWith("dir/last: run_state.partial_epoch: epoch 5 after 3 complete"));
+  bad = c;
+  bad.run_state["partial_epoch"]["loss_rows"] = nlohmann::json::array({80});
+  CHECK_THROWS_AS(experiments::checkpoint_partial_epoch(bad, "dir/last"), core::DataError);
+  bad = c;
+  bad.run_state["partial_epoch"].erase("counters");
+  CHECK_THROWS_WITH(experiments::checkpoint_partial_epoch(bad, "dir/last"),
+                    Catch::StartsWith("dir/last: run_state.partial_epoch: "));
 }

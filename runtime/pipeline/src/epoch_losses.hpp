@@ -9,11 +9,14 @@
 // It also times the epoch on the device: the stream's timeline from the previous epoch's end (or
 // construction) to this one's, what a GPU epoch really took (the train thread only queues work,
 // so its own clock runs ahead of the device).
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include "gnnpipe/core/buffer.hpp"
+#include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/op_context.hpp"
@@ -33,6 +36,31 @@ class EpochLosses {
     if (rows_.size() != static_cast<std::size_t>(batches)) rows_.assign(static_cast<std::size_t>(batches), 0);
     rows_[static_cast<std::size_t>(index)] = loss_rows;
     return losses_.ensure(ctx_, static_cast<std::size_t>(batches)) + index;
+  }
+
+  // The losses and loss rows of batches [0, n) of the epoch in progress (of `batches`), on the
+  // host (waits for the stream): what a stopped run's checkpoint keeps of it. Rows 0: not trained.
+  std::pair<std::vector<double>, std::vector<std::size_t>> prefix(int64_t n, int64_t batches) {
+    const auto count = static_cast<std::size_t>(n);
+    std::vector<double> values(count);
+    // No slot yet in this epoch (its first batches had no loss rows): nothing trained.
+    if (count == 0 || rows_.size() != static_cast<std::size_t>(batches)) return {values, std::vector<std::size_t>(count)};
+    core::copy_bytes_async(values.data(), losses_.data(), count * sizeof(double), ctx_.stream());
+    ctx_.stream().synchronize();
+    return {values, std::vector<std::size_t>(rows_.begin(), rows_.begin() + n)};
+  }
+  // A resumed epoch of `batches` whose first losses.size() batches trained before the checkpoint:
+  // their losses and rows are put back, as if those steps had just run.
+  void resume(int64_t batches, std::span<const double> losses, std::span<const std::size_t> rows) {
+    GNNPIPE_CHECK(losses.size() == rows.size() && losses.size() <= static_cast<std::size_t>(batches),
+                  "epoch losses: {} losses and {} rows resumed for an epoch of {} batches", losses.size(), rows.size(),
+                  batches);
+    rows_.assign(static_cast<std::size_t>(batches), 0);
+    std::copy(rows.begin(), rows.end(), rows_.begin());
+    double* slots = losses_.ensure(ctx_, static_cast<std::size_t>(batches));
+    if (losses.empty()) return;
+    core::copy_bytes_async(slots, losses.data(), losses.size() * sizeof(double), ctx_.stream());
+    ctx_.stream().synchronize();  // `losses` may go once this returns
   }
 
   // Queues the copy of this epoch's losses to the host on the context's stream.

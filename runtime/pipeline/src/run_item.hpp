@@ -37,6 +37,9 @@ struct Item {
   bool resident = false;
   std::shared_ptr<graph::MiniBatch> sampled;   // gather -> govern
   std::shared_ptr<const Admission> admission;  // govern -> train (the parts, kept for a retry)
+  // What the governor did with it, counted in its epoch when it trains (so that an epoch's counts
+  // so far are those of the batches that stepped, whatever the pipeline governed ahead).
+  MemoryCounters governed;
   [[no_unique_address]] core::tsan::Published published{};  // last member: see core::tsan::Published
 
   bool last_in_epoch() const { return spec.index + 1 == batches; }

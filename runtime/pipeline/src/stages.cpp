@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <tuple>
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/log.hpp"
@@ -79,6 +80,23 @@ Stages::Stages(const TrainingSetup& s)
   place_eval_graph();
   // What is resident now stays for the run; the governor predicts everything else.
   governor_.emplace(governor_setup(packed_cols(), features_on_device_ || !cache_slot_of_.empty()));
+  // A run resumed mid-epoch: that epoch's losses and counts so far (after the governor measured
+  // what is resident, as the uninterrupted run's loss slots came after it too).
+  if (const PartialEpoch& p = s.resumed_partial; p.epoch > 0) {
+    losses_.resume(p.batches, p.losses, p.loss_rows);
+    epoch_counters_[p.epoch] = p.counters;
+  }
+}
+
+PartialEpoch Stages::partial_epoch(const Item& next) {
+  PartialEpoch p;
+  p.epoch = next.epoch;
+  p.batches_done = next.spec.index;
+  p.batches = next.batches;
+  std::tie(p.losses, p.loss_rows) = losses_.prefix(next.spec.index, next.batches);
+  const std::lock_guard lock(counters_mutex_);
+  if (auto it = epoch_counters_.find(next.epoch); it != epoch_counters_.end()) p.counters = it->second;
+  return p;
 }
 
 Stages::Probe Stages::sample_probe() const {
@@ -549,7 +567,7 @@ void Stages::govern_once(Item& item, samplers::ParallelSampler& sampler) {
   const double t0 = s_.recorder.begin(Stage::kGovern, item.epoch, item.spec.index);
   fault(Stage::kGovern, item);
   if (item.resident) {  // admitted in epoch 1, as it is; counted as that epoch's batch again
-    count(item.epoch, counters_of(*item.admission));
+    item.governed = counters_of(*item.admission);
     return;
   }
   GNNPIPE_CHECK(item.sampled != nullptr, "{}: no sampled batch reached the governor", describe(item));
@@ -560,14 +578,13 @@ void Stages::govern_once(Item& item, samplers::ParallelSampler& sampler) {
   };
   Admission a = governor_->admit(std::move(*item.sampled), item.batches, s_.sampler.redraws(), redraw);
   item.sampled.reset();
-  const MemoryCounters c = counters_of(a);
+  item.governed = counters_of(a);
   if (a.action != MemoryAction::kFit) {
     pack_parts(item, a.parts);
     core::logger().debug("memory: {} {}: {} into {} part(s), predicted {}", describe(item), to_string(a.action),
                          a.edges_removed > 0 ? fmt::format("{} edges removed", a.edges_removed) : "",
                          a.parts.size(), core::format_bytes(a.predicted_total));
   }
-  count(item.epoch, c);
   const bool keep = resident_candidate_ && a.action == MemoryAction::kFit && a.parts.size() == 1 && !has_resident();
   // A kept full-graph batch is evaluated in one piece when that fits next to it (its bound then
   // replaces layer-wise inference's); else evaluation stays layer-wise.
@@ -698,11 +715,6 @@ void Stages::train(const Item& item) {
   const bool retried = retrying(Stage::kTrain, item.epoch, item.spec.index, [&](int) {
     t0 = s_.recorder.begin(Stage::kTrain, item.epoch, item.spec.index);
     fault(Stage::kTrain, item);
-    if (s_.stop_request != nullptr) {
-      const int signal = s_.stop_request->load();
-      GNNPIPE_CHECK_AS(Interrupted, signal == 0, "interrupted at epoch {}: stopped by signal {} before its batch {}",
-                       item.epoch, signal, item.spec.index);
-    }
     return compute_gradients(item, losses_.slot(item.spec.index, item.batches, item.loss_rows));
   });
   const auto dev = static_cast<std::size_t>(item.device_slot);
@@ -715,7 +727,7 @@ void Stages::train(const Item& item) {
     core::tsan::release(&staging_.slot(item.slot));
   }
   core::tsan::release(&device_slots_[dev]);  // slot hand-off: its token goes back
-  MemoryCounters c;
+  MemoryCounters c = item.governed;
   c.retried = retried ? 1 : 0;
   c.peak_bytes = allocator_.stats().batch_peak_bytes;
   c.reserved_bytes = allocator_.stats().in_use_bytes + allocator_.stats().cached_bytes;

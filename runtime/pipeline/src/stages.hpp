@@ -74,6 +74,10 @@ class Stages {
   // split further and run again (counted as retried); nothing is lost.
   void train(const Item& item);
 
+  // On the train thread, before `next`'s step: its epoch as far as it trained (a stop request's
+  // checkpoint). Waits for the train stream.
+  PartialEpoch partial_epoch(const Item& next);
+
   // At an epoch's end, on the train thread: queue the copy of its losses (read later by epoch_loss()).
   void end_epoch_losses() { losses_.end_epoch(); }
   // The epoch's mean loss (waits for its copy; any thread, once per end_epoch_losses()).

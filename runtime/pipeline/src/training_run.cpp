@@ -73,6 +73,39 @@ std::shared_ptr<CheckpointEvent> capture_checkpoint(const TrainingSetup& s, int 
   return event;
 }
 
+// The signal number of a stop request (SIGINT/SIGTERM), 0: none.
+int stop_signal(const TrainingSetup& s) { return s.stop_request != nullptr ? s.stop_request->load() : 0; }
+
+// A stop request seen before `next`'s step (on the train thread; every earlier epoch reported, so
+// `tracker` is settled): `last` is written at this point of the epoch when checkpoints are on,
+// then the run ends with Interrupted.
+[[noreturn]] void stop_before(const TrainingSetup& s, Stages& stages, const TrackerState& tracker, const Item& next,
+                              int signal) {
+  if (s.on_checkpoint && s.checkpoint_every > 0) {
+    CheckpointEvent event;
+    event.epoch = next.epoch - 1;
+    event.last = true;
+    event.parameters = s.model.params().values_to_host(s.model.context().stream());
+    event.optimizer = s.optimizer.state_to_host();
+    event.tracker = tracker;
+    event.partial = stages.partial_epoch(next);
+    s.on_checkpoint(event);
+  }
+  GNNPIPE_THROW(Interrupted, "interrupted at epoch {}: stopped by signal {} before its batch {}", next.epoch, signal,
+                next.spec.index);
+}
+
+// Where `epoch` (planned as `batches` batches) starts: after the batches a mid-epoch checkpoint
+// trained, for the resumed epoch; else 0. DataError when the sampler plans that epoch otherwise.
+std::size_t first_batch(const TrainingSetup& s, int epoch, std::size_t batches) {
+  const PartialEpoch& p = s.resumed_partial;
+  if (p.epoch == 0 || epoch != p.epoch) return 0;
+  GNNPIPE_CHECK_DATA(static_cast<int64_t>(batches) == p.batches,
+                     "the checkpoint stopped epoch {} after {} of its {} batches, but the sampler plans {} for it", epoch,
+                     p.batches_done, p.batches, batches);
+  return static_cast<std::size_t>(p.batches_done);
+}
+
 // After the epoch's evaluation went into `tracker`: the checkpoint callback when its evaluation is
 // the best so far or `due` (captured) is set; a best one takes the evaluation twin's parameters.
 void report_checkpoint(const TrainingSetup& s, Stages& stages, const EvalTracker& tracker, const EpochResult& r,
@@ -144,7 +177,8 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
   for (int epoch = s.first_epoch; epoch <= s.epochs; ++epoch) {
     const double start = s.recorder.now();
     const std::vector<BatchSpec> plan = s.sampler.plan_epoch(epoch);
-    for (const BatchSpec& spec : plan) {
+    for (std::size_t i = first_batch(s, epoch, plan.size()); i < plan.size(); ++i) {
+      const BatchSpec& spec = plan[i];
       Item item;
       item.spec = spec;
       item.epoch = epoch;
@@ -160,6 +194,9 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
       if (item.loss_rows == 0) continue;
       guarded(Stage::kGovern, [&] { stages.govern(item, sampler); });
       guarded(Stage::kTransfer, [&] { stages.transfer(item); });
+      if (const int signal = stop_signal(s)) {
+        guarded(Stage::kTrain, [&] { stop_before(s, stages, tracker.state, item, signal); });
+      }
       guarded(Stage::kTrain, [&] { stages.train(item); });
     }
     EpochResult r;
@@ -406,6 +443,7 @@ class PipelinedRun {
         if (next_ == 0) {
           try {
             plan_ = s_.sampler.plan_epoch(epoch_);
+            next_ = first_batch(s_, epoch_, plan_.size());
           } catch (...) {
             fail(fmt::format("planning epoch {}: ", epoch_));
             break;
@@ -501,6 +539,19 @@ class PipelinedRun {
     return Train(
         g_, "train", Stage::kTrain, s_.recorder, failure_,
         [this](const Item& item, Train::Gateway&) {
+          if (const int signal = stop_signal(s_); signal != 0 && active(item) && item.loss_rows > 0) {
+            // The evaluations of earlier epochs report (and checkpoint) first; one of them may
+            // stop the run early, and then this step is not due anyway.
+            eval_worker_->wait_idle();
+            if (active(item)) {
+              try {
+                stop_before(s_, stages_, tracker_.state, item, signal);
+              } catch (...) {
+                put_token(device_tokens_, item.device_slot);
+                throw;
+              }
+            }
+          }
           const bool is_active = active(item);
           if (is_active && item.loss_rows > 0) {
             try {

@@ -42,14 +42,28 @@ struct TrackerState {
   double best_val = -1, test_at_best = 0, train_at_best = 0;
 };
 
+// The part of an epoch a stopped run trained (issue #15: SIGINT/SIGTERM write `last` at the step
+// they stopped before): batches [0, batches_done) of `epoch` stepped. Their losses and loss rows
+// (the epoch's mean loss adds them in batch order) and the epoch's counts so far go on with a
+// resume, so that its metrics row is the uninterrupted run's.
+struct PartialEpoch {
+  int epoch = 0;  // 0: none
+  int64_t batches_done = 0, batches = 0;
+  std::vector<double> losses;
+  std::vector<std::size_t> loss_rows;
+  MemoryCounters counters;
+};
+
 // The run after an evaluated epoch, for checkpoints (issue #15; TrainingSetup::on_checkpoint).
 struct CheckpointEvent {
-  int epoch = 0;
+  int epoch = 0;  // epochs completed
   bool best = false;  // this evaluation is the best so far: `parameters` are the best model's
   bool last = false;  // a checkpoint is due (checkpoint_every): `optimizer` holds its state
   std::vector<float> parameters;  // after epoch `epoch`, in the model's order
   std::optional<models::OptimizerHostState<float>> optimizer;
   TrackerState tracker;  // with this epoch's evaluation
+  // A stop request's checkpoint (`last` only): epoch `epoch` + 1 was trained up to a batch.
+  std::optional<PartialEpoch> partial;
 };
 
 struct TrainingSetup {
@@ -91,6 +105,9 @@ struct TrainingSetup {
   // sampled: its state, the arrays grown so far, starts afresh).
   int first_epoch = 1;
   TrackerState resumed;
+  // A checkpoint taken mid-epoch (partial.epoch == first_epoch): that epoch goes on at batch
+  // partial.batches_done, its earlier batches' losses and counts restored; epoch 0: none.
+  PartialEpoch resumed_partial;
   // Checkpoints: on_checkpoint is called (on the evaluation thread, after on_epoch for the epoch)
   // when an evaluation is the best so far and when a checkpoint is due: an evaluated epoch that is
   // a multiple of checkpoint_every or the last. A due epoch's parameters and optimizer state are
@@ -99,8 +116,10 @@ struct TrainingSetup {
   int checkpoint_every = 0;
   std::function<void(const CheckpointEvent&)> on_checkpoint;
   // A stop request (the signal number of SIGINT/SIGTERM; 0: none), read before every step: once
-  // set, the step in flight finishes, no other starts, the streams drain and run_training throws
-  // core::Interrupted (whatever was checkpointed stays: checkpoints are written whole or not).
+  // set, the step in flight finishes, no other starts, and (checkpoint_every > 0) `last` is
+  // written at that point of the epoch: on_checkpoint gets an event with `partial` set, after the
+  // earlier epochs' evaluations were reported. Then the streams drain and run_training throws
+  // core::Interrupted (checkpoints are written whole or not).
   const std::atomic<int>* stop_request = nullptr;
   // Called on the train thread after every step (the progress line): epoch, the batch's position,
   // the epoch's batch count, the seeds it trained.
