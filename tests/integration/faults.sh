@@ -44,10 +44,8 @@ start_mid_run() {
 # 1. Truncated while mapped.
 start_mid_run truncated 500
 truncate -s 4096 "$tmp/g-truncated/features.npy"
-set +e
-wait "$pid"
-rc=$?
-set -e
+rc=0
+wait "$pid" || rc=$?
 log=$tmp/r-truncated.log
 [[ $rc -eq 3 ]] || fail "truncated features: exit code $rc, expected 3: $(tail -3 "$log")"
 grep -q "^gnnpipe: $tmp/g-truncated/features.npy: the file was truncated or replaced while mapped" "$log" ||
@@ -62,10 +60,8 @@ echo "2. deleted while mapped: the run finished"
 
 # 3. An output directory that cannot be created (/proc takes no new entries, even for root).
 write_config "$tmp/graph" 2
-set +e
-"$gnnpipe" run "$tmp/run.yaml" --out /proc/gnnpipe_faults/run >"$tmp/r3.log" 2>&1
-rc=$?
-set -e
+rc=0
+"$gnnpipe" run "$tmp/run.yaml" --out /proc/gnnpipe_faults/run >"$tmp/r3.log" 2>&1 || rc=$?
 [[ $rc -ne 0 ]] || fail "unwritable --out: exit code 0"
 grep -q "^gnnpipe: cannot create the run directory '/proc/gnnpipe_faults/run'" "$tmp/r3.log" ||
   fail "unwritable --out: $(tail -2 "$tmp/r3.log")"
@@ -76,14 +72,12 @@ write_config "$tmp/graph" 3
 "$gnnpipe" run "$tmp/run.yaml" --out "$tmp/r4" --set run.checkpoint_every=1 >"$tmp/r4.log" 2>&1 ||
   fail "checkpointed run: $(tail -3 "$tmp/r4.log")"
 (cd "$tmp/r4/checkpoints/last" && find . -type f | sort | xargs md5sum) >"$tmp/before.md5"
-set +e
+rc=0
 (
   trap '' XFSZ
   ulimit -f 30  # KiB: the 33 KiB optimizer arrays no longer fit
   exec "$gnnpipe" run "$tmp/run.yaml" --out "$tmp/r4" --resume "$tmp/r4" --set run.epochs=6 --set run.checkpoint_every=1
-) >"$tmp/r4full.log" 2>&1
-rc=$?
-set -e
+) >"$tmp/r4full.log" 2>&1 || rc=$?
 [[ $rc -eq 3 ]] || fail "full disk: exit code $rc, expected 3: $(tail -3 "$tmp/r4full.log")"
 grep -q "^gnnpipe: .*checkpoints/.last.partial/.*: write failed: File too large" "$tmp/r4full.log" ||
   fail "full disk: no one-line message naming the file: $(tail -3 "$tmp/r4full.log")"
