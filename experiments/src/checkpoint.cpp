@@ -1,3 +1,4 @@
+#include "json_integer.hpp"
 #include "gnnpipe/experiments/checkpoint.hpp"
 
 #include <fcntl.h>
@@ -135,7 +136,7 @@ std::vector<CheckpointArray> read_arrays(const fs::path& dir, const nlohmann::js
     GNNPIPE_CHECK_DATA(rel.find("..") == std::string::npos && !rel.empty() && rel.front() != '/',
                        "{}: array file '{}' is outside the checkpoint", manifest.string(), rel);
     const fs::path file = dir / rel;
-    a.shape = entry["shape"].get<std::vector<int64_t>>();
+    a.shape = json_integers<int64_t>(entry["shape"], fmt::format("{}: {} shape", manifest.string(), key));
     GNNPIPE_CHECK_DATA(fs::is_regular_file(file), "{}: missing (listed in {})", file.string(), manifest.string());
     const graph::io::NpyArray npy = graph::io::read_npy(file);
     GNNPIPE_CHECK_DATA(npy.dtype == graph::io::DType::kFloat32, "{}: dtype {} where the manifest says float32", file.string(),
@@ -223,16 +224,19 @@ Checkpoint read_checkpoint(const fs::path& dir) {
   GNNPIPE_CHECK_DATA(!m.is_discarded() && m.is_object(), "{}: not a JSON object", manifest.string());
   try {
     GNNPIPE_CHECK_DATA(m.value("format", "") == kFormat, "{}: format is not '{}'", manifest.string(), kFormat);
-    const int version = m.at("version").get<int>();
+    const auto integer = [&](const nlohmann::json& object, const char* key) {
+      return json_integer<int64_t>(object.at(key), fmt::format("{}: {}", manifest.string(), key));
+    };
+    const int64_t version = integer(m, "version");
     GNNPIPE_CHECK_DATA(version == kCheckpointVersion, "{}: version {} (this gnnpipe reads version {})", manifest.string(),
                        version, kCheckpointVersion);
     Checkpoint c;
-    c.epoch = m.at("epoch").get<int>();
+    c.epoch = json_integer<int>(m.at("epoch"), manifest.string() + ": epoch");
     c.config_hash = m.at("config_hash").get<std::string>();
     c.parameters = read_arrays(dir, m.at("parameters"), "parameters");
     const nlohmann::json& opt = m.at("optimizer");
     c.optimizer = opt.at("type").get<std::string>();
-    c.optimizer_steps = opt.at("steps").get<int64_t>();
+    c.optimizer_steps = integer(opt, "steps");
     c.optimizer_state = read_arrays(dir, opt.at("arrays"), "optimizer.arrays");
     c.run_state = m.at("run_state");
     return c;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "json_integer.hpp"
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 
@@ -113,20 +114,23 @@ pipeline::PartialEpoch checkpoint_partial_epoch(const Checkpoint& c, const std::
   if (!c.run_state.contains("partial_epoch")) return p;
   try {
     const nlohmann::json& j = c.run_state.at("partial_epoch");
-    p.epoch = j.at("epoch").get<int>();
-    p.batches_done = j.at("batches_done").get<int64_t>();
-    p.batches = j.at("batches").get<int64_t>();
-    for (const uint64_t bits : j.at("loss_bits").get<std::vector<uint64_t>>()) p.losses.push_back(std::bit_cast<double>(bits));
-    p.loss_rows = j.at("loss_rows").get<std::vector<std::size_t>>();
+    const std::string where = source + ": run_state.partial_epoch";
+    p.epoch = json_integer<int>(j.at("epoch"), where + ".epoch");
+    p.batches_done = json_integer<int64_t>(j.at("batches_done"), where + ".batches_done");
+    p.batches = json_integer<int64_t>(j.at("batches"), where + ".batches");
+    for (const uint64_t bits : json_integers<uint64_t>(j.at("loss_bits"), where + ".loss_bits")) {
+      p.losses.push_back(std::bit_cast<double>(bits));
+    }
+    p.loss_rows = json_integers<std::size_t>(j.at("loss_rows"), where + ".loss_rows");
     const nlohmann::json& m = j.at("counters");
     pipeline::MemoryCounters& k = p.counters;
     const std::pair<const char*, int64_t*> fields[] = {{"fit", &k.fit}, {"split", &k.split}, {"micro_batches", &k.micro_batches},
                                {"resampled", &k.resampled}, {"cut", &k.cut}, {"edges_cut", &k.edges_cut},
                                {"retried", &k.retried}, {"seeds", &k.seeds}, {"edges", &k.edges},
                                {"stage_retries", &k.stage_retries}};
-    for (const auto& [name, field] : fields) *field = m.at(name).get<int64_t>();
-    k.peak_bytes = m.at("peak_bytes").get<std::size_t>();
-    k.reserved_bytes = m.at("reserved_bytes").get<std::size_t>();
+    for (const auto& [name, field] : fields) *field = json_integer<int64_t>(m.at(name), where + ".counters." + name);
+    k.peak_bytes = json_integer<std::size_t>(m.at("peak_bytes"), where + ".counters.peak_bytes");
+    k.reserved_bytes = json_integer<std::size_t>(m.at("reserved_bytes"), where + ".counters.reserved_bytes");
   } catch (const nlohmann::json::exception& e) {
     GNNPIPE_THROW(DataError, "{}: run_state.partial_epoch: {}", source, e.what());
   }
@@ -143,9 +147,11 @@ ModelDims checkpoint_model_dims(const Checkpoint& c, const std::string& source) 
   ModelDims dims;
   try {
     const nlohmann::json& j = c.run_state.at("model");
-    dims.in_dim = j.at("in_dim").get<int64_t>();
-    dims.out_dim = j.at("out_dim").get<int64_t>();
-    dims.embedding_rows = j.value("embedding_rows", int64_t{0});  // absent before model.embedding existed
+    dims.in_dim = json_integer<int64_t>(j.at("in_dim"), source + ": run_state.model.in_dim");
+    dims.out_dim = json_integer<int64_t>(j.at("out_dim"), source + ": run_state.model.out_dim");
+    if (j.contains("embedding_rows")) {  // absent before model.embedding existed
+      dims.embedding_rows = json_integer<int64_t>(j.at("embedding_rows"), source + ": run_state.model.embedding_rows");
+    }
   } catch (const nlohmann::json::exception& e) {
     GNNPIPE_THROW(DataError, "{}: run_state.model: {}", source, e.what());
   }
@@ -189,8 +195,8 @@ pipeline::TrackerState restore_checkpoint(const Checkpoint& c, const std::string
   pipeline::TrackerState t;
   try {
     const nlohmann::json& j = c.run_state.at("tracker");
-    t.best_epoch = j.at("best_epoch").get<int>();
-    t.since_best = j.at("since_best").get<int>();
+    t.best_epoch = json_integer<int>(j.at("best_epoch"), source + ": run_state.tracker.best_epoch");
+    t.since_best = json_integer<int>(j.at("since_best"), source + ": run_state.tracker.since_best");
     t.best_val = j.at("best_val").get<double>();
     t.test_at_best = j.at("test_at_best").get<double>();
     t.train_at_best = j.at("train_at_best").get<double>();

@@ -238,6 +238,17 @@ TEST_CASE("resume: a damaged stopped-epoch record in the checkpoint is refused n
   bad.run_state["partial_epoch"]["loss_rows"] = nlohmann::json::array({80});
   CHECK_THROWS_AS(experiments::checkpoint_partial_epoch(bad, "dir/last"), core::DataError);
   bad = c;
+  bad.run_state["partial_epoch"]["loss_bits"] = nlohmann::json::array({9.2e19, 1.0});  // floats: refused, not cast
+  CHECK_THROWS_WITH(experiments::checkpoint_partial_epoch(bad, "dir/last"),
+                    Catch::StartsWith("dir/last: run_state.partial_epoch.loss_bits: 9.2e+19 is not an integer in [0, "));
+  bad = c;
+  bad.run_state["partial_epoch"]["batches"] = int64_t{1} << 40;  // a large count in range is read as it is
+  CHECK(experiments::checkpoint_partial_epoch(bad, "dir/last").batches == int64_t{1} << 40);
+  bad = c;
+  bad.run_state["partial_epoch"]["epoch"] = int64_t{1} << 40;  // beyond an int
+  CHECK_THROWS_WITH(experiments::checkpoint_partial_epoch(bad, "dir/last"),
+                    Catch::StartsWith("dir/last: run_state.partial_epoch.epoch: 1099511627776 is not an integer in ["));
+  bad = c;
   bad.run_state["partial_epoch"].erase("counters");
   CHECK_THROWS_WITH(experiments::checkpoint_partial_epoch(bad, "dir/last"),
                     Catch::StartsWith("dir/last: run_state.partial_epoch: "));
