@@ -137,7 +137,10 @@ std::vector<CheckpointArray> read_arrays(const fs::path& dir, const nlohmann::js
                        "{}: array file '{}' is outside the checkpoint", manifest.string(), rel);
     const fs::path file = dir / rel;
     a.shape = json_integers<int64_t>(entry["shape"], fmt::format("{}: {} shape", manifest.string(), key));
-    GNNPIPE_CHECK_DATA(fs::is_regular_file(file), "{}: missing (listed in {})", file.string(), manifest.string());
+    // (error_code: a name the system refuses, too long for one, reads as missing rather than throwing)
+    std::error_code ec;
+    GNNPIPE_CHECK_DATA(fs::is_regular_file(file, ec), "{}: missing (listed in {}){}", file.string(), manifest.string(),
+                       ec ? ": " + ec.message() : std::string());
     const graph::io::NpyArray npy = graph::io::read_npy(file);
     GNNPIPE_CHECK_DATA(npy.dtype == graph::io::DType::kFloat32, "{}: dtype {} where the manifest says float32", file.string(),
                        graph::io::dtype_name(npy.dtype));
@@ -212,8 +215,9 @@ static void write_partial(const fs::path& partial, const Checkpoint& c) {
 
 Checkpoint read_checkpoint(const fs::path& dir) {
   const fs::path manifest = dir / "manifest.json";
-  GNNPIPE_CHECK_DATA(fs::is_directory(dir), "{}: no checkpoint there (not a directory)", dir.string());
-  GNNPIPE_CHECK_DATA(fs::is_regular_file(manifest), "{}: missing", manifest.string());
+  std::error_code ec;
+  GNNPIPE_CHECK_DATA(fs::is_directory(dir, ec), "{}: no checkpoint there (not a directory)", dir.string());
+  GNNPIPE_CHECK_DATA(fs::is_regular_file(manifest, ec), "{}: missing", manifest.string());
   nlohmann::json m;
   {
     std::ifstream in(manifest, std::ios::binary);
