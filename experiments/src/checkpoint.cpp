@@ -1,4 +1,3 @@
-#include "json_integer.hpp"
 #include "gnnpipe/experiments/checkpoint.hpp"
 
 #include <fcntl.h>
@@ -16,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "json_integer.hpp"
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/graph/io/npy.hpp"
 
@@ -228,10 +228,7 @@ Checkpoint read_checkpoint(const fs::path& dir) {
   GNNPIPE_CHECK_DATA(!m.is_discarded() && m.is_object(), "{}: not a JSON object", manifest.string());
   try {
     GNNPIPE_CHECK_DATA(m.value("format", "") == kFormat, "{}: format is not '{}'", manifest.string(), kFormat);
-    const auto integer = [&](const nlohmann::json& object, const char* key) {
-      return json_integer<int64_t>(object.at(key), fmt::format("{}: {}", manifest.string(), key));
-    };
-    const int64_t version = integer(m, "version");
+    const int64_t version = json_integer<int64_t>(m.at("version"), manifest.string() + ": version");
     GNNPIPE_CHECK_DATA(version == kCheckpointVersion, "{}: version {} (this gnnpipe reads version {})", manifest.string(),
                        version, kCheckpointVersion);
     Checkpoint c;
@@ -240,7 +237,7 @@ Checkpoint read_checkpoint(const fs::path& dir) {
     c.parameters = read_arrays(dir, m.at("parameters"), "parameters");
     const nlohmann::json& opt = m.at("optimizer");
     c.optimizer = opt.at("type").get<std::string>();
-    c.optimizer_steps = integer(opt, "steps");
+    c.optimizer_steps = json_integer<int64_t>(opt.at("steps"), manifest.string() + ": optimizer.steps");
     c.optimizer_state = read_arrays(dir, opt.at("arrays"), "optimizer.arrays");
     c.run_state = m.at("run_state");
     return c;

@@ -225,6 +225,15 @@ nlohmann::json plan_json(const pipeline::MemoryPlan& p) {
           {"host_staging_bytes", p.host_staging}};
 }
 
+// What a checkpoint after `epoch` complete epochs (and `partial`'s batches) holds, for messages:
+// "epoch 3", "epoch 3 and batches 0-46 of epoch 4".
+std::string checkpoint_holds(int epoch, const pipeline::PartialEpoch& partial) {
+  if (partial.batches_done > 0) {
+    return fmt::format("epoch {} and batches 0-{} of epoch {}", epoch, partial.batches_done - 1, partial.epoch);
+  }
+  return epoch > 0 ? fmt::format("epoch {}", epoch) : std::string("the state before epoch 1");
+}
+
 // "mem 53.3 MiB peak" and, when the governor did more than admit batches as sampled, what it did.
 std::string memory_note(const pipeline::MemoryCounters& m) {
   std::string note = fmt::format("mem {} peak", core::format_bytes(m.peak_bytes));
@@ -361,7 +370,7 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   // time (the evaluation thread, or the train thread once evaluation is idle).
   std::mutex last_mutex;
   std::string last_holds;
-  if (options.resume) last_holds = fmt::format("epoch {}", options.resume->epoch);
+  if (options.resume) last_holds = checkpoint_holds(options.resume->epoch, setup.resumed_partial);
   if (c.run.checkpoint_every > 0) {
     setup.checkpoint_every = c.run.checkpoint_every;
     setup.on_checkpoint = [&](const pipeline::CheckpointEvent& e) {
@@ -373,12 +382,7 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
       write_checkpoint(checkpoints / "last", checkpoint);
       {
         const std::lock_guard lock(last_mutex);
-        if (e.partial && e.partial->batches_done > 0) {
-          last_holds = fmt::format("epoch {} and batches 0-{} of epoch {}", e.epoch, e.partial->batches_done - 1,
-                                   e.partial->epoch);
-        } else {
-          last_holds = e.epoch > 0 ? fmt::format("epoch {}", e.epoch) : std::string("the state before epoch 1");
-        }
+        last_holds = checkpoint_holds(e.epoch, e.partial.value_or(pipeline::PartialEpoch{}));
       }
       if (e.partial) return;  // run.keep_last keeps evaluated epochs only
       if (c.run.keep_last > 1) {

@@ -1,6 +1,7 @@
 #include "training_checkpoints.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <map>
@@ -56,8 +57,18 @@ std::vector<std::string> differing_keys(const YAML::Node& a, const YAML::Node& b
 
 namespace {
 
+// A stopped epoch's integer counts by name in run_state.partial_epoch.counters (writing and
+// reading use this one list).
+std::array<std::pair<const char*, int64_t*>, 10> counter_fields(pipeline::MemoryCounters& k) {
+  return {{{"fit", &k.fit}, {"split", &k.split}, {"micro_batches", &k.micro_batches}, {"resampled", &k.resampled},
+           {"cut", &k.cut}, {"edges_cut", &k.edges_cut}, {"retried", &k.retried}, {"seeds", &k.seeds},
+           {"edges", &k.edges}, {"stage_retries", &k.stage_retries}}};
+}
+
 nlohmann::json partial_epoch_json(const pipeline::PartialEpoch& p) {
-  const pipeline::MemoryCounters& k = p.counters;
+  pipeline::MemoryCounters k = p.counters;
+  nlohmann::json counters = {{"peak_bytes", k.peak_bytes}, {"reserved_bytes", k.reserved_bytes}};
+  for (const auto& [name, field] : counter_fields(k)) counters[name] = *field;
   std::vector<uint64_t> loss_bits;
   for (const double loss : p.losses) loss_bits.push_back(std::bit_cast<uint64_t>(loss));
   return {{"epoch", p.epoch},
@@ -65,10 +76,7 @@ nlohmann::json partial_epoch_json(const pipeline::PartialEpoch& p) {
           {"batches", p.batches},
           {"loss_bits", loss_bits},  // each loss's IEEE bits: exact, NaN and infinities too
           {"loss_rows", p.loss_rows},
-          {"counters",
-           {{"fit", k.fit}, {"split", k.split}, {"micro_batches", k.micro_batches}, {"resampled", k.resampled},
-            {"cut", k.cut}, {"edges_cut", k.edges_cut}, {"retried", k.retried}, {"seeds", k.seeds}, {"edges", k.edges},
-            {"stage_retries", k.stage_retries}, {"peak_bytes", k.peak_bytes}, {"reserved_bytes", k.reserved_bytes}}}};
+          {"counters", counters}};
 }
 
 }  // namespace
@@ -124,11 +132,7 @@ pipeline::PartialEpoch checkpoint_partial_epoch(const Checkpoint& c, const std::
     p.loss_rows = json_integers<std::size_t>(j.at("loss_rows"), where + ".loss_rows");
     const nlohmann::json& m = j.at("counters");
     pipeline::MemoryCounters& k = p.counters;
-    const std::pair<const char*, int64_t*> fields[] = {{"fit", &k.fit}, {"split", &k.split}, {"micro_batches", &k.micro_batches},
-                               {"resampled", &k.resampled}, {"cut", &k.cut}, {"edges_cut", &k.edges_cut},
-                               {"retried", &k.retried}, {"seeds", &k.seeds}, {"edges", &k.edges},
-                               {"stage_retries", &k.stage_retries}};
-    for (const auto& [name, field] : fields) *field = json_integer<int64_t>(m.at(name), where + ".counters." + name);
+    for (const auto& [name, field] : counter_fields(k)) *field = json_integer<int64_t>(m.at(name), where + ".counters." + name);
     k.peak_bytes = json_integer<std::size_t>(m.at("peak_bytes"), where + ".counters.peak_bytes");
     k.reserved_bytes = json_integer<std::size_t>(m.at("reserved_bytes"), where + ".counters.reserved_bytes");
   } catch (const nlohmann::json::exception& e) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <atomic>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -64,21 +65,30 @@ nlohmann::json resume(const std::vector<std::string>& sets, const fs::path& dir)
   return experiments::train_experiment(config, experiments::load_training_dataset(config, "."), run_dir, options);
 }
 
-}  // namespace
-
-TEST_CASE("resume: a run stopped after epoch k and resumed trains bitwise the uninterrupted run", "[checkpoint]") {
-  test::TempDir dir;
-  const std::vector<std::pair<std::string, std::vector<std::string>>> samplers{
+// Every sampler type, as --set overrides of kBase (neighbor: kBase's own).
+const std::vector<std::pair<std::string, std::vector<std::string>>>& sampler_cases() {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> cases{
       {"neighbor", {}},
       {"full", {"sampler={type: full}", "model.type=gcn"}},
       {"saint", {"sampler={type: saint_rw, batch_size: 60, walk_length: 2}"}},
       {"cluster", {"sampler={type: cluster, num_parts: 8, batch_size: 2}"}},
   };
-  for (const auto& [name, sets] : samplers) {
+  return cases;
+}
+
+std::vector<std::string> with_mode(std::vector<std::string> sets, const char* mode) {
+  sets.push_back(std::string("pipeline.mode=") + mode);
+  return sets;
+}
+
+}  // namespace
+
+TEST_CASE("resume: a run stopped after epoch k and resumed trains bitwise the uninterrupted run", "[checkpoint]") {
+  test::TempDir dir;
+  for (const auto& [name, sets] : sampler_cases()) {
     for (const char* mode : {"sequential", "pipelined"}) {
       INFO(name << ", " << mode);
-      std::vector<std::string> s = sets;
-      s.push_back(std::string("pipeline.mode=") + mode);
+      const std::vector<std::string> s = with_mode(sets, mode);
       const std::string tag = name + "-" + mode;
       const auto whole = test::run_experiment(kBase, s, dir / (tag + "-whole"));
       std::vector<std::string> first = s;
@@ -151,23 +161,14 @@ TEST_CASE("resume: another config, a finished run or a missing checkpoint is ref
 TEST_CASE("resume: a stop request writes last at the step it stopped before, and the run resumes there bitwise",
           "[checkpoint]") {
   test::TempDir dir;
-  // (sampler, the batch whose step sees the request come in, the step the run stops before).
-  struct Case {
-    std::string name;
-    std::vector<std::string> sets;
-    int64_t signal_batch;
-  };
-  const std::vector<Case> cases{
-      {"neighbor", {}, 2},
-      {"saint", {"sampler={type: saint_rw, batch_size: 60, walk_length: 2}"}, 1},
-      {"cluster", {"sampler={type: cluster, num_parts: 8, batch_size: 2}"}, 0},
-      {"full", {"sampler={type: full}", "model.type=gcn"}, 0},  // one batch: stops before epoch 5's
-  };
-  for (const auto& [name, sets, signal_batch] : cases) {
+  // The batch of epoch 4 whose step sees the request come in (the run stops before the next
+  // step): full has one batch, so it stops before epoch 5's.
+  const std::map<std::string, int64_t> signal_batches{{"neighbor", 2}, {"saint", 1}, {"cluster", 0}, {"full", 0}};
+  for (const auto& [name, sets] : sampler_cases()) {
+    const int64_t signal_batch = signal_batches.at(name);
     for (const char* mode : {"sequential", "pipelined"}) {
       INFO(name << ", " << mode);
-      std::vector<std::string> s = sets;
-      s.push_back(std::string("pipeline.mode=") + mode);
+      const std::vector<std::string> s = with_mode(sets, mode);
       const std::string tag = name + "-" + mode;
       const auto whole = test::run_experiment(kBase, s, dir / (tag + "-whole"));
       // The request arrives while epoch 4's step `signal_batch` runs (as a signal would, from

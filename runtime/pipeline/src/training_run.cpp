@@ -62,15 +62,21 @@ bool checkpoint_due(const TrainingSetup& s, int epoch) {
          (epoch % s.checkpoint_every == 0 || epoch == s.epochs);
 }
 
+// `last`'s state after `epoch` complete epochs (and whatever steps since): the parameters and
+// the optimizer's state on the host, taken on the train thread (waits for the train stream).
+CheckpointEvent last_state(const TrainingSetup& s, int epoch) {
+  CheckpointEvent event;
+  event.epoch = epoch;
+  event.last = true;
+  event.parameters = s.model.params().values_to_host(s.model.context().stream());
+  event.optimizer = s.optimizer.state_to_host();
+  return event;
+}
+
 // A due epoch's state, taken on the train thread after its last step (before the next epoch's).
 std::shared_ptr<CheckpointEvent> capture_checkpoint(const TrainingSetup& s, int epoch) {
   if (!checkpoint_due(s, epoch)) return nullptr;
-  auto event = std::make_shared<CheckpointEvent>();
-  event->epoch = epoch;
-  event->last = true;
-  event->parameters = s.model.params().values_to_host(s.model.context().stream());
-  event->optimizer = s.optimizer.state_to_host();
-  return event;
+  return std::make_shared<CheckpointEvent>(last_state(s, epoch));
 }
 
 // The signal number of a stop request (SIGINT/SIGTERM), 0: none.
@@ -82,11 +88,7 @@ int stop_signal(const TrainingSetup& s) { return s.stop_request != nullptr ? s.s
 [[noreturn]] void stop_before(const TrainingSetup& s, Stages& stages, const TrackerState& tracker, const Item& next,
                               int signal) {
   if (s.on_checkpoint && s.checkpoint_every > 0) {
-    CheckpointEvent event;
-    event.epoch = next.epoch - 1;
-    event.last = true;
-    event.parameters = s.model.params().values_to_host(s.model.context().stream());
-    event.optimizer = s.optimizer.state_to_host();
+    CheckpointEvent event = last_state(s, next.epoch - 1);
     event.tracker = tracker;
     event.partial = stages.partial_epoch(next);
     s.on_checkpoint(event);
