@@ -197,6 +197,8 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
        .chunks = &chunks,
        .cut = cut,
        .charge_packed = true,
+       // What the plan leaves of the allowance holds a second packed chunk, for copies beside layers.
+       .overlap_bytes = im.allowance() - std::min(im.allowance(), chunks.largest_bytes),
        .on_layer = [&](std::size_t l, const models::Matrix<float>& y) {
          if (options.embeddings_layer && static_cast<std::size_t>(*options.embeddings_layer) == l) {
            embeddings = models::Matrix<float>(y.rows(), y.cols());

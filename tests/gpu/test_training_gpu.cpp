@@ -176,6 +176,16 @@ TEST_CASE("layer-wise inference on the GPU gives the CPU's logits", "[gpu][train
   CHECK(std::equal(again.flat().begin(), again.flat().end(), first.flat().begin()));
   const auto smaller = pipeline::infer_layerwise(gpu_model, d.graph, d.features, chunked(13), workspace);
   CHECK(close(std::vector<float>(smaller.flat().begin(), smaller.flat().end()), cpu_logits.flat()));
+  // Two packed arrays (chunk k + 1 copied on the copy stream while chunk k's layer runs), then a
+  // budget for the second that layer 0's chunks fit and later ones do not: the same logits bitwise
+  // (the layers' arithmetic is the same; only where the packed chunk lies differs).
+  pipeline::LayerwiseInferenceOptions overlapped = chunked(97);
+  overlapped.overlap_bytes = std::size_t{1} << 40;
+  const auto both = pipeline::infer_layerwise(gpu_model, d.graph, d.features, overlapped, workspace);
+  CHECK(std::equal(both.flat().begin(), both.flat().end(), first.flat().begin()));
+  overlapped.overlap_bytes = 1;
+  const auto one = pipeline::infer_layerwise(gpu_model, d.graph, d.features, overlapped, workspace);
+  CHECK(std::equal(one.flat().begin(), one.flat().end(), first.flat().begin()));
 }
 
 TEST_CASE("GPU runs: reruns are bitwise equal, pipelined equals sequential, accuracy matches the CPU",

@@ -3,6 +3,7 @@
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <exception>
 #include <numeric>
@@ -21,18 +22,55 @@
 namespace gnnpipe::pipeline {
 namespace {
 
+// Which packed array each chunk is copied into: with two, chunk k of a call goes to array k % 2,
+// so that on a GPU chunk k + 1's copy (on a copy stream) runs while chunk k's layer does. The
+// second array is used while its size class fits `overlap_bytes` (what the budget leaves beside
+// the plan); a chunk that would grow it past that gives it up, and every later chunk of the call
+// shares the first (its copy then waits for the previous chunk's layer). Decided from sizes
+// alone, so the CPU backend's budget charges follow the GPU's arrays exactly.
+class PackedArrays {
+ public:
+  explicit PackedArrays(std::size_t overlap_bytes) : overlap_bytes_(overlap_bytes), shared_(overlap_bytes == 0) {}
+
+  // The array (0 or 1) of the next chunk, whose packed bytes are `bytes`.
+  std::size_t next(std::size_t bytes) {
+    const bool odd = (chunk_++ % 2) == 1;
+    if (shared_ || !odd) return 0;
+    const std::size_t need = memory::CachingAllocator::size_class(bytes);
+    if (need > overlap_bytes_) {
+      shared_ = true;  // given up for the rest of the call
+      return 0;
+    }
+    ++overlapped_;
+    return 1;
+  }
+  // Whether the second array was given up (its memory should go back).
+  bool shared() const { return shared_; }
+  int64_t overlapped() const { return overlapped_; }
+
+ private:
+  std::size_t overlap_bytes_;
+  bool shared_;
+  int64_t chunk_ = 0;
+  int64_t overlapped_ = 0;
+};
+
 // Runs chunks through a layer on the model's GPU, with a ring of pinned staging pairs: chunk c is
 // packed into slot c % kRingSlots (its input rows gathered from `source`, its block) while the
-// chunks before it still run, copied to the device in one piece, run on the context's stream, and
-// its outputs copied back into the slot's pinned output buffer. A slot is retired (its event waited
-// for, its outputs copied into their rows of the result) before it is packed again; flush()
-// retires them all. The device arrays are shared: every chunk runs in order on the one stream.
+// chunks before it still run, copied to the device in one piece on a copy stream of its own, run
+// on the context's stream once the copy is done, and its outputs copied back (on the context's
+// stream) into the slot's pinned output buffer. The copy goes into one of two device arrays
+// (PackedArrays): with two, a chunk's copy overlaps the previous chunk's layer; a copy never
+// starts before the layer that last read its array has finished. A slot is retired (its event
+// waited for, its outputs copied into their rows of the result) before it is packed again;
+// flush() retires them all.
 class DeviceChunkRunner {
  public:
   static constexpr std::size_t kRingSlots = 2;
 
-  explicit DeviceChunkRunner(const models::OpContext& ctx) : ctx_(ctx) {
+  explicit DeviceChunkRunner(const models::OpContext& ctx) : ctx_(ctx), copy_(ctx.device()) {
     for (std::size_t i = 0; i < kRingSlots; ++i) slots_.emplace_back(ctx.device());
+    for (std::size_t i = 0; i < arrays_.size(); ++i) arrays_[i].emplace(ctx.device());
   }
   ~DeviceChunkRunner() { discard(); }
   DeviceChunkRunner(const DeviceChunkRunner&) = delete;
@@ -46,26 +84,48 @@ class DeviceChunkRunner {
   }
   int64_t pinned_allocations() const { return pinned_allocations_; }
 
-  // Queues chunk `chunk` through layer l; its outputs are in `out_rows` once a later run() has
-  // retired its slot or flush() returned.
+  // Queues chunk `chunk` through layer l, copied into packed array `array` (0 or 1); its outputs
+  // are in `out_rows` once a later run() has retired its slot or flush() returned.
   void run(models::GnnModel<float>& model, std::size_t l, const graph::MiniBatch& chunk,
-           const graph::FeatureStore& source, models::MatrixView<float> out_rows) {
+           const graph::FeatureStore& source, models::MatrixView<float> out_rows, std::size_t array) {
     Slot& slot = slots_[next_++ % slots_.size()];
     retire(slot);
     const BatchLayout layout = BatchLayout::of(chunk, source.cols());
     grow(slot.in, layout.total_bytes);
     pack_batch(chunk, source, {}, layout, slot.in.data());
-    std::byte* dev = packed_.ensure(ctx_, layout.total_bytes);
-    core::copy_bytes_async(dev, slot.in.data(), layout.total_bytes, ctx_.stream());
+    Packed& packed = *arrays_[array];
+    if (packed.used) copy_.wait(packed.consumed);  // the layer that read the array last has finished
+    std::byte* dev = packed.data.ensure(ctx_.allocator(), copy_, layout.total_bytes);
+    core::copy_bytes_async(dev, slot.in.data(), layout.total_bytes, copy_);
+    packed.copied.record(copy_);
+    slot.copied = true;  // the copy stream reads slot.in until it is synchronised
+    ctx_.stream().wait(packed.copied);
     const PackedBatchView view = PackedBatchView::of(layout, nullptr, dev);
     const models::MatrixView<float> y = y_.matrix(ctx_, out_rows.rows, out_rows.cols);
     model.infer_layer(l, view.blocks.front(), view.features, y);
+    packed.consumed.record(ctx_.stream());
+    packed.used = true;
     const std::size_t out_bytes = static_cast<std::size_t>(y.size()) * sizeof(float);
     grow(slot.out, out_bytes);
     core::copy_bytes_async(slot.out.data(), y.data, out_bytes, ctx_.stream());
     slot.done.record(ctx_.stream());
     slot.target = out_rows;
     slot.pending = true;
+  }
+
+  // Gives packed array `array` back (PackedArrays gave it up), once the layer that last read it
+  // has finished.
+  void release(std::size_t array) {
+    Packed& packed = *arrays_[array];
+    if (packed.used) copy_.wait(packed.consumed);
+    packed.data.release(copy_);
+  }
+
+  // Readies the runner for a call: nothing of an earlier, failed call stays queued, and the second
+  // packed array goes back (a call takes it again within its own overlap_bytes).
+  void start() {
+    discard();
+    release(1);
   }
 
   // Waits for every queued chunk and puts its outputs in place.
@@ -77,13 +137,15 @@ class DeviceChunkRunner {
   // uses the pinned buffers; outputs are not copied.
   void discard() noexcept {
     for (Slot& slot : slots_) {
-      if (!slot.pending) continue;
+      if (!slot.pending && !slot.copied) continue;
       try {
-        slot.done.synchronize();
+        copy_.synchronize();  // a copy whose chunk failed before its slot was queued
+        if (slot.pending) slot.done.synchronize();
       } catch (const std::exception&) {
         // A device fault: the error was reported where it happened.
       }
       slot.pending = false;
+      slot.copied = false;
     }
   }
 
@@ -94,13 +156,28 @@ class DeviceChunkRunner {
     core::Event done;                 // recorded after the chunk's outputs were copied into `out`
     models::MatrixView<float> target{};
     bool pending = false;
+    bool copied = false;  // `in` was handed to the copy stream since the slot was last retired
+  };
+
+  // A packed array on the device and the events that order its copies and the layers reading it.
+  struct Packed {
+    explicit Packed(core::Device device) : copied(device), consumed(device) {}
+    models::DeviceArray<std::byte> data;
+    core::Event copied;    // on the copy stream: the latest chunk is in `data`
+    core::Event consumed;  // on the context's stream: the layer that read it has finished
+    bool used = false;
   };
 
   void retire(Slot& slot) {
-    if (!slot.pending) return;
+    if (!slot.pending) {
+      if (slot.copied) copy_.synchronize();  // a failed chunk's copy may still read `in`
+      slot.copied = false;
+      return;
+    }
     slot.done.synchronize();
     std::memcpy(slot.target.data, slot.out.data(), static_cast<std::size_t>(slot.target.size()) * sizeof(float));
     slot.pending = false;
+    slot.copied = false;  // the chunk's layer waited for its copy, and done follows the layer
   }
 
   // Pinned memory grows with 1/4 headroom and is kept: a retired slot is not in use.
@@ -112,10 +189,11 @@ class DeviceChunkRunner {
   }
 
   const models::OpContext& ctx_;
+  core::Stream copy_;  // declared before the arrays: their memory is freed in its order
   std::vector<Slot> slots_;
   std::size_t next_ = 0;
   int64_t pinned_allocations_ = 0;
-  models::DeviceArray<std::byte> packed_;
+  std::array<std::optional<Packed>, 2> arrays_;
   models::DeviceArray<float> y_;
 };
 
@@ -208,10 +286,11 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
   // (grown like its device array: the old charge goes back, then the larger one is taken), while
   // the rows themselves are gathered into `input`. So a budget binds both backends alike.
   memory::CachingAllocator* const budget = options.charge_packed ? model.context().allocator() : nullptr;
-  memory::BudgetCharge packed_charge;
+  std::array<memory::BudgetCharge, 2> packed_charge;  // one per packed array (PackedArrays)
+  PackedArrays arrays(options.overlap_bytes);
   const bool on_gpu = model.context().is_cuda();
   DeviceChunkRunner* gpu = on_gpu ? &workspace.state().runner_for(model.context()) : nullptr;
-  if (gpu != nullptr) gpu->discard();  // nothing of an earlier, failed call stays queued
+  if (gpu != nullptr) gpu->start();
   const DiscardOnFailure guard{gpu};
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const int64_t in_cols = l == 0 ? features.cols() : previous.cols();
@@ -236,16 +315,23 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
         GNNPIPE_CHECK(chunk.targets[chunk.targets.size() - 1] == first + block.num_dst - 1,
                       "inference: chunk {} does not hold consecutive destinations", chunk.index);
         const models::MatrixView<float> y{out.data() + static_cast<int64_t>(first) * out.cols(), block.num_dst, out.cols()};
+        const std::size_t packed_bytes = BatchLayout::of(chunk, in_cols).total_bytes;
+        const bool was_shared = arrays.shared();
+        const std::size_t array = arrays.next(packed_bytes);
+        const bool give_up = arrays.shared() && !was_shared;  // the second array goes back
         if (on_gpu) {
-          gpu->run(model, l, chunk, source, y);
+          if (give_up) gpu->release(1);
+          gpu->run(model, l, chunk, source, y, array);
           continue;
         }
         const std::size_t rows = chunk.input_nodes.size();
+        if (give_up) packed_charge[1].release();
         if (budget != nullptr) {
-          const std::size_t packed = memory::CachingAllocator::size_class(BatchLayout::of(chunk, in_cols).total_bytes);
-          if (packed > packed_charge.bytes()) {
-            packed_charge.release();
-            packed_charge = budget->charge(packed);
+          const std::size_t packed = memory::CachingAllocator::size_class(packed_bytes);
+          memory::BudgetCharge& charge = packed_charge[array];
+          if (packed > charge.bytes()) {
+            charge.release();
+            charge = budget->charge(packed);
           }
         }
         input.resize(rows * static_cast<std::size_t>(in_cols));

@@ -910,6 +910,7 @@ void Stages::evaluate_once(EpochResult& r) {
                                  .chunks = nullptr,
                                  .cut = {},
                                  .charge_packed = false,
+                                 .overlap_bytes = 0,  // the governor's evaluation bound has one packed chunk
                                  .on_layer = {}},
                                 eval_workspace_);
     logits = layerwise.cview();

@@ -1,6 +1,7 @@
 // Issue #15: layer-wise inference sized to a budget (plan_inference_chunks) and the rows it cuts.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -155,7 +156,7 @@ TEST_CASE("inference in budgeted chunks computes the fixed chunks' logits and st
     const std::size_t allowance = budget - tight.stats().in_use_bytes;
     // Chunks of 1000 nodes do not fit this budget: the allocator refuses.
     CHECK_THROWS_AS(pipeline::infer_layerwise(bounded, g, features, {.chunk_nodes = 1000, .parallel_chunks = 2,
-                                                                     .chunks = nullptr, .cut = {}, .charge_packed = true, .on_layer = {}}),
+                                                                     .chunks = nullptr, .cut = {}, .charge_packed = true, .overlap_bytes = 0, .on_layer = {}}),
                     core::OutOfBudget);
     bounded.release_arrays();  // what the refused call grew
     const auto chunks = pipeline::plan_inference_chunks(bounded, g, kCols, allowance, 8192, kCharged);
@@ -164,7 +165,7 @@ TEST_CASE("inference in budgeted chunks computes the fixed chunks' logits and st
     std::vector<std::size_t> layers_seen;
     const auto got = pipeline::infer_layerwise(
         bounded, g, features,
-        {.chunk_nodes = 1, .parallel_chunks = 2, .chunks = &chunks, .cut = {}, .charge_packed = true, .on_layer = [&](std::size_t l, const models::Matrix<float>& y) {
+        {.chunk_nodes = 1, .parallel_chunks = 2, .chunks = &chunks, .cut = {}, .charge_packed = true, .overlap_bytes = 0, .on_layer = [&](std::size_t l, const models::Matrix<float>& y) {
            CHECK(y.rows() == n);
            layers_seen.push_back(l);
          }});
@@ -265,12 +266,12 @@ TEST_CASE("a destination whose in-edges do not fit keeps the most that do, cut b
   models::GnnModel<float> bounded(gat, kCols, 3, 1, ctx);
   const graph::FeatureStore features = features_for(n);
   CHECK_THROWS_AS(pipeline::infer_layerwise(bounded, g, features, {.chunk_nodes = 1, .parallel_chunks = 1,
-                                                                   .chunks = nullptr, .cut = {}, .charge_packed = true, .on_layer = {}}),
+                                                                   .chunks = nullptr, .cut = {}, .charge_packed = true, .overlap_bytes = 0, .on_layer = {}}),
                   core::OutOfBudget);
   bounded.release_arrays();
   const pipeline::InferenceCut gat_cut{&scores, graph::CutWeights::kKeep, 3};
   const auto logits = pipeline::infer_layerwise(bounded, g, features,
-                                                {.chunk_nodes = 1, .parallel_chunks = 2, .chunks = &plan, .cut = gat_cut, .charge_packed = true, .on_layer = {}});
+                                                {.chunk_nodes = 1, .parallel_chunks = 2, .chunks = &plan, .cut = gat_cut, .charge_packed = true, .overlap_bytes = 0, .on_layer = {}});
   CHECK(logits.rows() == n);  // the allocator refused nothing over its budget
   for (float v : logits.flat()) REQUIRE(std::isfinite(v));
 }
@@ -286,4 +287,50 @@ TEST_CASE("an allowance below one destination row is an OutOfBudget naming memor
   } catch (const core::OutOfBudget& e) {
     CHECK_THAT(e.message(), Catch::Contains("memory.limit") && Catch::Contains("one destination row"));
   }
+}
+
+TEST_CASE("a second packed chunk is charged while it fits overlap_bytes and given up once it would not",
+          "[pipeline][inference][infer]") {
+  const NodeId n = 2000;
+  const graph::CsrGraph g = test::random_graph(n, 5000, 4);
+  const graph::FeatureStore features = features_for(n);
+  const core::Stream stream(core::Device::cpu());
+  models::ModelOptions o = sage(2);
+  o.hidden = 64;  // layer 1's chunks (64 columns) pack far larger than layer 0's (6)
+  constexpr int kChunk = 100;
+  // The packed bytes' size class of every chunk of layer 0 (the widest of that layer).
+  const auto sampler = samplers::make_inference_sampler(g, graph::BlockNorm::kMean, kChunk);
+  const auto workspace = sampler->make_workspace();
+  std::size_t layer0_class = 0;
+  for (const auto& spec : sampler->plan_epoch(0)) {
+    const graph::MiniBatch chunk = sampler->sample(spec, *workspace);
+    layer0_class = std::max(layer0_class, memory::CachingAllocator::size_class(pipeline::BatchLayout::of(chunk, kCols).total_bytes));
+  }
+  struct Result {
+    models::Matrix<float> logits;
+    std::size_t peak = 0;
+  };
+  const auto infer = [&](bool charge, std::size_t overlap) {
+    memory::CachingAllocator allocator(core::Device::cpu(), std::size_t{1} << 30);
+    const models::OpContext ctx(stream, {}, &allocator);
+    models::GnnModel<float> model(o, kCols, 4, 2, ctx);
+    Result r;
+    r.logits = pipeline::infer_layerwise(model, g, features,
+                                         {.chunk_nodes = kChunk, .parallel_chunks = 2, .chunks = nullptr, .cut = {},
+                                          .charge_packed = charge, .overlap_bytes = overlap, .on_layer = {}});
+    r.peak = allocator.stats().peak_in_use_bytes;
+    return r;
+  };
+  const Result none = infer(false, 0), one = infer(true, 0);
+  const std::size_t packed_max = one.peak - none.peak;  // the one array, grown to the largest chunk
+  REQUIRE(packed_max > layer0_class);
+  const Result below = infer(true, 1), all = infer(true, std::size_t{1} << 40), mid = infer(true, layer0_class);
+  // Which array a chunk is packed into changes memory, never results.
+  for (const Result* r : {&one, &below, &all, &mid}) CHECK(std::ranges::equal(r->logits.flat(), none.logits.flat()));
+  CHECK(below.peak == one.peak);  // no chunk fits 1 byte: the second array is never taken
+  CHECK(all.peak > one.peak);     // the odd chunks' array beside the even chunks'
+  CHECK(all.peak - one.peak <= packed_max);
+  // Layer 0's odd chunks fit the second array; layer 1's first odd chunk gives it up.
+  CHECK(mid.peak > one.peak);
+  CHECK(mid.peak <= one.peak + layer0_class);
 }

@@ -31,6 +31,13 @@ struct LayerwiseInferenceOptions {
   // CPU backend: charge each chunk's packed bytes to the model's allocator as a GPU allocates them
   // (InferenceArrays::kCharged), so that a budget binds both backends alike.
   bool charge_packed = false;
+  // Bytes the call may take beside `chunks`' plan for a second packed chunk: on a GPU, chunk k + 1
+  // is then copied (on a copy stream of its own) into the other of two device arrays while chunk
+  // k's layer runs. The second array is used while its size class fits here, and given up for the
+  // rest of the call by the first chunk it would outgrow; with 0 every chunk uses one array, and
+  // its copy waits for the previous chunk's layer. With charge_packed, the CPU backend charges the
+  // second array alike.
+  std::size_t overlap_bytes = 0;
   // Called after each layer with its outputs for every node (embeddings of a hidden layer).
   std::function<void(std::size_t layer, const models::Matrix<float>& outputs)> on_layer;
 };
