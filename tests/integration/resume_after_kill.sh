@@ -57,7 +57,7 @@ start_run "$tmp/termed" 2
 kill -TERM "$pid" 2>/dev/null || true
 wait "$pid" && status=0 || status=$?
 [[ $status -eq 5 ]] || { cat "$tmp/termed.log" >&2; echo "FAIL: SIGTERM gave exit $status, not 5" >&2; exit 1; }
-grep -q "^gnnpipe: .*stopped by signal 15.*--resume" "$tmp/termed.log" ||
+grep -q "^gnnpipe: .*interrupted by signal 15.*--resume" "$tmp/termed.log" ||
   { cat "$tmp/termed.log" >&2; echo "FAIL: no line naming the signal and --resume" >&2; exit 1; }
 grep -q '"status": "interrupted"' "$tmp/termed/summary.json" || { echo "FAIL: a stopped run left no summary with status interrupted" >&2; exit 1; }
 echo "stopped by SIGTERM after checkpoint epoch $(epoch_of "$tmp/termed")" >&2

@@ -96,7 +96,7 @@ kill -TERM "$pid"
 wait "$pid"
 code=$?
 [ "$code" -eq 5 ] || { fail "interrupted run exited $code, expected 5"; cat "$tmp/out"; }
-has "interrupted at epoch" "interrupted run"
+has "interrupted by signal" "interrupted run"
 [ "$(field "$tmp/stopped/summary.json" status)" = interrupted ] || fail "interrupted run: status '$(field "$tmp/stopped/summary.json" status)'"
 grep -q '"last": {' "$tmp/stopped/summary.json" || fail "interrupted run: summary.json has no last epoch"
 [ -z "$(tail -c 1 "$tmp/stopped/log.txt")" ] || fail "interrupted run: log.txt ends mid-line"

@@ -184,7 +184,7 @@ TEST_CASE("resume: a stop request writes last at the step it stopped before, and
         test::run_experiment(kBase, s, part, options);
         FAIL("the run was not stopped");
       } catch (const core::Interrupted& e) {
-        CHECK_THAT(e.message(), Catch::Contains("stopped by signal 15") && Catch::Contains("--resume"));
+        CHECK_THAT(e.message(), Catch::Contains("interrupted by signal 15") && Catch::Contains("--resume"));
         CHECK(core::exit_code_for(e) == core::ExitCode::kInterrupted);
       }
       const nlohmann::json stopped = nlohmann::json::parse(test::read_file(part / "summary.json"));
@@ -196,7 +196,7 @@ TEST_CASE("resume: a stop request writes last at the step it stopped before, and
         CHECK(partial.epoch == 4);
         CHECK(partial.batches_done == signal_batch + 1);
         CHECK_THAT(stopped["error"].get<std::string>(),
-                   Catch::Contains(fmt::format("interrupted at epoch 4: stopped by signal 15 before its batch {}",
+                   Catch::Contains(fmt::format("stage train, batch {} of epoch 4: interrupted by signal 15 before the batch's step",
                                                signal_batch + 1)));
       } else {  // epoch 4's last step: the run stops before epoch 5's first
         CHECK(last.epoch == 4);

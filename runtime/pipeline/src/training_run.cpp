@@ -93,8 +93,8 @@ int stop_signal(const TrainingSetup& s) { return s.stop_request != nullptr ? s.s
     event.partial = stages.partial_epoch(next);
     s.on_checkpoint(event);
   }
-  GNNPIPE_THROW(Interrupted, "interrupted at epoch {}: stopped by signal {} before its batch {}", next.epoch, signal,
-                next.spec.index);
+  // The caller's context names the stage, batch and epoch ("stage train, batch 47 of epoch 3: ").
+  GNNPIPE_THROW(Interrupted, "interrupted by signal {} before the batch's step", signal);
 }
 
 // Where `epoch` (planned as `batches` batches) starts: after the batches a mid-epoch checkpoint

@@ -115,6 +115,20 @@ Entries entries_of(const matvar_t& var, const std::string& what) {
   return e;
 }
 
+// The entries as a dense row-major [rows x cols] array: element (r, c) = convert(r, c, value) where
+// an entry is, T{} elsewhere (convert may reject a value by throwing).
+template <class T, class Convert>
+std::vector<T> dense_rows(const Entries& e, Convert&& convert) {
+  std::vector<T> dense(static_cast<std::size_t>(e.rows * e.cols), T{});
+  for (int64_t c = 0; c < e.cols; ++c) {
+    for (EdgeOffset k = e.col_ptr[static_cast<std::size_t>(c)]; k < e.col_ptr[static_cast<std::size_t>(c) + 1]; ++k) {
+      const auto at = static_cast<std::size_t>(k);
+      dense[static_cast<std::size_t>(e.row[at] * e.cols + c)] = convert(int64_t{e.row[at]}, c, e.value[at]);
+    }
+  }
+  return dense;
+}
+
 // The first of `names` the file holds (read whole), or null.
 MatVar find_var(mat_t* mat, std::initializer_list<const char*> names, std::string& found) {
   for (const char* name : names) {
@@ -152,14 +166,10 @@ void read_labels(Dataset& d, const matvar_t& var, const std::string& what) {
   const Entries e = entries_of(var, what);
   GNNPIPE_CHECK_DATA(e.rows == n && e.cols > 0, "{}: labels must be {} x classes (or a vector of {} class ids), got {} x {}",
                      what, n, n, e.rows, e.cols);
-  std::vector<uint8_t> multi(static_cast<std::size_t>(n * e.cols), 0);
-  for (int64_t c = 0; c < e.cols; ++c) {
-    for (EdgeOffset k = e.col_ptr[static_cast<std::size_t>(c)]; k < e.col_ptr[static_cast<std::size_t>(c) + 1]; ++k) {
-      GNNPIPE_CHECK_DATA(e.value[static_cast<std::size_t>(k)] == 1.0, "{}: entry ({}, {}) is {}, expected 0 or 1", what,
-                         e.row[static_cast<std::size_t>(k)], c, e.value[static_cast<std::size_t>(k)]);
-      multi[static_cast<std::size_t>(e.row[static_cast<std::size_t>(k)] * e.cols + c)] = 1;
-    }
-  }
+  std::vector<uint8_t> multi = dense_rows<uint8_t>(e, [&](int64_t r, int64_t c, double v) {
+    GNNPIPE_CHECK_DATA(v == 1.0, "{}: entry ({}, {}) is {}, expected 0 or 1", what, r, c, v);
+    return uint8_t{1};
+  });
   d.labels.multi = HostArray<uint8_t>(std::move(multi));
   d.labels.num_classes = static_cast<int32_t>(e.cols);
 }
@@ -168,13 +178,8 @@ void read_features(Dataset& d, const matvar_t& var, const std::string& what) {
   const Entries e = entries_of(var, what);
   const auto n = static_cast<int64_t>(d.num_nodes());
   GNNPIPE_CHECK_DATA(e.rows == n, "{}: features must have {} rows (one per node), got {} x {}", what, n, e.rows, e.cols);
-  std::vector<float> values(static_cast<std::size_t>(n * e.cols), 0.0f);
-  for (int64_t c = 0; c < e.cols; ++c) {
-    for (EdgeOffset k = e.col_ptr[static_cast<std::size_t>(c)]; k < e.col_ptr[static_cast<std::size_t>(c) + 1]; ++k) {
-      values[static_cast<std::size_t>(e.row[static_cast<std::size_t>(k)] * e.cols + c)] =
-          static_cast<float>(e.value[static_cast<std::size_t>(k)]);
-    }
-  }
+  std::vector<float> values =
+      dense_rows<float>(e, [](int64_t, int64_t, double v) { return static_cast<float>(v); });
   d.features = FeatureStore(HostArray<float>(std::move(values)), n, e.cols, what);
 }
 
