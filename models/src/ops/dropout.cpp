@@ -37,12 +37,14 @@ struct Streams {
 };
 
 // Work for the core to overlap with the draw's arithmetic: the vector path calls step(context)
-// eight times for every 64 blocks it draws, between Philox rounds (RowDropper applies a slice of
-// the previous batch there, memory-bound work, so loads and stores are in flight while the
-// multipliers run; slices this fine took the 64 M-element pass at p = 0.5 from 33.5 to 25.3 ms).
+// 8 / every times for every 64 blocks it draws, between Philox rounds (RowDropper applies a slice
+// of the previous batch there, memory-bound work, so loads and stores are in flight while the
+// multipliers run; eight slices per 64 blocks took the 64 M-element pass at p = 0.5 from 33.5 to
+// 25.3 ms). `every` is 1, 2, 4 or 8 (see RowDropper's slices).
 struct Interleave {
   void (*step)(void*) = nullptr;
   void* context = nullptr;
+  int every = 1;
 };
 
 // Even bits of x (bits 0, 2, .., 62) packed into the low 32 bits.
@@ -300,7 +302,7 @@ template <int G>
       c2[g] = _mm256_xor_si256(_mm256_xor_si256(hi0, c3[g]), key1[round]);
       c3[g] = lo0;
     }
-    if (interleave != nullptr && round < 8) interleave->step(interleave->context);
+    if (interleave != nullptr && round < 8 && round % interleave->every == 0) interleave->step(interleave->context);
   }
   // Transpose each group to its blocks (lane l of c0..c3 is block l's words w0..w3): two blocks
   // per vector, then each pair's mask bytes.
@@ -589,7 +591,8 @@ class RowDropper {
         y_(y),
         mask_(mask),
         streaming_(streaming),
-        slice_((kSlice << draw.byte_shift) / 8) {}
+        every_(slice_every(draw)),
+        slice_((kSlice << draw.byte_shift) / (8 / every_)) {}
   RowDropper(const RowDropper&) = delete;
   RowDropper& operator=(const RowDropper&) = delete;
   ~RowDropper() = default;
@@ -638,6 +641,20 @@ class RowDropper {
   static constexpr int64_t kCapacity = 256;  // blocks per batch: 4,096 to 32,768 decisions
   static constexpr int64_t kBytes = kCapacity * 16;  // their mask bytes at most (one bit a decision)
   static constexpr int64_t kSlice = 512;  // elements applied per 64 blocks drawn, times bytes_per_block()
+  static constexpr int64_t kMinSlice = 512;  // elements applied per step at least
+
+  // Philox rounds between the apply's steps: eight steps per 64 blocks drawn, fewer where a step
+  // would apply under kMinSlice elements (one or two bits a decision: eight steps of 1,024 or 512;
+  // four bits: four of 512; eight bits: two of 512). Each step has a fixed cost (the pending pieces
+  // walked, a call per piece), which at a step per 128 elements (the eight-bit draw's) took about a
+  // tenth of the pass and bought no overlap (Cora's 2,708 x 1,433 at p = 0.3: 3.3-3.7 ms with
+  // eight steps, 3.0-3.3 ms with two).
+  static int slice_every(const DropoutDraw& draw) {
+    const int64_t per_64_blocks = kSlice << draw.byte_shift;
+    int every = 1;
+    while (every < 8 && per_64_blocks / (8 / every) < kMinSlice) every *= 2;
+    return every;
+  }
   static constexpr int64_t kSegment = 2048;  // columns scanned at once without a mask (a multiple of 8)
 
   // An element of a sparse segment: its own bit of a drawn block's mask bytes.
@@ -709,7 +726,7 @@ class RowDropper {
                                   auto* d = static_cast<RowDropper*>(self);
                                   d->apply_pending(d->slice_);
                                 },
-                                this};
+                                this, every_};
     const Streams streams = one_stream_ ? Streams{&*one_stream_, true} : Streams{stream_.data(), false};
     draw(DrawPath::kFastest, seed_, streams, index_.data(), blocks_, draw_, bits_.data(), interleave);
     for (int64_t p = 0; p < count_[now]; ++p) {
@@ -766,7 +783,8 @@ class RowDropper {
   T* y_;
   uint8_t* mask_;
   bool streaming_;
-  int64_t slice_;  // elements applied per Interleave step (an eighth of 64 blocks' worth)
+  int every_;       // Interleave::every of the batches' draws
+  int64_t slice_;  // elements applied per Interleave step (8 / every_ steps per 64 blocks)
   std::array<uint64_t, kCapacity> index_;
   std::array<uint64_t, kCapacity> stream_;
   std::array<uint8_t, kBytes> bits_;
