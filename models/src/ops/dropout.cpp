@@ -650,10 +650,8 @@ class RowDropper {
   // tenth of the pass and bought no overlap (Cora's 2,708 x 1,433 at p = 0.3: 3.3-3.7 ms with
   // eight steps, 3.0-3.3 ms with two).
   static int slice_every(const DropoutDraw& draw) {
-    const int64_t per_64_blocks = kSlice << draw.byte_shift;
-    int every = 1;
-    while (every < 8 && per_64_blocks / (8 / every) < kMinSlice) every *= 2;
-    return every;
+    const int64_t steps = std::clamp<int64_t>((kSlice << draw.byte_shift) / kMinSlice, 1, 8);  // a power of 2
+    return static_cast<int>(8 / steps);
   }
   static constexpr int64_t kSegment = 2048;  // columns scanned at once without a mask (a multiple of 8)
 

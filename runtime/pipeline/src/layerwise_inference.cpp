@@ -32,27 +32,24 @@ class PackedArrays {
  public:
   explicit PackedArrays(std::size_t overlap_bytes) : overlap_bytes_(overlap_bytes), shared_(overlap_bytes == 0) {}
 
-  // The array (0 or 1) of the next chunk, whose packed bytes are `bytes`.
-  std::size_t next(std::size_t bytes) {
+  struct Choice {
+    std::size_t array;  // 0 or 1
+    bool give_up;       // the second array was given up at this chunk: its memory goes back
+  };
+
+  // The array of the next chunk, whose packed bytes are `bytes`.
+  Choice next(std::size_t bytes) {
     const bool odd = (chunk_++ % 2) == 1;
-    if (shared_ || !odd) return 0;
-    const std::size_t need = memory::CachingAllocator::size_class(bytes);
-    if (need > overlap_bytes_) {
-      shared_ = true;  // given up for the rest of the call
-      return 0;
-    }
-    ++overlapped_;
-    return 1;
+    if (shared_ || !odd) return {0, false};
+    if (memory::CachingAllocator::size_class(bytes) <= overlap_bytes_) return {1, false};
+    shared_ = true;  // for the rest of the call
+    return {0, true};
   }
-  // Whether the second array was given up (its memory should go back).
-  bool shared() const { return shared_; }
-  int64_t overlapped() const { return overlapped_; }
 
  private:
   std::size_t overlap_bytes_;
   bool shared_;
   int64_t chunk_ = 0;
-  int64_t overlapped_ = 0;
 };
 
 // Runs chunks through a layer on the model's GPU, with a ring of pinned staging pairs: chunk c is
@@ -84,13 +81,13 @@ class DeviceChunkRunner {
   }
   int64_t pinned_allocations() const { return pinned_allocations_; }
 
-  // Queues chunk `chunk` through layer l, copied into packed array `array` (0 or 1); its outputs
-  // are in `out_rows` once a later run() has retired its slot or flush() returned.
-  void run(models::GnnModel<float>& model, std::size_t l, const graph::MiniBatch& chunk,
+  // Queues chunk `chunk` (laid out as `layout`, its rows from `source`) through layer l, copied
+  // into packed array `array` (0 or 1); its outputs are in `out_rows` once a later run() has
+  // retired its slot or flush() returned.
+  void run(models::GnnModel<float>& model, std::size_t l, const graph::MiniBatch& chunk, const BatchLayout& layout,
            const graph::FeatureStore& source, models::MatrixView<float> out_rows, std::size_t array) {
     Slot& slot = slots_[next_++ % slots_.size()];
     retire(slot);
-    const BatchLayout layout = BatchLayout::of(chunk, source.cols());
     grow(slot.in, layout.total_bytes);
     pack_batch(chunk, source, {}, layout, slot.in.data());
     Packed& packed = *arrays_[array];
@@ -136,14 +133,15 @@ class DeviceChunkRunner {
   // Forgets queued chunks (after a failure): waits, ignoring errors, until the device no longer
   // uses the pinned buffers; outputs are not copied.
   void discard() noexcept {
-    for (Slot& slot : slots_) {
-      if (!slot.pending && !slot.copied) continue;
-      try {
-        copy_.synchronize();  // a copy whose chunk failed before its slot was queued
+    try {
+      copy_.synchronize();  // a copy whose chunk failed before its slot was queued
+      for (Slot& slot : slots_) {
         if (slot.pending) slot.done.synchronize();
-      } catch (const std::exception&) {
-        // A device fault: the error was reported where it happened.
       }
+    } catch (const std::exception&) {
+      // A device fault: the error was reported where it happened.
+    }
+    for (Slot& slot : slots_) {
       slot.pending = false;
       slot.copied = false;
     }
@@ -315,20 +313,18 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
         GNNPIPE_CHECK(chunk.targets[chunk.targets.size() - 1] == first + block.num_dst - 1,
                       "inference: chunk {} does not hold consecutive destinations", chunk.index);
         const models::MatrixView<float> y{out.data() + static_cast<int64_t>(first) * out.cols(), block.num_dst, out.cols()};
-        const std::size_t packed_bytes = BatchLayout::of(chunk, in_cols).total_bytes;
-        const bool was_shared = arrays.shared();
-        const std::size_t array = arrays.next(packed_bytes);
-        const bool give_up = arrays.shared() && !was_shared;  // the second array goes back
+        const BatchLayout layout = BatchLayout::of(chunk, in_cols);
+        const PackedArrays::Choice choice = arrays.next(layout.total_bytes);
         if (on_gpu) {
-          if (give_up) gpu->release(1);
-          gpu->run(model, l, chunk, source, y, array);
+          if (choice.give_up) gpu->release(1);
+          gpu->run(model, l, chunk, layout, source, y, choice.array);
           continue;
         }
         const std::size_t rows = chunk.input_nodes.size();
-        if (give_up) packed_charge[1].release();
+        if (choice.give_up) packed_charge[1].release();
         if (budget != nullptr) {
-          const std::size_t packed = memory::CachingAllocator::size_class(packed_bytes);
-          memory::BudgetCharge& charge = packed_charge[array];
+          const std::size_t packed = memory::CachingAllocator::size_class(layout.total_bytes);
+          memory::BudgetCharge& charge = packed_charge[choice.array];
           if (packed > charge.bytes()) {
             charge.release();
             charge = budget->charge(packed);
