@@ -40,7 +40,7 @@ class InferenceModel {
   InferenceModel(const config::ExperimentConfig& c, const Checkpoint& checkpoint, const std::string& source)
       : dims_(checkpoint_model_dims(checkpoint, source)),
         budget_(budget_for(c)),
-        allocator_(c.run.device, budget_.budget),
+        allocator_(c.run.device, budget_.budget, {}, c.memory.allocator),
         stream_(c.run.device),
         ops_(stream_, c.run.ops, &allocator_) {
     GNNPIPE_CHECK_DATA((c.model.embedding > 0) == (dims_.embedding_rows > 0),
@@ -257,6 +257,8 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
         {"parameter_bytes", im.parameter_bytes()},
         {"predicted_chunk_bytes", chunks.largest_bytes},
         {"peak_device_bytes", stats.peak_in_use_bytes},
+        {"allocator", std::string(memory::to_string(im.allocator().mode()))},
+        {"peak_held_bytes", stats.peak_held_bytes},
         {"peak_host_bytes", core::peak_rss_bytes()}}},
   };
   add_split_scores(summary, logits, d, d.splits.test, "test", labels_match);

@@ -49,6 +49,7 @@ void BudgetCharge::release() noexcept {
   if (owner_ != nullptr) {
     const std::lock_guard lock(owner_->mutex_);
     owner_->stats_.in_use_bytes -= bytes_;
+    owner_->charged_bytes_ -= bytes_;
   }
   owner_ = nullptr;
   bytes_ = 0;
@@ -69,26 +70,55 @@ BudgetCharge CachingAllocator::charge(std::size_t bytes) {
                   core::format_bytes(stats_.in_use_bytes), core::format_bytes(stats_.cached_bytes));
   }
   stats_.in_use_bytes += bytes;
+  charged_bytes_ += bytes;
   stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
   stats_.batch_peak_bytes = std::max(stats_.batch_peak_bytes, stats_.in_use_bytes);
+  note_held_locked();
   BudgetCharge c;
   c.owner_ = this;
   c.bytes_ = bytes;
   return c;
 }
 
-CachingAllocator::CachingAllocator(core::Device device, std::size_t budget_bytes, AllocatorHooks hooks)
-    : device_(device),
-      budget_(budget_bytes),
-      make_fence_(hooks.fences ? std::move(hooks.fences) : event_fences(device)),
-      driver_allocate_(hooks.driver_allocate ? std::move(hooks.driver_allocate) : [device](std::size_t bytes) {
-        return core::try_allocate_bytes(core::MemoryKind::kDevice, device, bytes);
-      }),
-      driver_free_(hooks.driver_free ? std::move(hooks.driver_free)
-                                     : [](const core::Allocation& a) { core::free_bytes(a); }) {
+CachingAllocator::CachingAllocator(core::Device device, std::size_t budget_bytes, AllocatorHooks hooks,
+                                   AllocatorMode mode)
+    : device_(device), budget_(budget_bytes), mode_(mode), make_fence_(std::move(hooks.fences)),
+      driver_allocate_(std::move(hooks.driver_allocate)), driver_free_(std::move(hooks.driver_free)),
+      driver_reclaim_(std::move(hooks.driver_reclaim)), driver_held_(std::move(hooks.driver_held)) {
   GNNPIPE_CHECK_CONFIG(budget_bytes >= 1, "memory.limit: must be >= 1 byte");
   stats_.budget_bytes = budget_bytes;
+  if (!make_fence_) make_fence_ = event_fences(device);
+  if (mode == AllocatorMode::kCaching) {
+    if (!driver_allocate_) {
+      driver_allocate_ = [device](std::size_t bytes, const core::Stream&) {
+        return core::try_allocate_bytes(core::MemoryKind::kDevice, device, bytes);
+      };
+    }
+    if (!driver_free_) driver_free_ = [](const core::Allocation& a, const core::Stream*) { core::free_bytes(a); };
+    return;
+  }
+  if (!driver_allocate_ || !driver_free_ || !driver_reclaim_ || !driver_held_) {
+    pool_ = std::make_unique<core::DevicePool>(device, budget_bytes);
+  }
+  core::DevicePool* const pool = pool_.get();
+  if (!driver_allocate_) {
+    driver_allocate_ = [pool](std::size_t bytes, const core::Stream& stream) { return pool->try_allocate(bytes, stream); };
+  }
+  if (!driver_free_) {
+    driver_free_ = [pool](const core::Allocation& a, const core::Stream* stream) {
+      if (stream != nullptr) pool->free(a, *stream);
+    };
+  }
+  if (!driver_reclaim_) driver_reclaim_ = [pool] { pool->reclaim(); };
+  if (!driver_held_) driver_held_ = [pool] { return pool->reserved(); };
 }
+
+std::size_t CachingAllocator::held_locked() const {
+  if (mode_ == AllocatorMode::kCaching) return stats_.in_use_bytes + stats_.cached_bytes;
+  return driver_held_() + charged_bytes_;
+}
+
+void CachingAllocator::note_held_locked() { stats_.peak_held_bytes = std::max(stats_.peak_held_bytes, held_locked()); }
 
 CachingAllocator::~CachingAllocator() {
   std::lock_guard lock(mutex_);
@@ -106,7 +136,7 @@ CachingAllocator::~CachingAllocator() {
       if (!reported) core::logger().warn("CachingAllocator: waiting for cached blocks at teardown failed: {}", e.what());
       reported = true;
     }
-    driver_free_(cached.allocation);
+    driver_free_(cached.allocation, nullptr);
   }
 }
 
@@ -131,7 +161,7 @@ std::unique_ptr<FreeFence> CachingAllocator::take_fence_locked() {
 }
 
 CachingAllocator::Bins::iterator CachingAllocator::release_locked(Bins::iterator it) {
-  driver_free_(it->second.allocation);
+  driver_free_(it->second.allocation, nullptr);
   stats_.cached_bytes -= it->first;
   ++stats_.driver_frees;
   fence_pool_.push_back(std::move(it->second.done));
@@ -196,13 +226,24 @@ DeviceBlock CachingAllocator::allocate(std::size_t bytes, const core::Stream& st
                     core::format_bytes(size), core::format_bytes(budget_), device_.str(),
                     core::format_bytes(stats_.in_use_bytes), core::format_bytes(stats_.cached_bytes));
     }
-    allocation = driver_allocate_(size);
+    allocation = driver_allocate_(size, stream);
     if (allocation.ptr == nullptr) {
-      // The driver has less than our books say (another process, a reserve too small): give it
-      // every cached block back, waiting for pending ones, and try once more.
+      // The driver has less than our books say (another process, a reserve too small; async: the
+      // pool's memory is fragmented, or held by frees still pending on other streams): give it
+      // every cached block back, waiting for pending ones (async: for every stream, and the pool
+      // returns what it keeps), and try once more.
       ++stats_.driver_out_of_memory;
       release_cached_locked(static_cast<std::size_t>(-1), true);
-      allocation = driver_allocate_(size);
+      if (mode_ == AllocatorMode::kAsync) driver_reclaim_();
+      allocation = driver_allocate_(size, stream);
+    }
+    if (allocation.ptr == nullptr && mode_ == AllocatorMode::kAsync) {
+      GNNPIPE_THROW(OutOfBudget,
+                    "memory.limit: the cudaMallocAsync pool (capped at the budget, {}) cannot place a request of {} "
+                    "on {} ({} in use by this run, {} held by the pool): the device is full or the pool fragmented; "
+                    "raise memory.reserve or use memory.allocator: caching",
+                    core::format_bytes(budget_), core::format_bytes(size), device_.str(),
+                    core::format_bytes(stats_.in_use_bytes), core::format_bytes(driver_held_()));
     }
     if (allocation.ptr == nullptr) {
       GNNPIPE_THROW(OutOfBudget,
@@ -218,6 +259,7 @@ DeviceBlock CachingAllocator::allocate(std::size_t bytes, const core::Stream& st
   stats_.in_use_bytes += size;
   stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
   stats_.batch_peak_bytes = std::max(stats_.batch_peak_bytes, stats_.in_use_bytes);
+  note_held_locked();
   DeviceBlock block;
   block.owner_ = this;
   block.ptr_ = allocation.ptr;
@@ -237,12 +279,19 @@ void CachingAllocator::give_back(void* ptr, std::size_t size, const core::Stream
   auto& on_stream = in_use_by_stream_[it->second.stream];
   on_stream -= size;
   if (on_stream == 0) in_use_by_stream_.erase(it->second.stream);
+  const core::Stream* const last_used = stream != nullptr ? stream : it->second.stream;
   live_.erase(it);
   stats_.in_use_bytes -= size;
+  if (mode_ == AllocatorMode::kAsync) {
+    // The pool orders the free after the stream's work and keeps the memory for reuse.
+    driver_free_(allocation, last_used);
+    ++stats_.driver_frees;
+    return;
+  }
   try {
     auto done = take_fence_locked();
-    done->record(*stream);
-    bins_.emplace(size, Cached{allocation, stream, std::move(done)});
+    done->record(*last_used);
+    bins_.emplace(size, Cached{allocation, last_used, std::move(done)});
     stats_.cached_bytes += size;
   } catch (const std::exception& e) {
     // The free cannot be ordered after the stream's work (after a device fault, every record
@@ -253,7 +302,7 @@ void CachingAllocator::give_back(void* ptr, std::size_t size, const core::Stream
                           e.what());
     }
     unordered_free_logged_ = true;
-    driver_free_(allocation);
+    driver_free_(allocation, nullptr);
     ++stats_.driver_frees;
   }
 }
@@ -276,7 +325,9 @@ std::size_t CachingAllocator::fences_created() const {
 
 AllocatorStats CachingAllocator::stats() const {
   std::lock_guard lock(mutex_);
-  return stats_;
+  AllocatorStats s = stats_;
+  s.held_bytes = held_locked();
+  return s;
 }
 
 void CachingAllocator::reset_batch_peak() {

@@ -8,6 +8,21 @@
 
 namespace gnnpipe::memory {
 
+std::string_view to_string(AllocatorMode mode) {
+  switch (mode) {
+    case AllocatorMode::kCaching: return "caching";
+    case AllocatorMode::kAsync: return "async";
+  }
+  return "?";
+}
+
+AllocatorMode parse_allocator_mode(std::string_view text, std::string_view key) {
+  for (AllocatorMode m : {AllocatorMode::kCaching, AllocatorMode::kAsync}) {
+    if (text == to_string(m)) return m;
+  }
+  GNNPIPE_THROW(ConfigError, "{}: '{}' is not an allocator (allowed: caching, async)", key, text);
+}
+
 std::string_view to_string(MemoryPolicy policy) {
   switch (policy) {
     case MemoryPolicy::kSplit: return "split";

@@ -216,6 +216,22 @@ TEST_CASE("GPU runs with run.spmm cusparse: reruns and modes agree bitwise, accu
   CHECK(accuracy(gcn) > kChance);
 }
 
+TEST_CASE("GPU runs with memory.allocator async: the caching allocator's parameters, within the budget",
+          "[gpu][runs][allocator]") {
+  test::TempDir dir;
+  const auto caching = test::run_experiment(kBase, kGpu, dir / "caching");
+  const auto pipelined = test::run_experiment(kBase, with(kGpu, {"memory.allocator=async"}), dir / "p");
+  const auto sequential = test::run_experiment(kBase, with(kGpu, {"memory.allocator=async", "pipeline.mode=sequential"}),
+                                               dir / "s");
+  check_modes_agree(pipelined, sequential);
+  // The same requests in the same order on the same streams: the same arithmetic.
+  CHECK(pipelined.summary["params_checksum"] == caching.summary["params_checksum"]);
+  const auto& m = pipelined.summary["memory"];
+  CHECK(m["allocator"] == "async");
+  CHECK(m["peak_held_bytes"].get<std::size_t>() <= m["budget_bytes"].get<std::size_t>());
+  CHECK(m["peak_device_bytes"] == caching.summary["memory"]["peak_device_bytes"]);
+}
+
 TEST_CASE("GPU run with run.tf32: accuracy near the CPU's", "[gpu][runs]") {
   // TF32 GEMMs keep 10 mantissa bits: the trajectory differs more from the CPU's than in full
   // FP32, but the model learns as well.

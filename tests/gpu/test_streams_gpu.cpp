@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "gnnpipe/core/buffer.hpp"
+#include "gnnpipe/core/device_pool.hpp"
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/memory/caching_allocator.hpp"
 
@@ -108,6 +109,60 @@ TEST_CASE("the caching allocator reuses a freed block on another stream only aft
   a.synchronize();
   b.synchronize();
   CHECK(alloc.stats().driver_allocations == 2);
+}
+
+TEST_CASE("memory.allocator async on the GPU: stream-ordered frees, a pool capped at the budget",
+          "[gpu][allocator]") {
+  Stream a(kGpu);
+  Stream b(kGpu);
+  constexpr std::size_t kBudget = std::size_t{64} << 20;
+  gnnpipe::memory::CachingAllocator alloc(kGpu, kBudget, {}, gnnpipe::memory::AllocatorMode::kAsync);
+  auto block = alloc.allocate(std::size_t{4} << 20, a);
+  void* first = block.data();
+  gnnpipe::test::launch_delay_then_write(static_cast<uint32_t*>(first), 1u, kDelayNs, static_cast<cudaStream_t>(a.native_handle()));
+  block.free();  // cudaFreeAsync, ordered after the kernel on stream a
+  // The pool may hand the same memory to stream b only behind a's kernel (its own dependency): b's
+  // write must land after the delayed write of 1, whatever memory b gets.
+  auto other = alloc.allocate(std::size_t{4} << 20, b);
+  fill_bytes_async(other.data(), 1, sizeof(uint32_t), 7u, b);
+  uint32_t seen = 0;
+  a.synchronize();
+  copy_to_host_sync(&seen, other.data(), sizeof seen, b);
+  CHECK(seen == 7u);
+  const auto s = alloc.stats();
+  CHECK(s.driver_allocations == 2);
+  CHECK(s.cache_hits == 0);
+  CHECK(s.held_bytes >= s.in_use_bytes);
+  // The budget is checked before the pool; the pool's cap keeps what it holds within it too.
+  CHECK_THROWS_AS(alloc.allocate(kBudget, a), gnnpipe::core::OutOfBudget);
+  std::vector<gnnpipe::memory::DeviceBlock> more;
+  for (int i = 0; i < 10; ++i) more.push_back(alloc.allocate(std::size_t{4} << 20, i % 2 == 0 ? a : b));
+  CHECK(alloc.stats().in_use_bytes == std::size_t{44} << 20);
+  CHECK(alloc.stats().peak_held_bytes <= kBudget);
+  more.clear();
+  other.free();
+  a.synchronize();
+  b.synchronize();
+}
+
+TEST_CASE("DevicePool on the GPU: an allocation past its cap fails softly, reclaim returns its memory",
+          "[gpu][allocator]") {
+  Stream s(kGpu);
+  DevicePool pool(kGpu, std::size_t{32} << 20);
+  const Allocation a = pool.try_allocate(std::size_t{16} << 20, s);
+  REQUIRE(a.ptr != nullptr);
+  CHECK_FALSE(a.host_accessible);
+  CHECK(pool.reserved() >= a.bytes);
+  const Allocation b = pool.try_allocate(std::size_t{32} << 20, s);  // 16 + 32 MiB > the 32 MiB cap
+  CHECK(b.ptr == nullptr);
+  CHECK(cudaGetLastError() == cudaSuccess);  // no error left behind
+  pool.free(a, s);
+  pool.reclaim();
+  CHECK(pool.reserved() == 0);
+  const Allocation c = pool.try_allocate(std::size_t{32} << 20, s);  // the whole cap, after the reclaim
+  CHECK(c.ptr != nullptr);
+  pool.free(c, s);
+  s.synchronize();
 }
 
 TEST_CASE("a CPU stream refuses device memory, and cross-device waits are refused", "[gpu][stream]") {

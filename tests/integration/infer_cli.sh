@@ -5,7 +5,8 @@
 # shapes and dtypes. A budget below the model, another feature width, a layer out of range and a
 # missing checkpoint are one-line errors with their exit codes (4, 3, 2, 3) that leave no output.
 # Learned node embeddings (model.embedding) round-trip through the checkpoint into infer; a
-# multi-label model's infer reports the run's F1 scores and writes the 0/1 predictions.
+# multi-label model's infer reports the run's F1 scores and writes the 0/1 predictions. The async
+# allocator infers the same chunks within the same budget.
 set -euo pipefail
 gnnpipe=$1
 tmp=$(mktemp -d)
@@ -50,6 +51,17 @@ echo "budget $budget: $chunks chunks, peak $peak" >&2
 [[ $peak -le $budget ]] || fail "peak $peak over the budget $budget"
 [[ $(field "$tmp/tight/summary.json" test_accuracy) == "$(field "$tmp/wide/summary.json" test_accuracy)" ]] ||
   fail "test accuracy under the budget: $(field "$tmp/tight/summary.json" test_accuracy)"
+
+# memory.allocator async (a cudaMallocAsync pool; host memory per request on the CPU): the same
+# chunks, peak and accuracy, and the driver never holds more than the budget.
+"$gnnpipe" infer "$tmp/run.yaml" --checkpoint "$ck" --out "$tmp/async" --memory-limit "$limit" \
+  --set memory.allocator=async >"$tmp/async.log" 2>&1 || { cat "$tmp/async.log" >&2; exit 1; }
+[[ $(field "$tmp/async/summary.json" allocator) == async ]] || fail "allocator: $(field "$tmp/async/summary.json" allocator)"
+for key in chunks peak_device_bytes test_accuracy; do
+  [[ $(field "$tmp/async/summary.json" $key) == "$(field "$tmp/tight/summary.json" $key)" ]] ||
+    fail "async $key: $(field "$tmp/async/summary.json" $key), caching $(field "$tmp/tight/summary.json" $key)"
+done
+[[ $(field "$tmp/async/summary.json" peak_held_bytes) -le $budget ]] || fail "async pool held more than $budget"
 
 expect() {  # expect CODE PATTERN ARGS...: the command fails with CODE, one line matching PATTERN, no output dir
   local code=$1 pattern=$2 status

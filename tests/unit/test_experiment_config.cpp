@@ -382,4 +382,8 @@ TEST_CASE("the memory section: reserve, policy and the keys only some policies r
   CHECK_THROWS_WITH(with("memory: {tolerance: 1.0}"), Contains("memory.tolerance: must be in [0, 1), got 1"));
   CHECK_THROWS_WITH(with("memory: {tolerance: -0.1}"), Contains("memory.tolerance: must be in [0, 1)"));
   CHECK_THROWS_WITH(with("memory: {polcy: cut}"), Contains("memory.polcy: unknown key (did you mean 'policy'?)"));
+  CHECK(defaults.memory.allocator == gnnpipe::memory::AllocatorMode::kCaching);
+  CHECK(with("memory: {allocator: async}").memory.allocator == gnnpipe::memory::AllocatorMode::kAsync);
+  CHECK_THROWS_WITH(with("memory: {allocator: cuda}"),
+                    Contains("memory.allocator: 'cuda' is not an allocator (allowed: caching, async)"));
 }

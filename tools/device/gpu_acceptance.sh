@@ -23,13 +23,16 @@
 #   bench     gnnpipe_bench_gpu on ogbn-arxiv (device copy rate, SpMM kernel vs cuSPARSE, full-batch
 #             GCN epochs), the PyG baseline of the same GCN, and `gnnpipe bench` (pipelined vs
 #             sequential) of SAGE [15,10,5] on arxiv and on the products-size synthetic graph
-# Usage: bash tools/device/gpu_acceptance.sh tests|sanitize|bench   (carry .deps; tests and bench
+#   allocators  memory.allocator caching against async (cudaMallocAsync) on arxiv: SAGE [15,10,5]
+#             batches and the full-batch GCN, each twice in alternating order (epoch time, in-use
+#             peak, the driver's peak, driver calls, params_checksum)
+# Usage: bash tools/device/gpu_acceptance.sh tests|sanitize|bench|allocators   (carry .deps; tests and bench
 #        need cora and ogbn-arxiv: bash tools/device/prepare.sh cora ogbn-arxiv here first).
 #        Results go to $OUT.
 set -uo pipefail
 started=$SECONDS
 root=$(cd "$(dirname "$0")/../.." && pwd)
-phase=${1:?usage: gpu_acceptance.sh tests|sanitize|bench}
+phase=${1:?usage: gpu_acceptance.sh tests|sanitize|bench|allocators}
 out=${OUT:-/tmp/gnnpipe-out}
 mkdir -p "$out"
 build_dir=${BUILD_DIR:-$root/build-device}
@@ -59,7 +62,7 @@ else
       BUILD_TARGETS=gnnpipe_gpu_tests device_build "$build_dir" ||
         { echo "gpu_acceptance: build failed (see $out/build.log)"; exit 1; }
       ;;
-    bench)
+    bench|allocators)
       if [ ! -x "$gnnpipe" ]; then
         device_build "$build_dir" || { echo "gpu_acceptance: build failed (see $out/build.log)"; exit 1; }
       fi
@@ -197,5 +200,24 @@ case "$phase" in
       echo "bench_products_sage: exit $?"; tail -15 "$out/bench_products_sage.log"
     fi
     ;;
-  *) echo "gpu_acceptance: unknown phase '$phase' (tests | sanitize | bench)"; exit 2 ;;
+  allocators)
+    # memory.allocator caching against async (cudaMallocAsync pool), the same runs otherwise: the
+    # sampled SAGE bench (many allocations of varying sizes per batch) and the resident full-batch
+    # GCN. One line each: epoch time, in-use peak, what the driver held at most, driver calls.
+    for config in bench_arxiv_sage arxiv_gcn_fullbatch; do
+      for allocator in caching async async caching; do
+        name=${config}_$allocator
+        timeout 150 "$gnnpipe" run "$root/configs/$config.yaml" --data-dir "$data" --out "$out/runs/$name" \
+          --set run.device=cuda:0 --set run.epochs="${ALLOCATOR_EPOCHS:-4}" --set pipeline.eval_every=1000 \
+          --set memory.allocator=$allocator > "$out/$name.log" 2>&1
+        rc=$?
+        summary=$out/runs/$name/summary.json
+        if [ "$rc" -ne 0 ] || [ ! -f "$summary" ]; then
+          echo "allocators $config $allocator: exit $rc (see $name.log)"; tail -3 "$out/$name.log"; continue
+        fi
+        echo "allocators $config $allocator: $(grep -oE '"(epoch_time_s|epoch_time_mean_s|peak_device_bytes|peak_held_bytes|device_driver_allocations|params_checksum)": *[^,}]*' "$summary" | tr '\n' ' ')"
+      done
+    done
+    ;;
+  *) echo "gpu_acceptance: unknown phase '$phase' (tests | sanitize | bench | allocators)"; exit 2 ;;
 esac

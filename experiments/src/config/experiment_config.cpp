@@ -171,6 +171,7 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   if (c.memory.cache_rank == memory::CacheRank::kPresample || every_key) {
     memory["cache_presample_epochs"] = c.memory.cache_presample_epochs;
   }
+  memory["allocator"] = std::string(to_string(c.memory.allocator));
   root["memory"] = memory;
 
   YAML::Node run(YAML::NodeType::Map);

@@ -137,6 +137,9 @@ const std::vector<KeyDoc>& key_docs() {
       {"memory.features", "string", kAll, "auto, device, host or cache: where the feature matrix lives."},
       {"memory.cache_rank", "string", kAll, "degree or presample: which rows a feature cache holds."},
       {"memory.cache_presample_epochs", "integer", "memory.cache_rank presample", "Epochs pre-sampled to rank the rows."},
+      {"memory.allocator", "string", kAll,
+       "caching (cudaMalloc'd blocks kept in size-class bins) or async (a cudaMallocAsync pool capped at the budget; "
+       "host memory per request on the CPU). Same budget and batches either way."},
       {"run", "section", kAll, "The run."},
       {"run.device", "string", kAll, "cpu, cuda or cuda:N."},
       {"run.epochs", "integer", kAll, "Epochs (may be raised on --resume)."},

@@ -279,6 +279,9 @@ memory::MemoryOptions parse_memory_section(ConfigMap s) {
   } else {
     reject_keys(s, {"cache_presample_epochs"}, "cache_rank presample");
   }
+  if (auto allocator = s.get_optional<std::string>("allocator")) {
+    o.allocator = memory::parse_allocator_mode(*allocator, s.key_path("allocator"));
+  }
   s.finish();
   return o;
 }

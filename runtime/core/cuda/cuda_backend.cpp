@@ -1,4 +1,7 @@
 // The CUDA implementation of backend.hpp: thin, checked wrappers over the CUDA runtime API.
+#include <algorithm>
+#include <cstdint>
+
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -16,6 +19,7 @@ namespace {
 
 cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 cudaEvent_t as_event(void* e) { return static_cast<cudaEvent_t>(e); }
+cudaMemPool_t as_pool(void* p) { return static_cast<cudaMemPool_t>(p); }
 
 // True when the NVIDIA driver's library can be loaded. Without it the runtime reports
 // cudaErrorInsufficientDriver, the same status as for a driver too old for this runtime: this
@@ -108,6 +112,80 @@ void device_free(int device, void* ptr) noexcept {
   if (cuda::make_device_current(device) != cudaSuccess || cudaFree(ptr) != cudaSuccess) {
     logger().error("cudaFree failed on cuda:{}: {}", device, cudaGetErrorString(cudaGetLastError()));
   }
+}
+
+void* pool_create(int device, std::size_t max_bytes) {
+  GNNPIPE_CUDA_CHECK(cuda::make_device_current(device));
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  // The cap is not documented to need any granularity; should the driver refuse it, a multiple of
+  // 2 MiB (the pools' page size) is tried, then the driver's own cap (the allocator's books still
+  // hold the budget; only the pool's spare memory is then unbounded).
+  constexpr std::size_t kGranule = std::size_t{2} << 20;
+  const std::size_t caps[] = {max_bytes, std::max(kGranule, max_bytes / kGranule * kGranule), 0};
+  cudaMemPool_t pool = nullptr;
+  cudaError_t status = cudaErrorInvalidValue;
+  for (const std::size_t cap : caps) {
+    props.maxSize = cap;
+    status = cudaMemPoolCreate(&pool, &props);
+    if (status != cudaErrorInvalidValue) break;
+    (void)cudaGetLastError();
+    logger().warn("cudaMemPoolCreate on cuda:{} refused a maximum size of {} bytes", device, cap);
+  }
+  GNNPIPE_CUDA_CHECK(status);
+  // Keep freed memory in the pool across synchronisations (the default threshold, 0, returns it
+  // to the driver at every one): the allocator's budget bounds it instead.
+  std::uint64_t threshold = UINT64_MAX;
+  const cudaError_t set = cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+  if (set != cudaSuccess) {
+    (void)cudaMemPoolDestroy(pool);
+    GNNPIPE_CUDA_CHECK(set);
+  }
+  return pool;
+}
+
+void pool_destroy(int device, void* pool) noexcept {
+  // Outstanding frees complete first: the driver releases the pool once they have.
+  if (cuda::make_device_current(device) != cudaSuccess || cudaMemPoolDestroy(as_pool(pool)) != cudaSuccess) {
+    logger().error("cudaMemPoolDestroy failed on cuda:{}: {}", device, cudaGetErrorString(cudaGetLastError()));
+  }
+}
+
+void* pool_malloc_async(int device, void* pool, std::size_t bytes, void* stream) {
+  void* ptr = nullptr;
+  GNNPIPE_CUDA_CHECK(cuda::make_device_current(device));
+  const cudaError_t status = cudaMallocFromPoolAsync(&ptr, bytes, as_pool(pool), as_stream(stream));
+  if (status == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // not sticky: the pool is at its cap or the device full
+    return nullptr;
+  }
+  GNNPIPE_CUDA_CHECK(status);
+  return ptr;
+}
+
+void pool_free_async(int device, void* ptr, void* stream) noexcept {
+  if (cuda::make_device_current(device) != cudaSuccess || cudaFreeAsync(ptr, as_stream(stream)) != cudaSuccess) {
+    logger().error("cudaFreeAsync failed on cuda:{}: {}", device, cudaGetErrorString(cudaGetLastError()));
+  }
+}
+
+void pool_trim(int device, void* pool) {
+  GNNPIPE_CUDA_CHECK(cuda::make_device_current(device));
+  GNNPIPE_CUDA_CHECK(cudaMemPoolTrimTo(as_pool(pool), 0));
+}
+
+std::size_t pool_reserved(void* pool) {
+  std::uint64_t bytes = 0;
+  GNNPIPE_CUDA_CHECK(cudaMemPoolGetAttribute(as_pool(pool), cudaMemPoolAttrReservedMemCurrent, &bytes));
+  return static_cast<std::size_t>(bytes);
+}
+
+void device_synchronize(int device) {
+  GNNPIPE_CUDA_CHECK(cuda::make_device_current(device));
+  GNNPIPE_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 void* pinned_malloc(std::size_t bytes) {

@@ -28,6 +28,21 @@ void* device_malloc(int device, std::size_t bytes);
 void device_memory_info(int device, std::size_t& free_bytes, std::size_t& total_bytes);
 void device_free(int device, void* ptr) noexcept;
 void* pinned_malloc(std::size_t bytes);
+
+// Stream-ordered memory pools (cudaMallocAsync's). pool_create: a pool of `device` that holds at
+// most `max_bytes` from the driver (0: the driver's default cap) and keeps freed memory for reuse
+// (release threshold: unlimited). pool_malloc_async: nullptr when the pool cannot grow (its cap,
+// or the device out of memory; the error is cleared). pool_free_async frees in the order of
+// `stream`; it and pool_destroy never throw (they log). pool_trim returns the pool's unused memory
+// to the driver. pool_reserved: the bytes the pool holds from the driver now.
+void* pool_create(int device, std::size_t max_bytes);
+void pool_destroy(int device, void* pool) noexcept;
+void* pool_malloc_async(int device, void* pool, std::size_t bytes, void* stream);
+void pool_free_async(int device, void* ptr, void* stream) noexcept;
+void pool_trim(int device, void* pool);
+std::size_t pool_reserved(void* pool);
+// Waits for every stream of `device` (cudaDeviceSynchronize).
+void device_synchronize(int device);
 void pinned_free(void* ptr) noexcept;
 
 void* stream_create(int device);

@@ -23,6 +23,13 @@ void device_memory_info(int, std::size_t&, std::size_t&) { no_cuda(); }
 void device_free(int, void*) noexcept {}
 void* pinned_malloc(std::size_t) { no_cuda(); }
 void pinned_free(void*) noexcept {}
+void* pool_create(int, std::size_t) { no_cuda(); }
+void pool_destroy(int, void*) noexcept {}
+void* pool_malloc_async(int, void*, std::size_t, void*) { no_cuda(); }
+void pool_free_async(int, void*, void*) noexcept {}
+void pool_trim(int, void*) { no_cuda(); }
+std::size_t pool_reserved(void*) { no_cuda(); }
+void device_synchronize(int) { no_cuda(); }
 void* stream_create(int) { no_cuda(); }
 void stream_destroy(int, void*) noexcept {}
 void stream_synchronize(void*) { no_cuda(); }

@@ -730,7 +730,7 @@ void Stages::train(const Item& item) {
   MemoryCounters c = item.governed;
   c.retried = retried ? 1 : 0;
   c.peak_bytes = allocator_.stats().batch_peak_bytes;
-  c.reserved_bytes = allocator_.stats().in_use_bytes + allocator_.stats().cached_bytes;
+  c.reserved_bytes = allocator_.stats().held_bytes;
   c.seeds = static_cast<int64_t>(item.loss_rows);
   for (const BatchLayout& layout : item.layouts) {
     for (const BlockSections& b : layout.blocks) c.edges += static_cast<int64_t>(b.indices.bytes / sizeof(graph::NodeId));

@@ -173,13 +173,13 @@ TEST_CASE("a driver out of memory gets the cache back and one more try, then an 
   FenceLog log;
   memory::AllocatorHooks hooks;
   hooks.fences = manual_fences(log);
-  hooks.driver_allocate = [&](std::size_t bytes) {
+  hooks.driver_allocate = [&](std::size_t bytes, const core::Stream&) {
     ++driver_calls;
     if (driver_used + bytes > 8 * kKiB) return core::Allocation{};
     driver_used += bytes;
     return core::allocate_bytes(core::MemoryKind::kDevice, core::Device::cpu(), bytes);
   };
-  hooks.driver_free = [&](const core::Allocation& a) {
+  hooks.driver_free = [&](const core::Allocation& a, const core::Stream*) {
     driver_used -= a.bytes;
     core::free_bytes(a);
   };

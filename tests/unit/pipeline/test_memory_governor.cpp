@@ -216,6 +216,34 @@ TEST_CASE("governor: pipelined and sequential runs give identical parameters und
   }
 }
 
+TEST_CASE("governor: memory.allocator async trains the caching allocator's parameters with the same decisions",
+          "[pipeline][memory]") {
+  test::TempDir dir;
+  // A budget under which batches split, so the governor's decisions are tested too.
+  const std::string limit = limit_at(planned_need({}), 0.5);
+  for (const std::string mode : {"sequential", "pipelined"}) {
+    INFO(mode);
+    const Run caching = train({limit, "pipeline.mode=" + mode}, dir, mode + "-caching");
+    const Run async = train({limit, "pipeline.mode=" + mode, "memory.allocator=async"}, dir, mode + "-async");
+    const auto& cm = caching.summary["memory"];
+    const auto& am = async.summary["memory"];
+    REQUIRE(cm["batches_split"].get<int64_t>() > 0);
+    CHECK(async.summary["params_checksum"] == caching.summary["params_checksum"]);
+    CHECK(cm["allocator"] == "caching");
+    CHECK(am["allocator"] == "async");
+    for (const char* key : {"batches_fit", "batches_split", "micro_batches", "peak_device_bytes"}) {
+      INFO(key);
+      CHECK(am[key] == cm[key]);
+    }
+    // On the CPU backend the pool keeps nothing: the driver's peak is the in-use peak; the caching
+    // allocator's includes its bins.
+    CHECK(am["peak_held_bytes"] == am["peak_device_bytes"]);
+    CHECK(cm["peak_held_bytes"].get<std::size_t>() >= cm["peak_device_bytes"].get<std::size_t>());
+    CHECK(am["peak_held_bytes"].get<std::size_t>() <= am["budget_bytes"].get<std::size_t>());
+    CHECK(am["device_driver_allocations"].get<int64_t>() > cm["device_driver_allocations"].get<int64_t>());
+  }
+}
+
 TEST_CASE("governor: a step that still runs out of budget is split and run again, and no batch is lost",
           "[pipeline][memory][tsan]") {
   test::TempDir dir;

@@ -17,6 +17,12 @@
 //    first error reported stays the one the user sees; later failures are logged.
 //  - Statistics: bytes in use and their peak, cached bytes, per-batch high-water mark, counts of
 //    requests, cache hits and driver allocations.
+//  - memory.allocator async (AllocatorMode::kAsync): blocks come from a stream-ordered
+//    cudaMallocAsync pool capped at the budget (core::DevicePool) and go back to it at once, freed
+//    in the order of the stream they were last used on; the pool keeps them for reuse, so this
+//    allocator caches nothing itself. The books, size classes and budget checks are the same, so a
+//    run makes the same requests and the governor the same decisions; what differs is how memory
+//    is reused (the driver's pool instead of our bins) and what the driver holds (held_bytes).
 // Works on both backends (on the CPU "device" memory is host memory and events complete at once),
 // so its logic is tested without a GPU. Thread-safe (one mutex; a handful of calls per batch).
 #include <cstddef>
@@ -28,9 +34,11 @@
 #include <vector>
 
 #include "gnnpipe/core/device.hpp"
+#include "gnnpipe/core/device_pool.hpp"
 #include "gnnpipe/core/memory_kind.hpp"
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/memory/free_fence.hpp"
+#include "gnnpipe/memory/memory_options.hpp"
 
 namespace gnnpipe::memory {
 
@@ -43,6 +51,11 @@ struct AllocatorStats {
   int64_t requests = 0, cache_hits = 0, driver_allocations = 0, driver_frees = 0;
   int64_t budget_waits = 0;  // requests that waited for pending cached blocks to fit the budget
   int64_t driver_out_of_memory = 0;  // driver allocations that failed for lack of device memory
+  // Bytes the driver holds for this allocator (caching: in use + cached; async: the pool's
+  // reservation; budget charges included) and their peak: what the budget bounds on the driver's
+  // side, and what the two allocator modes are compared by.
+  std::size_t held_bytes = 0;
+  std::size_t peak_held_bytes = 0;
 };
 
 class CachingAllocator;
@@ -51,11 +64,19 @@ class CachingAllocator;
 struct AllocatorHooks {
   // Makes the fences that track frees (default: events of the allocator's device).
   FenceFactory fences;
-  // Asks the driver for `bytes` of device memory; an allocation with ptr == nullptr means the
-  // device is out of memory (default: core::try_allocate_bytes(kDevice, device, bytes)).
-  std::function<core::Allocation(std::size_t bytes)> driver_allocate;
-  // Returns an allocation of driver_allocate to the driver; never throws (default: core::free_bytes).
-  std::function<void(const core::Allocation&)> driver_free;
+  // Asks the driver for `bytes` of device memory for work on `stream`; an allocation with
+  // ptr == nullptr means the device (async: the pool) is out of memory. Default: caching
+  // core::try_allocate_bytes(kDevice, device, bytes); async the pool's try_allocate.
+  std::function<core::Allocation(std::size_t bytes, const core::Stream& stream)> driver_allocate;
+  // Returns an allocation of driver_allocate to the driver; never throws. `stream`: where the
+  // block was last used (async: the free is ordered after its work); nullptr when its work is
+  // known complete (caching: a cached block's fence). Default: core::free_bytes; async the pool's free.
+  std::function<void(const core::Allocation&, const core::Stream* stream)> driver_free;
+  // Async only: what an allocation the driver refused tries before it fails for good (default:
+  // the pool's reclaim(): every stream of the device finishes, unused pool memory goes back).
+  std::function<void()> driver_reclaim;
+  // Async only: the bytes the driver holds (default: the pool's reserved()).
+  std::function<std::size_t()> driver_held;
 };
 
 // One allocation; returns itself to the allocator when destroyed (or on free()), ordered after the
@@ -107,8 +128,10 @@ class BudgetCharge {
 
 class CachingAllocator {
  public:
-  // `budget_bytes` >= 1 (ConfigError naming memory.limit otherwise).
-  CachingAllocator(core::Device device, std::size_t budget_bytes, AllocatorHooks hooks = {});
+  // `budget_bytes` >= 1 (ConfigError naming memory.limit otherwise). kAsync creates the pool
+  // (capped at the budget) unless the hooks replace every use of it.
+  CachingAllocator(core::Device device, std::size_t budget_bytes, AllocatorHooks hooks = {},
+                   AllocatorMode mode = AllocatorMode::kCaching);
   ~CachingAllocator();  // frees every cached block (blocks still handed out must be gone: checked in debug logs)
   CachingAllocator(const CachingAllocator&) = delete;
   CachingAllocator& operator=(const CachingAllocator&) = delete;
@@ -120,8 +143,9 @@ class CachingAllocator {
   // do not fit after completed cached blocks went back.
   BudgetCharge charge(std::size_t bytes);
 
-  // Returns every cached block whose work has completed to the driver.
+  // Returns every cached block whose work has completed to the driver (async: nothing is cached).
   void release_cached();
+  AllocatorMode mode() const { return mode_; }
   // How many fences exist (pooled or tracking a cached block): stays flat in a steady run.
   std::size_t fences_created() const;
   // Bytes handed out for work on `stream` (a block counts for the stream it was allocated on) and
@@ -159,11 +183,20 @@ class CachingAllocator {
     const core::Stream* stream;  // allocated for work on this stream
   };
 
+  // The driver's bytes now (see AllocatorStats::held_bytes), and the peak updated with them.
+  std::size_t held_locked() const;
+  void note_held_locked();
+
   core::Device device_;
   std::size_t budget_;
+  AllocatorMode mode_;
+  std::unique_ptr<core::DevicePool> pool_;  // async, unless the hooks replace it
   FenceFactory make_fence_;
-  std::function<core::Allocation(std::size_t)> driver_allocate_;
-  std::function<void(const core::Allocation&)> driver_free_;
+  std::function<core::Allocation(std::size_t, const core::Stream&)> driver_allocate_;
+  std::function<void(const core::Allocation&, const core::Stream*)> driver_free_;
+  std::function<void()> driver_reclaim_;
+  std::function<std::size_t()> driver_held_;
+  std::size_t charged_bytes_ = 0;  // budget charges (in in_use_bytes, but no driver memory)
   std::map<const core::Stream*, std::size_t> in_use_by_stream_;
   std::vector<std::unique_ptr<FreeFence>> fence_pool_;
   std::size_t fences_created_ = 0;

@@ -40,6 +40,16 @@ enum class CacheRank {
                // sampled before training (GNNLab); ties by degree. Costs that much sampling.
 };
 
+// Where the run's device memory comes from (memory.allocator). The budget, the size classes and
+// the books are the same in both, so the governor's predictions and the batches are too.
+enum class AllocatorMode {
+  kCaching,  // our caching allocator: cudaMalloc'd blocks kept in size-class bins, reused with events
+  kAsync,    // cudaMallocAsync: a stream-ordered pool capped at the budget (core::DevicePool);
+             // on the CPU backend, host memory allocated per request and freed at once
+};
+
+std::string_view to_string(AllocatorMode mode);
+AllocatorMode parse_allocator_mode(std::string_view text, std::string_view key);
 std::string_view to_string(MemoryPolicy policy);
 std::string_view to_string(CacheRank rank);
 CacheRank parse_cache_rank(std::string_view text, std::string_view key);
@@ -92,6 +102,7 @@ struct MemoryOptions {
   FeaturePlacement features = FeaturePlacement::kAuto;
   CacheRank cache_rank = CacheRank::kDegree;
   int cache_presample_epochs = 1;  // presample: epochs counted (>= 1)
+  AllocatorMode allocator = AllocatorMode::kCaching;
 
   static constexpr uint64_t kAutoReserveCuda = uint64_t{256} << 20;
   // The reserve on a device of this kind (`cuda`: a GPU).

@@ -23,7 +23,7 @@ struct MemoryCounters {
   int64_t edges_cut = 0;      // edges those lost
   int64_t retried = 0;        // steps that still ran out of budget and were split and run again
   std::size_t peak_bytes = 0; // the allocator's peak (all streams)
-  std::size_t reserved_bytes = 0;  // the largest in use + cached (held from the driver) after a step
+  std::size_t reserved_bytes = 0;  // the most the driver held for the allocator after a step (AllocatorStats::held_bytes)
   // The work the steps did (with the governor's counts, as both are gathered per step):
   int64_t seeds = 0;  // loss rows (training seeds) trained on
   int64_t edges = 0;  // edges of the blocks trained on (every part of a split batch)

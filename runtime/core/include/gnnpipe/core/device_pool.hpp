@@ -1,0 +1,52 @@
+#pragma once
+// DevicePool: a stream-ordered memory pool of one device (cudaMallocAsync's memory pools), the
+// driver side of `memory.allocator: async` (memory::CachingAllocator keeps the books and the
+// budget either way).
+//  - Memory freed on a stream is reused at once by later allocations on that stream (stream order
+//    protects it) and by other streams once the free has completed; the pool keeps freed memory
+//    for reuse instead of returning it at every synchronisation.
+//  - The pool never holds more than `max_bytes` from the driver (cudaMemPoolProps::maxSize): an
+//    allocation that would grow it past that fails (ptr == nullptr) instead, so the budget holds on
+//    the driver's side too, including memory the pool keeps for reuse.
+//  - CPU backend: allocations are plain host memory, freed at once (a CPU stream's order is program
+//    order); reserved() is the bytes allocated and not freed. So the allocator's logic around it is
+//    the same, and tested, without a GPU.
+// Thread-safe.
+#include <atomic>
+#include <cstddef>
+
+#include "gnnpipe/core/device.hpp"
+#include "gnnpipe/core/memory_kind.hpp"
+
+namespace gnnpipe::core {
+
+class Stream;
+
+class DevicePool {
+ public:
+  // Throws CudaError when the device is unavailable or the driver refuses the pool.
+  DevicePool(Device device, std::size_t max_bytes);
+  ~DevicePool();  // the driver releases the memory once outstanding frees have completed
+  DevicePool(const DevicePool&) = delete;
+  DevicePool& operator=(const DevicePool&) = delete;
+
+  Device device() const { return device_; }
+  // `bytes` (> 0) for work on `stream` (a stream of this pool's device). An allocation with
+  // ptr == nullptr when the pool cannot grow (its cap, or the device out of memory), with no CUDA
+  // error left behind; CudaError on any other failure.
+  Allocation try_allocate(std::size_t bytes, const Stream& stream);
+  // Frees `allocation` in the order of `stream`: after the work queued on it so far. Never throws.
+  void free(const Allocation& allocation, const Stream& stream) noexcept;
+  // Waits for every stream of the device (so that every free has completed) and returns the pool's
+  // unused memory to the driver: what an allocation that failed tries before failing for good.
+  void reclaim();
+  // Bytes the pool holds from the driver (in use and kept for reuse).
+  std::size_t reserved() const;
+
+ private:
+  Device device_;
+  void* handle_ = nullptr;  // cudaMemPool_t; nullptr on the CPU backend
+  std::atomic<std::size_t> host_bytes_{0};  // CPU backend: allocated and not freed
+};
+
+}  // namespace gnnpipe::core
