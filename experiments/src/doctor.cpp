@@ -14,6 +14,7 @@
 #include "gnnpipe/core/buffer.hpp"
 #include "gnnpipe/core/build_info.hpp"
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/device_pool.hpp"
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/core/timer.hpp"
@@ -175,6 +176,31 @@ void check_device(Checker& checker, Device device, const DoctorOptions& options,
                        from_pinned, from_pageable);
   });
   checker.check("model ops (GEMM, SpMM) agree with the CPU twins", [&] { return check_model_ops(device); });
+  checker.check("memory.allocator async: a stream-ordered pool capped at its budget", [&] {
+    // A pool of twice the copy size: a request of that size, filled and read back through it, then
+    // freed; on a GPU a second one past the cap must be refused softly (the budget holds).
+    Stream stream(device);
+    core::DevicePool pool(device, 2 * count * sizeof(uint32_t));
+    const core::Allocation a = pool.try_allocate(count * sizeof(uint32_t), stream);
+    GNNPIPE_CHECK(a.ptr != nullptr, "the pool refused {} under its cap", core::format_bytes(count * sizeof(uint32_t)));
+    auto back = Buffer<uint32_t>::pinned(count);
+    core::fill_bytes_async(a.ptr, count, sizeof(uint32_t), 0x600DF00Du, stream);
+    core::copy_bytes_async(back.data(), a.ptr, count * sizeof(uint32_t), stream);
+    stream.synchronize();
+    GNNPIPE_CHECK(std::all_of(back.span().begin(), back.span().end(), [](uint32_t v) { return v == 0x600DF00Du; }),
+                  "a fill of pool memory did not reach every element");
+    std::string capped = "no cap on the CPU backend";
+    if (device.is_cuda()) {
+      const core::Allocation past = pool.try_allocate(2 * count * sizeof(uint32_t), stream);
+      if (past.ptr != nullptr) pool.free(past, stream);
+      GNNPIPE_CHECK(past.ptr == nullptr, "the pool placed {} past its cap of {}",
+                    core::format_bytes(2 * count * sizeof(uint32_t)), core::format_bytes(2 * count * sizeof(uint32_t)));
+      capped = "a request past the cap refused";
+    }
+    pool.free(a, stream);
+    stream.synchronize();
+    return fmt::format("{} verified, {}", core::format_bytes(count * sizeof(uint32_t)), capped);
+  });
 }
 
 }  // namespace

@@ -115,7 +115,13 @@ CachingAllocator::CachingAllocator(core::Device device, std::size_t budget_bytes
 
 std::size_t CachingAllocator::held_locked() const {
   if (mode_ == AllocatorMode::kCaching) return stats_.in_use_bytes + stats_.cached_bytes;
-  return driver_held_() + charged_bytes_;
+  try {
+    return driver_held_() + charged_bytes_;
+  } catch (const std::exception&) {
+    // After a device fault the pool cannot be asked; statistics must not throw over the error
+    // being reported: the books are the best figure left.
+    return stats_.in_use_bytes;
+  }
 }
 
 void CachingAllocator::note_held_locked() { stats_.peak_held_bytes = std::max(stats_.peak_held_bytes, held_locked()); }
@@ -243,7 +249,7 @@ DeviceBlock CachingAllocator::allocate(std::size_t bytes, const core::Stream& st
                     "on {} ({} in use by this run, {} held by the pool): the device is full or the pool fragmented; "
                     "raise memory.reserve or use memory.allocator: caching",
                     core::format_bytes(budget_), core::format_bytes(size), device_.str(),
-                    core::format_bytes(stats_.in_use_bytes), core::format_bytes(driver_held_()));
+                    core::format_bytes(stats_.in_use_bytes), core::format_bytes(held_locked() - charged_bytes_));
     }
     if (allocation.ptr == nullptr) {
       GNNPIPE_THROW(OutOfBudget,

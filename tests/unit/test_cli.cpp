@@ -74,8 +74,9 @@ TEST_CASE("doctor checks the CPU backend and passes", "[cli][doctor]") {
   CHECK(r.out.find("device cpu") != std::string::npos);
   CHECK(r.out.find("FAIL") == std::string::npos);
   CHECK(r.out.find("ok    model ops (GEMM, SpMM) agree with the CPU twins") != std::string::npos);
-  // The RNG check and four checks of the CPU device, plus the driver query on a CUDA build.
-  const int checks = gnnpipe::core::cuda_compiled() ? 6 : 5;
+  CHECK(r.out.find("ok    memory.allocator async: a stream-ordered pool capped at its budget") != std::string::npos);
+  // The RNG check and five checks of the CPU device, plus the driver query on a CUDA build.
+  const int checks = gnnpipe::core::cuda_compiled() ? 7 : 6;
   CHECK(r.out.find(std::to_string(checks) + " checks passed, 0 failed") != std::string::npos);
   if (gnnpipe::core::cuda_compiled()) CHECK(r.out.find("ok    CUDA driver answers the device query") != std::string::npos);
 }

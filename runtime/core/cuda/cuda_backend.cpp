@@ -114,6 +114,12 @@ void device_free(int device, void* ptr) noexcept {
   }
 }
 
+bool pools_supported(int device) {
+  int supported = 0;
+  GNNPIPE_CUDA_CHECK(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device));
+  return supported != 0;
+}
+
 void* pool_create(int device, std::size_t max_bytes) {
   GNNPIPE_CUDA_CHECK(cuda::make_device_current(device));
   cudaMemPoolProps props{};

@@ -35,6 +35,7 @@ void* pinned_malloc(std::size_t bytes);
 // or the device out of memory; the error is cleared). pool_free_async frees in the order of
 // `stream`; it and pool_destroy never throw (they log). pool_trim returns the pool's unused memory
 // to the driver. pool_reserved: the bytes the pool holds from the driver now.
+bool pools_supported(int device);  // cudaDevAttrMemoryPoolsSupported
 void* pool_create(int device, std::size_t max_bytes);
 void pool_destroy(int device, void* pool) noexcept;
 void* pool_malloc_async(int device, void* pool, std::size_t bytes, void* stream);

@@ -9,6 +9,10 @@ namespace gnnpipe::core {
 DevicePool::DevicePool(Device device, std::size_t max_bytes) : device_(device) {
   if (device.is_cpu()) return;
   device.require_available();
+  GNNPIPE_CHECK_CONFIG(backend::pools_supported(device.index()),
+                       "memory.allocator: async needs stream-ordered memory pools, which {} does not support "
+                       "(some drivers and virtualised GPUs lack them): use memory.allocator: caching",
+                       device.str());
   handle_ = backend::pool_create(device.index(), max_bytes);
 }
 

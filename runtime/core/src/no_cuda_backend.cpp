@@ -23,6 +23,7 @@ void device_memory_info(int, std::size_t&, std::size_t&) { no_cuda(); }
 void device_free(int, void*) noexcept {}
 void* pinned_malloc(std::size_t) { no_cuda(); }
 void pinned_free(void*) noexcept {}
+bool pools_supported(int) { no_cuda(); }
 void* pool_create(int, std::size_t) { no_cuda(); }
 void pool_destroy(int, void*) noexcept {}
 void* pool_malloc_async(int, void*, std::size_t, void*) { no_cuda(); }

@@ -24,7 +24,8 @@ class Stream;
 
 class DevicePool {
  public:
-  // Throws CudaError when the device is unavailable or the driver refuses the pool.
+  // Throws CudaError when the device is unavailable or the driver refuses the pool, ConfigError
+  // (naming memory.allocator) when the device has no memory pools.
   DevicePool(Device device, std::size_t max_bytes);
   ~DevicePool();  // the driver releases the memory once outstanding frees have completed
   DevicePool(const DevicePool&) = delete;
