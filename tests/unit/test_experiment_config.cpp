@@ -384,6 +384,12 @@ TEST_CASE("the memory section: reserve, policy and the keys only some policies r
   CHECK_THROWS_WITH(with("memory: {polcy: cut}"), Contains("memory.polcy: unknown key (did you mean 'policy'?)"));
   CHECK(defaults.memory.allocator == gnnpipe::memory::AllocatorMode::kCaching);
   CHECK(with("memory: {allocator: async}").memory.allocator == gnnpipe::memory::AllocatorMode::kAsync);
+  // The default is not written: configs from before the key resolve (and hash) as they did.
+  const YAML::Node& resolved_default = defaults.resolved;
+  CHECK_FALSE(resolved_default["memory"]["allocator"].IsDefined());
+  const auto async = with("memory: {allocator: async}");
+  const YAML::Node& resolved_async = async.resolved;
+  CHECK(resolved_async["memory"]["allocator"].as<std::string>() == "async");
   CHECK_THROWS_WITH(with("memory: {allocator: cuda}"),
                     Contains("memory.allocator: 'cuda' is not an allocator (allowed: caching, async)"));
 }

@@ -171,7 +171,11 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   if (c.memory.cache_rank == memory::CacheRank::kPresample || every_key) {
     memory["cache_presample_epochs"] = c.memory.cache_presample_epochs;
   }
-  memory["allocator"] = std::string(to_string(c.memory.allocator));
+  // Only when not the default (or for the schema): runs from before the key keep their resolved
+  // config, so their checkpoints' config_hash still matches on --resume.
+  if (c.memory.allocator != memory::AllocatorMode::kCaching || every_key) {
+    memory["allocator"] = std::string(to_string(c.memory.allocator));
+  }
   root["memory"] = memory;
 
   YAML::Node run(YAML::NodeType::Map);
