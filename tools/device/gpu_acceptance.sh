@@ -26,13 +26,15 @@
 #   allocators  memory.allocator caching against async (cudaMallocAsync) on arxiv: SAGE [15,10,5]
 #             batches and the full-batch GCN, each twice in alternating order (epoch time, in-use
 #             peak, the driver's peak, driver calls, params_checksum)
-# Usage: bash tools/device/gpu_acceptance.sh tests|sanitize|bench|allocators   (carry .deps; tests and bench
+#   placement  issue #14's GPU figures on arxiv SAGE: features host / device / cache / float16
+#             (epoch time, bytes moved, cache hits) and resident against layer-wise evaluation
+# Usage: bash tools/device/gpu_acceptance.sh tests|sanitize|bench|allocators|placement   (carry .deps; tests and bench
 #        need cora and ogbn-arxiv: bash tools/device/prepare.sh cora ogbn-arxiv here first).
 #        Results go to $OUT.
 set -uo pipefail
 started=$SECONDS
 root=$(cd "$(dirname "$0")/../.." && pwd)
-phase=${1:?usage: gpu_acceptance.sh tests|sanitize|bench|allocators}
+phase=${1:?usage: gpu_acceptance.sh tests|sanitize|bench|allocators|placement}
 out=${OUT:-/tmp/gnnpipe-out}
 mkdir -p "$out"
 build_dir=${BUILD_DIR:-$root/build-device}
@@ -62,7 +64,7 @@ else
       BUILD_TARGETS=gnnpipe_gpu_tests device_build "$build_dir" ||
         { echo "gpu_acceptance: build failed (see $out/build.log)"; exit 1; }
       ;;
-    bench|allocators)
+    bench|allocators|placement)
       if [ ! -x "$gnnpipe" ]; then
         device_build "$build_dir" || { echo "gpu_acceptance: build failed (see $out/build.log)"; exit 1; }
       fi
@@ -219,5 +221,37 @@ case "$phase" in
       done
     done
     ;;
-  *) echo "gpu_acceptance: unknown phase '$phase' (tests | sanitize | bench | allocators)"; exit 2 ;;
+  placement)
+    # Issue #14 on the GPU: the arxiv SAGE bench's training epochs with the features on the host,
+    # on the device, in a cache (a 320 MiB limit: not every row fits beside the batches) and as
+    # float16; then its evaluation with the whole graph's block resident against layer-wise chunks.
+    # One line each: epoch time, bytes gathered on the host, copied, gathered on the device, cache
+    # hits and misses, in-use peak, params_checksum (equal across placements of one dtype).
+    common=(--set run.device=cuda:0 --set pipeline.sampler_threads=14 --set pipeline.staging_slots=16)
+    variants=(
+      "host:memory.features=host"
+      "device:memory.features=device"
+      "cache320:memory.features=cache,memory.limit=320MiB"
+      "fp16_device:memory.features=device,dataset.feature_dtype=float16"
+      "fp16_host:memory.features=host,dataset.feature_dtype=float16"
+      "eval_resident:pipeline.eval_graph=resident,pipeline.eval_every=1"
+      "eval_layerwise:pipeline.eval_graph=layerwise,pipeline.eval_every=1"
+    )
+    for variant in "${variants[@]}"; do
+      name=placement_${variant%%:*}
+      sets=()
+      IFS=, read -ra pairs <<< "${variant#*:}"
+      for pair in "${pairs[@]}"; do sets+=(--set "$pair"); done
+      case $name in placement_eval_*) epochs=2 ;; *) epochs=${PLACEMENT_EPOCHS:-4}; sets+=(--set pipeline.eval_every=1000) ;; esac
+      timeout 150 "$gnnpipe" run "$root/configs/bench_arxiv_sage.yaml" --data-dir "$data" --out "$out/runs/$name" \
+        "${common[@]}" --set run.epochs="$epochs" "${sets[@]}" > "$out/$name.log" 2>&1
+      rc=$?
+      summary=$out/runs/$name/summary.json
+      if [ "$rc" -ne 0 ] || [ ! -f "$summary" ]; then
+        echo "$name: exit $rc (see $name.log)"; tail -3 "$out/$name.log"; continue
+      fi
+      echo "$name: $(grep -oE '"(epoch_time_s|eval|host_gathered_bytes|copied_bytes|device_gathered_bytes|cache_hit_rows|cache_miss_rows|peak_device_bytes|params_checksum)": *("[^"]*"|[0-9.eE+-]+)' "$summary" | tr '\n' ' ')"
+    done
+    ;;
+  *) echo "gpu_acceptance: unknown phase '$phase' (tests | sanitize | bench | allocators | placement)"; exit 2 ;;
 esac
