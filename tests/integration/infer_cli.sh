@@ -7,6 +7,7 @@
 # Learned node embeddings (model.embedding) round-trip through the checkpoint into infer; a
 # multi-label model's infer reports the run's F1 scores and writes the 0/1 predictions. The async
 # allocator infers the same chunks within the same budget.
+# GNNPIPE_TEST_DEVICE (default cpu) runs it on another device (tools/device/gpu_acceptance.sh checkpoints).
 set -euo pipefail
 gnnpipe=$1
 tmp=$(mktemp -d)
@@ -18,7 +19,7 @@ model: {type: sage, layers: 2, hidden: 32, dropout: 0.3}
 sampler: {type: neighbor, fanouts: [5, 5], batch_size: 256}
 optimizer: {type: adam, lr: 0.01}
 pipeline: {mode: pipelined, sampler_threads: 2}
-run: {device: cpu, epochs: 6, seed: 1}
+run: {device: ${GNNPIPE_TEST_DEVICE:-cpu}, epochs: 6, seed: 1}
 YAML
 field() { grep -o "\"$2\": *[^,}]*" "$1" | head -1 | sed 's/.*: *//; s/"//g'; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -98,7 +99,7 @@ expect 3 "has a learned embedding, the config's model.embedding is 0" --checkpoi
 root=$(cd "$(dirname "$0")/../.." && pwd)
 data=${GNNPIPE_DATA_DIR:-$root/../shared/datasets}
 if [[ -e $data/blogcatalog ]]; then
-  ml=(--set model.embedding=16 --set run.epochs=3 --set model.hidden=16)
+  ml=(--set model.embedding=16 --set run.epochs=3 --set model.hidden=16 --set "run.device=${GNNPIPE_TEST_DEVICE:-cpu}")
   GNNPIPE_DATA_DIR=$data "$gnnpipe" run "$root/configs/blogcatalog_gcn.yaml" "${ml[@]}" --out "$tmp/ml" >"$tmp/ml.log" 2>&1 ||
     { cat "$tmp/ml.log" >&2; exit 1; }
   GNNPIPE_DATA_DIR=$data "$gnnpipe" infer "$root/configs/blogcatalog_gcn.yaml" "${ml[@]}" --checkpoint "$tmp/ml/checkpoints/best" \

@@ -5,6 +5,7 @@
 # finishes the step in flight, exits 5 naming the checkpoint, and resumes the same way. Also:
 # --resume with a changed key is refused naming it (exit 2), and without a checkpoint it is a data
 # error (exit 3).
+# GNNPIPE_TEST_DEVICE (default cpu) runs it on another device (tools/device/gpu_acceptance.sh checkpoints).
 set -euo pipefail
 gnnpipe=$1
 tmp=$(mktemp -d)
@@ -16,7 +17,7 @@ model: {type: sage, layers: 2, hidden: 32, dropout: 0.5}
 sampler: {type: neighbor, fanouts: [5, 5], batch_size: 256}
 optimizer: {type: adam, lr: 0.01}
 pipeline: {mode: pipelined, sampler_threads: 2}
-run: {device: cpu, epochs: 40, seed: 5}
+run: {device: ${GNNPIPE_TEST_DEVICE:-cpu}, epochs: 40, seed: 5}
 YAML
 checksum() { grep -o '"params_checksum": *"[0-9a-f]*"' "$1/summary.json" | grep -o '[0-9a-f]\{16\}'; }
 epoch_of() { grep -o '"epoch": *[0-9]*' "$1/checkpoints/last/manifest.json" 2>/dev/null | grep -o '[0-9]*$' || echo 0; }

@@ -28,13 +28,15 @@
 #             peak, the driver's peak, driver calls, params_checksum)
 #   placement  issue #14's GPU figures on arxiv SAGE: features host / device / cache / float16
 #             (epoch time, bytes moved, cache hits) and resident against layer-wise evaluation
-# Usage: bash tools/device/gpu_acceptance.sh tests|sanitize|bench|allocators|placement   (carry .deps; tests and bench
+#   checkpoints  issue #15's integration scripts (resume after SIGKILL/SIGTERM, infer) on cuda:0
+# Usage: bash tools/device/gpu_acceptance.sh tests|sanitize|bench|allocators|placement|checkpoints
+#        (carry .deps; tests and bench
 #        need cora and ogbn-arxiv: bash tools/device/prepare.sh cora ogbn-arxiv here first).
 #        Results go to $OUT.
 set -uo pipefail
 started=$SECONDS
 root=$(cd "$(dirname "$0")/../.." && pwd)
-phase=${1:?usage: gpu_acceptance.sh tests|sanitize|bench|allocators|placement}
+phase=${1:?usage: gpu_acceptance.sh tests|sanitize|bench|allocators|placement|checkpoints}
 out=${OUT:-/tmp/gnnpipe-out}
 mkdir -p "$out"
 build_dir=${BUILD_DIR:-$root/build-device}
@@ -64,7 +66,7 @@ else
       BUILD_TARGETS=gnnpipe_gpu_tests device_build "$build_dir" ||
         { echo "gpu_acceptance: build failed (see $out/build.log)"; exit 1; }
       ;;
-    bench|allocators|placement)
+    bench|allocators|placement|checkpoints)
       if [ ! -x "$gnnpipe" ]; then
         device_build "$build_dir" || { echo "gpu_acceptance: build failed (see $out/build.log)"; exit 1; }
       fi
@@ -253,5 +255,15 @@ case "$phase" in
       echo "$name: $(grep -oE '"(epoch_time_s|eval|host_gathered_bytes|copied_bytes|device_gathered_bytes|cache_hit_rows|cache_miss_rows|peak_device_bytes|params_checksum)": *("[^"]*"|[0-9.eE+-]+)' "$summary" | tr '\n' ' ')"
     done
     ;;
-  *) echo "gpu_acceptance: unknown phase '$phase' (tests | sanitize | bench | allocators | placement)"; exit 2 ;;
+  checkpoints)
+    # Issue #15 on the GPU: the integration scripts with every run on cuda:0 (checkpoints written
+    # from device parameters, SIGKILL and SIGTERM mid-run then --resume bitwise, infer with its
+    # copy stream at unlimited and tight budgets reproducing the run's accuracies).
+    for script in resume_after_kill infer_cli; do
+      GNNPIPE_TEST_DEVICE=cuda:0 GNNPIPE_DATA_DIR=$data timeout 240 bash "$root/tests/integration/$script.sh" "$gnnpipe" \
+        > "$out/$script.log" 2>&1
+      echo "$script on cuda:0: exit $? ($(tail -1 "$out/$script.log"))"
+    done
+    ;;
+  *) echo "gpu_acceptance: unknown phase '$phase' (tests | sanitize | bench | allocators | placement | checkpoints)"; exit 2 ;;
 esac
