@@ -50,7 +50,14 @@ GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_d
     const int64_t in = l == 0 ? in_dim : width_after(l - 1);
     const int64_t out = last ? out_dim : options.hidden_width(l);
     switch (options.type) {
-      case ModelType::kGcn: layers_.push_back(std::make_unique<GcnLayer<T>>(params_, in, out, l, ctx_)); break;
+      case ModelType::kGcn: {
+        // Layer 0 aggregates first ((A x) W) when its input is never dropped out and not learned,
+        // and the layer does not narrow: no more work or memory than x W first, and A x can be
+        // kept for as long as the caller's input is unchanged (input_tag; docs/ARCHITECTURE.md).
+        const bool aggregate_first = l == 0 && options.dropout_at(0) == 0 && options.embedding == 0 && in <= out;
+        layers_.push_back(std::make_unique<GcnLayer<T>>(params_, in, out, l, ctx_, aggregate_first));
+        break;
+      }
       case ModelType::kSage: layers_.push_back(std::make_unique<SageLayer<T>>(params_, in, out, l, ctx_)); break;
       case ModelType::kGat: {
         GatShape shape{in, last ? 1 : int64_t{options.heads}, out, last ? false : options.concat_heads,
@@ -94,16 +101,16 @@ void GnnModel<T>::activate_backward(MatrixView<const T> y, MatrixView<T> dz) con
 template <class T>
 MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> blocks, MatrixView<const T> x,
                                          std::span<const graph::NodeId> row_ids, bool training,
-                                         core::RngKey dropout_key) {
+                                         core::RngKey dropout_key, uint64_t input_tag) {
   GNNPIPE_CHECK(blocks.size() == layers_.size(), "{} blocks for a {}-layer model", blocks.size(), layers_.size());
   GNNPIPE_CHECK(!training || static_cast<int64_t>(row_ids.size()) == x.rows,
                 "forward: training needs the global id of every input row: {} ids for {} rows", row_ids.size(), x.rows);
   training_ = training;
   first_input_sparse_ = false;
-  const T p = static_cast<T>(options_.dropout);
   MatrixView<const T> h = has_embedding() ? embed(x, row_ids) : x;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const graph::Block& block = *blocks[l];
+    const T p = static_cast<T>(options_.dropout_at(l));
     // This layer's input rows (its block's sources) are the first h.rows nodes of the batch.
     std::span<const graph::NodeId> ids;
     if (training) {
@@ -112,9 +119,12 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
       ids = row_ids.first(static_cast<std::size_t>(h.rows));
     }
     const MatrixView<T> z = outputs_[l].matrix(ctx_, block.num_dst, layers_[l]->out_dim());
-    const LayerContext context{training, dropout_key.with(l).with(1), ids};
+    const bool dropped = training && p > T{0} && (l == 0 || !chained_);
+    // The caller's tag reaches layer 0 only while its input is the caller's x as it is.
+    const uint64_t tag = l == 0 && !dropped && !has_embedding() ? input_tag : 0;
+    const LayerContext context{training, dropout_key.with(l).with(1), ids, tag};
     input_views_[l] = h;
-    if (training && p > T{0} && (l == 0 || !chained_)) {
+    if (dropped) {
       const MatrixView<T> a = inputs_[l].matrix(ctx_, h.rows, h.cols);
       // Layer 0's mask is never read (backward forms no input gradient there) unless the input is a
       // learned embedding: otherwise none is kept, and on the CPU sparse features take a sparse
@@ -190,7 +200,6 @@ void GnnModel<T>::release_arrays() {
 
 template <class T>
 void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits) {
-  const T p = static_cast<T>(options_.dropout);
   // grad_/next_ are members so their memory is reused by every backward (no allocation per step).
   // They alternate through pointers local to this call, so every call uses them in the same way
   // (grad_ for dlogits and the even steps down, next_ for the odd ones): the memory governor's
@@ -214,6 +223,7 @@ void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixVi
     }
     const MatrixView<T> da = spare->matrix(ctx_, block.num_src, layers_[l]->in_dim());  // overwritten by backward
     layers_[l]->backward(block, dz, da);
+    const T p = static_cast<T>(options_.dropout_at(l));
     if (training_ && p > T{0} && (l == 0 || !chained_)) ops::dropout_backward<T>(ctx_, masks_[l].data(), p, da, da);
     if (l == 0) {
       // The input rows are the table's rows embedded_ids_ (distinct): their gradients add into its gradient.
@@ -229,12 +239,11 @@ template <class T>
 std::vector<std::size_t> GnnModel<T>::training_arrays(std::span<const BlockShape> shapes, bool training) const {
   GNNPIPE_CHECK(shapes.size() == layers_.size(), "{} block shapes for a {}-layer model", shapes.size(), layers_.size());
   const auto t = [](int64_t elements) { return static_cast<std::size_t>(elements) * sizeof(T); };
-  const bool dropout = training && options_.dropout > 0;
   std::vector<std::size_t> bytes;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     const BlockShape& s = shapes[l];
     const int64_t in = layers_[l]->in_dim();
-    const bool dropped = dropout && (l == 0 || !chained_);
+    const bool dropped = training && options_.dropout_at(l) > 0 && (l == 0 || !chained_);
     bytes.push_back(dropped ? t(s.num_src * in) : 0);                                  // inputs_[l]
     bytes.push_back(dropped && keeps_mask(l) ? dropout_mask_bytes(s.num_src, in) : 0);         // masks_[l]: bits
     bytes.push_back(t(s.num_dst * layers_[l]->out_dim()));                              // outputs_[l]

@@ -85,6 +85,21 @@ TEST_CASE("missing sections take the modules' defaults", "[config]") {
   CHECK(c.run.patience == 0);
 }
 
+TEST_CASE("model.input_dropout: the first layer's input, model.dropout when unset, written only when set", "[config]") {
+  const auto unset = with("model: {dropout: 0.4}");
+  CHECK_FALSE(unset.model.input_dropout.has_value());
+  CHECK(unset.model.dropout_at(0) == 0.4);
+  CHECK(unset.model.dropout_at(1) == 0.4);
+  const YAML::Node& unset_resolved = unset.resolved;
+  CHECK_FALSE(unset_resolved["model"]["input_dropout"].IsDefined());  // configs from before the key hash as they did
+  const auto set = with("model: {dropout: 0.4, input_dropout: 0}");
+  CHECK(set.model.dropout_at(0) == 0.0);
+  CHECK(set.model.dropout_at(2) == 0.4);
+  const YAML::Node& set_resolved = set.resolved;
+  CHECK(set_resolved["model"]["input_dropout"].as<double>() == 0.0);
+  CHECK_THROWS_WITH(with("model: {input_dropout: 1.0}"), Catch::Contains("model.input_dropout: must be in [0, 1), got 1"));
+}
+
 TEST_CASE("the type-specific keys: attention models and optimizers", "[config]") {
   const auto gat = with("model: {type: gat, heads: 4, concat_heads: false, attention_dropout: 0.1, activation: elu}");
   CHECK(gat.model.type == models::ModelType::kGat);

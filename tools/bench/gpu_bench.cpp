@@ -4,7 +4,8 @@
 //             32..256, with gnnpipe's kernel and cuSPARSE; "effective" bandwidth counts every byte an
 //             edge-by-edge SpMM touches: offsets, ids and weights once, one x row per edge, one y row
 //             per node (cache hits make the true DRAM traffic lower)
-//   gcn       full-batch training epochs of a GCN (forward + loss + backward + Adam, no dropout)
+//   gcn       full-batch training epochs of a GCN (forward + loss + backward + Adam, no dropout; the
+//             first layer's A x computed once, and aggregated every epoch)
 //             on random features, both SpMM implementations, TF32 off and on
 //   ops       the epoch's ops one by one at its shapes (GEMMs, SpMMs, bias, ReLU, loss, Adam): where
 //             the GCN epoch's time goes
@@ -136,7 +137,11 @@ void gcn_bench(const Args& a, const graph::Block& host_block, const std::vector<
   std::iota(ids_host.begin(), ids_host.end(), graph::NodeId{0});
   core::Buffer<graph::NodeId> ids(ids_host.size(), core::MemoryKind::kDevice, stream.device());
   core::copy_from_host_sync(ids.data(), ids_host.data(), ids.bytes(), stream);
+  // The first layer aggregates first (no input dropout, in <= out): `reuse` passes the resident
+  // batch's input tag, so A x is computed once (as a resident full batch trains); without it A x
+  // is aggregated again every epoch (what a batch moved every epoch does).
   for (const bool tf32 : {false, true}) {
+    for (const bool reuse : {true, false})
     for (const auto impl : {models::SpmmImpl::kKernel, models::SpmmImpl::kCusparse}) {
       memory::CachingAllocator allocator(stream.device(), std::size_t{64} << 30);
       const models::OpContext ctx(stream, {.allow_tf32 = tf32, .spmm = impl}, &allocator);
@@ -155,7 +160,7 @@ void gcn_bench(const Args& a, const graph::Block& host_block, const std::vector<
       const auto epoch = [&] {
         model.params().zero_grad(ctx);
         const auto logits =
-            model.forward(blocks, {x.data(), n, a.features}, {ids.data(), ids.size()}, true, core::RngKey{});
+            model.forward(blocks, {x.data(), n, a.features}, {ids.data(), ids.size()}, true, core::RngKey{}, reuse ? 1 : 0);
         const auto d = dlogits.matrix(ctx, logits.rows, logits.cols);
         models::ops::log_softmax_nll<float>(ctx, logits, {labels.data(), labels.size()}, {rows.data(), rows.size()}, {},
                                             d, scratch.ensure(ctx, rows.size()), loss.ensure(ctx, 1));
@@ -165,9 +170,11 @@ void gcn_bench(const Args& a, const graph::Block& host_block, const std::vector<
       const double ms = time_ms(stream, a.warmup, a.reps, epoch);
       std::printf("%s\n", fmt::format(R"({{"bench":"gcn_fullbatch","gpu":"{}","graph":"{}","nodes":{},"edges":{},)"
                                        R"("features":{},"hidden":{},"layers":{},"spmm":"{}","tf32":{},"epoch_ms":{:.3f},)"
-                                       R"("peak_device_bytes":{}}})",
+                                       R"("first_layer":"{}","peak_device_bytes":{}}})",
                                        gpu, graph_name, n, host_block.num_edges(), a.features, a.hidden, a.layers,
-                                       models::to_string(impl), tf32, ms, allocator.stats().peak_in_use_bytes)
+                                       models::to_string(impl), tf32, ms,
+                                       a.features <= a.hidden ? (reuse ? "A x once" : "A x every epoch") : "x W first",
+                                       allocator.stats().peak_in_use_bytes)
                               .c_str());
     }
   }

@@ -92,6 +92,8 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
     model["hidden"] = flow_list(c.model.hidden_widths);
   }
   model["dropout"] = number(c.model.dropout);
+  // Only when set (or for the schema): runs from before the key resolve and hash as they did.
+  if (c.model.input_dropout || every_key) model["input_dropout"] = number(c.model.input_dropout.value_or(c.model.dropout));
   model["embedding"] = c.model.embedding;
   model["activation"] = std::string(to_string(c.model.activation));
   if (models::has_attention(c.model.type) || every_key) model["heads"] = c.model.heads;

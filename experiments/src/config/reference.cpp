@@ -82,6 +82,9 @@ const std::vector<KeyDoc>& key_docs() {
       {"model.hidden", "integer or list of integers", kAll,
        "Hidden width (per head for gat), or each hidden layer's width: [256, 32] (model.layers - 1 entries)."},
       {"model.dropout", "number", kAll, "Dropout probability of each layer's input, in [0, 1)."},
+      {"model.input_dropout", "number", kAll,
+       "The first layer's input (the features) instead of model.dropout; unset: model.dropout. 0 (OGB's GCN) lets a "
+       "GCN whose first layer widens or keeps the width aggregate the features once per resident batch."},
       {"model.embedding", "integer", kAll,
        "0: the dataset's features are the input. N > 0: a learned N-wide embedding of every node is the input instead "
        "(trained with the model; for graphs without features, e.g. BlogCatalog); the features are not read."},

@@ -92,6 +92,10 @@ models::ModelOptions parse_model_section(ConfigMap s) {
   }
   o.dropout = s.get("dropout", o.dropout);
   check_fraction(s, "dropout", o.dropout);
+  if (auto input = s.get_optional<double>("input_dropout")) {
+    o.input_dropout = *input;
+    check_fraction(s, "input_dropout", *o.input_dropout);
+  }
   o.embedding = s.get("embedding", o.embedding);
   check_at_least(s, "embedding", o.embedding, 0);
   o.activation = parse_activation(s.get("activation", std::string(to_string(o.activation))), s.key_path("activation"));

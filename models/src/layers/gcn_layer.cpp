@@ -7,17 +7,43 @@
 namespace gnnpipe::models {
 
 template <class T>
-GcnLayer<T>::GcnLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, int index, const OpContext& ctx)
+GcnLayer<T>::GcnLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, int index, const OpContext& ctx,
+                      bool aggregate_first)
     : params_(params),
       ctx_(ctx),
       in_(in_dim),
       out_(out_dim),
       weight_(params.add(fmt::format("layer{}.weight", index), in_dim, out_dim, index)),
-      bias_(params.add(fmt::format("layer{}.bias", index), 1, out_dim, index, Init::kZeros)) {}
+      bias_(params.add(fmt::format("layer{}.bias", index), 1, out_dim, index, Init::kZeros)),
+      aggregate_first_(aggregate_first) {}
 
 template <class T>
-void GcnLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, const LayerContext&) {
-  forward_input(block, LayerInput<T>::of(x), y);
+void GcnLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y,
+                          const LayerContext& context) {
+  if (aggregate_first_) {
+    forward_aggregated(block, x, y, context.input_tag);
+  } else {
+    forward_input(block, LayerInput<T>::of(x), y);
+  }
+}
+
+template <class T>
+void GcnLayer<T>::forward_aggregated(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, uint64_t tag) {
+  GNNPIPE_CHECK(x.rows == block.num_src && x.cols == in_ && y.rows == block.num_dst && y.cols == out_,
+                "GCN layer {}->{}: input {}x{}, output {}x{} for a block of {} sources, {} destinations", in_, out_,
+                x.rows, x.cols, y.rows, y.cols, block.num_src, block.num_dst);
+  x_ = LayerInput<T>::of(x);
+  const Aggregated now{tag, x.data, block.num_src, block.num_dst, block.num_edges()};
+  const bool reuse = tag != 0 && aggregated_ == now;
+  reused_ = reuse;
+  const MatrixView<T> ax = h_.matrix(ctx_, block.num_dst, in_);  // the same shape keeps the memory and its contents
+  if (!reuse) {
+    aggregated_ = {};
+    ops::spmm<T>(ctx_, block, x, ax);
+    aggregated_ = now;  // a tag of 0 is never matched
+  }
+  ops::gemm<T>(ctx_, false, false, T{1}, ax, params_.value(weight_), T{0}, y);
+  ops::bias_add<T>(ctx_, y, params_.value(bias_));
 }
 
 template <class T>
@@ -27,6 +53,7 @@ void GcnLayer<T>::forward_sparse(const graph::Block& block, SparseRowsView<T> x,
 
 template <class T>
 void GcnLayer<T>::forward_input(const graph::Block& block, LayerInput<T> x, MatrixView<T> y) {
+  reused_ = false;
   GNNPIPE_CHECK(x.rows() == block.num_src && x.cols() == in_ && y.rows == block.num_dst && y.cols == out_,
                 "GCN layer {}->{}: input {}x{}, output {}x{} for a block of {} sources, {} destinations", in_, out_,
                 x.rows(), x.cols(), y.rows, y.cols, block.num_src, block.num_dst);
@@ -41,22 +68,34 @@ template <class T>
 void GcnLayer<T>::backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) {
   GNNPIPE_CHECK(!x_.is_sparse() || dx.data == nullptr, "GCN layer: no input gradient of a sparse input");
   ops::bias_grad_accumulate<T>(ctx_, dy, params_.grad(bias_));
+  if (aggregate_first_) {
+    GNNPIPE_CHECK(dx.data == nullptr, "GCN layer: aggregate_first forms no input gradient");
+    // dW += (A_hat x)^T dy, from the aggregated input the forward kept.
+    ops::gemm<T>(ctx_, true, false, T{1}, h_.view(block.num_dst, in_), dy, T{1}, params_.grad(weight_));
+    return;
+  }
   const MatrixView<T> dh = dh_.matrix(ctx_, block.num_src, out_);
   ops::spmm_backward<T>(ctx_, block, dy, dh);
   x_.transposed_times_add(ctx_, dh, params_.grad(weight_));  // dW += x^T dh
   if (dx.data != nullptr) ops::gemm<T>(ctx_, false, true, T{1}, dh, params_.value(weight_), T{0}, dx);  // dx = dh W^T
 }
 
-// h_ [num_src x out] in forward, dh_ [num_src x out] in backward.
+// h_ [num_src x out] in forward, dh_ [num_src x out] in backward; aggregate_first: h_ holds
+// A_hat x [num_dst x in], dh_ is not used.
 template <class T>
 void GcnLayer<T>::training_arrays(const BlockShape& s, bool, bool, std::vector<std::size_t>& bytes) const {
+  if (aggregate_first_) {
+    bytes.push_back(static_cast<std::size_t>(s.num_dst * in_) * sizeof(T));
+    bytes.push_back(0);
+    return;
+  }
   bytes.push_back(static_cast<std::size_t>(s.num_src * out_) * sizeof(T));
   bytes.push_back(static_cast<std::size_t>(s.num_src * out_) * sizeof(T));
 }
 
 template <class T>
 void GcnLayer<T>::inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const {
-  bytes.push_back(static_cast<std::size_t>(s.num_src * out_) * sizeof(T));
+  bytes.push_back(static_cast<std::size_t>(aggregate_first_ ? s.num_dst * in_ : s.num_src * out_) * sizeof(T));
   bytes.push_back(0);
 }
 

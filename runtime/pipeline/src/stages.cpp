@@ -673,9 +673,12 @@ void Stages::run_part(const Item& item, const BatchLayout& layout, std::byte* ba
   const auto blocks = graph::layer_blocks(view.blocks, s_.model.num_layers(), item.spec.index);
   // Every part draws its dropout from the batch's key: masks are keyed by global node id, so the
   // parts together draw exactly the unsplit batch's masks.
+  // The resident batch's blocks and input rows are the same every epoch: tag 1 lets the model's
+  // first layer reuse what it derived from them (GnnModel::forward).
+  const uint64_t input_tag = item.resident || item.becomes_resident ? 1 : 0;
   const auto logits = s_.model.forward(
       blocks, input_rows(layout, view, train_ctx_, gathered_), view.input_nodes, true,
-      core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)}));
+      core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)}), input_tag);
   const auto dlogits = dlogits_.matrix(train_ctx_, logits.rows, logits.cols);
   double* target = parts > 1 ? part_losses_.data() + part : loss;
   double* scratch = loss_scratch_.ensure(train_ctx_, view.loss_rows.size());

@@ -52,17 +52,22 @@ TEST_CASE("training_arrays predicts the bytes a training step holds, batch after
     for (float& v : m.flat()) v = static_cast<float>(2 * rng.uniform() - 1);
     return m;
   }();
-  // (type, heads concatenated, learned embedding width: 0 reads the features)
-  for (const auto& [type, concat, embedding] : std::vector<std::tuple<models::ModelType, bool, int>>{
-           {models::ModelType::kGcn, true, 0}, {models::ModelType::kSage, true, 0}, {models::ModelType::kGat, true, 0},
-           {models::ModelType::kGat, false, 0}, {models::ModelType::kGgnn, true, 0}, {models::ModelType::kGaan, true, 0},
-           {models::ModelType::kSage, true, 7}, {models::ModelType::kGgnn, true, 5}}) {
-    INFO("model " << models::to_string(type) << (concat ? "" : " (heads averaged)") << ", embedding " << embedding);
+  // (type, heads concatenated, learned embedding width: 0 reads the features, input dropout: -1 for
+  // model.dropout; GCN with 0 aggregates its 9 input columns first, 9 <= 12)
+  for (const auto& [type, concat, embedding, input_dropout] : std::vector<std::tuple<models::ModelType, bool, int, double>>{
+           {models::ModelType::kGcn, true, 0, -1}, {models::ModelType::kSage, true, 0, -1},
+           {models::ModelType::kGat, true, 0, -1}, {models::ModelType::kGat, false, 0, -1},
+           {models::ModelType::kGgnn, true, 0, -1}, {models::ModelType::kGaan, true, 0, -1},
+           {models::ModelType::kSage, true, 7, -1}, {models::ModelType::kGgnn, true, 5, -1},
+           {models::ModelType::kGcn, true, 0, 0.0}}) {
+    INFO("model " << models::to_string(type) << (concat ? "" : " (heads averaged)") << ", embedding " << embedding
+                  << ", input dropout " << input_dropout);
     const core::Stream stream(core::Device::cpu());
     memory::CachingAllocator allocator(core::Device::cpu(), std::size_t{1} << 30);
     const models::OpContext ctx(stream, {}, &allocator);
     models::ModelOptions mo = options_of(type, concat);
     mo.embedding = embedding;
+    if (input_dropout >= 0) mo.input_dropout = input_dropout;
     models::GnnModel<float> model(mo, embedding > 0 ? 0 : features, classes, 3, ctx, embedding > 0 ? 3000 : 0);
     const std::size_t resident = allocator.stats().in_use_bytes;  // parameters and gradients
     memory::GrowOnlyFootprint footprint;
@@ -94,13 +99,17 @@ TEST_CASE("training_arrays predicts the bytes a training step holds, batch after
 
 TEST_CASE("inference_arrays predicts the bytes of infer_layer", "[models][footprint]") {
   core::Rng rng(8, {2});
-  for (models::ModelType type : {models::ModelType::kGcn, models::ModelType::kSage, models::ModelType::kGat,
-                                  models::ModelType::kGgnn, models::ModelType::kGaan}) {
-    INFO(models::to_string(type));
+  // The last GCN has no input dropout: its first layer aggregates first (7 <= 12 columns).
+  for (const auto& [type, aggregate_first] : std::vector<std::pair<models::ModelType, bool>>{
+           {models::ModelType::kGcn, false}, {models::ModelType::kSage, false}, {models::ModelType::kGat, false},
+           {models::ModelType::kGgnn, false}, {models::ModelType::kGaan, false}, {models::ModelType::kGcn, true}}) {
+    INFO(models::to_string(type) << (aggregate_first ? " aggregating first" : ""));
     const core::Stream stream(core::Device::cpu());
     memory::CachingAllocator allocator(core::Device::cpu(), std::size_t{1} << 30);
     const models::OpContext ctx(stream, {}, &allocator);
-    models::GnnModel<float> model(options_of(type, true), 7, 3, 3, ctx);
+    models::ModelOptions mo = options_of(type, true);
+    if (aggregate_first) mo.input_dropout = 0.0;
+    models::GnnModel<float> model(mo, 7, 3, 3, ctx);
     const std::size_t resident = allocator.stats().in_use_bytes;
     memory::GrowOnlyFootprint footprint;
     for (int round = 0; round < 2; ++round) {

@@ -16,6 +16,7 @@
 #include "gnnpipe/models/layers/sage_layer.hpp"
 #include "model_helpers.hpp"
 #include "reference_layers.hpp"
+#include "sampler_helpers.hpp"
 
 using namespace gnnpipe;
 using models::MatrixView;
@@ -82,6 +83,71 @@ void check_layer_against_reference(const char* prefix, graph::BlockNorm norm,
 TEST_CASE("GCN layer matches PyG's GCNConv outputs and gradients (reference/layers.npz)", "[models][layers]") {
   check_layer_against_reference<models::GcnLayer<double>>(
       "gcn", graph::BlockNorm::kGcn, {{"weight", "lin.weight"}, {"bias", "bias"}});
+}
+
+TEST_CASE("GCN layer aggregating first ((A x) W) matches PyG's GCNConv outputs and parameter gradients",
+          "[models][layers]") {
+  GNNPIPE_REQUIRE_REFERENCE(layers_npz, "layers.npz");
+  const std::filesystem::path dir = layers_npz.parent_path();
+  Reference ref{graph::io::NpzArchive::open(dir / "layers.npz")};
+  const graph::Block block = graph::full_graph_block(reference_graph(dir), graph::BlockNorm::kGcn);
+  models::ParamStore<double> store;
+  models::GcnLayer<double> layer(store, 6, 5, 0, models::OpContext::host(), /*aggregate_first=*/true);
+  CHECK(layer.aggregate_first());
+  set_transposed(store.value(0), ref.get("gcn.param.lin.weight"));
+  const std::vector<double> bias = ref.get("gcn.param.bias");
+  std::copy(bias.begin(), bias.end(), store.value(1).data);
+  std::vector<double> x = ref.get("x");
+  std::vector<double> y(40 * 5);
+  layer.forward(block, MatrixView<const double>{x.data(), 40, 6}, MatrixView<double>{y.data(), 40, 5}, {});
+  expect_close(y, ref.get("gcn.out"), "output");
+  const std::vector<double> r = ref.get("gcn.R");
+  store.zero_grad();
+  layer.backward(block, MatrixView<const double>{r.data(), 40, 5}, MatrixView<double>{nullptr, 40, 6});
+  expect_transposed(store.grad(0), ref.get("gcn.grad.lin.weight"), "weight");
+  const std::vector<double> g = ref.get("gcn.grad.bias");
+  expect_close(std::vector<double>(store.grad(1).data, store.grad(1).data + g.size()), g, "bias");
+  // It forms no input gradient.
+  std::vector<double> dx(40 * 6);
+  CHECK_THROWS_WITH(layer.backward(block, MatrixView<const double>{r.data(), 40, 5}, MatrixView<double>{dx.data(), 40, 6}),
+                    Catch::Contains("aggregate_first forms no input gradient"));
+}
+
+TEST_CASE("GCN layer aggregating first reuses A x only for a forward with the same nonzero tag, input and block",
+          "[models][layers]") {
+  core::Rng rng(3, {});
+  const graph::Block block = graph::full_graph_block(test::random_graph(50, 300, 4), graph::BlockNorm::kGcn);
+  const graph::Block other = graph::full_graph_block(test::random_graph(50, 200, 5), graph::BlockNorm::kGcn);
+  models::ParamStore<double> store;
+  models::GcnLayer<double> layer(store, 4, 6, 0, models::OpContext::host(), /*aggregate_first=*/true);
+  for (double& w : store.values()) w = 2 * rng.uniform_double() - 1;
+  auto x = test::random_matrix(rng, 50, 4);
+  const auto forward = [&](const graph::Block& b, uint64_t tag) {
+    std::vector<double> y(50 * 6);
+    models::LayerContext context;
+    context.input_tag = tag;
+    layer.forward(b, x.cview(), MatrixView<double>{y.data(), 50, 6}, context);
+    return y;
+  };
+  const std::vector<double> first = forward(block, 7);
+  // The caller broke its promise (x changed under the same tag): the reused A x shows it.
+  for (double& v : x.flat()) v += 1.0;
+  CHECK(forward(block, 7) == first);
+  const std::vector<double> fresh = forward(block, 8);  // another tag: aggregated again
+  CHECK(fresh != first);
+  CHECK(forward(block, 0) == fresh);                    // tag 0: always aggregated again
+  CHECK(forward(block, 0) == fresh);
+  for (double& v : x.flat()) v -= 1.0;
+  CHECK(forward(block, 0) == first);                    // ... so the restored x is seen
+  CHECK(forward(other, 0) != first);                    // another block
+  const std::vector<double> tagged = forward(block, 9);
+  CHECK(tagged == first);
+  for (double& v : x.flat()) v += 1.0;
+  CHECK(forward(other, 9) != tagged);                   // same tag, another block: aggregated again
+  CHECK(forward(block, 9) == fresh);
+  layer.release_arrays();                               // the governor's trim forgets A x
+  for (double& v : x.flat()) v -= 1.0;
+  CHECK(forward(block, 9) == first);
 }
 
 TEST_CASE("SAGE layer matches PyG's SAGEConv (mean) outputs and gradients (reference/layers.npz)", "[models][layers]") {
@@ -162,6 +228,36 @@ TEST_CASE("a whole model's parameter gradients pass a finite-difference check, d
     const auto check = test::check_model_gradient(model, blocks, x.cview(), ids, r, key);
     INFO("worst index " << check.worst << ": numeric " << check.numeric << ", analytic " << check.analytic);
     CHECK(check.max_error < 1e-6);
+  }
+}
+
+TEST_CASE("a GCN without input dropout (its first layer aggregating first) passes a finite-difference check",
+          "[models][layers]") {
+  for (int layers : {1, 2, 3}) {
+    INFO("layers " << layers);
+    core::Rng rng(9, {});
+    const graph::Block block = graph::full_graph_block(test::random_graph(30, 90, 6), graph::BlockNorm::kGcn);
+    models::ModelOptions options;
+    options.type = models::ModelType::kGcn;
+    options.layers = layers;
+    options.hidden = 6;        // 4 input columns, widened: the first layer aggregates first
+    options.dropout = 0.3;     // on the hidden layers' inputs
+    options.input_dropout = 0.0;
+    models::GnnModel<double> model(options, 4, 6, 11);  // 6 classes: a 1-layer model also widens
+    for (double& w : model.params().values()) w = 2 * rng.uniform_double() - 1;
+    const auto x = test::random_matrix(rng, 30, 4);
+    const auto r = test::random_matrix(rng, 30, 6);
+    const std::vector<const graph::Block*> blocks(static_cast<std::size_t>(layers), &block);
+    std::vector<graph::NodeId> ids(30);
+    std::iota(ids.begin(), ids.end(), 0);
+    const auto check = test::check_model_gradient(model, blocks, x.cview(), ids, r, core::rng_key(1, {2}));
+    INFO("worst index " << check.worst << ": numeric " << check.numeric << ", analytic " << check.analytic);
+    CHECK(check.max_error < 1e-6);
+    // A second forward with the same tag reuses A x: the same logits.
+    const auto a = model.forward(blocks, x.cview(), ids, true, core::rng_key(1, {2}), 5);
+    const std::vector<double> logits(a.data, a.data + a.size());
+    const auto b = model.forward(blocks, x.cview(), ids, true, core::rng_key(1, {2}), 5);
+    CHECK(std::vector<double>(b.data, b.data + b.size()) == logits);
   }
 }
 

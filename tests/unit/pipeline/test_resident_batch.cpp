@@ -88,6 +88,31 @@ TEST_CASE("resident: a full batch is moved once, trains as if moved every epoch,
   }
 }
 
+TEST_CASE("resident: a GCN without input dropout aggregates its features once, with the parameters of every epoch",
+          "[pipeline]") {
+  // 12 feature columns into 16 hidden: the first layer aggregates first; a resident batch keeps
+  // A x from epoch 1, a moved one aggregates it again every epoch.
+  test::TempDir dir;
+  const std::vector<std::string> sets{"model.input_dropout=0", "model.dropout=0.5"};
+  for (const char* mode : {"sequential", "pipelined"}) {
+    INFO("mode " << mode);
+    bool kept_reused = false, moved_reused = true;
+    experiments::TrainOptions kept_options, moved_options;
+    kept_options.on_trained = [&](const models::GnnModel<float>& m) { kept_reused = m.first_input_reused(); };
+    moved_options.on_trained = [&](const models::GnnModel<float>& m) { moved_reused = m.first_input_reused(); };
+    std::vector<std::string> kept_sets = sets, moved_sets = sets;
+    kept_sets.push_back(std::string("pipeline.mode=") + mode);
+    moved_sets.insert(moved_sets.end(), {std::string("pipeline.mode=") + mode, "pipeline.resident=off"});
+    const Run kept = test::run_experiment(kBase, kept_sets, dir / (std::string("agg-kept-") + mode), kept_options);
+    const Run moved = test::run_experiment(kBase, moved_sets, dir / (std::string("agg-moved-") + mode), moved_options);
+    CHECK(items(kept, "transfer") == 1);
+    CHECK(kept_reused);
+    CHECK_FALSE(moved_reused);
+    CHECK(kept.summary["params_checksum"] == moved.summary["params_checksum"]);
+    CHECK(column(kept, 1) == column(moved, 1));
+  }
+}
+
 TEST_CASE("resident: Cluster-GCN with every part in one batch is kept, with smaller groups it is not", "[pipeline]") {
   test::TempDir dir;
   const std::string cache = "cache_dir: " + (dir / "cache").string();

@@ -52,8 +52,12 @@ class GnnModel {
   // masks by batch position); ignored otherwise (may be empty). With an embedding, x has no
   // columns and the input rows are the table's rows row_ids (empty: rows 0..x.rows-1, also when
   // not training); the ids must then be distinct and stay valid until backward().
+  // `input_tag` (0: none): a nonzero tag promises that x and blocks[0] hold exactly what they held
+  // in the last forward given the same tag (a batch resident on the device, features included), so
+  // layer 0 may reuse what it computed from them then (GcnLayer's aggregated input).
   MatrixView<const T> forward(std::span<const graph::Block* const> blocks, MatrixView<const T> x,
-                              std::span<const graph::NodeId> row_ids, bool training, core::RngKey dropout_key);
+                              std::span<const graph::NodeId> row_ids, bool training, core::RngKey dropout_key,
+                              uint64_t input_tag = 0);
   // Inference through layer l alone, without dropout: y = act(layer_l(block, x)) for l < L - 1 and
   // the logits for the last layer; y is [block.num_dst x layer_out_dim(l)]. The building block of
   // layer-wise full-neighbor inference (all nodes through layer 0 in chunks, then layer 1, ...).
@@ -69,6 +73,8 @@ class GnnModel {
   // Whether the last forward gave the first layer its dropped input in CSR form (training on the
   // CPU with dropout, sparse features, a layer that takes it: ops/sparse_input.hpp).
   bool first_input_sparse() const { return first_input_sparse_; }
+  // Whether the last forward's first layer reused what it derived from an input of the same tag.
+  bool first_input_reused() const { return layers_.front()->reused_input(); }
 
   // Accumulates parameter gradients for d(loss)/d(logits) of the last forward.
   void backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits);

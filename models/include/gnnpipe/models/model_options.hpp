@@ -2,6 +2,7 @@
 // The `model:` section of an experiment (DESIGN §5) as plain options with in-class defaults;
 // experiments/ fills it from YAML. Names (to_string) are the YAML spellings.
 #include <cstddef>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -18,6 +19,9 @@ struct ModelOptions {
   // hidden layer is `hidden` wide. (`hidden` then holds the first entry.)
   std::vector<int> hidden_widths;
   double dropout = 0.5;                  // on layer inputs, in [0, 1)
+  // model.input_dropout: the first layer's input (the features) instead, in [0, 1); unset: dropout.
+  // OGB's GCN drops hidden layers' inputs only (input_dropout: 0).
+  std::optional<double> input_dropout;
   Activation activation = Activation::kRelu;
   // Attention models only (gat, gaan):
   int heads = 8;                         // >= 1
@@ -33,6 +37,9 @@ struct ModelOptions {
   int embedding = 0;
 
   bool operator==(const ModelOptions&) const = default;
+
+  // The dropout probability of layer l's input.
+  double dropout_at(std::size_t l) const { return l == 0 && input_dropout ? *input_dropout : dropout; }
 
   // The width of hidden layer l's output (0 <= l < layers - 1; per head for attention models).
   int hidden_width(int l) const {

@@ -2,6 +2,12 @@
 // GCN layer (Kipf & Welling): y = A_hat (x W) + b, with A_hat the block's GCN weights
 // (self-loops, deg^-1/2 on both ends: computed once on the graph side). The linear transform
 // runs first, so aggregation moves out_dim-wide rows (PyG's GCNConv order).
+// aggregate_first (a model's first layer with an input that is never dropped out, in <= out):
+// y = (A_hat x) W + b instead. With in <= out that aggregates rows no wider, keeps one
+// [num_dst x in] array (A_hat x, in h_'s memory) instead of two [num_src x out] ones, and backward
+// needs no SpMM (dW = (A_hat x)^T dy; no input gradient is formed). A forward whose
+// LayerContext::input_tag matches the last one's reuses A_hat x: a resident full batch aggregates
+// its features once per run, not twice per epoch.
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/layers/layer.hpp"
 #include "gnnpipe/models/layers/layer_input.hpp"
@@ -14,7 +20,10 @@ class GcnLayer final : public Layer<T> {
  public:
   // Registers layer<index>.weight [in x out] (Glorot) and layer<index>.bias [1 x out] (zeros), as
   // PyG's GCNConv initialises them. Ops run on `ctx` (which must outlive the layer).
-  GcnLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, int index, const OpContext& ctx = OpContext::host());
+  GcnLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, int index, const OpContext& ctx = OpContext::host(),
+           bool aggregate_first = false);
+  bool aggregate_first() const { return aggregate_first_; }
+  bool reused_input() const override { return reused_; }
   int64_t in_dim() const override { return in_; }
   int64_t out_dim() const override { return out_; }
   graph::BlockNorm block_norm() const override { return graph::BlockNorm::kGcn; }
@@ -27,6 +36,7 @@ class GcnLayer final : public Layer<T> {
   void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const override;
   void release_arrays() override {
     h_.release(ctx_.stream()); dh_.release(ctx_.stream());
+    aggregated_ = {};
   }
 
  private:
@@ -35,9 +45,20 @@ class GcnLayer final : public Layer<T> {
   int64_t in_, out_;
   std::size_t weight_, bias_;
   void forward_input(const graph::Block& block, LayerInput<T> x, MatrixView<T> y);
+  void forward_aggregated(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, uint64_t tag);
 
+  bool aggregate_first_;
   LayerInput<T> x_{};  // input of the last forward (owned by the caller until backward)
-  DeviceArray<T> h_, dh_;    // x W [num_src x out] and its gradient
+  DeviceArray<T> h_, dh_;    // x W [num_src x out] and its gradient; aggregate_first: A_hat x [num_dst x in], unused
+  // What h_ holds in aggregate_first mode: the tag, input and block shape it was computed from
+  // (tag 0: nothing reusable).
+  struct Aggregated {
+    uint64_t tag = 0;
+    const T* x = nullptr;
+    int64_t num_src = 0, num_dst = 0, edges = 0;
+    bool operator==(const Aggregated&) const = default;
+  } aggregated_;
+  bool reused_ = false;
 };
 
 }  // namespace gnnpipe::models

@@ -32,6 +32,9 @@ struct LayerContext {
   bool training = false;
   core::RngKey key{};
   std::span<const graph::NodeId> row_ids{};
+  // Nonzero: the input and block hold what they held in the last forward with this tag (the
+  // layer may reuse what it derived from them; GnnModel::forward's input_tag).
+  uint64_t input_tag = 0;
 };
 
 template <class T>
@@ -52,6 +55,9 @@ class Layer {
   // Whether forward_sparse is implemented: layers whose input is read only through x W and x^T dh
   // (LayerInput). The model then gives a first layer its dropped sparse features in CSR form.
   virtual bool takes_sparse_input() const { return false; }
+  // Whether the last forward reused what an earlier one with the same LayerContext::input_tag
+  // derived from the input (GcnLayer aggregating first), instead of computing it.
+  virtual bool reused_input() const { return false; }
   // forward of a sparse input (x.rows == block.num_src, x.cols == in_dim); the backward that
   // follows forms no input gradient (dx.data must be null): only a first layer's input is sparse.
   virtual void forward_sparse(const graph::Block& block, SparseRowsView<T> x, MatrixView<T> y,
