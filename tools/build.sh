@@ -8,12 +8,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=$1 build_type=$2
 shift 2
 
-launcher=()
-if command -v ccache >/dev/null; then
-  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-fi
+# shellcheck source=tools/ccache_env.sh
+source "$root/tools/ccache_env.sh"
 cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" -DGNNPIPE_CUDA="${GNNPIPE_CUDA:-AUTO}" \
-  "${launcher[@]}" "$@"
+  "${ccache_launchers[@]}" "$@"
 jobs=$(nproc 2>/dev/null || echo 2)
 cmake --build "$build_dir" -j "$jobs"
 

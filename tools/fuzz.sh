@@ -24,10 +24,10 @@ targets=("$@")
 build_dir=${FUZZ_BUILD_DIR:-$root/build-fuzz}
 cxx=${CXX_FUZZ:-clang++-14}
 
-launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+# shellcheck source=tools/ccache_env.sh
+source "$root/tools/ccache_env.sh"
 cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
-  -DGNNPIPE_FUZZ=ON -DGNNPIPE_CUDA=OFF -DGNNPIPE_WERROR=ON "${launcher[@]}" >/dev/null
+  -DGNNPIPE_FUZZ=ON -DGNNPIPE_CUDA=OFF -DGNNPIPE_WERROR=ON "${ccache_cxx_launcher[@]}" >/dev/null
 cmake --build "$build_dir" -j "${FUZZ_JOBS:-2}" --target "${targets[@]/#/gnnpipe_fuzz_}"
 
 status=0

@@ -7,10 +7,10 @@
 build_sanitized_tests() {
   local build_dir=$1 sanitizers=$2
   shift 2
-  local launcher=()
-  if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+  # shellcheck source=tools/ccache_env.sh
+  source "$root/tools/ccache_env.sh"
   cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGNNPIPE_CUDA=OFF \
-    "-DGNNPIPE_SANITIZE=$sanitizers" -DGNNPIPE_WERROR=ON "${launcher[@]}" "$@"
+    "-DGNNPIPE_SANITIZE=$sanitizers" -DGNNPIPE_WERROR=ON "${ccache_cxx_launcher[@]}" "$@"
   cmake --build "$build_dir" -j "$(nproc 2>/dev/null || echo 2)" --target gnnpipe_unit_tests
   tests=$build_dir/tests/gnnpipe_unit_tests
 }
