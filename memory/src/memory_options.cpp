@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/choice.hpp"
 #include "gnnpipe/core/units.hpp"
 #include "gnnpipe/memory/caching_allocator.hpp"
 
@@ -17,10 +18,7 @@ std::string_view to_string(AllocatorMode mode) {
 }
 
 AllocatorMode parse_allocator_mode(std::string_view text, std::string_view key) {
-  for (AllocatorMode m : {AllocatorMode::kCaching, AllocatorMode::kAsync}) {
-    if (text == to_string(m)) return m;
-  }
-  GNNPIPE_THROW(ConfigError, "{}: '{}' is not an allocator (allowed: caching, async)", key, text);
+  return core::parse_choice(text, key, {AllocatorMode::kCaching, AllocatorMode::kAsync}, "an allocator");
 }
 
 std::string_view to_string(MemoryPolicy policy) {
@@ -52,10 +50,7 @@ std::string_view to_string(CacheRank rank) {
 }
 
 CacheRank parse_cache_rank(std::string_view text, std::string_view key) {
-  for (CacheRank r : {CacheRank::kDegree, CacheRank::kPresample}) {
-    if (text == to_string(r)) return r;
-  }
-  GNNPIPE_THROW(ConfigError, "{}: '{}' is not a cache rank (allowed: degree, presample)", key, text);
+  return core::parse_choice(text, key, {CacheRank::kDegree, CacheRank::kPresample}, "a cache rank");
 }
 
 std::string_view to_string(FeaturePlacement placement) {
@@ -69,10 +64,9 @@ std::string_view to_string(FeaturePlacement placement) {
 }
 
 FeaturePlacement parse_feature_placement(std::string_view text, std::string_view key) {
-  for (FeaturePlacement p : {FeaturePlacement::kAuto, FeaturePlacement::kDevice, FeaturePlacement::kHost, FeaturePlacement::kCache}) {
-    if (text == to_string(p)) return p;
-  }
-  GNNPIPE_THROW(ConfigError, "{}: '{}' is not a feature placement (allowed: auto, device, host, cache)", key, text);
+  return core::parse_choice(
+      text, key, {FeaturePlacement::kAuto, FeaturePlacement::kDevice, FeaturePlacement::kHost, FeaturePlacement::kCache},
+      "a feature placement");
 }
 
 FeaturePlan plan_features(FeaturePlacement wanted, int64_t rows, std::size_t row_bytes, std::size_t left,
@@ -106,21 +100,15 @@ int plan_device_slots(int staging_slots, std::size_t budget, std::size_t largest
 }
 
 MemoryPolicy parse_memory_policy(std::string_view text, std::string_view key) {
-  for (MemoryPolicy p : {MemoryPolicy::kSplit, MemoryPolicy::kResample, MemoryPolicy::kCut}) {
-    if (text == to_string(p)) return p;
-  }
-  GNNPIPE_THROW(ConfigError, "{}: '{}' is not a memory policy (allowed: split, resample, cut)", key, text);
+  return core::parse_choice(text, key, {MemoryPolicy::kSplit, MemoryPolicy::kResample, MemoryPolicy::kCut},
+                            "a memory policy");
 }
 
 CutStrategy parse_cut_strategy(std::string_view text, std::string_view key) {
-  for (CutStrategy s : {CutStrategy::kRandom, CutStrategy::kDegreeSum, CutStrategy::kDegreeProduct,
-                        CutStrategy::kPagerankSum, CutStrategy::kPagerankProduct}) {
-    if (text == to_string(s)) return s;
-  }
-  GNNPIPE_THROW(ConfigError,
-                "{}: '{}' is not a cut strategy (allowed: random, degree_sum, degree_product, pagerank_sum, "
-                "pagerank_product)",
-                key, text);
+  return core::parse_choice(text, key,
+                            {CutStrategy::kRandom, CutStrategy::kDegreeSum, CutStrategy::kDegreeProduct,
+                             CutStrategy::kPagerankSum, CutStrategy::kPagerankProduct},
+                            "a cut strategy");
 }
 
 }  // namespace gnnpipe::memory

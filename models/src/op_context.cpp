@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/choice.hpp"
 
 #if defined(GNNPIPE_MODELS_CUDA)
 #include "cuda_context.hpp"
@@ -23,9 +24,7 @@ std::string_view to_string(SpmmImpl impl) {
 }
 
 SpmmImpl parse_spmm_impl(std::string_view text, std::string_view key) {
-  if (text == "kernel") return SpmmImpl::kKernel;
-  if (text == "cusparse") return SpmmImpl::kCusparse;
-  GNNPIPE_THROW(ConfigError, "{}: '{}' is not an SpMM implementation (allowed: kernel, cusparse)", key, text);
+  return core::parse_choice(text, key, {SpmmImpl::kKernel, SpmmImpl::kCusparse}, "an SpMM implementation");
 }
 
 const OpContext& OpContext::host() {

@@ -1,10 +1,25 @@
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <string>
+#include <string_view>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/choice.hpp"
 
 using namespace gnnpipe::core;
+
+namespace choice_test {
+enum class Fruit { kApple, kPear, kFig };
+constexpr std::string_view to_string(Fruit f) {
+  switch (f) {
+    case Fruit::kApple: return "apple";
+    case Fruit::kPear: return "pear";
+    case Fruit::kFig: return "fig";
+  }
+  return "?";
+}
+}  // namespace choice_test
 
 TEST_CASE("GNNPIPE_CHECK carries file, line, expression and a formatted message", "[core][error]") {
   const int line = __LINE__ + 2;
@@ -64,4 +79,26 @@ TEST_CASE("an error message is one printable line: control bytes from the input 
     CHECK(e.message() == "key 'a\\x01\\n\\r\\x7f\tb\xc3\xa9' is bad");  // tab and UTF-8 stay
     CHECK(std::string(e.what()).find('\n') == std::string::npos);
   }
+}
+
+TEST_CASE("parse_choice finds a value by its spelling, or names the key, the text and every allowed value",
+          "[core][error]") {
+  using choice_test::Fruit;
+  constexpr std::array kFruits{Fruit::kApple, Fruit::kPear, Fruit::kFig};
+  CHECK(parse_choice("pear", "lunch.fruit", kFruits) == Fruit::kPear);
+  CHECK(parse_choice("fig", "lunch.fruit", {Fruit::kApple, Fruit::kFig}, "a fruit") == Fruit::kFig);
+  // Only the values offered count, whatever the enum holds.
+  CHECK_THROWS_AS(parse_choice("pear", "lunch.fruit", {Fruit::kApple, Fruit::kFig}), ConfigError);
+  const auto message = [&](auto&& parse) {
+    try {
+      parse();
+    } catch (const ConfigError& e) {
+      return e.message();
+    }
+    return std::string("no throw");
+  };
+  CHECK(message([&] { parse_choice("Pear", "lunch.fruit", kFruits); }) ==
+        "lunch.fruit: 'Pear' is not one of apple, pear, fig");
+  CHECK(message([&] { parse_choice("", "lunch.fruit", {Fruit::kApple, Fruit::kFig}, "a fruit"); }) ==
+        "lunch.fruit: '' is not a fruit (allowed: apple, fig)");
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "gnnpipe/core/choice.hpp"
 #include "gnnpipe/core/units.hpp"
 
 namespace gnnpipe::experiments::config {
@@ -20,16 +21,7 @@ constexpr std::array kPipelineModes{pipeline::PipelineMode::kPipelined, pipeline
 constexpr std::array kScores{pipeline::Score::kAuto,    pipeline::Score::kAccuracy,    pipeline::Score::kMicroF1,
                              pipeline::Score::kMacroF1, pipeline::Score::kMicroF1TopK, pipeline::Score::kMacroF1TopK};
 
-// The value of `values` whose to_string is `text`; ConfigError listing the names otherwise.
-template <class Enum, std::size_t N>
-Enum parse_choice(const std::string& text, const std::string& key, const std::array<Enum, N>& values) {
-  std::string names;
-  for (const Enum value : values) {
-    if (to_string(value) == text) return value;
-    names += (names.empty() ? "" : ", ") + std::string(to_string(value));
-  }
-  GNNPIPE_THROW(ConfigError, "{}: '{}' is not one of {}", key, text, names);
-}
+using core::parse_choice;
 
 template <class T>
 void check_at_least(const ConfigMap& section, const std::string& key, T value, T min) {
@@ -226,15 +218,9 @@ pipeline::PipelineOptions parse_pipeline_section(ConfigMap s) {
                        s.key_path("resident"), resident);
   o.resident = resident == "auto";
   const std::string eval_graph = s.get<std::string>("eval_graph", std::string(to_string(o.eval_graph)));
-  if (eval_graph == "auto") {
-    o.eval_graph = pipeline::EvalGraph::kAuto;
-  } else if (eval_graph == "resident") {
-    o.eval_graph = pipeline::EvalGraph::kResident;
-  } else if (eval_graph == "layerwise") {
-    o.eval_graph = pipeline::EvalGraph::kLayerwise;
-  } else {
-    GNNPIPE_THROW(ConfigError, "{}: '{}' is not one of auto, resident, layerwise", s.key_path("eval_graph"), eval_graph);
-  }
+  using pipeline::EvalGraph;
+  o.eval_graph =
+      parse_choice(eval_graph, s.key_path("eval_graph"), {EvalGraph::kAuto, EvalGraph::kResident, EvalGraph::kLayerwise});
   o.stage_retries = s.get("stage_retries", o.stage_retries);
   check_at_least(s, "stage_retries", o.stage_retries, 0);
   s.finish();
