@@ -17,9 +17,29 @@ namespace {
 
 using Range = tbb::blocked_range<std::size_t>;
 
+// Rows up to this long are sorted in place by insertion: a sampled block's rows hold a fanout's
+// picks (5-25), and allocating an order and two copies per row was a quarter of a products-size
+// neighbour batch's sampling time.
+constexpr std::size_t kInsertionRow = 32;
+
 // Sorts row r's indices ascending, permuting its weights along (stable for equal ids).
 void sort_row_with_weights(std::span<NodeId> ids, std::span<float> w) {
   if (std::is_sorted(ids.begin(), ids.end())) return;
+  if (ids.size() <= kInsertionRow) {
+    const bool weighted = !w.empty();
+    for (std::size_t k = 1; k < ids.size(); ++k) {
+      const NodeId id = ids[k];
+      const float weight = weighted ? w[k] : 0.0f;
+      std::size_t j = k;
+      for (; j > 0 && ids[j - 1] > id; --j) {  // strictly greater: equal ids keep their order
+        ids[j] = ids[j - 1];
+        if (weighted) w[j] = w[j - 1];
+      }
+      ids[j] = id;
+      if (weighted) w[j] = weight;
+    }
+    return;
+  }
   std::vector<std::size_t> order(ids.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return ids[a] < ids[b]; });
