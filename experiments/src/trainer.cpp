@@ -479,6 +479,7 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
       {"epoch_time_s", median(result.epoch_times)},
       {"epoch_time_mean_s", mean(result.epoch_times)},
       {"run_time_s", run_time},
+      {"train_span_s", result.span_s},
       {"device", c.run.device.str()},
       {"mode", std::string(pipeline::to_string(pipe.mode))},
       {"sampler", std::string(samplers::to_string(c.sampler.type))},

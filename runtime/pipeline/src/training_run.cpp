@@ -176,6 +176,7 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
   std::vector<double> times;
   int epochs_run = 0;
   s.recorder.lane("sequential");
+  const double begin = s.recorder.now();
   for (int epoch = s.first_epoch; epoch <= s.epochs; ++epoch) {
     const double start = s.recorder.now();
     const std::vector<BatchSpec> plan = s.sampler.plan_epoch(epoch);
@@ -233,6 +234,7 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
   }
   stages.drain();
   RunResult result = finish(s, tracker, stages, epochs_run, std::move(times));
+  result.span_s = s.recorder.now() - begin;
   add_predictor(result, stages);
   result.max_in_flight = 1;
   return result;
@@ -383,6 +385,7 @@ class PipelinedRun {
   }
 
   RunResult run() {
+    const double begin = epoch_start_;  // epoch 1's start: the graph was built from here on
     eval_worker_.emplace(stages_, tracker_, on_epoch_, failure_, g_, stop_epoch_);
     core::tsan::graph_started();  // the graph is built; its first messages follow
     for (int i = 0; i < stages_.slots(); ++i) slot_tokens_.try_put(i);
@@ -410,6 +413,7 @@ class PipelinedRun {
       times_.resize(std::min(times_.size(), static_cast<std::size_t>(std::max(0, epochs_run - s_.first_epoch + 1))));
     }
     RunResult result = finish(s_, tracker_, stages_, epochs_run, std::move(times_));
+    result.span_s = s_.recorder.now() - begin;
     add_predictor(result, stages_);
     result.max_in_flight = max_in_flight_.load();
     return result;

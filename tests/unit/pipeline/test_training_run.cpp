@@ -380,11 +380,38 @@ TEST_CASE("gnnpipe bench runs both modes, prints the table and writes bench.json
   CHECK(bench["params_identical"] == true);
   CHECK(bench["batches_per_epoch"].get<double>() == 10);
   CHECK(bench["speedup"].get<double>() > 0);
+  // The modes are compared by their spans (training and every evaluation) per epoch.
+  const auto span_per_epoch = [&](const char* mode) {
+    const auto summary = nlohmann::json::parse(std::ifstream(dir / "b" / mode / "summary.json"));
+    return summary["train_span_s"].get<double>() / summary["epochs"].get<double>();
+  };
+  CHECK(bench["baseline_epoch_s"].get<double>() == Approx(span_per_epoch("sequential")));
+  CHECK(bench["pipelined_epoch_s"].get<double>() == Approx(span_per_epoch("pipelined")));
+  CHECK(bench["speedup"].get<double>() ==
+        Approx(bench["baseline_epoch_s"].get<double>() / bench["pipelined_epoch_s"].get<double>()));
   CHECK(std::filesystem::exists(dir / "b" / "bench.json"));
   CHECK(std::filesystem::exists(dir / "b" / "sequential" / "summary.json"));
   CHECK(std::filesystem::exists(dir / "b" / "pipelined" / "trace.json"));
   CHECK(out.str().find("speedup") != std::string::npos);
   CHECK(out.str().find("bitwise identical") != std::string::npos);
+}
+
+TEST_CASE("a run's span covers its epochs and the evaluation after the last one, in both modes", "[pipeline][bench]") {
+  // Evaluated only after the last epoch (eval_every past it): in the pipeline that evaluation runs
+  // after the last epoch's time ends, and the span must still hold it (gnnpipe bench compares spans).
+  test::TempDir dir;
+  for (const char* mode : {"sequential", "pipelined"}) {
+    INFO(mode);
+    const Run r = train({std::string("pipeline.mode=") + mode, "pipeline.eval_every=50"}, dir, mode);
+    const auto& s = r.summary;
+    double epochs_s = 0;
+    for (const double t : s["epoch_times_s"].get<std::vector<double>>()) epochs_s += t;
+    const double eval_s = s["stage_busy_s"]["eval"].get<double>();
+    REQUIRE(eval_s > 0);  // the one evaluation, after epoch 6
+    CHECK(s["train_span_s"].get<double>() >= epochs_s - 1e-6);
+    if (std::string(mode) == "pipelined") CHECK(s["train_span_s"].get<double>() >= epochs_s + eval_s - 1e-3);
+    CHECK(s["train_span_s"].get<double>() <= s["run_time_s"].get<double>());
+  }
 }
 
 TEST_CASE("every sampler type trains through the pipeline exactly as through the baseline", "[pipeline]") {

@@ -170,6 +170,10 @@ struct RunResult {
   double best_val = -1, test_at_best = 0, train_at_best = 0;
   uint64_t params_checksum = 0;  // of the parameters after epoch `epochs_run` (left in the model)
   std::vector<double> epoch_times;
+  // Seconds from the start of the first epoch until every epoch's training and evaluation had
+  // finished and the streams were drained: the same work in both modes, so `gnnpipe bench`
+  // compares these (a pipelined epoch's time leaves out the evaluations that ran on after it).
+  double span_s = 0;
   int max_in_flight = 0;         // most batches holding a staging slot at once
   std::size_t staging_bytes = 0; // host staging memory at the end
   MemoryCounters memory;         // the governor over the whole run
