@@ -4,7 +4,7 @@
 # refused (exit 2); the tests phase prints one verdict line per step, keeps them in
 # $OUT/tests.txt, and leaves its logs and run directories (without checkpoints) in
 # $OUT/tests_logs.tar.gz; a session whose deadline leaves no room skips every step with a line
-# naming it and still ends with its "done" line.
+# naming it and still ends with its "done" line, and so does the products phase.
 # Usage: gpu_acceptance_rehearsal.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -60,4 +60,11 @@ for step in "gnnpipe_gpu_tests: skipped" "gnnpipe_gpu_fault_test pipelined: skip
   expect "$verdicts" "$step"
 done
 [ -f "$tmp/session/session_logs.tar.gz" ] || fail "no session_logs.tar.gz"
+
+OUT=$tmp/products ACCEPT_DEVICE=cpu BUILD_DIR=$build DEADLINE_S=5 bash "$script" products > "$tmp/products.log" 2>&1 ||
+  { cat "$tmp/products.log" >&2; fail "the products phase past its deadline exits non-zero"; }
+for step in "products bench, float32 features on the host: skipped" "products_device: skipped" \
+  "products_fp16_host: skipped" "gpu_acceptance products: done in"; do
+  expect "$tmp/products/products.txt" "$step"
+done
 echo ok

@@ -36,7 +36,11 @@
 #   placement  issue #14's GPU figures on arxiv SAGE: features host / device / cache / float16
 #             (epoch time, bytes moved, cache hits) and resident against layer-wise evaluation
 #   checkpoints  issue #15's integration scripts (resume after SIGKILL/SIGTERM, infer) on cuda:0
-# Usage: bash tools/device/gpu_acceptance.sh session|tests|sanitize|bench|allocators|placement|checkpoints
+#   products  issue #19's products-size SAGE figures, training epochs only (no evaluation): `gnnpipe
+#             bench` (sequential against pipelined) with float32 features on the host (the issue's
+#             setup), then pipelined runs with the features on the device and as float16 on the
+#             host; a second call after `session` (DEADLINE_S=200 fits what 15 minutes leave)
+# Usage: bash tools/device/gpu_acceptance.sh session|tests|sanitize|bench|allocators|placement|checkpoints|products
 #        Carry .deps: its debs (tools/device/prepare.sh cora ogbn-arxiv) and, to skip the build
 #        there, its bin (tools/device/bundle.sh). Without .deps/bin the phase builds first.
 # Output: each verdict line is printed and appended to $OUT/<phase>.txt as it is known; every log
@@ -48,7 +52,7 @@
 set -uo pipefail
 started=$SECONDS
 root=$(cd "$(dirname "$0")/../.." && pwd)
-phases="session|tests|sanitize|bench|allocators|placement|checkpoints"
+phases="session|tests|sanitize|bench|allocators|placement|checkpoints|products"
 phase=${1:?usage: gpu_acceptance.sh $phases}
 [[ "|$phases|" == *"|$phase|"* ]] || { echo "gpu_acceptance: unknown phase '$phase' ($phases)"; exit 2; }
 out=${OUT:-/tmp/gnnpipe-out}
@@ -391,6 +395,22 @@ case "$phase" in
       say "bench_products_sage: exit $?"; tail -15 "$logs/bench_products_sage.log"
     fi
     cat "$logs"/*.jsonl 2>/dev/null | tail -40
+    ;;
+  products)
+    # The graph is generated in each process (about 20 s on 16 cores); evaluation of its 2.45 M nodes
+    # is left out (eval_every past the epochs): these are the training epochs' figures.
+    products=(--set pipeline.eval_every=1000 --set run.epochs="${PRODUCTS_EPOCHS:-3}")
+    if t=$(slot 240 60); then
+      timeout "$t" "$gnnpipe" bench "$root/configs/bench_products_sage.yaml" --out "$logs/runs/products_bench_host" \
+        --set run.device="$device" "${products[@]}" --set memory.features=host > "$logs/products_bench_host.log" 2>&1
+      say "products bench, float32 features on the host: exit $?"
+      grep -E "^(seconds per epoch|  [a-z]|epoch \(|speedup|parameters)" "$logs/products_bench_host.log" | tee -a "$summary"
+    else
+      skipped "products bench, float32 features on the host"
+    fi
+    config_run products_device 150 bench_products_sage "${products[@]}" --set memory.features=device
+    config_run products_fp16_host 150 bench_products_sage "${products[@]}" --set memory.features=host \
+      --set dataset.feature_dtype=float16
     ;;
   allocators) allocator_runs caching async async caching ;;
   placement) placement_runs ;;
