@@ -534,7 +534,7 @@ def plot_bench(plt, bench_dir, bench):
         ax_e.legend(loc="upper right", fontsize=8)
     ax_e.set_xticks([0, 1])
     ax_e.set_xticklabels(["sequential", "pipelined"])
-    ax_e.set_ylabel("ms per epoch (mean)")
+    ax_e.set_ylabel("ms per epoch (run span / epochs)")
     ax_e.set_ylim(0, max([v for v in (base, pipe) if finite(v)] or [1.0]) * 1.25)
     ax_e.grid(axis="y", alpha=0.3)
     words = []
