@@ -316,7 +316,7 @@ case "$phase" in
     # 2026-11-24): dropout's draw, add_rows, fp16/bf16 widening, the multi-label loss, GGNN/GaAN's
     # ops and steps, the async pool, and the training steps (aggregate-first GCN).
     if have_sanitizer; then
-      sanitize_with memcheck 600 "${SESSION_MEMCHECK_TESTS:-[gated],[loss],[elementwise]~[wrap],ops::dropout*,[allocator],[training]~[runs]}"
+      sanitize_with memcheck 600 "${SESSION_MEMCHECK_TESTS:-[gated],[loss],[elementwise]~[wrap],[dropout],[allocator],[training]~[runs]}"
     fi
     ;;
   tests)
