@@ -34,7 +34,6 @@ class NeighborWorkspace final : public SamplerWorkspace {
   std::vector<NodeId> nodes;
   std::vector<EdgeOffset> row_offsets;
   std::vector<NodeId> row_indices;
-  std::vector<NodeId> picks;
   std::vector<EdgeOffset> pick_positions;
   std::vector<NodeId> pick_ids;
   std::vector<std::size_t> pick_ends;
@@ -50,24 +49,26 @@ NodeId local_id(NeighborWorkspace& ws, NodeId u) {
   return slot;
 }
 
-// Picks `fanout` positions of [0, degree) into ws.picks: all when fanout is -1 or >= degree
-// (without replacement), distinct ones by Floyd's algorithm otherwise, or independent draws with
-// replacement.
-void pick(core::Rng& rng, EdgeOffset degree, int fanout, bool replace, std::vector<NodeId>& picks) {
-  picks.clear();
+// Appends the positions in the graph's index array of `fanout` picks from the row [begin, begin +
+// degree): all when fanout is -1 or >= degree (without replacement), distinct ones by Floyd's
+// algorithm otherwise, or independent draws with replacement.
+void pick(core::Rng& rng, EdgeOffset begin, EdgeOffset degree, int fanout, bool replace, std::vector<EdgeOffset>& out) {
   if (degree == 0) return;
   if (fanout < 0 || (!replace && degree <= fanout)) {
-    for (EdgeOffset k = 0; k < degree; ++k) picks.push_back(static_cast<NodeId>(k));
+    for (EdgeOffset k = 0; k < degree; ++k) out.push_back(begin + k);
     return;
   }
   if (replace) {
-    for (int k = 0; k < fanout; ++k) picks.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(degree))));
+    for (int k = 0; k < fanout; ++k) {
+      out.push_back(begin + static_cast<EdgeOffset>(rng.below(static_cast<uint64_t>(degree))));
+    }
     return;
   }
+  const auto first = static_cast<std::ptrdiff_t>(out.size());  // this row's picks so far: out[first..]
   for (EdgeOffset j = degree - fanout; j < degree; ++j) {  // Floyd: a uniform fanout-subset
-    const auto t = static_cast<NodeId>(rng.below(static_cast<uint64_t>(j + 1)));
-    const bool seen = std::find(picks.begin(), picks.end(), t) != picks.end();
-    picks.push_back(seen ? static_cast<NodeId>(j) : t);
+    const EdgeOffset t = begin + static_cast<EdgeOffset>(rng.below(static_cast<uint64_t>(j + 1)));
+    const bool seen = std::find(out.begin() + first, out.end(), t) != out.end();
+    out.push_back(seen ? begin + j : t);
   }
 }
 
@@ -152,9 +153,7 @@ graph::MiniBatch NeighborSampler::sample(const BatchSpec& spec, SamplerWorkspace
     for (std::size_t p = expanded; p < num_dst; ++p) {
       if (p + kAheadNodes < num_dst) __builtin_prefetch(&offsets[static_cast<std::size_t>(ws.nodes[p + kAheadNodes])]);
       const auto v = static_cast<std::size_t>(ws.nodes[p]);
-      const EdgeOffset begin = offsets[v];
-      pick(rng, offsets[v + 1] - begin, o_.fanouts[h], o_.replace, ws.picks);
-      for (NodeId k : ws.picks) ws.pick_positions.push_back(begin + k);
+      pick(rng, offsets[v], offsets[v + 1] - offsets[v], o_.fanouts[h], o_.replace, ws.pick_positions);
       ws.pick_ends.push_back(ws.pick_positions.size());
     }
     // 2. The picked neighbours' global ids.
