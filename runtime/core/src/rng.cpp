@@ -10,22 +10,8 @@ namespace {
 __extension__ using Uint128 = unsigned __int128;  // GCC/Clang extension; pedantic-clean
 }  // namespace
 
-uint64_t Rng::below(uint64_t n) {
+uint64_t Rng::below_wide(uint64_t n) {
   GNNPIPE_CHECK(n > 0, "Rng::below needs n > 0");
-  if (n <= 0xFFFFFFFFull) {
-    // 32-bit Lemire: one multiply, rejection only in the biased sliver.
-    const auto n32 = static_cast<uint32_t>(n);
-    uint64_t m = static_cast<uint64_t>(next_u32()) * n32;
-    auto low = static_cast<uint32_t>(m);
-    if (low < n32) {
-      const uint32_t threshold = static_cast<uint32_t>(-n32) % n32;
-      while (low < threshold) {
-        m = static_cast<uint64_t>(next_u32()) * n32;
-        low = static_cast<uint32_t>(m);
-      }
-    }
-    return m >> 32;
-  }
   // 64-bit: 128-bit product.
   Uint128 m = static_cast<Uint128>(next_u64()) * n;
   auto low = static_cast<uint64_t>(m);

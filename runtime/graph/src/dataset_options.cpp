@@ -43,7 +43,9 @@ Dataset load_dataset(const DatasetOptions& options, const DataDir& data_dir) {
     d.features = normalize_feature_rows(d.features);
     d.synthesized.push_back("features: each row divided by its sum (normalize_features: row)");
   }
-  if (!d.features.empty() && d.features.dtype() != options.feature_dtype) d.features = d.features.converted(options.feature_dtype);
+  if (!d.features.empty() && d.features.dtype() != options.feature_dtype) {
+    d.features = d.features.converted(options.feature_dtype, d.name + ": dataset.feature_dtype " + to_string(options.feature_dtype));
+  }
   return d;
 }
 

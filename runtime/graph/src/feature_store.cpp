@@ -38,7 +38,7 @@ FeatureDType parse_feature_dtype(const std::string& text, const std::string& key
   if (text == "float32" || text == "fp32") return FeatureDType::kFloat32;
   if (text == "float16" || text == "fp16") return FeatureDType::kFloat16;
   if (text == "bfloat16" || text == "bf16") return FeatureDType::kBFloat16;
-  GNNPIPE_THROW(ConfigError, "{}: '{}' is not one of float32, float16, bfloat16", key, text);
+  GNNPIPE_THROW(ConfigError, "{}: '{}' is not one of float32 (fp32), float16 (fp16), bfloat16 (bf16)", key, text);
 }
 
 uint16_t float_to_half(float value) {
@@ -157,7 +157,7 @@ void FeatureStore::gather_raw(std::span<const NodeId> ids, std::span<uint16_t> o
   });
 }
 
-FeatureStore FeatureStore::converted(FeatureDType dtype) const {
+FeatureStore FeatureStore::converted(FeatureDType dtype, std::string_view what) const {
   const auto count = static_cast<std::size_t>(rows_ * cols_);
   if (dtype == dtype_) return *this;
   if (dtype == FeatureDType::kFloat32) {
@@ -168,7 +168,7 @@ FeatureStore FeatureStore::converted(FeatureDType dtype) const {
     return FeatureStore(std::move(values), rows_, cols_);
   }
   // To 16 bits: from float32 directly, from the other 16-bit format through float32.
-  const FeatureStore source = dtype_ == FeatureDType::kFloat32 ? *this : converted(FeatureDType::kFloat32);
+  const FeatureStore source = dtype_ == FeatureDType::kFloat32 ? *this : converted(FeatureDType::kFloat32, what);
   HostArray<uint16_t> bits(count);
   const float* in = source.f32_.data();
   tbb::parallel_for(Range(0, count, 1 << 16), core::tsan::fork_join([&](const Range& r) {
@@ -176,6 +176,15 @@ FeatureStore FeatureStore::converted(FeatureDType dtype) const {
       bits[i] = dtype == FeatureDType::kFloat16 ? float_to_half(in[i]) : float_to_bfloat16(in[i]);
     }
   }));
+  const uint16_t exponent = dtype == FeatureDType::kFloat16 ? 0x7C00u : 0x7F80u;  // all ones: inf or NaN
+  const std::size_t over = detail::first_index_where(
+      count, [&](std::size_t i) { return (bits[i] & exponent) == exponent && std::isfinite(in[i]); }, 1 << 16);
+  if (over < count) {
+    const auto c = static_cast<std::size_t>(cols_);
+    GNNPIPE_THROW(DataError, "{}: feature [{}, {}] = {} is beyond the range of {} (largest {}): keep float32{}", what,
+                  over / c, over % c, in[over], to_string(dtype),
+                  dtype == FeatureDType::kFloat16 ? "65504" : "3.39e38", dtype == FeatureDType::kFloat16 ? " or use bfloat16" : "");
+  }
   return FeatureStore(std::move(bits), dtype, rows_, cols_);
 }
 

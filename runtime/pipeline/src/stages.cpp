@@ -65,8 +65,10 @@ Stages::Stages(const TrainingSetup& s)
                   s.model.embedding().rows),
       losses_(train_ctx_) {
   // Epoch 1's first batches, sampled here once to plan the device slots and the feature placement
-  // (a batch that may stay resident is the run's only one and has one slot).
-  const Probe probe = resident_candidate_ ? Probe{} : sample_probe();
+  // (a batch that may stay resident is the run's only one and has one slot: it is sampled only for
+  // memory.features auto, which moves its features only where the batch fits beside them).
+  const bool probe_resident = s.memory.features == memory::FeaturePlacement::kAuto && s.data.features.cols() > 0;
+  const Probe probe = resident_candidate_ && !probe_resident ? Probe{} : sample_probe();
   std::size_t largest = 0;  // packed with every feature row: the most any placement packs
   for (const graph::MiniBatch& b : probe.batches) largest = std::max(largest, packed_bytes(b));
   const int slots = resident_candidate_ ? 1 : memory::plan_device_slots(staging_.size(), allocator_.budget(), largest);
@@ -176,6 +178,17 @@ void Stages::place_features(const Probe& probe) {
   }
   const memory::FeaturePlan plan = memory::plan_features(wanted, f.rows(), row_bytes, left, batches);
   if (plan.where == memory::FeaturePlacement::kHost) return;
+  // A batch that may stay resident (a full batch) carries every row once, in its packed form; a
+  // cache beside it would hold the hit rows a second time and the train stage would assemble all of
+  // them into a third array, so that the batch splits into far more micro-batches than with its rows
+  // on the host (Cora at 17-30 MiB: 48 against 2), or not at all (the 34,493 x 8,415 graph at
+  // 2 GiB). auto gives such a batch the whole matrix where the batch fits unsplit beside it, and
+  // otherwise keeps the rows on the host, where a split batch takes them a micro-batch at a time:
+  // auto then fails only where host placement fails too.
+  if (wanted == memory::FeaturePlacement::kAuto && resident_candidate_ &&
+      (plan.where == memory::FeaturePlacement::kCache || !batches)) {
+    return;
+  }
   // On the CPU backend a device gather runs on the train thread, while the host gather of a sampled
   // batch overlaps training on the sampler threads: auto keeps sampled runs' features on the host
   // there (their memory is host memory either way), and moves only a fixed batch's.
@@ -183,6 +196,17 @@ void Stages::place_features(const Probe& probe) {
   if (plan.where == memory::FeaturePlacement::kCache) {
     build_cache(plan.cache_rows);
     return;
+  }
+  if (wanted == memory::FeaturePlacement::kDevice) {
+    const std::size_t in_use = allocator_.stats().in_use_bytes;
+    const std::size_t free = allocator_.budget() > in_use ? allocator_.budget() - in_use : 0;
+    // (The CPU backend charges the bytes themselves; a device allocation takes its size class.)
+    const std::size_t need = device_.is_cuda() ? memory::CachingAllocator::size_class(bytes) : bytes;
+    GNNPIPE_CHECK_AS(OutOfBudget, need <= free,
+                     "memory.features: device: the feature matrix ({} x {} {}, {}) does not fit the {} the budget of {} "
+                     "leaves on {} (memory.limit); use memory.features: auto, cache or host",
+                     f.rows(), f.cols(), to_string(f.dtype()), core::format_bytes(bytes), core::format_bytes(free),
+                     core::format_bytes(allocator_.budget()), device_.str());
   }
   const auto* host = f.is_16bit() ? reinterpret_cast<const std::byte*>(f.raw_16bit().data())
                                   : reinterpret_cast<const std::byte*>(f.float_values().data());
@@ -336,11 +360,9 @@ void Stages::assemble_rows(const BatchLayout& layout, const PackedBatchView& vie
     if (!view.cache_hits.empty()) models::ops::copy_rows<T>(ctx, cache, view.cache_slots, out, view.cache_hits);
     const models::MatrixView<const T> missed{carried, layout.feature_rows - layout.cached_rows, cols};
     if (!view.cache_misses.empty()) models::ops::copy_rows<T>(ctx, missed, {}, out, view.cache_misses);
-    device_gathered_ += static_cast<uint64_t>(layout.cached_rows * cols) * sizeof(T);
   } else {
     const models::MatrixView<const T> all{reinterpret_cast<const T*>(device_store_), device_store_rows_, cols};
     models::ops::copy_rows<T>(ctx, all, view.input_nodes, out, {});
-    device_gathered_ += static_cast<uint64_t>(out.rows * cols) * sizeof(T);
   }
 }
 
@@ -349,7 +371,20 @@ void Stages::assemble_rows(const BatchLayout& layout, const PackedBatchView& vie
 // `scratch` (assemble_rows). fp16/bf16 rows are moved in 16 bits (into `scratch16`) and widened
 // into `scratch` last, exactly.
 models::MatrixView<const float> Stages::input_rows(const BatchLayout& layout, const PackedBatchView& view,
-                                                   const models::OpContext& ctx, InputScratch& scratch) {
+                                                   const models::OpContext& ctx, InputScratch& scratch, bool resident) {
+  const int64_t rows = layout.feature_rows;
+  const int64_t cols = s_.data.features.cols();
+  if (resident && scratch.resident.load(std::memory_order_acquire)) return scratch.rows.view(rows, cols);
+  const models::MatrixView<const float> made = make_input_rows(layout, view, ctx, scratch);
+  if (resident && made.data == scratch.rows.data()) {
+    scratch.rows16.release(ctx.stream());  // only the widened rows are read again
+    scratch.resident.store(true, std::memory_order_release);
+  }
+  return made;
+}
+
+models::MatrixView<const float> Stages::make_input_rows(const BatchLayout& layout, const PackedBatchView& view,
+                                                        const models::OpContext& ctx, InputScratch& scratch) {
   const int64_t rows = layout.feature_rows;
   const int64_t cols = s_.data.features.cols();
   const bool bf16 = layout.feature_dtype == graph::FeatureDType::kBFloat16;
@@ -516,7 +551,7 @@ void Stages::gather(Item& item, graph::MiniBatch batch) {
     core::tsan::acquire(&slot);  // slot hand-off: its token came back after its last copy (transfer)
     slot.ensure(layout.total_bytes);
     pack_batch(batch, s_.data.features, label_source(), layout, slot.data(), cache_slot_of_);
-    count_rows(layout);
+    count_rows(item.epoch, layout);
     core::tsan::release(&slot);  // slot hand-off: the item names it on its way to the governor and the transfer thread
     s_.recorder.record(Stage::kGather, item.epoch, item.spec.index, t0, s_.recorder.now());
   });
@@ -548,7 +583,7 @@ void Stages::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
   for (std::size_t i = 0; i < parts.size(); ++i) {
     pack_batch(parts[i], s_.data.features, label_source(), item.layouts[i], slot.data() + item.offsets[i],
                cache_slot_of_);
-    count_rows(item.layouts[i]);
+    count_rows(parts[i].epoch, item.layouts[i]);
   }
   core::tsan::release(&slot);  // slot hand-off: on to the transfer thread
 }
@@ -633,7 +668,7 @@ void Stages::transfer_once(const Item& item) {
   const memory::StagingSlot& src = staging_.slot(item.slot);
   GNNPIPE_CHECK(src.capacity() >= bytes, "staging slot {} holds {} bytes, batch needs {}", item.slot, src.capacity(), bytes);
   core::copy_bytes_async(dst.data(), src.data(), bytes, copy_stream_);
-  copied_bytes_ += bytes;
+  moved(item.epoch, {.copied_bytes = bytes});
   auto& copied = copied_[dev];
   copied.record(copy_stream_);
   copied.synchronize();
@@ -676,8 +711,9 @@ void Stages::run_part(const Item& item, const BatchLayout& layout, std::byte* ba
   // The resident batch's blocks and input rows are the same every epoch: tag 1 lets the model's
   // first layer reuse what it derived from them (GnnModel::forward).
   const uint64_t input_tag = item.resident || item.becomes_resident ? 1 : 0;
+  if (const uint64_t bytes = device_gathered_bytes(layout); bytes > 0) moved(item.epoch, {.device_gathered_bytes = bytes});
   const auto logits = s_.model.forward(
-      blocks, input_rows(layout, view, train_ctx_, gathered_), view.input_nodes, true,
+      blocks, input_rows(layout, view, train_ctx_, gathered_, input_tag == 1), view.input_nodes, true,
       core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)}), input_tag);
   const auto dlogits = dlogits_.matrix(train_ctx_, logits.rows, logits.cols);
   double* target = parts > 1 ? part_losses_.data() + part : loss;
@@ -771,7 +807,7 @@ bool Stages::compute_gradients(const Item& item, double* loss) {
                                                        : staging.data() + item.offsets[i];
         if (slot.capacity() < bytes) grow_slot_from_train(slot, bytes + bytes / 8);
         core::copy_bytes_async(slot.data(), packed, bytes, train_stream_);
-        copied_bytes_ += bytes;
+        moved(item.epoch, {.copied_bytes = bytes});
         run_part(item, item.layouts[i], slot.data(), i, parts, loss);
       }
     }
@@ -793,7 +829,7 @@ const std::byte* Stages::pack_part(const graph::MiniBatch& part, const BatchLayo
                                             device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
   }
   pack_batch(part, s_.data.features, label_source(), layout, part_staging_.data(), cache_slot_of_);
-  count_rows(layout);
+  count_rows(part.epoch, layout);
   return part_staging_.data();
 }
 
@@ -801,8 +837,10 @@ void Stages::release_train_arrays() {
   s_.model.release_arrays();
   for (models::DeviceArray<double>* a : {&loss_scratch_, &part_losses_, &ones_}) a->release(train_stream_);
   dlogits_.release(train_stream_);
-  gathered_.rows.release(train_stream_);
-  gathered_.rows16.release(train_stream_);
+  if (!gathered_.resident.load(std::memory_order_acquire)) {  // the resident batch's rows stay for the run
+    gathered_.rows.release(train_stream_);
+    gathered_.rows16.release(train_stream_);
+  }
 }
 
 void Stages::retry(const Item& item, double* loss) {
@@ -837,7 +875,7 @@ void Stages::retry(const Item& item, double* loss) {
         models::DeviceArray<std::byte>& slot = device_slots_[dev];
         if (slot.capacity() < layout.total_bytes) grow_slot_from_train(slot, layout.total_bytes);
         core::copy_bytes_async(slot.data(), packed, layout.total_bytes, train_stream_);
-        copied_bytes_ += layout.total_bytes;
+        moved(item.epoch, {.copied_bytes = layout.total_bytes});
         run_part(item, layout, slot.data(), i, parts.size(), loss);
       }
       end_step(parts.size(), loss);
@@ -853,6 +891,27 @@ void Stages::retry(const Item& item, double* loss) {
 void Stages::count(int epoch, const MemoryCounters& c) {
   const std::lock_guard lock(counters_mutex_);
   epoch_counters_[epoch].add(c);
+}
+
+void Stages::moved(int64_t epoch, const DataMovement& d) {
+  const std::lock_guard lock(counters_mutex_);
+  epoch_moved_[epoch].add(d);
+  total_moved_.add(d);
+}
+
+DataMovement Stages::take_epoch_movement(int epoch) {
+  const std::lock_guard lock(counters_mutex_);
+  DataMovement d;
+  if (auto it = epoch_moved_.find(epoch); it != epoch_moved_.end()) {
+    d = it->second;
+    epoch_moved_.erase(it);
+  }
+  return d;
+}
+
+DataMovement Stages::data_movement() const {
+  const std::lock_guard lock(counters_mutex_);
+  return total_moved_;
 }
 
 MemoryCounters Stages::take_epoch_counters(int epoch) {
@@ -965,12 +1024,20 @@ models::MatrixView<const float> Stages::whole_graph_logits(const BatchLayout& la
   const PackedBatchView view = PackedBatchView::of(layout, nullptr, const_cast<std::byte*>(base));
   const auto blocks = graph::layer_blocks(view.blocks, eval_model_.num_layers(), 0);
   const int64_t n = s_.data.graph.num_nodes();
-  GNNPIPE_CHECK(blocks.back()->num_dst == n && view.features.rows == n,
+  // Its input rows are every node's (of which a feature cache holds some: view.features has the rest).
+  GNNPIPE_CHECK(blocks.back()->num_dst == n && layout.feature_rows == n,
                 "the resident full-graph batch has {} targets and {} input rows for {} nodes", blocks.back()->num_dst,
-                view.features.rows, n);
+                layout.feature_rows, n);
   // A learned embedding is its own input: every node's row, in id order.
-  models::MatrixView<const float> x =
-      eval_model_.has_embedding() ? eval_model_.embedding() : input_rows(layout, view, eval_ctx_, eval_gathered_);
+  // The input rows the train step made for the resident batch, when it made any (a snapshot
+  // follows that step), else made here and kept on the eval stream for the next evaluation.
+  const auto rows = [&]() -> models::MatrixView<const float> {
+    if (gathered_.resident.load(std::memory_order_acquire) && &layout == &resident_layouts_.front()) {
+      return gathered_.rows.view(layout.feature_rows, s_.data.features.cols());
+    }
+    return input_rows(layout, view, eval_ctx_, eval_gathered_, true);
+  };
+  models::MatrixView<const float> x = eval_model_.has_embedding() ? eval_model_.embedding() : rows();
   for (std::size_t l = 0; l < eval_model_.num_layers(); ++l) {
     models::DeviceArray<float>& out = eval_activations_[l % 2];
     const auto y = out.matrix(eval_ctx_, n, eval_model_.layer_out_dim(l));

@@ -88,9 +88,9 @@ class Stages {
   // to the run's totals.
   MemoryCounters take_epoch_counters(int epoch);
   MemoryCounters total_counters() const;
-  DataMovement data_movement() const {
-    return {host_gathered_.load(), copied_bytes_.load(), device_gathered_.load(), cache_hits_.load(), cache_misses_.load()};
-  }
+  // What `epoch`'s batches moved (complete once its last batch trained); the run's totals.
+  DataMovement take_epoch_movement(int epoch);
+  DataMovement data_movement() const;
 
   // At an epoch's end, on the train thread: the eval stream waits for the epoch's last step,
   // copies the parameters into the evaluation twin, and the train stream waits for that copy
@@ -162,19 +162,37 @@ class Stages {
   // memory.cache_rank presample: how often each node is an input row of the batches of the first
   // cache_presample_epochs epochs.
   std::vector<int64_t> presampled_appearances() const;
+  // Adds to what `epoch`'s batches moved (any stage's thread).
+  void moved(int64_t epoch, const DataMovement& d);
   // A packed layout's feature rows: gathered on the host, and (a cache) how many the cache held.
-  void count_rows(const BatchLayout& layout) {
-    host_gathered_ += layout.features.bytes;
-    cache_hits_ += static_cast<uint64_t>(layout.cached_rows);
-    if (layout.cached) cache_misses_ += static_cast<uint64_t>(layout.feature_rows - layout.cached_rows);
+  void count_rows(int64_t epoch, const BatchLayout& layout) {
+    const auto misses = static_cast<uint64_t>(layout.cached ? layout.feature_rows - layout.cached_rows : 0);
+    moved(epoch, {.host_gathered_bytes = layout.features.bytes,
+                  .cache_hit_rows = static_cast<uint64_t>(layout.cached_rows),
+                  .cache_miss_rows = misses});
+  }
+  // The rows a train step's input gathers on the device: a cache's hits, or every row of the device
+  // matrix but a full batch's (the matrix itself).
+  uint64_t device_gathered_bytes(const BatchLayout& layout) const {
+    const int64_t rows = layout.cached ? layout.cached_rows : features_on_device_ && !layout.identity_rows ? layout.feature_rows : 0;
+    return static_cast<uint64_t>(rows) * s_.data.features.bytes_per_row();
   }
   // A stream's arrays for input_rows: the float32 rows, and the 16-bit rows before widening.
+  // `resident`: `rows` hold the resident batch's input rows, made by its first step and kept for
+  // the run (set on the train thread before the step's end; the evaluation reads them after the
+  // epoch's snapshot, which follows that step).
   struct InputScratch {
     models::DeviceArray<float> rows;
     models::DeviceArray<uint16_t> rows16;
+    std::atomic<bool> resident{false};
   };
+  // A part's float32 input rows. `resident` (the resident batch): rows it has to make (widened
+  // from 16 bits, or assembled from a cache) are made once and kept in scratch.rows: a full batch
+  // of fp16 features widened every epoch took twice the float32 run's epoch.
   models::MatrixView<const float> input_rows(const BatchLayout& layout, const PackedBatchView& view,
-                                             const models::OpContext& ctx, InputScratch& scratch);
+                                             const models::OpContext& ctx, InputScratch& scratch, bool resident = false);
+  models::MatrixView<const float> make_input_rows(const BatchLayout& layout, const PackedBatchView& view,
+                                                  const models::OpContext& ctx, InputScratch& scratch);
   template <class T>
   void assemble_rows(const BatchLayout& layout, const PackedBatchView& view, const models::OpContext& ctx,
                      const T* carried, models::MatrixView<T> out);
@@ -247,8 +265,8 @@ class Stages {
   models::DeviceArray<std::byte> eval_graph_;
   BatchLayout eval_graph_layout_;
   std::optional<MemoryGovernor> governor_;
-  std::atomic<uint64_t> host_gathered_{0}, copied_bytes_{0}, device_gathered_{0};  // data_movement()
-  std::atomic<uint64_t> cache_hits_{0}, cache_misses_{0};
+  std::map<int64_t, DataMovement> epoch_moved_;  // under counters_mutex_, as the counters
+  DataMovement total_moved_;
   // The resident batch: written once by govern (epoch 1) before resident_ is set (release); read
   // by adopt_resident and the evaluation after they saw it set (acquire). Its device copy is in
   // device slot 0, the run's only one, which no other batch uses then.

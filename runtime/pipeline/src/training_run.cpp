@@ -209,6 +209,7 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
       return stages.epoch_loss();
     });
     r.memory = stages.take_epoch_counters(epoch);
+    r.data = stages.take_epoch_movement(epoch);
     bool stop = false;
     std::shared_ptr<CheckpointEvent> due;
     if (evaluates(s, epoch)) {
@@ -589,6 +590,7 @@ class PipelinedRun {
     epoch_start_ = now;
     r.evaluated = evaluates(s_, epoch);
     r.memory = stages_.take_epoch_counters(epoch);
+    r.data = stages_.take_epoch_movement(epoch);
     times_.push_back(r.epoch_time_s);
     last_trained_epoch_ = epoch;
     // The evaluation twin and the loss copy are free once the previous epoch is reported.

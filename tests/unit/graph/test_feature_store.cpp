@@ -91,7 +91,23 @@ TEST_CASE("16-bit storage gathers as float32 and converts back", "[graph][featur
   }
   CHECK(parse_feature_dtype("bf16", "dataset.feature_dtype") == FeatureDType::kBFloat16);
   CHECK_THROWS_WITH(parse_feature_dtype("int8", "dataset.feature_dtype"),
-                    Catch::Contains("dataset.feature_dtype: 'int8'"));
+                    Catch::Contains("dataset.feature_dtype: 'int8'") && Catch::Contains("float16 (fp16)"));
+}
+
+TEST_CASE("a feature float16 cannot hold is an error naming it, not an infinity", "[graph][features]") {
+  std::vector<float> values{1, 2, 3, 4, 65504, -65519, 7, 8};  // both largest magnitudes round to 65504
+  FeatureStore f(HostArray<float>(values), 4, 2);
+  CHECK(f.converted(FeatureDType::kFloat16, "tiny").first_non_finite().row == 4);
+  values[5] = -65520;  // rounds to -inf in float16
+  const FeatureStore over(HostArray<float>(values), 4, 2);
+  CHECK_THROWS_AS(over.converted(FeatureDType::kFloat16, "tiny"), gnnpipe::core::DataError);
+  CHECK_THROWS_WITH(over.converted(FeatureDType::kFloat16, "tiny"),
+                    Catch::Contains("tiny: feature [2, 1] = -65520 is beyond the range of float16") &&
+                        Catch::Contains("bfloat16"));
+  CHECK(over.converted(FeatureDType::kBFloat16).first_non_finite().row == 4);  // bfloat16 has float32's range
+  // A NaN or infinity already there is left to Dataset::validate's message.
+  values[5] = std::numeric_limits<float>::infinity();
+  CHECK(FeatureStore(HostArray<float>(values), 4, 2).converted(FeatureDType::kFloat16).first_non_finite().row == 2);
 }
 
 TEST_CASE("Dataset::validate names the source and the problem", "[graph][dataset]") {

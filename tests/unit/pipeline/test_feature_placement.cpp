@@ -332,4 +332,54 @@ TEST_CASE("memory.cache_rank presample caches the rows the batches read: more hi
   CHECK(named);
   CHECK_THROWS_WITH(plan({"memory.cache_presample_epochs=2"}), Catch::Contains("memory.cache_presample_epochs"));
   CHECK_THROWS_WITH(plan({"memory.cache_rank=hottest"}), Catch::Contains("memory.cache_rank"));
+  // A ranking where no cache can be built, and a placement of features a learned embedding replaces,
+  // are refused rather than ignored.
+  CHECK_THROWS_WITH(plan({"memory.cache_rank=presample", "memory.features=host"}),
+                    Catch::Contains("memory.cache_rank: presample ranks a feature cache's rows, but memory.features is host"));
+  CHECK_NOTHROW(plan({"memory.cache_rank=presample"}));  // auto may build one
+  for (const char* where : {"device", "cache"}) {
+    CHECK_THROWS_WITH(plan({"model.embedding=8", std::string("memory.features=") + where}),
+                      Catch::Contains(std::string("memory.features: ") + where + ": model.embedding (8 learned columns)"));
+  }
+  CHECK(plan({"model.embedding=8", "memory.features=host"}).features == "host");
+  // device insists, and says what does not fit.
+  CHECK_THROWS_WITH(plan({"memory.features=device", "memory.limit=70000"}),
+                    Catch::Contains("memory.features: device: the feature matrix (700 x 24 float32, 65.62 KiB) does not fit"));
+}
+
+TEST_CASE("a full batch with a feature cache trains and evaluates as with host placement, and auto gives it no cache",
+          "[pipeline]") {
+  test::TempDir dir;
+  const std::vector<std::string> full{"sampler={type: full}", "model.type=gcn"};
+  const auto with = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), full.begin(), full.end());
+    return more;
+  };
+  for (const char* mode : {"sequential", "pipelined"}) {
+    INFO(mode);
+    const std::string m = std::string("pipeline.mode=") + mode;
+    const Run host = train(with({m, "memory.features=host"}), dir, std::string(mode) + "-full-host");
+    // The resident batch carries the rows the cache misses; evaluation reads the cache's and the
+    // batch's rows over the whole graph (it used to refuse a batch without every row).
+    const Run cached = train(with({m, "memory.features=cache"}), dir, std::string(mode) + "-full-cache");
+    CHECK(cached.summary["memory"]["plan"]["features"] == "cache");
+    CHECK(cached.summary["memory"]["plan"]["batch_placement"] == "resident");
+    CHECK(cached.summary["params_checksum"] == host.summary["params_checksum"]);
+    CHECK(cached.summary["test_accuracy"] == host.summary["test_accuracy"]);
+  }
+  // auto: the whole matrix on the device, or the rows on the host with the batch, at any budget.
+  const std::size_t need = plan(with({"memory.features=device"})).largest_batch_peak;
+  int host = 0;
+  for (int percent = 100; percent >= 20; percent -= 5) {
+    const std::string l = "memory.limit=" + std::to_string(need * static_cast<std::size_t>(percent) / 100);
+    INFO(l);
+    try {
+      const pipeline::MemoryPlan p = plan(with({l}));
+      CHECK(p.features != "cache");
+      host += p.features == "host" ? 1 : 0;
+    } catch (const core::OutOfBudget&) {
+      CHECK_THROWS_AS(plan(with({l, "memory.features=host"})), core::OutOfBudget);  // auto fails only where host does
+    }
+  }
+  CHECK(host > 0);
 }

@@ -105,14 +105,27 @@ class Rng {
   float uniform() { return static_cast<float>(next_u32() >> 8) * (1.0f / 16777216.0f); }
   // Uniform in [0, 1) with 53 random bits.
   double uniform_double() { return static_cast<double>(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
-  // Unbiased integer in [0, n) (Lemire's multiply-and-reject); n must be > 0.
-  uint64_t below(uint64_t n);
+  // Unbiased integer in [0, n) (Lemire's multiply-and-reject); n must be > 0. The 32-bit case is
+  // inline: the neighbor sampler draws one per pick, and the call cost 13 % of its profile.
+  uint64_t below(uint64_t n) {
+    if (n - 1 >= 0xFFFFFFFFull) return below_wide(n);  // n == 0 (refused there) or n > 2^32
+    const auto n32 = static_cast<uint32_t>(n);
+    uint64_t m = static_cast<uint64_t>(next_u32()) * n32;
+    if (static_cast<uint32_t>(m) < n32) {  // only then can m fall in the biased sliver
+      const uint32_t threshold = static_cast<uint32_t>(-n32) % n32;
+      while (static_cast<uint32_t>(m) < threshold) m = static_cast<uint64_t>(next_u32()) * n32;
+    }
+    return m >> 32;
+  }
   // Standard normal (Box-Muller on two uniforms; no cached second value, so draws stay positional).
   double normal();
   // True with probability p.
   bool bernoulli(double p) { return uniform_double() < p; }
 
  private:
+  // below() for n > 2^32 (a 128-bit product), and its refusal of n == 0.
+  uint64_t below_wide(uint64_t n);
+
   RngKey key_;
   uint64_t block_ = 0;
   PhiloxCounter buffer_{};

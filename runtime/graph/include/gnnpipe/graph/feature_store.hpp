@@ -54,8 +54,10 @@ class FeatureStore {
   void gather_raw(std::span<const NodeId> ids, std::span<uint16_t> out) const;
   bool is_16bit() const { return dtype_ != FeatureDType::kFloat32; }
 
-  // A copy converted to `dtype` (float32 <-> fp16/bf16).
-  FeatureStore converted(FeatureDType dtype) const;
+  // A copy converted to `dtype` (float32 <-> fp16/bf16), rounded to nearest. A finite value that
+  // the 16-bit type cannot hold (beyond float16's 65504) is a DataError naming `what`, the entry
+  // and the value, not an infinity that trains into NaN.
+  FeatureStore converted(FeatureDType dtype, std::string_view what = "features") const;
 
   // The position (row, col) of the first NaN or infinite value, or rows() when there is none.
   struct Position {

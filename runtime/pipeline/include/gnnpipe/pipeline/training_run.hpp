@@ -141,6 +141,22 @@ struct MultiLabelScores {
   }
 };
 
+// The bytes a run moved (all epochs): feature rows gathered on the host into staging memory,
+// bytes copied from staging memory to the device, feature rows gathered on the device
+// (memory.features device). Copies of parameters, losses and evaluation are not counted.
+struct DataMovement {
+  uint64_t host_gathered_bytes = 0, copied_bytes = 0, device_gathered_bytes = 0;
+  uint64_t cache_hit_rows = 0, cache_miss_rows = 0;  // memory.features cache: input rows the cache held / missed
+
+  void add(const DataMovement& o) {
+    host_gathered_bytes += o.host_gathered_bytes;
+    copied_bytes += o.copied_bytes;
+    device_gathered_bytes += o.device_gathered_bytes;
+    cache_hit_rows += o.cache_hit_rows;
+    cache_miss_rows += o.cache_miss_rows;
+  }
+};
+
 struct EpochResult {
   int epoch = 0;
   double loss = 0;
@@ -154,14 +170,7 @@ struct EpochResult {
   std::string verdict;    // from what ran within the window (StageRecorder::window)
   WindowStats window;     // what ran within it, per stage
   MemoryCounters memory;  // what the governor did with this epoch's batches
-};
-
-// The bytes a run moved (all epochs): feature rows gathered on the host into staging memory,
-// bytes copied from staging memory to the device, feature rows gathered on the device
-// (memory.features device). Copies of parameters, losses and evaluation are not counted.
-struct DataMovement {
-  uint64_t host_gathered_bytes = 0, copied_bytes = 0, device_gathered_bytes = 0;
-  uint64_t cache_hit_rows = 0, cache_miss_rows = 0;  // memory.features cache: input rows the cache held / missed
+  DataMovement data;      // what this epoch's batches moved (a resident batch: epoch 1 only)
 };
 
 struct RunResult {
