@@ -122,35 +122,79 @@ void swap_into_place(const fs::path& partial, const fs::path& dir) {
   fs::rename(old, partial);
 }
 
+// The manifest's word for an element type ("float32"), numpy's dtype name.
+std::string dtype_word(graph::io::DType dtype) {
+  using graph::io::DType;
+  switch (dtype) {
+    case DType::kBool: return "bool";
+    case DType::kInt8: return "int8";
+    case DType::kUInt8: return "uint8";
+    case DType::kInt16: return "int16";
+    case DType::kUInt16: return "uint16";
+    case DType::kInt32: return "int32";
+    case DType::kUInt32: return "uint32";
+    case DType::kInt64: return "int64";
+    case DType::kUInt64: return "uint64";
+    case DType::kFloat16: return "float16";
+    case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
+  }
+  return "unknown";
+}
+
+// Where a .npy file's data starts: after the magic (6 bytes), the version (2), the header length
+// (2 bytes in version 1, 4 in versions 2 and 3) and the header. read_npy has checked the prefix.
+uint64_t npy_data_offset(const fs::path& file) {
+  unsigned char prefix[12] = {};
+  std::ifstream in(file, std::ios::binary);
+  in.read(reinterpret_cast<char*>(prefix), sizeof prefix);
+  GNNPIPE_CHECK_DATA(in.gcount() >= 10, "{}: too short for a .npy header", file.string());
+  if (prefix[6] == 1) return 10 + (uint64_t{prefix[8]} | uint64_t{prefix[9]} << 8);
+  GNNPIPE_CHECK_DATA(in.gcount() == 12, "{}: too short for a .npy header", file.string());
+  return 12 + (uint64_t{prefix[8]} | uint64_t{prefix[9]} << 8 | uint64_t{prefix[10]} << 16 | uint64_t{prefix[11]} << 24);
+}
+
 std::vector<CheckpointArray> read_arrays(const fs::path& dir, const nlohmann::json& list, const std::string& key) {
-  const fs::path manifest = dir / "manifest.json";
-  GNNPIPE_CHECK_DATA(list.is_array(), "{}: '{}' is not a list of arrays", manifest.string(), key);
+  const std::string manifest = (dir / "manifest.json").string();
+  GNNPIPE_CHECK_DATA(list.is_array(), "{}: {} is not a list of arrays", manifest, key);
   std::vector<CheckpointArray> out;
-  for (const nlohmann::json& entry : list) {
-    GNNPIPE_CHECK_DATA(entry.is_object() && entry.contains("name") && entry.contains("file") && entry.contains("shape") &&
-                           entry.contains("fnv1a64"),
-                       "{}: an entry of '{}' lacks name, file, shape or fnv1a64", manifest.string(), key);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& entry = list[i];
+    const std::string at = fmt::format("{}[{}]", key, i);
+    const auto field = [&](const char* name) { return json_at(entry, manifest, at + "." + name); };
+    const auto what = [&](const char* name) { return fmt::format("{}: {}.{}", manifest, at, name); };
     CheckpointArray a;
-    a.name = entry["name"].get<std::string>();
-    const std::string rel = entry["file"].get<std::string>();
+    a.name = json_string(field("name"), what("name"));
+    GNNPIPE_CHECK_DATA(valid_name(a.name), "{}: name '{}' is not [A-Za-z0-9_.-] or starts with '.'", what("name"), a.name);
+    const std::string rel = json_string(field("file"), what("file"));
     GNNPIPE_CHECK_DATA(rel.find("..") == std::string::npos && !rel.empty() && rel.front() != '/',
-                       "{}: array file '{}' is outside the checkpoint", manifest.string(), rel);
+                       "{}: array file '{}' is outside the checkpoint", manifest, rel);
     const fs::path file = dir / rel;
-    a.shape = json_integers<int64_t>(entry["shape"], fmt::format("{}: {} shape", manifest.string(), key));
+    a.shape = json_integers<int64_t>(field("shape"), what("shape"));
+    const std::string dtype = json_string(field("dtype"), what("dtype"));
+    const std::string checksum = json_string(field("fnv1a64"), what("fnv1a64"));
     // (error_code: a name the system refuses, too long for one, reads as missing rather than throwing)
     std::error_code ec;
-    GNNPIPE_CHECK_DATA(fs::is_regular_file(file, ec), "{}: missing (listed in {}){}", file.string(), manifest.string(),
+    GNNPIPE_CHECK_DATA(fs::is_regular_file(file, ec), "{}: missing (listed in {}){}", file.string(), manifest,
                        ec ? ": " + ec.message() : std::string());
     const graph::io::NpyArray npy = graph::io::read_npy(file);
-    GNNPIPE_CHECK_DATA(npy.dtype == graph::io::DType::kFloat32, "{}: dtype {} where the manifest says float32", file.string(),
-                       graph::io::dtype_name(npy.dtype));
+    const std::string held = dtype_word(npy.dtype);
+    GNNPIPE_CHECK_DATA(dtype == held, "{}: the file holds {}, {} says dtype '{}'", file.string(), held, manifest, dtype);
+    GNNPIPE_CHECK_DATA(npy.dtype == graph::io::DType::kFloat32, "{}: dtype {} (checkpoint arrays are float32)",
+                       file.string(), held);
     GNNPIPE_CHECK_DATA(npy.shape == a.shape, "{}: shape differs from the manifest's", file.string());
+    // read_npy ignores bytes after the data (as numpy does); a checkpoint's file is exactly its
+    // header and data, so anything after them means the file is not the one written.
+    const uint64_t size = fs::file_size(file, ec);
+    const uint64_t expected = npy_data_offset(file) + npy.bytes;
+    GNNPIPE_CHECK_DATA(!ec && size == expected, "{}: {} bytes after the array's data (the file has {}, its header and data {})",
+                       file.string(), size - std::min(size, expected), size, expected);
     const auto* values = static_cast<const float*>(npy.data);
     a.values.resize(static_cast<std::size_t>(npy.count()));
     if (npy.bytes > 0) std::memcpy(a.values.data(), values, npy.bytes);
     const std::string sum = hex(fnv1a64(a.values.data(), a.values.size() * sizeof(float)));
-    GNNPIPE_CHECK_DATA(sum == entry["fnv1a64"].get<std::string>(), "{}: checksum {} differs from the manifest's {} (corrupted)",
-                       file.string(), sum, entry["fnv1a64"].get<std::string>());
+    GNNPIPE_CHECK_DATA(sum == checksum, "{}: checksum {} differs from the manifest's {} (corrupted)", file.string(), sum,
+                       checksum);
     out.push_back(std::move(a));
   }
   return out;
@@ -226,23 +270,30 @@ Checkpoint read_checkpoint(const fs::path& dir) {
     m = nlohmann::json::parse(text.str(), nullptr, false);
   }
   GNNPIPE_CHECK_DATA(!m.is_discarded() && m.is_object(), "{}: not a JSON object", manifest.string());
+  const std::string file = manifest.string();
+  const auto what = [&](const char* key) { return file + ": " + key; };
   try {
-    GNNPIPE_CHECK_DATA(m.value("format", "") == kFormat, "{}: format is not '{}'", manifest.string(), kFormat);
-    const int64_t version = json_integer<int64_t>(m.at("version"), manifest.string() + ": version");
-    GNNPIPE_CHECK_DATA(version == kCheckpointVersion, "{}: version {} (this gnnpipe reads version {})", manifest.string(),
-                       version, kCheckpointVersion);
+    GNNPIPE_CHECK_DATA(json_string(json_at(m, file, "format"), what("format")) == kFormat, "{}: format is not '{}'", file,
+                       kFormat);
+    const int64_t version = json_integer<int64_t>(json_at(m, file, "version"), what("version"));
+    GNNPIPE_CHECK_DATA(version == kCheckpointVersion, "{}: version {} (this gnnpipe reads version {})", file, version,
+                       kCheckpointVersion);
     Checkpoint c;
-    c.epoch = json_integer<int>(m.at("epoch"), manifest.string() + ": epoch");
-    c.config_hash = m.at("config_hash").get<std::string>();
-    c.parameters = read_arrays(dir, m.at("parameters"), "parameters");
-    const nlohmann::json& opt = m.at("optimizer");
-    c.optimizer = opt.at("type").get<std::string>();
-    c.optimizer_steps = json_integer<int64_t>(opt.at("steps"), manifest.string() + ": optimizer.steps");
-    c.optimizer_state = read_arrays(dir, opt.at("arrays"), "optimizer.arrays");
-    c.run_state = m.at("run_state");
+    c.epoch = json_integer<int>(json_at(m, file, "epoch"), what("epoch"));
+    GNNPIPE_CHECK_DATA(c.epoch >= 0, "{}: epoch {} is negative (the epochs a checkpoint completed)", file, c.epoch);
+    c.config_hash = json_string(json_at(m, file, "config_hash"), what("config_hash"));
+    c.parameters = read_arrays(dir, json_at(m, file, "parameters"), "parameters");
+    GNNPIPE_CHECK_DATA(!c.parameters.empty(), "{}: parameters lists no array", file);
+    const nlohmann::json& opt = json_at(m, file, "optimizer");
+    c.optimizer = json_string(json_at(opt, file, "optimizer.type"), what("optimizer.type"));
+    c.optimizer_steps = json_integer<int64_t>(json_at(opt, file, "optimizer.steps"), what("optimizer.steps"));
+    GNNPIPE_CHECK_DATA(c.optimizer_steps >= 0, "{}: optimizer.steps {} is negative", file, c.optimizer_steps);
+    c.optimizer_state = read_arrays(dir, json_at(opt, file, "optimizer.arrays"), "optimizer.arrays");
+    c.run_state = json_at(m, file, "run_state");
+    GNNPIPE_CHECK_DATA(c.run_state.is_object(), "{}: run_state is not an object", file);
     return c;
   } catch (const nlohmann::json::exception& e) {
-    GNNPIPE_THROW(DataError, "{}: {}", manifest.string(), e.what());
+    GNNPIPE_THROW(DataError, "{}: {}", file, e.what());
   }
 }
 

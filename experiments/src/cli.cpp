@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -24,12 +25,14 @@
 #include "gnnpipe/experiments/config/config_map.hpp"
 #include "gnnpipe/experiments/config/reference.hpp"
 #include "gnnpipe/experiments/data_commands.hpp"
+#include "gnnpipe/experiments/dir_lock.hpp"
 #include "gnnpipe/experiments/doctor.hpp"
 #include "gnnpipe/experiments/infer_command.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
 #include "gnnpipe/graph/io/load.hpp"
+#include "infer_output.hpp"
 #include "multi_seed.hpp"
 #include "report_command.hpp"
 #include "stop_signals.hpp"
@@ -217,24 +220,28 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       check_training_supported(experiment);
       // --out before the dataset: a minute of loading must not end in "--out exists".
       if (!run_args.out_dir.empty() && run_resume.empty() && !run_plan) check_output_dir(run_args.out_dir, "--out");
-      const graph::Dataset dataset = load_dataset_of(experiment, run_args.config, run_args.data_dir);
-      if (run_plan) {
-        for (const std::string& line : plan_experiment(experiment, dataset).lines()) fmt::print(out, "{}\n", line);
-        return 0;
-      }
+      TrainOptions train_options;
       RunDirectoryOptions dir_options;
       dir_options.out = run_args.out_dir;
-      TrainOptions train_options;
-      GNNPIPE_CHECK_CONFIG((experiment.run.seeds.empty() && experiment.sweep.empty()) || run_resume.empty(),
-                           "--resume: give one run's directory (<dir>/seed-N, a sweep point) and its config.yaml, "
-                           "not a config with run.seeds or sweep");
-      if (!run_resume.empty()) {
+      if (!run_resume.empty() && !run_plan) {
+        GNNPIPE_CHECK_CONFIG(experiment.run.seeds.empty() && experiment.sweep.empty(),
+                             "--resume: give one run's directory (<dir>/seed-N, a sweep point) and its config.yaml, "
+                             "not a config with run.seeds or sweep");
         GNNPIPE_CHECK_CONFIG(run_args.out_dir.empty() || std::filesystem::path(run_args.out_dir) == run_resume,
                              "--out {}: a resumed run writes into its own directory ({})", run_args.out_dir, run_resume);
+        GNNPIPE_CHECK_CONFIG(std::filesystem::is_directory(run_resume), "--resume {}: not a directory", run_resume);
+        // Locked before its checkpoint is read (and to the end): a second process on the same
+        // directory is refused before either reads or writes a file. Checked before the dataset.
+        dir_options.lock = std::make_shared<const DirectoryLock>(run_resume);
         train_options.resume = load_resume_checkpoint(experiment, run_resume);
         dir_options.out = run_resume;
         dir_options.resume = true;
         dir_options.resume_after = train_options.resume->epoch;
+      }
+      const graph::Dataset dataset = load_dataset_of(experiment, run_args.config, run_args.data_dir);
+      if (run_plan) {
+        for (const std::string& line : plan_experiment(experiment, dataset).lines()) fmt::print(out, "{}\n", line);
+        return 0;
       }
       train_options.trace = run_trace;
       // A progress line only where someone watches: a terminal, at info level or more verbose.
@@ -273,7 +280,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     }
     if (*infer) {
       const config::ExperimentConfig experiment = config::load_experiment(infer_args.config, infer_args.sets);
-      if (!infer_args.out_dir.empty()) check_output_dir(infer_args.out_dir, "--out");
+      // An unfinished infer's --out (killed, or failed) is taken over; see infer_output.hpp.
+      if (!infer_args.out_dir.empty()) check_infer_output_dir(infer_args.out_dir);
       InferOptions options;
       options.checkpoint = infer_checkpoint;
       if (!infer_limit.empty()) options.memory_limit = core::parse_bytes(infer_limit);

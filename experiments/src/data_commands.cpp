@@ -51,7 +51,9 @@ int data_convert(const DataConvertArgs& args, std::ostream& out) {
   graph::Dataset dataset = graph::io::load_dataset(args.src, format);
   const double load_s = watch.seconds();
   if (args.random_features > 0) graph::add_random_features(dataset, args.random_features, args.seed);
-  if (!dataset.features.empty() && dataset.features.dtype() != dtype) dataset.features = dataset.features.converted(dtype);
+  if (!dataset.features.empty() && dataset.features.dtype() != dtype) {
+    dataset.features = dataset.features.converted(dtype, args.src + ": --feature-dtype " + graph::to_string(dtype));
+  }
   watch.restart();
   graph::io::write_native(dataset, args.out);
   const double write_s = watch.seconds();

@@ -26,6 +26,7 @@
 #include "gnnpipe/pipeline/inference_plan.hpp"
 #include "gnnpipe/pipeline/layerwise_inference.hpp"
 #include "device_budget.hpp"
+#include "infer_output.hpp"
 #include "run_stats.hpp"
 #include "thread_plan.hpp"
 #include "training_checkpoints.hpp"
@@ -131,7 +132,7 @@ void add_split_scores(nlohmann::json& summary, const models::Matrix<float>& logi
 nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const InferOptions& options) {
   config::ExperimentConfig c = c_in;
   if (options.memory_limit) c.memory.limit_bytes = *options.memory_limit;
-  check_training_supported(c);
+  check_inference_supported(c);
   if (options.embeddings_layer) {
     GNNPIPE_CHECK_CONFIG(*options.embeddings_layer >= 0 && *options.embeddings_layer < c.model.layers,
                          "--embeddings: layer {} of a {}-layer model (0..{})", *options.embeddings_layer, c.model.layers,
@@ -177,101 +178,125 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
                                 : fmt::format("; {} rows keep part of their in-edges ({} edges cut per layer, {})",
                                               chunks.rows_cut, chunks.edges_cut, memory::to_string(c.memory.cut)));
 
+  // The output directory comes last, once every check passed: a refused job leaves nothing.
   RunDirectoryOptions dir_options = options.out;
   dir_options.metrics = false;
+  dir_options.unfinished_marker = true;
   if (dir_options.out.empty() && dir_options.suffix.empty()) dir_options.suffix = "-infer";
+  if (!dir_options.out.empty()) dir_options.lock = claim_infer_output_dir(dir_options.out);
   RunDirectory out(c, dir_options);
   log.info("output directory {}", out.path().string());
+  try {
+    // Inference has no train or evaluation thread beside its chunks: auto uses every usable CPU.
+    ThreadPlan threads = plan_threads(c.pipeline.sampler_threads, c.run.device.is_cuda(), core::usable_cpus());
+    if (threads.sampler_auto) threads.sampler_threads = threads.cpus.usable;
+    const AppliedThreads applied(threads);
+    log.info("{}", threads.line());
+    models::Matrix<float> embeddings;
+    core::Stopwatch watch;
+    const models::Matrix<float> logits = pipeline::infer_layerwise(
+        model, d.graph, input,
+        {.chunk_nodes = c.sampler.eval_chunk_nodes,
+         .parallel_chunks = threads.sampler_threads,
+         .chunks = &chunks,
+         .cut = cut,
+         .charge_packed = true,
+         // What the plan leaves of the allowance holds a second packed chunk, for copies beside layers.
+         .overlap_bytes = im.allowance() - std::min(im.allowance(), chunks.largest_bytes),
+         .on_layer = [&](std::size_t l, const models::Matrix<float>& y) {
+           if (options.embeddings_layer && static_cast<std::size_t>(*options.embeddings_layer) == l) {
+             embeddings = models::Matrix<float>(y.rows(), y.cols());
+             std::copy(y.flat().begin(), y.flat().end(), embeddings.flat().begin());
+           }
+         }});
+    const double seconds = watch.seconds();
 
-  // Inference has no train or evaluation thread beside its chunks: auto uses every usable CPU.
-  ThreadPlan threads = plan_threads(c.pipeline.sampler_threads, c.run.device.is_cuda(), core::usable_cpus());
-  if (threads.sampler_auto) threads.sampler_threads = threads.cpus.usable;
-  const AppliedThreads applied(threads);
-  log.info("{}", threads.line());
-  models::Matrix<float> embeddings;
-  core::Stopwatch watch;
-  const models::Matrix<float> logits = pipeline::infer_layerwise(
-      model, d.graph, input,
-      {.chunk_nodes = c.sampler.eval_chunk_nodes,
-       .parallel_chunks = threads.sampler_threads,
-       .chunks = &chunks,
-       .cut = cut,
-       .charge_packed = true,
-       // What the plan leaves of the allowance holds a second packed chunk, for copies beside layers.
-       .overlap_bytes = im.allowance() - std::min(im.allowance(), chunks.largest_bytes),
-       .on_layer = [&](std::size_t l, const models::Matrix<float>& y) {
-         if (options.embeddings_layer && static_cast<std::size_t>(*options.embeddings_layer) == l) {
-           embeddings = models::Matrix<float>(y.rows(), y.cols());
-           std::copy(y.flat().begin(), y.flat().end(), embeddings.flat().begin());
-         }
-       }});
-  const double seconds = watch.seconds();
-
-  // Predictions: each node's class (int64 [N], ties: lowest), or for multi-label labels its labels
-  // (uint8 [N x C], 1 where the logit is above 0: probability above 0.5).
-  if (d.labels.is_multi_label()) {
-    std::vector<uint8_t> labels(static_cast<std::size_t>(logits.size()));
-    std::transform(logits.flat().begin(), logits.flat().end(), labels.begin(),
-                   [](float v) { return static_cast<uint8_t>(v > 0.0f ? 1 : 0); });
-    graph::io::write_npy<uint8_t>(out.path() / "predictions.npy", labels, {logits.rows(), logits.cols()});
-  } else {
-    std::vector<int64_t> predictions(static_cast<std::size_t>(logits.rows()));
-    for (int64_t r = 0; r < logits.rows(); ++r) {
-      const float* row = logits.data() + r * logits.cols();
-      predictions[static_cast<std::size_t>(r)] = std::max_element(row, row + logits.cols()) - row;  // ties: lowest
+    // The outputs go to a staging folder and into the directory together, before summary.json.
+    StagedOutputs staged(out.path());
+    // Predictions: each node's class (int64 [N], ties: lowest), or for multi-label labels its labels
+    // (uint8 [N x C], 1 where the logit is above 0: probability above 0.5).
+    if (d.labels.is_multi_label()) {
+      std::vector<uint8_t> labels(static_cast<std::size_t>(logits.size()));
+      std::transform(logits.flat().begin(), logits.flat().end(), labels.begin(),
+                     [](float v) { return static_cast<uint8_t>(v > 0.0f ? 1 : 0); });
+      graph::io::write_npy<uint8_t>(staged.path("predictions.npy"), labels, {logits.rows(), logits.cols()});
+    } else {
+      std::vector<int64_t> predictions(static_cast<std::size_t>(logits.rows()));
+      for (int64_t r = 0; r < logits.rows(); ++r) {
+        const float* row = logits.data() + r * logits.cols();
+        predictions[static_cast<std::size_t>(r)] = std::max_element(row, row + logits.cols()) - row;  // ties: lowest
+      }
+      graph::io::write_npy<int64_t>(staged.path("predictions.npy"), predictions);
     }
-    graph::io::write_npy<int64_t>(out.path() / "predictions.npy", predictions);
-  }
-  std::vector<std::string> files{"predictions.npy"};
-  if (options.logits) {
-    graph::io::write_npy<float>(out.path() / "logits.npy", logits.flat(), {logits.rows(), logits.cols()});
-    files.push_back("logits.npy");
-  }
-  if (options.embeddings_layer) {
-    const std::string name = fmt::format("embeddings_layer{}.npy", *options.embeddings_layer);
-    graph::io::write_npy<float>(out.path() / name, embeddings.flat(), {embeddings.rows(), embeddings.cols()});
-    files.push_back(name);
-  }
+    if (options.logits) {
+      graph::io::write_npy<float>(staged.path("logits.npy"), logits.flat(), {logits.rows(), logits.cols()});
+    }
+    if (options.embeddings_layer) {
+      const std::string name = fmt::format("embeddings_layer{}.npy", *options.embeddings_layer);
+      graph::io::write_npy<float>(staged.path(name), embeddings.flat(), {embeddings.rows(), embeddings.cols()});
+    }
 
-  const auto& stats = im.allocator().stats();
-  nlohmann::json summary = {
-      {"name", c.name},
-      {"dataset", d.name},
-      {"nodes", d.num_nodes()},
-      {"checkpoint", source},
-      {"checkpoint_epoch", checkpoint.epoch},
-      {"output_dir", out.path().string()},
-      {"device", c.run.device.str()},
-      {"metric", metric},
-      {"time_s", seconds},
-      {"chunks", chunks.chunks()},
-      {"largest_chunk_nodes", chunks.largest_chunk_nodes},
-      {"rows_cut", chunks.rows_cut},
-      {"edges_cut", chunks.edges_cut},
-      {"cut", std::string(memory::to_string(c.memory.cut))},
-      {"outputs", files},
-      {"memory",
-       {{"budget_bytes", im.budget().budget},
-        {"limit_bytes", im.budget().limit},
-        {"reserve_bytes", im.budget().reserve},
-        {"parameter_bytes", im.parameter_bytes()},
-        {"predicted_chunk_bytes", chunks.largest_bytes},
-        {"peak_device_bytes", stats.peak_in_use_bytes},
-        {"allocator", std::string(memory::to_string(im.allocator().mode()))},
-        {"peak_held_bytes", stats.peak_held_bytes},
-        {"peak_host_bytes", core::peak_rss_bytes()}}},
-  };
-  add_split_scores(summary, logits, d, d.splits.test, "test", labels_match);
-  add_split_scores(summary, logits, d, d.splits.val, "val", labels_match);
-  add_split_scores(summary, logits, d, d.splits.train, "train", labels_match);
-  out.write_summary(summary);
-  const auto accuracy_text = [](const nlohmann::json& a) {
-    return a.is_null() ? std::string("n/a") : fmt::format("{:.4f}", a.get<double>());
-  };
-  log.info("inferred {} nodes in {:.3f} s: test {} {}, val {}; peak device memory {} of {}; {}", d.num_nodes(), seconds,
-           metric_label(metric), accuracy_text(summary["test_" + metric]), accuracy_text(summary["val_" + metric]),
-           core::format_bytes(stats.peak_in_use_bytes), core::format_bytes(im.budget().budget), out.path().string());
-  return summary;
+    const auto& stats = im.allocator().stats();
+    nlohmann::json summary = {
+        {"name", c.name},
+        {"status", "done"},
+        {"dataset", d.name},
+        {"nodes", d.num_nodes()},
+        {"checkpoint", source},
+        {"checkpoint_epoch", checkpoint.epoch},
+        {"output_dir", out.path().string()},
+        {"device", c.run.device.str()},
+        {"metric", metric},
+        {"time_s", seconds},
+        {"chunks", chunks.chunks()},
+        {"largest_chunk_nodes", chunks.largest_chunk_nodes},
+        {"rows_cut", chunks.rows_cut},
+        {"edges_cut", chunks.edges_cut},
+        {"cut", std::string(memory::to_string(c.memory.cut))},
+        {"outputs", staged.names()},
+        {"memory",
+         {{"budget_bytes", im.budget().budget},
+          {"limit_bytes", im.budget().limit},
+          {"reserve_bytes", im.budget().reserve},
+          {"parameter_bytes", im.parameter_bytes()},
+          {"predicted_chunk_bytes", chunks.largest_bytes},
+          {"peak_device_bytes", stats.peak_in_use_bytes},
+          {"allocator", std::string(memory::to_string(im.allocator().mode()))},
+          {"peak_held_bytes", stats.peak_held_bytes},
+          {"peak_host_bytes", core::peak_rss_bytes()}}},
+    };
+    add_split_scores(summary, logits, d, d.splits.test, "test", labels_match);
+    add_split_scores(summary, logits, d, d.splits.val, "val", labels_match);
+    add_split_scores(summary, logits, d, d.splits.train, "train", labels_match);
+    staged.commit();
+    out.write_summary(summary);
+    staged.keep();
+    out.finished();
+    const auto accuracy_text = [](const nlohmann::json& a) {
+      return a.is_null() ? std::string("n/a") : fmt::format("{:.4f}", a.get<double>());
+    };
+    log.info("inferred {} nodes in {:.3f} s: test {} {}, val {}; peak device memory {} of {}; {}", d.num_nodes(), seconds,
+             metric_label(metric), accuracy_text(summary["test_" + metric]), accuracy_text(summary["val_" + metric]),
+             core::format_bytes(stats.peak_in_use_bytes), core::format_bytes(im.budget().budget), out.path().string());
+    return summary;
+  } catch (const std::exception& e) {
+    // As a run records how it ended: the error in log.txt and summary.json with the status; the
+    // outputs are gone (StagedOutputs), and .unfinished lets a rerun into --out replace the rest.
+    const std::string message = core::user_message(e);
+    try {
+      core::log_to_files(spdlog::level::err, message);
+      out.write_summary({{"name", c.name},
+                         {"status", dynamic_cast<const core::Interrupted*>(&e) != nullptr ? "interrupted" : "failed"},
+                         {"error", message},
+                         {"dataset", d.name},
+                         {"checkpoint", source},
+                         {"checkpoint_epoch", checkpoint.epoch},
+                         {"output_dir", out.path().string()}});
+    } catch (const std::exception& also) {
+      log.error("could not record the failed job in {}: {}", out.path().string(), also.what());
+    }
+    throw;
+  }
 }
 
 }  // namespace gnnpipe::experiments

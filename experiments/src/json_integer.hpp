@@ -1,8 +1,10 @@
 #pragma once
-// Integers read from JSON that a user or a damaged file may have written (checkpoint manifests).
+// Values read from JSON that a user or a damaged file may have written (checkpoint manifests).
 // nlohmann's get<int>() converts a float, or an integer out of the target's range, with a plain
-// cast: undefined behaviour for 9.2e19 read as an unsigned (found by the checkpoint fuzz target).
-// These check the JSON type and the range first.
+// cast: undefined behaviour for 9.2e19 read as an unsigned (found by the checkpoint fuzz target),
+// and its at() throws "[json.exception.out_of_range.403] key 'x' not found", which names neither
+// the file nor the key's path. These check presence, the JSON type and the range first, and throw
+// a one-line DataError naming both.
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -29,6 +31,34 @@ T json_integer(const nlohmann::json& value, const std::string& what) {
   if (text.size() > 40) text = text.substr(0, 40) + "...";
   GNNPIPE_THROW(DataError, "{}: {} is not an integer in [{}, {}]", what, text, std::numeric_limits<T>::min(),
                 std::numeric_limits<T>::max());
+}
+
+// `object`'s member at the dotted key path `path` ("run_state.tracker": the member "tracker" of
+// `object`, which is run_state); DataError "FILE: PATH is missing" when `object` has no such
+// member and "FILE: PARENT is not an object" when `object` is not an object.
+inline const nlohmann::json& json_at(const nlohmann::json& object, const std::string& file, const std::string& path) {
+  const std::size_t dot = path.rfind('.');
+  const std::string key = dot == std::string::npos ? path : path.substr(dot + 1);
+  if (dot != std::string::npos) {
+    GNNPIPE_CHECK_DATA(object.is_object(), "{}: {} is not an object", file, path.substr(0, dot));
+  } else {
+    GNNPIPE_CHECK_DATA(object.is_object(), "{}: not a JSON object", file);
+  }
+  const auto it = object.find(key);
+  GNNPIPE_CHECK_DATA(it != object.end(), "{}: {} is missing", file, path);
+  return *it;
+}
+
+// `value` as a string; DataError "WHAT: is not a string" otherwise.
+inline std::string json_string(const nlohmann::json& value, const std::string& what) {
+  GNNPIPE_CHECK_DATA(value.is_string(), "{}: is not a string", what);
+  return value.get<std::string>();
+}
+
+// `value` as a double (a JSON number); DataError "WHAT: is not a number" otherwise.
+inline double json_number(const nlohmann::json& value, const std::string& what) {
+  GNNPIPE_CHECK_DATA(value.is_number(), "{}: is not a number", what);
+  return value.get<double>();
 }
 
 // An array of such integers.

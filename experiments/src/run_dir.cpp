@@ -31,39 +31,45 @@ std::string timestamp_now() {
 fs::path create_fresh(const fs::path& root, const std::string& stem) {
   std::error_code ec;
   fs::create_directories(root, ec);
-  GNNPIPE_CHECK(!ec, "cannot create the runs directory '{}': {}", root.string(), ec.message());
+  GNNPIPE_CHECK_CONFIG(!ec, "cannot create the runs directory '{}': {} (choose one with --out)", root.string(),
+                       ec.message());
   for (int attempt = 1;; ++attempt) {
     const fs::path candidate = root / (attempt == 1 ? stem : fmt::format("{}-{}", stem, attempt));
     if (fs::create_directory(candidate, ec)) return candidate;
-    GNNPIPE_CHECK(!ec, "cannot create the run directory '{}': {}", candidate.string(), ec.message());
+    GNNPIPE_CHECK_CONFIG(!ec, "cannot create the run directory '{}': {} (choose one with --out)", candidate.string(),
+                         ec.message());
   }
 }
 
+// A failure to create it is the same usage error as an ancestor that is not writable (exit 2):
+// /sys or /proc pass that check for root, and refuse the directory itself.
 fs::path create_out(const fs::path& out) {
   check_output_dir(out, "--out");
   std::error_code ec;
   fs::create_directories(out, ec);
-  GNNPIPE_CHECK(!ec, "cannot create the run directory '{}': {}", out.string(), ec.message());
+  GNNPIPE_CHECK_CONFIG(!ec, "--out {}: cannot create the run directory: {}", out.string(), ec.message());
   return out;
 }
 
-// The rows of an existing metrics.csv (not its header) whose epoch is at most `epoch`: a resumed
-// run drops the rows of epochs after its checkpoint (trained again).
-std::string metrics_rows_through(const fs::path& file, int epoch) {
-  std::ifstream in(file, std::ios::binary);
-  std::string line, out;
-  if (!std::getline(in, line)) return out;  // no file or no header: nothing to keep
-  while (std::getline(in, line)) {
-    const std::size_t comma = line.find(',');
-    int row_epoch = 0;
-    try {
-      row_epoch = std::stoi(line.substr(0, comma));
-    } catch (const std::exception&) {
-      GNNPIPE_THROW(DataError, "{}: '{}' does not start with an epoch number", file.string(), line);
-    }
-    if (row_epoch <= epoch) out += line + "\n";
+// "5-10", "3", "1-2, 7": sorted epochs as ranges.
+std::string epoch_ranges(const std::vector<int>& epochs) {
+  std::string text;
+  for (std::size_t i = 0; i < epochs.size();) {
+    std::size_t j = i;
+    while (j + 1 < epochs.size() && epochs[j + 1] == epochs[j] + 1) ++j;
+    if (!text.empty()) text += ", ";
+    text += i == j ? std::to_string(epochs[i]) : fmt::format("{}-{}", epochs[i], epochs[j]);
+    i = j + 1;
   }
-  return out;
+  return text;
+}
+
+// Whether `dir` holds nothing but a DirectoryLock file (one a process left that wrote nothing else).
+bool empty_but_lock(const fs::path& dir, std::error_code& ec) {
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename() != DirectoryLock::kFileName) return false;
+  }
+  return !ec;
 }
 
 void write_text(const fs::path& path, const std::string& text) {
@@ -89,7 +95,7 @@ void check_output_dir(const fs::path& out, const std::string& option, bool allow
   const auto writable = [](const fs::path& dir) { return ::access(dir.c_str(), W_OK | X_OK) == 0; };
   if (fs::exists(out, ec)) {
     GNNPIPE_CHECK_CONFIG(fs::is_directory(out, ec), "{} {}: exists and is not a directory", option, out.string());
-    GNNPIPE_CHECK_CONFIG(allow_files || fs::is_empty(out, ec), "{} {}: exists and is not empty ({})", option,
+    GNNPIPE_CHECK_CONFIG(allow_files || empty_but_lock(out, ec), "{} {}: exists and is not empty ({})", option,
                          out.string(), hint);
     GNNPIPE_CHECK_CONFIG(writable(out), "{} {}: the directory is not writable", option, out.string());
     return;
@@ -101,6 +107,46 @@ void check_output_dir(const fs::path& out, const std::string& option, bool allow
                        out.string(), ancestor.string());
   GNNPIPE_CHECK_CONFIG(writable(ancestor), "{} {}: cannot be created ({} is not writable)", option, out.string(),
                        ancestor.string());
+}
+
+// (A row is written before its epoch's checkpoint, so a line cut short is of an epoch after it.)
+std::string resumed_metrics_rows(const fs::path& file, int epoch) {
+  std::ifstream in(file, std::ios::binary);
+  std::string line, out;
+  const std::string fix = "restore the file, or start the run afresh";
+  if (!std::getline(in, line) || in.eof()) {
+    GNNPIPE_CHECK_DATA(epoch == 0, "{}: {}, and the checkpoint is after epoch {}: the rows of epochs 1-{} are lost ({})",
+                       file.string(), fs::exists(file) ? "has no header" : "missing", epoch, epoch, fix);
+    return out;
+  }
+  std::vector<int> seen;
+  while (std::getline(in, line) && !in.eof()) {
+    const std::size_t comma = line.find(',');
+    int row_epoch = 0;
+    try {
+      row_epoch = std::stoi(line.substr(0, comma));
+    } catch (const std::exception&) {
+      GNNPIPE_THROW(DataError, "{}: '{}' does not start with an epoch number", file.string(), line);
+    }
+    if (row_epoch > epoch) continue;
+    GNNPIPE_CHECK_DATA(row_epoch >= 1 && (seen.empty() || row_epoch > seen.back()),
+                       "{}: the row of epoch {} {} ({})", file.string(), row_epoch,
+                       row_epoch < 1 ? "is not an epoch" : "is out of order or repeated", fix);
+    seen.push_back(row_epoch);
+    out += line + "\n";
+  }
+  std::vector<int> missing;
+  for (int e = 1, i = 0; e <= epoch; ++e) {
+    if (i < static_cast<int>(seen.size()) && seen[static_cast<std::size_t>(i)] == e) {
+      ++i;
+    } else {
+      missing.push_back(e);
+    }
+  }
+  GNNPIPE_CHECK_DATA(missing.empty(), "{}: lacks the row{} of epoch{} {}, and the checkpoint is after epoch {} ({})",
+                     file.string(), missing.size() == 1 ? "" : "s", missing.size() == 1 ? "" : "s", epoch_ranges(missing),
+                     epoch, fix);
+  return out;
 }
 
 const std::vector<std::string>& RunDirectory::metric_columns() {
@@ -124,25 +170,47 @@ RunDirectory::RunDirectory(const config::ExperimentConfig& config, RunDirectoryO
     header.push_back(name);
   }
   config::check_experiment_name(config.name);
-  if (options.resume) {
-    GNNPIPE_CHECK_CONFIG(fs::is_directory(options.out), "--resume {}: not a run directory", options.out.string());
+  if (options.resume || options.lock) {
+    // The run's own directory (--resume), or one the caller created, locked and checked (infer).
+    GNNPIPE_CHECK_CONFIG(fs::is_directory(options.out), "{} {}: not a {}directory", options.resume ? "--resume" : "--out",
+                         options.out.string(), options.resume ? "run " : "");
     path_ = options.out;
   } else {
     path_ = options.out.empty() ? create_fresh(options.runs_root, config.name + options.suffix + "-" + timestamp_now())
                                 : create_out(options.out);
   }
-
+  if (options.lock) {
+    std::error_code ec;
+    GNNPIPE_CHECK(fs::equivalent(options.lock->dir(), path_, ec), "the lock of {} is not for {}",
+                  options.lock->dir().string(), path_.string());
+    lock_ = std::move(options.lock);
+  } else {
+    lock_ = std::make_shared<const DirectoryLock>(path_);
+  }
+  // Another process may have written into --out between its check and the lock (and ended).
+  if (!options.resume && !options.out.empty()) check_output_dir(path_, "--out");
+  header_ = std::move(header);
+  // A resume's rows are read (and checked) before anything is written.
+  if (options.metrics && options.resume) kept_rows_ = resumed_metrics_rows(path_ / "metrics.csv", options.resume_after);
+  if (options.unfinished_marker) {
+    write_text(path_ / kUnfinished, "");
+    marked_ = true;
+  }
   write_text(path_ / "config.yaml", config::yaml_text(config.resolved.IsMap() ? config.resolved
                                                                                : config::to_yaml(config)));
-  header_ = std::move(header);
-  if (options.metrics) {
-    if (options.resume) kept_rows_ = metrics_rows_through(path_ / "metrics.csv", options.resume_after);
-    write_metrics_header();
-  }
+  if (options.metrics) write_metrics_header();
   if (options.mirror_log) {
     core::add_log_file((path_ / "log.txt").string());
     mirror_log_ = true;
   }
+}
+
+void RunDirectory::finished() {
+  if (!marked_) return;
+  std::error_code ec;
+  fs::remove(path_ / kUnfinished, ec);
+  GNNPIPE_CHECK(!ec, "cannot remove '{}': {}", (path_ / kUnfinished).string(), ec.message());
+  marked_ = false;
 }
 
 void RunDirectory::write_metrics_header() {

@@ -76,13 +76,23 @@ void use_embedding_input(const models::ModelOptions& model, graph::Dataset& d) {
   d.features = graph::FeatureStore(graph::HostArray<float>(), d.num_nodes(), 0, "no features (model.embedding)");
 }
 
-void check_training_supported(const config::ExperimentConfig& c) {
+void check_inference_supported(const config::ExperimentConfig& c) {
   check_sampler_fits_model(c.sampler, static_cast<std::size_t>(c.model.layers));
   if (c.run.device.is_cuda()) {
     GNNPIPE_CHECK_CONFIG(core::cuda_compiled(), "run.device: {} needs a build with the CUDA backend (this one has none)",
                          c.run.device.str());
     c.run.device.require_available();
   }
+}
+
+void check_training_supported(const config::ExperimentConfig& c) {
+  check_inference_supported(c);
+  // Training cuts edges only under policy cut: a strategy without it would rank nothing, and most
+  // likely means the policy was forgotten.
+  GNNPIPE_CHECK_CONFIG(c.memory.policy == memory::MemoryPolicy::kCut || c.memory.cut == memory::MemoryOptions{}.cut,
+                       "memory.cut: {} ranks the edges training cuts under memory.policy cut, and the policy is {} (set "
+                       "memory.policy: cut; gnnpipe infer reads memory.cut with any policy)",
+                       memory::to_string(c.memory.cut), memory::to_string(c.memory.policy));
 }
 
 graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const graph::DataDir& data_dir) {
@@ -234,14 +244,26 @@ std::string checkpoint_holds(int epoch, const pipeline::PartialEpoch& partial) {
   return epoch > 0 ? fmt::format("epoch {}", epoch) : std::string("the state before epoch 1");
 }
 
-// "mem 53.3 MiB peak" and, when the governor did more than admit batches as sampled, what it did.
-std::string memory_note(const pipeline::MemoryCounters& m) {
+// "mem 53.3 MiB peak" and, when the governor did more than admit batches as sampled, what it did;
+// then what the epoch's batches moved, when they moved anything (issue #14: bytes per batch and a
+// cache's hit rate, each epoch).
+std::string memory_note(const pipeline::MemoryCounters& m, const pipeline::DataMovement& d) {
   std::string note = fmt::format("mem {} peak", core::format_bytes(m.peak_bytes));
   if (m.split > 0) note += fmt::format(", {} split into {}", m.split, m.micro_batches);
   if (m.resampled > 0) note += fmt::format(", {} resampled", m.resampled);
   if (m.cut > 0) note += fmt::format(", {} cut ({} edges)", m.cut, m.edges_cut);
   if (m.retried > 0) note += fmt::format(", {} retried", m.retried);
   if (m.stage_retries > 0) note += fmt::format(", {} stage error{} retried", m.stage_retries, m.stage_retries == 1 ? "" : "s");
+  if (d.host_gathered_bytes + d.copied_bytes + d.device_gathered_bytes > 0) {
+    const int64_t batches = std::max<int64_t>(1, m.fit + m.split + m.resampled + m.cut);
+    note += fmt::format(" | data {} gathered, {} copied ({} a batch)", core::format_bytes(d.host_gathered_bytes),
+                        core::format_bytes(d.copied_bytes),
+                        core::format_bytes(d.copied_bytes / static_cast<uint64_t>(batches)));
+    if (d.device_gathered_bytes > 0) note += fmt::format(", {} gathered on the device", core::format_bytes(d.device_gathered_bytes));
+    if (const uint64_t rows = d.cache_hit_rows + d.cache_miss_rows; rows > 0) {
+      note += fmt::format(", cache hits {:.1f}%", 100.0 * static_cast<double>(d.cache_hit_rows) / static_cast<double>(rows));
+    }
+  }
   return note;
 }
 
@@ -434,10 +456,10 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
       // The epoch's time is its training (pipelined: its evaluation overlaps the next epoch's).
       log.info("epoch {:>4} | loss {:.4f} | {}train {:.4f} | val {:.4f} | test {:.4f} | {:.3f} s, eval {:.3f} s{} | {} | {}",
                r.epoch, r.loss, score_label, r.train_acc, r.val_acc, r.test_acc, r.epoch_time_s, r.eval_time_s,
-               pipe.mode == pipeline::PipelineMode::kPipelined ? " (overlapped)" : "", memory_note(r.memory),
+               pipe.mode == pipeline::PipelineMode::kPipelined ? " (overlapped)" : "", memory_note(r.memory, r.data),
                r.verdict);
     } else {
-      log.info("epoch {:>4} | loss {:.4f} | {:.3f} s | {} | {}", r.epoch, r.loss, r.epoch_time_s, memory_note(r.memory),
+      log.info("epoch {:>4} | loss {:.4f} | {:.3f} s | {} | {}", r.epoch, r.loss, r.epoch_time_s, memory_note(r.memory, r.data),
                r.verdict);
     }
   };
@@ -465,6 +487,8 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
     detail[std::string(pipeline::to_string(stage))] = {{"busy_s", t.busy_s}, {"wait_s", t.wait_s}, {"items", t.items}};
   }
   const bool full_batch = c.sampler.type == samplers::SamplerType::kFull;
+  const pipeline::MemoryCounters& k = result.memory;
+  const int64_t batches_run = k.fit + k.split + k.resampled + k.cut;  // batches the governor admitted
   nlohmann::json summary = {
       {"name", c.name},
       {"status", "done"},
@@ -521,7 +545,13 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
         {"copied_bytes", result.data.copied_bytes},
         {"device_gathered_bytes", result.data.device_gathered_bytes},
         {"cache_hit_rows", result.data.cache_hit_rows},
-        {"cache_miss_rows", result.data.cache_miss_rows}}},
+        {"cache_miss_rows", result.data.cache_miss_rows},
+        // null without a cache (JSON has no NaN)
+        {"cache_hit_rate", result.data.cache_hit_rows + result.data.cache_miss_rows > 0
+                               ? nlohmann::json(static_cast<double>(result.data.cache_hit_rows) /
+                                                static_cast<double>(result.data.cache_hit_rows + result.data.cache_miss_rows))
+                               : nlohmann::json()},
+        {"copied_bytes_per_batch", batches_run > 0 ? result.data.copied_bytes / static_cast<uint64_t>(batches_run) : 0}}},
       {"provenance", provenance(c, d, resources.threads().json())},
       {"epoch_times_s", result.epoch_times},
   };

@@ -11,38 +11,52 @@
 
 #include "json_integer.hpp"
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/experiments/run_dir.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
 
-std::map<std::string, std::string> relevant(const YAML::Node& resolved) {
-  std::map<std::string, std::string> all = config::flat_keys(resolved);
-  std::erase_if(all, [](const auto& kv) { return resume_may_change(kv.first); });
-  return all;
+// The keys config_hash leaves out. Fixed with the checkpoint format: another list would give every
+// earlier checkpoint another hash than its config's, and refuse its resume.
+bool hash_free(const std::string& key) {
+  return key == "run.epochs" || key == "run.checkpoint_every" || key == "run.keep_last";
+}
+
+std::string hash_of(const YAML::Node& resolved) {
+  std::string text;
+  for (const auto& [key, value] : resume_relevant_keys(resolved)) text += key + "=" + value + "\n";
+  return fmt::format("{:016x}", fnv1a64(text.data(), text.size()));
+}
+
+YAML::Node resolved_of(const config::ExperimentConfig& config) {
+  return config.resolved.IsMap() ? config.resolved : config::to_yaml(config);
 }
 
 }  // namespace
 
+const std::vector<std::string>& resume_changeable_keys() {
+  static const std::vector<std::string> keys{"run.epochs", "run.checkpoint_every", "run.keep_last", "run.patience"};
+  return keys;
+}
+
 bool resume_may_change(const std::string& key) {
-  return key == "run.epochs" || key == "run.checkpoint_every" || key == "run.keep_last";
+  const auto& keys = resume_changeable_keys();
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
 std::vector<std::pair<std::string, std::string>> resume_relevant_keys(const YAML::Node& resolved) {
-  const std::map<std::string, std::string> keys = relevant(resolved);
+  std::map<std::string, std::string> keys = config::flat_keys(resolved);
+  std::erase_if(keys, [](const auto& kv) { return hash_free(kv.first); });
   return {keys.begin(), keys.end()};
 }
 
-std::string config_hash(const config::ExperimentConfig& config) {
-  std::string text;
-  for (const auto& [key, value] : resume_relevant_keys(config.resolved.IsMap() ? config.resolved : config::to_yaml(config))) {
-    text += key + "=" + value + "\n";
-  }
-  return fmt::format("{:016x}", fnv1a64(text.data(), text.size()));
-}
+std::string config_hash(const config::ExperimentConfig& config) { return hash_of(resolved_of(config)); }
 
 std::vector<std::string> differing_keys(const YAML::Node& a, const YAML::Node& b) {
-  const std::map<std::string, std::string> x = relevant(a), y = relevant(b);
+  std::map<std::string, std::string> x = config::flat_keys(a), y = config::flat_keys(b);
+  std::erase_if(x, [](const auto& kv) { return resume_may_change(kv.first); });
+  std::erase_if(y, [](const auto& kv) { return resume_may_change(kv.first); });
   std::vector<std::string> out;
   for (const auto& [key, value] : x) {
     const auto it = y.find(key);
@@ -112,6 +126,7 @@ Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::P
                    {"next_epoch", event.epoch + 1},
                    {"next_batch", event.partial ? event.partial->batches_done : 0}}},
                  {"has_optimizer_state", event.optimizer.has_value()},
+                 {"patience", config.run.patience},
                  {"model", {{"in_dim", dims.in_dim}, {"out_dim", dims.out_dim}, {"embedding_rows", dims.embedding_rows}}}};
   if (event.partial) c.run_state["partial_epoch"] = partial_epoch_json(*event.partial);
   return c;
@@ -119,25 +134,26 @@ Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::P
 
 pipeline::PartialEpoch checkpoint_partial_epoch(const Checkpoint& c, const std::string& source) {
   pipeline::PartialEpoch p;
-  if (!c.run_state.contains("partial_epoch")) return p;
-  try {
-    const nlohmann::json& j = c.run_state.at("partial_epoch");
-    const std::string where = source + ": run_state.partial_epoch";
-    p.epoch = json_integer<int>(j.at("epoch"), where + ".epoch");
-    p.batches_done = json_integer<int64_t>(j.at("batches_done"), where + ".batches_done");
-    p.batches = json_integer<int64_t>(j.at("batches"), where + ".batches");
-    for (const uint64_t bits : json_integers<uint64_t>(j.at("loss_bits"), where + ".loss_bits")) {
-      p.losses.push_back(std::bit_cast<double>(bits));
-    }
-    p.loss_rows = json_integers<std::size_t>(j.at("loss_rows"), where + ".loss_rows");
-    const nlohmann::json& m = j.at("counters");
-    pipeline::MemoryCounters& k = p.counters;
-    for (const auto& [name, field] : counter_fields(k)) *field = json_integer<int64_t>(m.at(name), where + ".counters." + name);
-    k.peak_bytes = json_integer<std::size_t>(m.at("peak_bytes"), where + ".counters.peak_bytes");
-    k.reserved_bytes = json_integer<std::size_t>(m.at("reserved_bytes"), where + ".counters.reserved_bytes");
-  } catch (const nlohmann::json::exception& e) {
-    GNNPIPE_THROW(DataError, "{}: run_state.partial_epoch: {}", source, e.what());
+  if (!c.run_state.is_object() || !c.run_state.contains("partial_epoch")) return p;
+  const std::string where = "run_state.partial_epoch";
+  const nlohmann::json& j = c.run_state.at("partial_epoch");
+  const auto field = [&](const std::string& key) -> const nlohmann::json& { return json_at(j, source, where + "." + key); };
+  const auto what = [&](const std::string& key) { return source + ": " + where + "." + key; };
+  p.epoch = json_integer<int>(field("epoch"), what("epoch"));
+  p.batches_done = json_integer<int64_t>(field("batches_done"), what("batches_done"));
+  p.batches = json_integer<int64_t>(field("batches"), what("batches"));
+  for (const uint64_t bits : json_integers<uint64_t>(field("loss_bits"), what("loss_bits"))) {
+    p.losses.push_back(std::bit_cast<double>(bits));
   }
+  p.loss_rows = json_integers<std::size_t>(field("loss_rows"), what("loss_rows"));
+  const nlohmann::json& m = field("counters");
+  const auto counter = [&](const std::string& name) -> const nlohmann::json& {
+    return json_at(m, source, where + ".counters." + name);
+  };
+  pipeline::MemoryCounters& k = p.counters;
+  for (const auto& [name, f] : counter_fields(k)) *f = json_integer<int64_t>(counter(name), what(std::string("counters.") + name));
+  k.peak_bytes = json_integer<std::size_t>(counter("peak_bytes"), what("counters.peak_bytes"));
+  k.reserved_bytes = json_integer<std::size_t>(counter("reserved_bytes"), what("counters.reserved_bytes"));
   GNNPIPE_CHECK_DATA(p.epoch == c.epoch + 1 && p.batches_done >= 0 && p.batches_done < p.batches &&
                          p.losses.size() == static_cast<std::size_t>(p.batches_done) &&
                          p.loss_rows.size() == p.losses.size(),
@@ -149,21 +165,34 @@ pipeline::PartialEpoch checkpoint_partial_epoch(const Checkpoint& c, const std::
 
 ModelDims checkpoint_model_dims(const Checkpoint& c, const std::string& source) {
   ModelDims dims;
-  try {
-    const nlohmann::json& j = c.run_state.at("model");
-    dims.in_dim = json_integer<int64_t>(j.at("in_dim"), source + ": run_state.model.in_dim");
-    dims.out_dim = json_integer<int64_t>(j.at("out_dim"), source + ": run_state.model.out_dim");
-    if (j.contains("embedding_rows")) {  // absent before model.embedding existed
-      dims.embedding_rows = json_integer<int64_t>(j.at("embedding_rows"), source + ": run_state.model.embedding_rows");
-    }
-  } catch (const nlohmann::json::exception& e) {
-    GNNPIPE_THROW(DataError, "{}: run_state.model: {}", source, e.what());
+  const nlohmann::json& j = json_at(c.run_state, source, "run_state.model");
+  dims.in_dim = json_integer<int64_t>(json_at(j, source, "run_state.model.in_dim"), source + ": run_state.model.in_dim");
+  dims.out_dim = json_integer<int64_t>(json_at(j, source, "run_state.model.out_dim"), source + ": run_state.model.out_dim");
+  if (j.contains("embedding_rows")) {  // absent before model.embedding existed
+    dims.embedding_rows = json_integer<int64_t>(j.at("embedding_rows"), source + ": run_state.model.embedding_rows");
   }
   GNNPIPE_CHECK_DATA((dims.in_dim > 0 || dims.embedding_rows > 0) && dims.in_dim >= 0 && dims.out_dim > 0 &&
                          dims.embedding_rows >= 0,
                      "{}: run_state.model: widths {} -> {} (embedding rows {}) are not positive", source, dims.in_dim,
                      dims.out_dim, dims.embedding_rows);
   return dims;
+}
+
+pipeline::TrackerState checkpoint_tracker(const Checkpoint& c, const std::string& source) {
+  pipeline::TrackerState t;
+  const std::string where = "run_state.tracker";
+  const nlohmann::json& j = json_at(c.run_state, source, where);
+  const auto field = [&](const std::string& key) -> const nlohmann::json& { return json_at(j, source, where + "." + key); };
+  const auto what = [&](const std::string& key) { return source + ": " + where + "." + key; };
+  t.best_epoch = json_integer<int>(field("best_epoch"), what("best_epoch"));
+  t.since_best = json_integer<int>(field("since_best"), what("since_best"));
+  t.best_val = json_number(field("best_val"), what("best_val"));
+  t.test_at_best = json_number(field("test_at_best"), what("test_at_best"));
+  t.train_at_best = json_number(field("train_at_best"), what("train_at_best"));
+  GNNPIPE_CHECK_DATA(t.best_epoch >= 0 && t.best_epoch <= c.epoch && t.since_best >= 0,
+                     "{}: {}: best epoch {} and {} epochs since do not fit a checkpoint after epoch {}", source, where,
+                     t.best_epoch, t.since_best, c.epoch);
+  return t;
 }
 
 void restore_parameters(const Checkpoint& c, const std::string& source, models::GnnModel<float>& model) {
@@ -185,7 +214,8 @@ void restore_parameters(const Checkpoint& c, const std::string& source, models::
 
 pipeline::TrackerState restore_checkpoint(const Checkpoint& c, const std::string& source, models::GnnModel<float>& model,
                                           models::Optimizer<float>& optimizer) {
-  GNNPIPE_CHECK_DATA(c.run_state.value("has_optimizer_state", false),
+  const auto has_state = c.run_state.find("has_optimizer_state");
+  GNNPIPE_CHECK_DATA(has_state != c.run_state.end() && has_state->is_boolean() && has_state->get<bool>(),
                      "{}: holds no optimizer state (a best-model checkpoint): resume from checkpoints/last", source);
   models::OptimizerHostState<float> state;
   state.steps = c.optimizer_steps;
@@ -196,18 +226,7 @@ pipeline::TrackerState restore_checkpoint(const Checkpoint& c, const std::string
   } catch (const core::DataError& e) {
     GNNPIPE_THROW(DataError, "{}: {}", source, e.message());
   }
-  pipeline::TrackerState t;
-  try {
-    const nlohmann::json& j = c.run_state.at("tracker");
-    t.best_epoch = json_integer<int>(j.at("best_epoch"), source + ": run_state.tracker.best_epoch");
-    t.since_best = json_integer<int>(j.at("since_best"), source + ": run_state.tracker.since_best");
-    t.best_val = j.at("best_val").get<double>();
-    t.test_at_best = j.at("test_at_best").get<double>();
-    t.train_at_best = j.at("train_at_best").get<double>();
-  } catch (const nlohmann::json::exception& e) {
-    GNNPIPE_THROW(DataError, "{}: run_state.tracker: {}", source, e.what());
-  }
-  return t;
+  return checkpoint_tracker(c, source);
 }
 
 std::shared_ptr<const Checkpoint> load_resume_checkpoint(const config::ExperimentConfig& config,
@@ -223,20 +242,42 @@ std::shared_ptr<const Checkpoint> load_resume_checkpoint(const config::Experimen
   } catch (const core::ConfigError& e) {
     GNNPIPE_THROW(DataError, "{}: {}", saved.string(), e.message());
   }
-  const YAML::Node now = config.resolved.IsMap() ? config.resolved : config::to_yaml(config);
+  const YAML::Node now = resolved_of(config);
   const std::vector<std::string> keys = differing_keys(before.resolved, now);
-  GNNPIPE_CHECK_CONFIG(keys.empty(),
-                       "--resume {}: the config differs from the run's in {} (only run.epochs and run.checkpoint_every "
-                       "may change)",
-                       run_dir.string(), fmt::join(keys, ", "));
-  auto checkpoint = std::make_shared<const Checkpoint>(read_checkpoint(run_dir / "checkpoints" / "last"));
-  GNNPIPE_CHECK_DATA(checkpoint->config_hash == config_hash(config),
-                     "{}: written for another config (config_hash {}, this config's {})",
-                     (run_dir / "checkpoints" / "last" / "manifest.json").string(), checkpoint->config_hash,
-                     config_hash(config));
+  GNNPIPE_CHECK_CONFIG(keys.empty(), "--resume {}: the config differs from the run's in {} (only {} may change)",
+                       run_dir.string(), fmt::join(keys, ", "), fmt::join(resume_changeable_keys(), ", "));
+  // run.patience may be raised (or set to 0, never): the run did not stop before its checkpoint
+  // with the lower one, so it would not have with the higher one either. A lower one could have.
+  const int patience = config.run.patience, patience_before = before.run.patience;
+  GNNPIPE_CHECK_CONFIG(patience == 0 || (patience_before != 0 && patience >= patience_before),
+                       "run.patience: {} is below the run's {} ({}): a resume may raise it, not lower it (a lower one "
+                       "could have stopped the run before its checkpoint)",
+                       patience, patience_before == 0 ? std::string("0, never stop") : std::to_string(patience_before),
+                       saved.string());
+  const std::filesystem::path last = run_dir / "checkpoints" / "last";
+  auto checkpoint = std::make_shared<const Checkpoint>(read_checkpoint(last));
+  const std::string manifest = (last / "manifest.json").string();
+  // The hash covers run.patience as the checkpoint's run had it (a resume may have raised it since).
+  int trained_patience = patience_before;
+  if (checkpoint->run_state.contains("patience")) {
+    trained_patience = json_integer<int>(checkpoint->run_state.at("patience"), manifest + ": run_state.patience");
+  }
+  YAML::Node as_trained = YAML::Clone(now);
+  as_trained["run"]["patience"] = trained_patience;
+  GNNPIPE_CHECK_DATA(checkpoint->config_hash == hash_of(as_trained),
+                     "{}: written for another config (config_hash {}, this config's {})", manifest,
+                     checkpoint->config_hash, hash_of(as_trained));
   GNNPIPE_CHECK_CONFIG(checkpoint->epoch < config.run.epochs,
                        "run.epochs: {}, and {} is after epoch {}: nothing left to train (raise run.epochs)",
                        config.run.epochs, run_dir.string(), checkpoint->epoch);
+  (void)resumed_metrics_rows(run_dir / "metrics.csv", checkpoint->epoch);  // its rows up to the checkpoint are there
+  // A run that stopped early (run.patience) ended at its checkpoint: resuming it with the same
+  // patience would train one epoch more and stop again.
+  const pipeline::TrackerState tracker = checkpoint_tracker(*checkpoint, last.string());
+  GNNPIPE_CHECK_CONFIG(patience == 0 || tracker.since_best < patience,
+                       "run.patience: {}, and {} stopped early after epoch {} (no better validation score for {} epochs "
+                       "since epoch {}): nothing left to train (raise run.patience, or set it to 0)",
+                       patience, run_dir.string(), checkpoint->epoch, tracker.since_best, tracker.best_epoch);
   return checkpoint;
 }
 

@@ -14,11 +14,14 @@
 
 namespace gnnpipe::experiments {
 
-// The keys a resume may change: they do not change what the epochs before the checkpoint trained.
+// The keys a resume may change, in the order the refusal lists them: they do not change what the
+// epochs before the checkpoint trained (run.patience only upwards: see load_resume_checkpoint).
+const std::vector<std::string>& resume_changeable_keys();
 bool resume_may_change(const std::string& key);
 
-// The config's keys ("model.hidden") with their values as YAML text, without the keys a resume
-// may change: equal for two configs that train the same epochs the same way.
+// The config's keys ("model.hidden") with their values as YAML text, without run.epochs,
+// run.checkpoint_every and run.keep_last: equal for two configs that train the same epochs the
+// same way (run.patience is in: the list is fixed with the checkpoint format).
 std::vector<std::pair<std::string, std::string>> resume_relevant_keys(const YAML::Node& resolved);
 // FNV-1a 64 (hex) of resume_relevant_keys: the checkpoint's config_hash.
 std::string config_hash(const config::ExperimentConfig& config);
@@ -36,8 +39,8 @@ struct ModelDims {
 
 // The checkpoint of `event`: the parameters split by the model's names and shapes, the optimizer's
 // arrays flat, the tracker, the RNG position (the next epoch and batch; a batch's randomness is a
-// function of (seed, epoch, batch)), the model's widths and (a stop request's) the stopped epoch
-// in run_state.
+// function of (seed, epoch, batch)), the model's widths, run.patience (the config_hash's, which a
+// resume may raise) and (a stop request's) the stopped epoch in run_state.
 Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::ParamStore<float>& params,
                          const config::ExperimentConfig& config, ModelDims dims);
 
@@ -49,6 +52,10 @@ pipeline::PartialEpoch checkpoint_partial_epoch(const Checkpoint& checkpoint, co
 // The widths a checkpoint's model was built with (run_state.model); DataError naming `source`
 // when they are missing or not positive (in_dim 0 with embedding rows).
 ModelDims checkpoint_model_dims(const Checkpoint& checkpoint, const std::string& source);
+
+// The best-epoch tracker of a checkpoint (run_state.tracker); DataError naming `source` and the key
+// when it is missing, not a number, or does not fit the checkpoint (best epoch after it, negative).
+pipeline::TrackerState checkpoint_tracker(const Checkpoint& checkpoint, const std::string& source);
 
 // Puts a checkpoint's parameters into `model`. DataError naming `source` when the arrays do not
 // fit the model (another architecture or other widths), naming the first array that differs.

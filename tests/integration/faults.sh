@@ -3,11 +3,15 @@
 #  1. the mapped features file truncated mid-run: SIGBUS becomes one line naming the file and exit
 #     code 3, not a crash (core/mapped_file.hpp);
 #  2. the features file deleted mid-run: the mapping keeps the data, the run finishes (exit 0);
-#  3. an output directory that cannot be created: one line naming it, non-zero, no partial output;
+#  3. an output directory that cannot be created: one line naming it, exit code 2 (as for one whose
+#     parent is not writable), no partial output;
 #  4. a full disk while a checkpoint is written (simulated with a file-size limit, `ulimit -f`,
 #     SIGXFSZ ignored, so writes fail with EFBIG as they would with ENOSPC): one line naming the
 #     file, exit code 3, the previous checkpoint byte for byte intact, no partial left behind, and
-#     a resume once there is room finishes the run.
+#     a resume once there is room finishes the run;
+#  5. a full disk while gnnpipe infer writes its outputs (the same file-size limit): exit code 3, no
+#     output left (predictions.npy, logits.npy), the error in log.txt and summary.json "status":
+#     "failed", as a run records it; once there is room, infer into the same --out finishes.
 set -euo pipefail
 gnnpipe=$1
 tmp=$(mktemp -d)
@@ -62,8 +66,8 @@ echo "2. deleted while mapped: the run finished"
 write_config "$tmp/graph" 2
 rc=0
 "$gnnpipe" run "$tmp/run.yaml" --out /proc/gnnpipe_faults/run >"$tmp/r3.log" 2>&1 || rc=$?
-[[ $rc -ne 0 ]] || fail "unwritable --out: exit code 0"
-grep -q "^gnnpipe: cannot create the run directory '/proc/gnnpipe_faults/run'" "$tmp/r3.log" ||
+[[ $rc -eq 2 ]] || fail "unwritable --out: exit code $rc, expected 2"
+grep -q "^gnnpipe: --out /proc/gnnpipe_faults/run: cannot create the run directory: " "$tmp/r3.log" ||
   fail "unwritable --out: $(tail -2 "$tmp/r3.log")"
 echo "3. unwritable output directory: exit $rc, one line"
 
@@ -87,3 +91,23 @@ grep -q "^gnnpipe: .*checkpoints/.last.partial/.*: write failed: File too large"
   >"$tmp/r4resume.log" 2>&1 || fail "resume after the full disk: $(tail -3 "$tmp/r4resume.log")"
 grep -q '"epoch": *6' "$tmp/r4/checkpoints/last/manifest.json" || fail "resume after the full disk did not reach epoch 6"
 echo "4. full disk during a checkpoint: exit 3, previous checkpoint intact, resumed to the end"
+
+# 5. A full disk while infer writes its outputs: the 156 KiB predictions.npy does not fit under 30 KiB.
+rc=0
+(
+  trap '' XFSZ
+  ulimit -f 30
+  exec "$gnnpipe" infer "$tmp/run.yaml" --checkpoint "$tmp/r4/checkpoints/last" --out "$tmp/i5" --logits
+) >"$tmp/i5.log" 2>&1 || rc=$?
+[[ $rc -eq 3 ]] || fail "infer on a full disk: exit code $rc, expected 3: $(tail -3 "$tmp/i5.log")"
+grep -q "^gnnpipe: $tmp/i5/.partial/predictions.npy.tmp: write failed: File too large" "$tmp/i5.log" ||
+  fail "infer on a full disk: no one-line message naming the file: $(tail -3 "$tmp/i5.log")"
+left=$(cd "$tmp/i5" && ls -A | tr '\n' ' ')
+[[ $left == ".lock .unfinished config.yaml log.txt summary.json " ]] || fail "infer on a full disk left: $left"
+grep -q '"status": "failed"' "$tmp/i5/summary.json" || fail "infer on a full disk: summary.json does not say failed"
+grep -q "\[error\] .*predictions.npy.tmp: write failed: File too large" "$tmp/i5/log.txt" || fail "infer on a full disk: the error is not in log.txt"
+"$gnnpipe" infer "$tmp/run.yaml" --checkpoint "$tmp/r4/checkpoints/last" --out "$tmp/i5" --logits >"$tmp/i5ok.log" 2>&1 ||
+  fail "infer into the same --out once there is room: $(tail -3 "$tmp/i5ok.log")"
+grep -q '"status": "done"' "$tmp/i5/summary.json" && [[ -e $tmp/i5/logits.npy && ! -e $tmp/i5/.unfinished ]] ||
+  fail "infer once there is room left: $(cd "$tmp/i5" && ls -A | tr '\n' ' ')"
+echo "5. full disk while infer writes: exit 3, no outputs, failed in summary.json and log.txt, rerun into the same --out"

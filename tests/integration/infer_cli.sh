@@ -6,12 +6,15 @@
 # missing checkpoint are one-line errors with their exit codes (4, 3, 2, 3) that leave no output.
 # Learned node embeddings (model.embedding) round-trip through the checkpoint into infer; a
 # multi-label model's infer reports the run's F1 scores and writes the 0/1 predictions. The async
-# allocator infers the same chunks within the same budget.
+# allocator infers the same chunks within the same budget. memory.cut alone (no training policy)
+# picks infer's cut. A checkpoint whose manifest says epoch -3 is refused (exit 3). An infer killed
+# with SIGKILL leaves an unfinished --out that the next infer into it replaces; a second infer into
+# an --out in use is refused naming the pid (exit 2).
 # GNNPIPE_TEST_DEVICE (default cpu) runs it on another device (tools/device/gpu_acceptance.sh checkpoints).
 set -euo pipefail
 gnnpipe=$1
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'kill -9 "${pid:-0}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 cat >"$tmp/run.yaml" <<YAML
 name: inferred
 dataset: {synthetic: {nodes: 3000, avg_degree: 8, features: 24, classes: 5, seed: 3}}
@@ -79,6 +82,52 @@ expect 4 "cannot hold the model" --checkpoint "$ck" --memory-limit 8KiB
 expect 3 "feature columns" --checkpoint "$ck" --set dataset.synthetic.features=16
 expect 2 "embeddings" --checkpoint "$ck" --embeddings 2
 expect 3 "no checkpoint there" --checkpoint "$tmp/run/checkpoints/none"
+
+# memory.cut without memory.policy cut: infer's own cut strategy (training refuses it without the policy).
+"$gnnpipe" infer "$tmp/run.yaml" --checkpoint "$ck" --out "$tmp/cut" --memory-limit "$limit" --set memory.cut=random \
+  >"$tmp/cut.log" 2>&1 || { cat "$tmp/cut.log" >&2; fail "memory.cut alone was refused by infer"; }
+[[ $(field "$tmp/cut/summary.json" cut) == random ]] || fail "infer's cut: $(field "$tmp/cut/summary.json" cut)"
+# A manifest field out of range: one line naming the manifest, exit 3, as --resume gives.
+cp -r "$ck" "$tmp/negative"
+sed -i 's/"epoch": [0-9]*/"epoch": -3/' "$tmp/negative/manifest.json"
+expect 3 "negative/manifest.json: epoch -3 is negative" --checkpoint "$tmp/negative"
+
+# SIGKILL while it infers (a large graph under a small budget: seconds of chunks): no summary.json,
+# the directory marked unfinished; meanwhile a second infer into the same --out is refused naming
+# the pid; afterwards an infer into it replaces the leftovers and finishes.
+big=(--set dataset.synthetic.nodes=1000000 --memory-limit 1MiB)
+"$gnnpipe" infer "$tmp/run.yaml" "${big[@]}" --checkpoint "$ck" --out "$tmp/killed" >"$tmp/killed.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 6000); do
+  [[ -e $tmp/killed/config.yaml ]] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.01
+done
+set +e
+"$gnnpipe" infer "$tmp/run.yaml" --checkpoint "$ck" --out "$tmp/killed" >"$tmp/busy.log" 2>&1
+busy=$?
+kill -9 "$pid" 2>/dev/null
+wait "$pid"
+status=$?
+set -e
+[[ $status -eq 137 ]] || { cat "$tmp/killed.log" >&2; fail "the infer ended by itself (exit $status) before it could be killed"; }
+[[ $busy -eq 2 ]] && grep -q "^gnnpipe: $tmp/killed: in use by another gnnpipe process (pid $pid)" "$tmp/busy.log" ||
+  { cat "$tmp/busy.log" >&2; fail "a second infer into an --out in use gave exit $busy"; }
+[[ ! -e $tmp/killed/summary.json && -e $tmp/killed/.unfinished && ! -e $tmp/killed/predictions.npy ]] ||
+  fail "a killed infer left $(ls -A "$tmp/killed" | tr '\n' ' ')"
+"$gnnpipe" infer "$tmp/run.yaml" --checkpoint "$ck" --out "$tmp/killed" >"$tmp/rerun.log" 2>&1 ||
+  { cat "$tmp/rerun.log" >&2; fail "an infer into a killed infer's --out was refused"; }
+grep -q "replacing the files of an infer that did not finish" "$tmp/rerun.log" || fail "the rerun did not say it replaced the leftovers"
+[[ $(field "$tmp/killed/summary.json" status) == done && ! -e $tmp/killed/.unfinished && -e $tmp/killed/predictions.npy ]] ||
+  fail "the rerun left $(ls -A "$tmp/killed" | tr '\n' ' ')"
+[[ $(field "$tmp/killed/summary.json" test_accuracy) == "$(field "$tmp/wide/summary.json" test_accuracy)" ]] ||
+  fail "the rerun's accuracy: $(field "$tmp/killed/summary.json" test_accuracy)"
+# A finished --out is not replaced.
+set +e
+"$gnnpipe" infer "$tmp/run.yaml" --checkpoint "$ck" --out "$tmp/killed" >"$tmp/again.log" 2>&1
+status=$?
+set -e
+[[ $status -eq 2 ]] && grep -q "exists and is not empty" "$tmp/again.log" || { cat "$tmp/again.log" >&2; fail "a finished --out was reused"; }
 
 # A model that learned node embeddings (model.embedding): infer rebuilds the table from the
 # checkpoint and reproduces the run's accuracies; a graph of another node count is refused.

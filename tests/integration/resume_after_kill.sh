@@ -2,7 +2,9 @@
 # Issue #15: a run killed with SIGKILL (a real child process, mid-run) and continued with
 # `gnnpipe run --resume` ends with bitwise the parameters (params_checksum) and the per-epoch
 # metrics of the same run left alone; its metrics.csv has each epoch once. A run sent SIGTERM
-# finishes the step in flight, exits 5 naming the checkpoint, and resumes the same way. Also:
+# finishes the step in flight, exits 5 naming the checkpoint, and resumes the same way; a second
+# --resume of the directory while that resume runs is refused naming the holder's pid (exit 2)
+# and leaves it alone (the resumed run is still bitwise the run left alone). Also:
 # --resume with a changed key is refused naming it (exit 2), and without a checkpoint it is a data
 # error (exit 3).
 # GNNPIPE_TEST_DEVICE (default cpu) runs it on another device (tools/device/gpu_acceptance.sh checkpoints).
@@ -62,7 +64,22 @@ grep -q "^gnnpipe: .*interrupted by signal 15.*--resume" "$tmp/termed.log" ||
   { cat "$tmp/termed.log" >&2; echo "FAIL: no line naming the signal and --resume" >&2; exit 1; }
 grep -q '"status": "interrupted"' "$tmp/termed/summary.json" || { echo "FAIL: a stopped run left no summary with status interrupted" >&2; exit 1; }
 echo "stopped by SIGTERM after checkpoint epoch $(epoch_of "$tmp/termed")" >&2
-"$gnnpipe" run "$tmp/run.yaml" --resume "$tmp/termed" >"$tmp/resume2.log" 2>&1 || { cat "$tmp/resume2.log" >&2; exit 1; }
+"$gnnpipe" run "$tmp/run.yaml" --resume "$tmp/termed" >"$tmp/resume2.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 6000); do  # until it holds the directory's lock (it writes its pid there)
+  [[ $(cat "$tmp/termed/.lock" 2>/dev/null) == "$pid" ]] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.01
+done
+set +e
+"$gnnpipe" run "$tmp/run.yaml" --resume "$tmp/termed" >"$tmp/dup.log" 2>&1
+status=$?
+set -e
+[[ $status -eq 2 ]] && grep -q "^gnnpipe: $tmp/termed: in use by another gnnpipe process (pid $pid)" "$tmp/dup.log" ||
+  { cat "$tmp/dup.log" >&2; echo "FAIL: a second --resume of a directory in use gave exit $status" >&2; exit 1; }
+wait "$pid" || { cat "$tmp/resume2.log" >&2; exit 1; }
+diff <(cut -d, -f1-5 "$tmp/whole/metrics.csv") <(cut -d, -f1-5 "$tmp/termed/metrics.csv") >&2 ||
+  { echo "FAIL: metrics.csv differs after a refused second resume" >&2; exit 1; }
 [[ $(checksum "$tmp/termed") == "$whole" ]] || { echo "FAIL: the run resumed after SIGTERM trained other parameters" >&2; exit 1; }
 grep -q '"status": "done"' "$tmp/termed/summary.json" || { echo "FAIL: the resumed run's summary does not say done" >&2; exit 1; }
 

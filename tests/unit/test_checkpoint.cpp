@@ -6,11 +6,16 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/experiments/checkpoint.hpp"
+#include "gnnpipe/graph/io/npy.hpp"
 #include "temp_dir.hpp"
 
 using namespace gnnpipe;
@@ -170,4 +175,93 @@ TEST_CASE("checkpoint: a damaged, missing or foreign file is a DataError naming 
   bad.parameters[0].name = "../escape";
   CHECK_THROWS_AS(experiments::write_checkpoint(dir / "bad", bad), core::Error);
   CHECK_FALSE(fs::exists(dir / "bad"));
+}
+
+namespace {
+
+// read_checkpoint's DataError message for the checkpoint at `ck`; FAIL when it reads.
+std::string read_error(const fs::path& ck) {
+  try {
+    experiments::read_checkpoint(ck);
+  } catch (const core::DataError& e) {
+    CHECK(e.message().find('\n') == std::string::npos);
+    CHECK(e.message().find("json.exception") == std::string::npos);
+    CHECK(core::exit_code_for(e) == core::ExitCode::kData);
+    return e.message();
+  }
+  FAIL("the checkpoint was read");
+  return {};
+}
+
+// The manifest of `ck` with `edit` applied.
+void edit_manifest(const fs::path& ck, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json m = nlohmann::json::parse(test::read_file(ck / "manifest.json"));
+  edit(m);
+  test::write_file(ck / "manifest.json", m.dump(2));
+}
+
+}  // namespace
+
+TEST_CASE("checkpoint: a manifest dtype other than the file's is refused naming the file", "[checkpoint]") {
+  test::TempDir dir;
+  const fs::path ck = dir / "ck";
+  experiments::write_checkpoint(ck, sample(1.0f));
+  const std::string bias = (ck / "params/layer0.bias.npy").string();
+  for (const char* dtype : {"bogus", "int32", "float64"}) {
+    edit_manifest(ck, [&](nlohmann::json& m) { m["parameters"][1]["dtype"] = dtype; });
+    CHECK(read_error(ck) ==
+          fmt::format("{}: the file holds float32, {} says dtype '{}'", bias, (ck / "manifest.json").string(), dtype));
+  }
+  edit_manifest(ck, [](nlohmann::json& m) { m["parameters"][1].erase("dtype"); });
+  CHECK(read_error(ck) == (ck / "manifest.json").string() + ": parameters[1].dtype is missing");
+  // A file of another dtype that the manifest names as such: still not a checkpoint array.
+  edit_manifest(ck, [](nlohmann::json& m) { m["parameters"][1]["dtype"] = "int32"; });
+  const std::vector<int32_t> ints{1, 2, 3, 4};
+  graph::io::write_npy<int32_t>(ck / "params/layer0.bias.npy", ints);
+  CHECK(read_error(ck) == bias + ": dtype int32 (checkpoint arrays are float32)");
+}
+
+TEST_CASE("checkpoint: bytes after an array's data are refused naming the file", "[checkpoint]") {
+  test::TempDir dir;
+  const fs::path ck = dir / "ck";
+  experiments::write_checkpoint(ck, sample(1.0f));
+  const fs::path bias = ck / "params/layer0.bias.npy";
+  const std::string bytes = test::read_file(bias);
+  test::write_file(bias, bytes + "xx\n");  // echo xx >> layer0.bias.npy
+  CHECK(read_error(ck) == fmt::format("{}: 3 bytes after the array's data (the file has {}, its header and data {})",
+                                      bias.string(), bytes.size() + 3, bytes.size()));
+  test::write_file(bias, bytes);
+  CHECK(experiments::read_checkpoint(ck).parameters[1].values == sample(1.0f).parameters[1].values);
+}
+
+TEST_CASE("checkpoint: manifest fields out of range or missing are refused naming the manifest and the key",
+          "[checkpoint]") {
+  test::TempDir dir;
+  const fs::path ck = dir / "ck";
+  const std::string manifest = (ck / "manifest.json").string();
+  const auto refused = [&](const std::function<void(nlohmann::json&)>& edit) {
+    fs::remove_all(ck);
+    experiments::write_checkpoint(ck, sample(1.0f));
+    edit_manifest(ck, edit);
+    return read_error(ck);
+  };
+  CHECK(refused([](nlohmann::json& m) { m["epoch"] = -3; }) ==
+        manifest + ": epoch -3 is negative (the epochs a checkpoint completed)");
+  CHECK(refused([](nlohmann::json& m) { m["optimizer"]["steps"] = -1; }) == manifest + ": optimizer.steps -1 is negative");
+  CHECK(refused([](nlohmann::json& m) { m.erase("run_state"); }) == manifest + ": run_state is missing");
+  CHECK(refused([](nlohmann::json& m) { m["run_state"] = 5; }) == manifest + ": run_state is not an object");
+  CHECK(refused([](nlohmann::json& m) { m.erase("config_hash"); }) == manifest + ": config_hash is missing");
+  CHECK(refused([](nlohmann::json& m) { m["config_hash"] = 7; }) == manifest + ": config_hash: is not a string");
+  CHECK(refused([](nlohmann::json& m) { m["optimizer"].erase("type"); }) == manifest + ": optimizer.type is missing");
+  CHECK(refused([](nlohmann::json& m) { m["optimizer"] = nullptr; }) == manifest + ": optimizer is not an object");
+  CHECK(refused([](nlohmann::json& m) { m["parameters"] = nlohmann::json::array(); }) ==
+        manifest + ": parameters lists no array");
+  CHECK(refused([](nlohmann::json& m) { m["parameters"][0]["name"] = "../w"; }) ==
+        manifest + ": parameters[0].name: name '../w' is not [A-Za-z0-9_.-] or starts with '.'");
+  // Epoch 0 is a checkpoint (a stop during epoch 1).
+  fs::remove_all(ck);
+  Checkpoint zero = sample(1.0f);
+  zero.epoch = 0;
+  experiments::write_checkpoint(ck, zero);
+  CHECK(experiments::read_checkpoint(ck).epoch == 0);
 }

@@ -2,6 +2,7 @@
 
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "gnnpipe/experiments/trainer.hpp"
 #include "temp_dir.hpp"
 
 using namespace gnnpipe::experiments::config;
@@ -392,7 +393,6 @@ TEST_CASE("the memory section: reserve, policy and the keys only some policies r
   CHECK_THROWS_WITH(with("memory: {policy: drop}"), Contains("memory.policy: 'drop' is not a memory policy (allowed: split, resample, cut)"));
   CHECK_THROWS_WITH(with("memory: {max_tries: 3}"), Contains("memory.max_tries: only for policy resample"));
   CHECK_THROWS_WITH(with("memory: {policy: resample, max_tries: 0}"), Contains("memory.max_tries: must be >= 1, got 0"));
-  CHECK_THROWS_WITH(with("memory: {cut: random}"), Contains("memory.cut: only for policy cut"));
   CHECK_THROWS_WITH(with("memory: {policy: cut, cut: biggest}"), Contains("memory.cut: 'biggest'"));
   CHECK_THROWS_WITH(with("memory: {tolerance: 1.0}"), Contains("memory.tolerance: must be in [0, 1), got 1"));
   CHECK_THROWS_WITH(with("memory: {tolerance: -0.1}"), Contains("memory.tolerance: must be in [0, 1)"));
@@ -407,4 +407,27 @@ TEST_CASE("the memory section: reserve, policy and the keys only some policies r
   CHECK(resolved_async["memory"]["allocator"].as<std::string>() == "async");
   CHECK_THROWS_WITH(with("memory: {allocator: cuda}"),
                     Contains("memory.allocator: 'cuda' is not an allocator (allowed: caching, async)"));
+}
+
+TEST_CASE("memory.cut is read with every policy: infer uses it alone, training only under policy cut", "[config][memory][infer]") {
+  using Catch::Contains;
+  // gnnpipe infer cuts by memory.cut whatever the policy: the key alone is parsed and replayed.
+  const auto alone = with("memory: {cut: random}");
+  CHECK(alone.memory.policy == gnnpipe::memory::MemoryPolicy::kSplit);
+  CHECK(alone.memory.cut == gnnpipe::memory::CutStrategy::kRandom);
+  const YAML::Node& resolved_alone = alone.resolved;
+  CHECK(resolved_alone["memory"]["cut"].as<std::string>() == "random");
+  CHECK(same_settings(parse_experiment(alone.resolved), alone));
+  CHECK_NOTHROW(gnnpipe::experiments::check_inference_supported(alone));
+  // A training run cuts only under policy cut: the strategy alone most likely forgot the policy.
+  CHECK_THROWS_AS(gnnpipe::experiments::check_training_supported(alone), ConfigError);
+  CHECK_THROWS_WITH(gnnpipe::experiments::check_training_supported(alone),
+                    Contains("memory.cut: random ranks the edges training cuts under memory.policy cut, and the policy "
+                             "is split"));
+  CHECK_NOTHROW(gnnpipe::experiments::check_training_supported(with("memory: {policy: cut, cut: random}")));
+  // The default is not written under another policy: runs from before resolve and hash as they did.
+  const YAML::Node& resolved_default = with("").resolved;
+  CHECK_FALSE(resolved_default["memory"]["cut"].IsDefined());
+  CHECK_NOTHROW(gnnpipe::experiments::check_training_supported(with("")));
+  CHECK_THROWS_WITH(with("memory: {cut: biggest}"), Contains("memory.cut: 'biggest'"));
 }

@@ -14,6 +14,9 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/experiments/checkpoint.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
@@ -149,7 +152,12 @@ TEST_CASE("resume: another config, a finished run or a missing checkpoint is ref
     FAIL("no error");
   } catch (const core::ConfigError& e) {
     CHECK_THAT(e.message(), Catch::Contains("differs from the run's in model.hidden, optimizer.lr ("));
+    // The keys it names as changeable are the ones the check lets change.
+    CHECK_THAT(e.message(), Catch::EndsWith(fmt::format("(only {} may change)", fmt::join(experiments::resume_changeable_keys(), ", "))));
+    CHECK_THAT(e.message(), Catch::Contains("run.epochs, run.checkpoint_every, run.keep_last, run.patience"));
   }
+  for (const std::string& key : experiments::resume_changeable_keys()) CHECK(experiments::resume_may_change(key));
+  CHECK_FALSE(experiments::resume_may_change("model.hidden"));
   // Nothing left to train.
   CHECK_THROWS_WITH(resume({"run.epochs=2"}, dir / "run"), Catch::Contains("nothing left to train"));
   // No checkpoint: a DataError naming the manifest.
@@ -250,7 +258,100 @@ TEST_CASE("resume: a damaged stopped-epoch record in the checkpoint is refused n
   CHECK_THROWS_WITH(experiments::checkpoint_partial_epoch(bad, "dir/last"),
                     Catch::StartsWith("dir/last: run_state.partial_epoch.epoch: 1099511627776 is not an integer in ["));
   bad = c;
-  bad.run_state["partial_epoch"].erase("counters");
+  bad.run_state["partial_epoch"].erase("counters");  // one line naming the key, no nlohmann text
   CHECK_THROWS_WITH(experiments::checkpoint_partial_epoch(bad, "dir/last"),
-                    Catch::StartsWith("dir/last: run_state.partial_epoch: "));
+                    Catch::StartsWith("dir/last: run_state.partial_epoch.counters is missing ("));
+  bad = c;
+  bad.run_state["partial_epoch"]["counters"].erase("seeds");
+  CHECK_THROWS_WITH(experiments::checkpoint_partial_epoch(bad, "dir/last"),
+                    Catch::StartsWith("dir/last: run_state.partial_epoch.counters.seeds is missing ("));
+}
+
+TEST_CASE("resume: run.keep_last and run.checkpoint_every may change, and the resumed run trains bitwise the same",
+          "[checkpoint]") {
+  test::TempDir dir;
+  const auto whole = test::run_experiment(kBase, {}, dir / "whole");
+  test::run_experiment(kBase, {"run.epochs=3"}, dir / "part");
+  const nlohmann::json resumed = resume({"run.keep_last=2", "run.checkpoint_every=2"}, dir / "part");
+  CHECK(resumed["params_checksum"] == whole.summary["params_checksum"]);
+  CHECK(fs::is_directory(dir / "part" / "checkpoints" / "epoch-000006"));
+}
+
+TEST_CASE("resume: a metrics.csv without the rows up to the checkpoint is refused naming the epochs, before any write",
+          "[checkpoint]") {
+  test::TempDir dir;
+  test::run_experiment(kBase, {"run.epochs=5"}, dir / "run");
+  const fs::path metrics = dir / "run" / "metrics.csv";
+  const std::string full = test::read_file(metrics), config = test::read_file(dir / "run" / "config.yaml");
+  // The header and the rows of epochs 1-2 of 5.
+  std::string cut = full;
+  for (int lines = 0, at = 0;; ++at) {
+    if (cut[static_cast<std::size_t>(at)] == '\n' && ++lines == 3) {
+      cut.resize(static_cast<std::size_t>(at) + 1);
+      break;
+    }
+  }
+  test::write_file(metrics, cut);
+  const auto refused = [&](const std::string& message) {
+    try {
+      resume({"run.epochs=7"}, dir / "run");
+      FAIL("resumed");
+    } catch (const core::DataError& e) {
+      CHECK(e.message() == message);
+    }
+    CHECK(test::read_file(dir / "run" / "config.yaml") == config);  // nothing rewritten
+  };
+  refused(metrics.string() + ": lacks the rows of epochs 3-5, and the checkpoint is after epoch 5 (restore the file, "
+                             "or start the run afresh)");
+  CHECK(test::read_file(metrics) == cut);
+  // A row missing in the middle, and a repeated one.
+  std::string gap = full;
+  const std::size_t row3 = gap.find("\n3,") + 1;
+  gap.erase(row3, gap.find('\n', row3) + 1 - row3);
+  test::write_file(metrics, gap);
+  refused(metrics.string() + ": lacks the row of epoch 3, and the checkpoint is after epoch 5 (restore the file, or "
+                             "start the run afresh)");
+  test::write_file(metrics, full + full.substr(full.find("\n5,") + 1));
+  refused(metrics.string() + ": the row of epoch 5 is out of order or repeated (restore the file, or start the run afresh)");
+  fs::remove(metrics);
+  refused(metrics.string() + ": missing, and the checkpoint is after epoch 5: the rows of epochs 1-5 are lost (restore "
+                             "the file, or start the run afresh)");
+  // A last row cut short (a kill while writing it) is of an epoch after the checkpoint: dropped.
+  test::write_file(metrics, full + "6,0.5");
+  CHECK(experiments::resumed_metrics_rows(metrics, 5) == full.substr(full.find('\n') + 1));
+  CHECK_NOTHROW(resume({"run.epochs=6"}, dir / "run"));
+}
+
+TEST_CASE("resume: a run stopped early by run.patience is refused as finished, and a raised patience goes on bitwise",
+          "[checkpoint]") {
+  test::TempDir dir;
+  const std::vector<std::string> stops{"run.epochs=40", "run.patience=2"};
+  const auto early = test::run_experiment(kBase, stops, dir / "early");
+  const int stopped = early.summary["epochs"].get<int>();
+  REQUIRE(stopped < 40);
+  const std::string metrics = test::read_file(dir / "early" / "metrics.csv");
+  // The same patience: nothing left to train (it stopped there), as for a finished run.
+  try {
+    resume(stops, dir / "early");
+    FAIL("resumed");
+  } catch (const core::ConfigError& e) {
+    CHECK(e.message() == fmt::format("run.patience: 2, and {} stopped early after epoch {} (no better validation score for "
+                                     "2 epochs since epoch {}): nothing left to train (raise run.patience, or set it to 0)",
+                                     (dir / "early").string(), stopped, early.summary["best_epoch"].get<int>()));
+  }
+  // A lower patience could have stopped the run before: refused.
+  CHECK_THROWS_WITH(resume({"run.epochs=40", "run.patience=1"}, dir / "early"),
+                    Catch::StartsWith("run.patience: 1 is below the run's 2 ("));
+  CHECK(test::read_file(dir / "early" / "metrics.csv") == metrics);
+  // A higher one goes on: the run is the one that had it from the start, bit for bit.
+  const std::vector<std::string> longer{"run.epochs=40", "run.patience=5"};
+  const auto whole = test::run_experiment(kBase, longer, dir / "whole");
+  const nlohmann::json resumed = resume(longer, dir / "early");
+  CHECK(resumed["epochs"] == whole.summary["epochs"]);
+  CHECK(resumed["params_checksum"] == whole.summary["params_checksum"]);
+  CHECK(stable_metrics(dir / "early" / "metrics.csv") == stable_metrics(dir / "whole" / "metrics.csv"));
+  // The checkpoint records the patience it was written with, so a later resume checks its hash.
+  CHECK(experiments::read_checkpoint(dir / "early" / "checkpoints" / "last").run_state["patience"] == 5);
+  // 0 (never stop) is the highest.
+  if (whole.summary["epochs"].get<int>() < 40) CHECK_NOTHROW(resume({"run.epochs=40", "run.patience=0"}, dir / "early"));
 }

@@ -1,7 +1,12 @@
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <memory>
 
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/log.hpp"
+#include "gnnpipe/experiments/dir_lock.hpp"
 #include "gnnpipe/experiments/run_dir.hpp"
 #include "temp_dir.hpp"
 
@@ -108,4 +113,71 @@ TEST_CASE("two runs of one name get distinct directories, bad metric names are r
   CHECK_THROWS_WITH(RunDirectory(tiny_config(), options), Catch::Contains("metrics column 'loss' appears twice"));
   options.extra_metrics = {"a,b"};
   CHECK_THROWS_WITH(RunDirectory(tiny_config(), options), Catch::Contains("letters, digits and '_' only"));
+}
+
+TEST_CASE("a directory is locked while its RunDirectory lives: a second one is refused naming it and the pid",
+          "[run_dir][lock]") {
+  gnnpipe::test::TempDir dir;
+  using gnnpipe::experiments::DirectoryLock;
+  const std::string in_use = fmt::format("{}: in use by another gnnpipe process (pid {}); wait for it to end or use "
+                                         "another directory", (dir / "run").string(), ::getpid());
+  RunDirectoryOptions options;
+  options.mirror_log = false;
+  options.out = dir / "run";
+  {
+    RunDirectory first(tiny_config(), options);
+    CHECK(read_file(dir / "run" / DirectoryLock::kFileName) == fmt::format("{}\n", ::getpid()));
+    // A resume into it (run --resume of the same directory) and a lock of it are refused.
+    RunDirectoryOptions again = options;
+    again.resume = true;
+    CHECK_THROWS_AS(RunDirectory(tiny_config(), again), ConfigError);
+    CHECK_THROWS_WITH(RunDirectory(tiny_config(), again), Catch::StartsWith(in_use + " ("));
+    CHECK_THROWS_WITH(DirectoryLock(dir / "run"), Catch::StartsWith(in_use + " ("));
+    CHECK_THROWS_WITH(DirectoryLock::check_free(dir / "run"), Catch::StartsWith(in_use + " ("));
+  }
+  // Released with the RunDirectory; the file stays and an empty directory with it counts as empty.
+  { DirectoryLock lock(dir / "run"); }
+  DirectoryLock::check_free(dir / "run");
+  fs::create_directories(dir / "lone");
+  { DirectoryLock lock(dir / "lone"); }
+  options.out = dir / "lone";
+  { RunDirectory reuse(tiny_config(), options); }
+  CHECK(fs::exists(dir / "lone" / "config.yaml"));
+  // A caller's lock (run --resume takes it before reading the checkpoint) is the RunDirectory's.
+  RunDirectoryOptions resumed = options;
+  resumed.resume = true;
+  resumed.lock = std::make_shared<const DirectoryLock>(dir / "lone");
+  { RunDirectory run(tiny_config(), resumed); }
+  CHECK_THROWS_WITH(DirectoryLock(dir / "lone"), Catch::Contains("in use by another gnnpipe process"));
+  resumed.lock.reset();
+  CHECK_NOTHROW(DirectoryLock(dir / "lone"));
+}
+
+TEST_CASE("an --out that cannot be created is a usage error naming it, as one whose parent is not writable",
+          "[run_dir]") {
+  RunDirectoryOptions options;
+  options.mirror_log = false;
+  options.out = "/proc/gnnpipe_test_run_dir/run";  // /proc refuses new entries, even to root
+  try {
+    RunDirectory run(tiny_config(), options);
+    FAIL("created");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.message(), Catch::StartsWith("--out /proc/gnnpipe_test_run_dir/run: cannot "));
+    CHECK(gnnpipe::core::exit_code_for(e) == gnnpipe::core::ExitCode::kUsage);
+  }
+}
+
+TEST_CASE("an unfinished marker is written before config.yaml and removed by finished()", "[run_dir][infer]") {
+  gnnpipe::test::TempDir dir;
+  RunDirectoryOptions options;
+  options.mirror_log = false;
+  options.metrics = false;
+  options.unfinished_marker = true;
+  options.out = dir / "infer";
+  RunDirectory run(tiny_config(), options);
+  CHECK(fs::exists(dir / "infer" / RunDirectory::kUnfinished));
+  CHECK_FALSE(fs::exists(dir / "infer" / "metrics.csv"));
+  run.finished();
+  CHECK_FALSE(fs::exists(dir / "infer" / RunDirectory::kUnfinished));
+  run.finished();  // once is enough
 }

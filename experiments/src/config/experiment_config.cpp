@@ -166,7 +166,10 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   memory["reserve"] = c.memory.reserve_bytes ? bytes_text(*c.memory.reserve_bytes) : std::string("auto");
   memory["policy"] = std::string(to_string(c.memory.policy));
   if (c.memory.policy == memory::MemoryPolicy::kResample || every_key) memory["max_tries"] = c.memory.max_tries;
-  if (c.memory.policy == memory::MemoryPolicy::kCut || every_key) memory["cut"] = std::string(to_string(c.memory.cut));
+  // With another policy only when not the default (gnnpipe infer's): runs keep their resolved config.
+  if (c.memory.policy == memory::MemoryPolicy::kCut || c.memory.cut != memory::MemoryOptions{}.cut || every_key) {
+    memory["cut"] = std::string(to_string(c.memory.cut));
+  }
   memory["tolerance"] = number(c.memory.tolerance);
   memory["features"] = std::string(to_string(c.memory.features));
   memory["cache_rank"] = std::string(to_string(c.memory.cache_rank));
@@ -374,6 +377,12 @@ ExperimentConfig parse_experiment(const YAML::Node& root_in, const std::vector<s
                        "model.embedding: {} learned embedding columns replace the features, so dataset.random_features "
                        "({}) would not be used; remove one of the two keys",
                        c.model.embedding, c.dataset.random_features);
+  // ... and there are no features to place on the device or cache there.
+  GNNPIPE_CHECK_CONFIG(c.model.embedding == 0 || c.memory.features == memory::FeaturePlacement::kAuto ||
+                           c.memory.features == memory::FeaturePlacement::kHost,
+                       "memory.features: {}: model.embedding ({} learned columns) replaces the features, so there are "
+                       "none to place; remove memory.features",
+                       memory::to_string(c.memory.features), c.model.embedding);
   // A key the parser reads but emit() does not write would be dropped from config.yaml (the run
   // would not replay) and refused by --set: a programming error, caught by every parse.
   for (const std::string& key : top.keys_read()) {

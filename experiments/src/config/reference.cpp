@@ -61,7 +61,7 @@ const std::vector<KeyDoc>& key_docs() {
       {"dataset.random_features", "integer", kAll,
        "> 0: seeded random features of this width, for datasets without features (accuracy then meaningless)."},
       {"dataset.random_features_seed", "integer", kAll, "Seed of random_features."},
-      {"dataset.feature_dtype", "string", kAll, "float32, float16 or bfloat16: how the features are stored, gathered and copied."},
+      {"dataset.feature_dtype", "string", kAll, "float32, float16 or bfloat16 (fp32, fp16, bf16 as short names): how the features are stored, gathered and copied. A value float16 cannot hold (beyond 65504) is an error naming it."},
       {"dataset.normalize_features", "string", kAll, "none or row (divide each feature row by its sum, as the GCN paper does)."},
       {"dataset.synthetic", "section", kAll, "A generated graph with community structure instead of `path`."},
       {"dataset.synthetic.nodes", "integer", kSynthetic, "Number of nodes."},
@@ -135,7 +135,10 @@ const std::vector<KeyDoc>& key_docs() {
       {"memory.reserve", "bytes or auto", kAll, "Bytes kept off the budget; auto: 256 MiB on a GPU (at most an eighth of the limit), 0 on the CPU."},
       {"memory.policy", "string", kAll, "split (micro-batches, one optimizer step), resample (redraw) or cut (drop the lowest-scored edges)."},
       {"memory.max_tries", "integer", "memory.policy resample", "Redraws before splitting."},
-      {"memory.cut", "string", "memory.policy cut", "random, degree_sum, degree_product, pagerank_sum or pagerank_product."},
+      {"memory.cut", "string", "memory.policy cut; gnnpipe infer",
+       "random, degree_sum, degree_product, pagerank_sum or pagerank_product: which edges go first when some must. "
+       "Training reads it under memory.policy cut only (another policy with a strategy set is refused); gnnpipe infer "
+       "reads it with any policy (a destination whose in-edges do not fit keeps the best-ranked)."},
       {"memory.tolerance", "number", kAll, "A batch fits when predicted / (1 - tolerance) <= budget."},
       {"memory.features", "string", kAll, "auto, device, host or cache: where the feature matrix lives."},
       {"memory.cache_rank", "string", kAll, "degree or presample: which rows a feature cache holds."},
@@ -149,7 +152,9 @@ const std::vector<KeyDoc>& key_docs() {
       {"run.seed", "integer", kAll, "The only source of randomness (with epoch and batch ids)."},
       {"run.seeds", "list of integers", kAll, "One run directory per seed and a mean +- std summary over them."},
       {"run.runs", "integer", kAll, "N > 1: the seeds run.seed, run.seed + 1, ... (written back as run.seeds)."},
-      {"run.patience", "integer", kAll, "Stop after this many evaluations without a better validation score; 0: never."},
+      {"run.patience", "integer", kAll,
+       "Stop after this many evaluations without a better validation score; 0: never. A --resume may raise it (a run "
+       "that stopped early goes on), not lower it."},
       {"run.metric", "string", kAll,
        "The score best_epoch, patience and the summary follow: auto (accuracy for single-label data, micro_f1 for "
        "multi-label), accuracy, or for multi-label data micro_f1 / macro_f1 (threshold 0.5) and micro_f1_topk / "

@@ -252,17 +252,21 @@ memory::MemoryOptions parse_memory_section(ConfigMap s) {
   } else {
     reject_keys(s, {"max_tries"}, "policy resample");
   }
-  if (o.policy == memory::MemoryPolicy::kCut) {
-    if (auto cut = s.get_optional<std::string>("cut")) o.cut = memory::parse_cut_strategy(*cut, s.key_path("cut"));
-  } else {
-    reject_keys(s, {"cut"}, "policy cut");
-  }
+  // Read with every policy: gnnpipe infer ranks the edges it cuts by it whatever the policy (a
+  // training run refuses it without policy cut: check_training_supported).
+  if (auto cut = s.get_optional<std::string>("cut")) o.cut = memory::parse_cut_strategy(*cut, s.key_path("cut"));
   o.tolerance = s.get("tolerance", o.tolerance);
   check_fraction(s, "tolerance", o.tolerance);
   if (auto features = s.get_optional<std::string>("features")) {
     o.features = memory::parse_feature_placement(*features, s.key_path("features"));
   }
   if (auto rank = s.get_optional<std::string>("cache_rank")) o.cache_rank = memory::parse_cache_rank(*rank, s.key_path("cache_rank"));
+  // A cache's ranking is read only where a cache may be built.
+  GNNPIPE_CHECK_CONFIG(o.cache_rank != memory::CacheRank::kPresample || o.features == memory::FeaturePlacement::kAuto ||
+                           o.features == memory::FeaturePlacement::kCache,
+                       "{}: presample ranks a feature cache's rows, but {} is {} (no cache); remove the key or use "
+                       "features: cache or auto",
+                       s.key_path("cache_rank"), s.key_path("features"), memory::to_string(o.features));
   if (o.cache_rank == memory::CacheRank::kPresample) {
     o.cache_presample_epochs = s.get("cache_presample_epochs", o.cache_presample_epochs);
     check_at_least(s, "cache_presample_epochs", o.cache_presample_epochs, 1);

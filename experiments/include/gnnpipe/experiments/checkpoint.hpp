@@ -49,9 +49,12 @@ inline constexpr int kCheckpointVersion = 1;
 void write_checkpoint(const std::filesystem::path& dir, const Checkpoint& checkpoint,
                       const std::function<void()>& before_swap = {});
 
-// Reads a checkpoint written by write_checkpoint. Throws DataError (exit 3) naming the file for a
-// missing directory or file, a malformed manifest, an array whose dtype, shape or checksum is not
-// the manifest's, or an unknown format version.
+// Reads a checkpoint written by write_checkpoint. Throws DataError (exit 3), one line naming the
+// file (and for the manifest the key: "manifest.json: run_state is missing"), for a missing
+// directory or file, a malformed manifest (a key missing or of another type, a negative epoch or
+// step count, no parameters, a bad array name), an array whose dtype (the manifest's and the
+// .npy header's must both be float32), shape or checksum is not the manifest's, a .npy with bytes
+// after its data, or an unknown format version.
 Checkpoint read_checkpoint(const std::filesystem::path& dir);
 
 // run.keep_last: the directory under `checkpoints` that keeps epoch `epoch`'s checkpoint

@@ -6,14 +6,19 @@
 // same feature width). Features stay on the host; the chunks of destinations each layer runs in are
 // sized by pipeline::plan_inference_chunks to what the budget (memory.limit or --memory-limit,
 // less memory.reserve) leaves after the model, and a destination whose in-edges alone do not fit
-// keeps the most that do (memory.cut ranks what goes). Writes into the output directory:
+// keeps the most that do (memory.cut ranks what goes, whatever memory.policy). Writes into the
+// output directory:
 //   config.yaml, log.txt         as a run does
 //   predictions.npy              int64 [nodes]: the argmax class of every node, in node order
 //   logits.npy                   float32 [nodes x classes] (--logits)
 //   embeddings_layer<L>.npy      float32 [nodes x width of layer L] (--embeddings L)
-//   summary.json                 accuracy per split, the memory section, chunks, cuts, time
+//   summary.json                 "status": "done", accuracy per split, the memory section, chunks,
+//                                cuts, time
 // Every check (checkpoint, budget for the model, dataset, widths) runs before the directory is
-// made, so a refused job leaves nothing behind.
+// made, so a refused job leaves nothing behind. The directory is locked while the job runs, and
+// its outputs appear together, before summary.json (infer_output.hpp); a job that fails after
+// that leaves no output, the error in log.txt and summary.json "status": "failed", and an --out
+// an infer left unfinished (failed, or killed) is taken over by the next infer into it.
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -35,9 +40,10 @@ struct InferOptions {
 };
 
 // Runs the job and returns the summary it wrote. DataError (a damaged or mismatched checkpoint,
-// a dataset without features or of another feature width), ConfigError (an embeddings layer out of
-// range, a run.metric that does not fit the labels), OutOfBudget (a budget that cannot hold the model, or one
-// destination row of its layers).
+// a dataset without features or of another feature width, an output that cannot be written),
+// ConfigError (an embeddings layer out of range, a run.metric that does not fit the labels, an
+// --out in use by another process or that cannot be created), OutOfBudget (a budget that cannot
+// hold the model, or one destination row of its layers).
 nlohmann::json infer_experiment(const config::ExperimentConfig& config, const InferOptions& options);
 
 }  // namespace gnnpipe::experiments

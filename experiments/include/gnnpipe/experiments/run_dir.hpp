@@ -13,22 +13,28 @@
 //                 transient error: pipeline.stage_retries)[,extra...]
 //   summary.json  written only by an explicit write_summary() call, atomically (temp file + rename),
 //                 so a run that fails before its end leaves no summary.json that claims success.
+//   .lock         the DirectoryLock every RunDirectory holds while it lives (one process at a time)
+//   .unfinished   (RunDirectoryOptions::unfinished_marker: gnnpipe infer) from before config.yaml
+//                 until finished(): the directory of a job that never finished
 // Not thread-safe: one thread (the runner) owns it.
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
+#include "gnnpipe/experiments/dir_lock.hpp"
 #include "gnnpipe/pipeline/memory_report.hpp"
 #include "gnnpipe/pipeline/stage_stats.hpp"
 
 namespace gnnpipe::experiments {
 
 struct RunDirectoryOptions {
-  // --out: this exact directory; created if missing, ConfigError if it exists and is not empty.
+  // --out: this exact directory; created if missing, ConfigError if it exists and is not empty
+  // (a lone .lock left by a process that wrote nothing does not count) or cannot be created.
   // Empty: a fresh `<runs_root>/<name>-<YYYYmmdd-HHMMSS>` (with "-2", "-3", ... if that is taken).
   std::filesystem::path out;
   std::filesystem::path runs_root = "runs";
@@ -37,21 +43,36 @@ struct RunDirectoryOptions {
   bool mirror_log = true;  // false: no log.txt (tests that must not touch the shared logger)
   // Resuming (gnnpipe run --resume): `out` is the existing run directory; config.yaml is
   // rewritten, metrics.csv keeps its header and the rows of epochs up to resume_after and is
-  // appended to, log.txt is appended to.
+  // appended to, log.txt is appended to. DataError naming metrics.csv, before anything is
+  // written, when it is missing or lacks a row of one of those epochs (a resume would lose them).
   bool resume = false;
   int resume_after = 0;
   // gnnpipe infer: no metrics.csv, and a fresh directory named `<name><suffix>-<timestamp>`.
   bool metrics = true;
   std::string suffix;
+  // The caller's lock on `out`, which it created (or, resuming, found) and checked: gnnpipe run
+  // --resume locks before reading the checkpoint, gnnpipe infer before clearing an unfinished
+  // --out. Null: the RunDirectory locks its directory itself before writing into it. Either way
+  // the directory stays locked while the RunDirectory lives.
+  std::shared_ptr<const DirectoryLock> lock;
+  // gnnpipe infer: write kUnfinished before anything else, for finished() to remove.
+  bool unfinished_marker = false;
 };
 
 // Checks, before any work is done, that `out` can be a new output directory: it does not exist
 // and its nearest existing ancestor is a writable directory, or it is an empty writable directory
-// (any writable directory when `allow_files`, for `data ... --force`). ConfigError (exit 2) naming
+// (a lone DirectoryLock file counts as empty; any writable directory when `allow_files`, for
+// `data ... --force`). ConfigError (exit 2) naming
 // `option` and the problem otherwise, e.g. "--out runs/x: exists and is not empty (choose a new
 // directory)". `hint` is appended to the not-empty message.
 void check_output_dir(const std::filesystem::path& out, const std::string& option, bool allow_files = false,
                       const std::string& hint = "choose a new directory");
+
+// The rows of a run's metrics.csv (below its header) that a resume after epoch `epoch` keeps:
+// those of epochs 1..`epoch`, each once and in order (rows of later epochs are trained again; a
+// last line without its newline, cut short by a kill, is dropped). DataError naming the file, and
+// the epochs it lacks, when it is missing or lacks one: a resume would lose them.
+std::string resumed_metrics_rows(const std::filesystem::path& file, int epoch);
 
 // One metrics.csv row. `extra` has one value per RunDirectoryOptions::extra_metrics, in order.
 struct EpochMetrics {
@@ -70,6 +91,9 @@ struct EpochMetrics {
 
 class RunDirectory {
  public:
+  // The marker of an unfinished directory (RunDirectoryOptions::unfinished_marker).
+  static constexpr const char* kUnfinished = ".unfinished";
+
   // The fixed metrics.csv columns, in order.
   static const std::vector<std::string>& metric_columns();
 
@@ -98,9 +122,13 @@ class RunDirectory {
   // earlier summary. Error when it cannot be written.
   void write_summary(const nlohmann::json& summary);
 
+  // Removes kUnfinished (the job's outputs are complete); no-op without the marker option.
+  void finished();
+
  private:
   void write_metrics_header();  // (re)writes metrics.csv: header_ and kept_rows_
 
+  std::shared_ptr<const DirectoryLock> lock_;  // first: released last
   std::filesystem::path path_;
   std::size_t extra_count_ = 0;
   std::ofstream metrics_;
@@ -108,6 +136,7 @@ class RunDirectory {
   std::string kept_rows_;  // a resumed run's rows, below the header
   bool rows_appended_ = false;
   bool mirror_log_ = false;
+  bool marked_ = false;  // kUnfinished is there
 };
 
 }  // namespace gnnpipe::experiments

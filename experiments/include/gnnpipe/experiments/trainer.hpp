@@ -31,7 +31,11 @@ namespace gnnpipe::experiments {
 // Throws ConfigError when this build cannot train `config` (a model type not implemented, fanouts
 // that do not match the layers, a CUDA device in a build without CUDA) and CudaError when the
 // device is missing: called before a run directory is created, so a refused run leaves nothing.
+// Also ConfigError for memory.cut set (not its default) without memory.policy cut.
 void check_training_supported(const config::ExperimentConfig& config);
+// What gnnpipe infer needs of the same: the model, sampler and device checks, without the
+// training-only memory.cut rule (infer cuts by memory.cut whatever the policy).
+void check_inference_supported(const config::ExperimentConfig& config);
 
 // model.embedding: the learned table is the input, so the dataset's features (if any) are dropped
 // for a [nodes x 0] store (batches then carry node ids and no feature bytes). Nothing otherwise.
@@ -68,9 +72,12 @@ struct TrainOptions {
 pipeline::MemoryPlan plan_experiment(const config::ExperimentConfig& config, const graph::Dataset& dataset);
 
 // gnnpipe run --resume RUN_DIR: checks that `config` trains what RUN_DIR's config.yaml trained
-// (ConfigError naming every key that differs; only run.epochs and run.checkpoint_every may) and
-// reads RUN_DIR/checkpoints/last (DataError naming the file that is missing or damaged);
-// ConfigError when the checkpoint is at or after run.epochs (nothing left to train).
+// (ConfigError naming every key that differs and listing those that may: run.epochs,
+// run.checkpoint_every, run.keep_last, and run.patience upwards) and reads
+// RUN_DIR/checkpoints/last (DataError naming the file that is missing or damaged); ConfigError
+// when there is nothing left to train: the checkpoint is at or after run.epochs, or the run
+// stopped early there (its tracker has gone run.patience epochs without a better score).
+// The caller holds RUN_DIR's DirectoryLock.
 std::shared_ptr<const Checkpoint> load_resume_checkpoint(const config::ExperimentConfig& config,
                                                          const std::filesystem::path& run_dir);
 
