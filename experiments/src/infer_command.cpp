@@ -50,12 +50,11 @@ class InferenceModel {
     std::size_t values = 0;
     for (const CheckpointArray& a : checkpoint.parameters) values += a.values.size();
     try {
+      // Inference: values only, no gradients (they would take as much again).
       model_ = std::make_unique<models::GnnModel<float>>(c.model, dims_.in_dim, dims_.out_dim, c.run.seed, ops_,
-                                                         dims_.embedding_rows);
+                                                         dims_.embedding_rows, false);
     } catch (const core::OutOfBudget&) {
-      GNNPIPE_THROW(OutOfBudget,
-                    "memory.limit: a budget of {} cannot hold the model of {} ({} parameters: {} of values and as much "
-                    "again for gradients)",
+      GNNPIPE_THROW(OutOfBudget, "memory.limit: a budget of {} cannot hold the model of {} ({} parameters, {})",
                     core::format_bytes(budget_.budget), source, values, core::format_bytes(values * sizeof(float)));
     }
     restore_parameters(checkpoint, source, *model_);

@@ -15,7 +15,7 @@ namespace gnnpipe::models {
 
 template <class T>
 GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_dim, uint64_t seed,
-                      const OpContext& ctx, int64_t embedding_rows)
+                      const OpContext& ctx, int64_t embedding_rows, bool trainable)
     : options_(options), ctx_(ctx), chained_(options.type == ModelType::kGgnn) {
   GNNPIPE_CHECK_CONFIG(options.layers >= 1, "model.layers: must be >= 1, got {}", options.layers);
   if (options.embedding > 0) {
@@ -79,7 +79,7 @@ GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_d
     }
   }
   params_.initialize(seed);
-  params_.place(ctx_);
+  params_.place(ctx_, trainable);
   inputs_.resize(layers_.size());
   outputs_.resize(layers_.size());
   masks_.resize(layers_.size());

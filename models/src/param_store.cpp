@@ -42,20 +42,26 @@ std::span<T> ParamStore<T>::grads() {
 }
 
 template <class T>
-void ParamStore<T>::place(const OpContext& ctx) {
+void ParamStore<T>::place(const OpContext& ctx, bool with_grads) {
   GNNPIPE_CHECK(!placed_, "the parameter store was already placed (on {})", device_.str());
   placed_ = true;
+  if (!with_grads) {
+    host_grads_ = {};
+    grads_ = nullptr;
+  }
   // On the CPU without an allocator the host vectors are the store's memory already. With one
   // (either backend), values and gradients are drawn from it, so they count against the budget.
   if (!ctx.is_cuda() && ctx.allocator() == nullptr) return;
   device_ = ctx.device();
   if (size_ == 0) return;
   placed_values_.ensure(ctx, size_);
-  placed_grads_.ensure(ctx, size_);
   core::copy_from_host_sync(placed_values_.data(), host_values_.data(), size_ * sizeof(T), ctx.stream());
-  core::copy_from_host_sync(placed_grads_.data(), host_grads_.data(), size_ * sizeof(T), ctx.stream());
   values_ = placed_values_.data();
-  grads_ = placed_grads_.data();
+  if (with_grads) {
+    placed_grads_.ensure(ctx, size_);
+    core::copy_from_host_sync(placed_grads_.data(), host_grads_.data(), size_ * sizeof(T), ctx.stream());
+    grads_ = placed_grads_.data();
+  }
   host_values_ = {};
   host_grads_ = {};
 }

@@ -73,6 +73,27 @@ TEST_CASE("ParamStore: placement on the CPU keeps host views, snapshots copy eve
   CHECK(a.grads()[4] == 0);
 }
 
+TEST_CASE("ParamStore: an inference store is placed without gradients and charges only its values", "[models][ops]") {
+  const core::Stream stream(core::Device::cpu());
+  for (const bool grads : {true, false}) {
+    memory::CachingAllocator allocator(core::Device::cpu(), 64 * 1024);
+    const OpContext ctx(stream, {}, &allocator);
+    models::ParamStore<float> p;
+    p.add("w", 100, 20, 0);
+    p.initialize(3);
+    const uint64_t before = p.checksum(OpContext::host().stream());
+    p.place(ctx, grads);
+    CHECK(p.checksum(stream) == before);
+    CHECK(allocator.stats().in_use_bytes == (grads ? 2 : 1) * memory::CachingAllocator::size_class(2000 * sizeof(float)));
+    if (grads) {
+      CHECK_NOTHROW(p.zero_grad(ctx));
+    } else {
+      CHECK_THROWS_WITH(p.grad(0), Catch::Contains("parameter w: the store was placed without gradients"));
+      CHECK_THROWS_AS(p.zero_grad(ctx), core::Error);
+    }
+  }
+}
+
 TEST_CASE("ops on the host context are their CPU twins, the loss is written, not returned", "[models][ops]") {
   const Matrix<double> logits(3, 2, {1, 2, 0.5, -1, 3, 3});
   const std::vector<int32_t> labels{1, 0, 1}, rows{2, 0};

@@ -31,8 +31,10 @@ class GnnModel {
   // types this build cannot run yet. Parameters are initialised on the host and placed in ctx's
   // memory; `ctx` must outlive the model. With options.embedding > 0, in_dim must be 0 (the input
   // has no feature columns) and embedding_rows > 0 is the number of nodes of the table.
+  // `trainable` false: the parameters are placed without gradients (inference only: forward and
+  // infer_layer; backward throws).
   GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_dim, uint64_t seed,
-           const OpContext& ctx = OpContext::host(), int64_t embedding_rows = 0);
+           const OpContext& ctx = OpContext::host(), int64_t embedding_rows = 0, bool trainable = true);
 
   const OpContext& context() const { return ctx_; }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gnnpipe/core/buffer.hpp"
+#include "gnnpipe/core/check.hpp"
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/matrix.hpp"
 #include "gnnpipe/models/op_context.hpp"
@@ -49,12 +50,18 @@ class ParamStore {
   const Param& param(std::size_t i) const { return params_[i]; }
   std::size_t size() const { return size_; }  // elements over all parameters
   MatrixView<T> value(std::size_t i) { return {values_ + params_[i].offset, params_[i].rows, params_[i].cols}; }
-  MatrixView<T> grad(std::size_t i) { return {grads_ + params_[i].offset, params_[i].rows, params_[i].cols}; }
+  MatrixView<T> grad(std::size_t i) {
+    GNNPIPE_CHECK(grads_ != nullptr, "parameter {}: the store was placed without gradients (inference)", params_[i].name);
+    return {grads_ + params_[i].offset, params_[i].rows, params_[i].cols};
+  }
   MatrixView<const T> value(std::size_t i) const { return {values_ + params_[i].offset, params_[i].rows, params_[i].cols}; }
   // Every value (gradient) as one [1 x size()] matrix in the store's memory.
   MatrixView<T> all_values() { return {values_, 1, static_cast<int64_t>(size_)}; }
   MatrixView<const T> all_values() const { return {values_, 1, static_cast<int64_t>(size_)}; }
-  MatrixView<T> all_grads() { return {grads_, 1, static_cast<int64_t>(size_)}; }
+  MatrixView<T> all_grads() {
+    GNNPIPE_CHECK(grads_ != nullptr || size_ == 0, "the parameter store was placed without gradients (inference)");
+    return {grads_, 1, static_cast<int64_t>(size_)};
+  }
   // Host spans of every value and gradient; throws Error when the store lives in device memory.
   std::span<T> values();
   std::span<T> grads();
@@ -65,8 +72,9 @@ class ParamStore {
   // Moves values and gradients into ctx's memory (a synchronous copy staged through pinned memory,
   // ordered on ctx's stream; once, after initialize()). With an allocator in ctx (either backend)
   // the memory comes from it and counts against the run's budget; the store must then be
-  // destroyed before the allocator and ctx's stream.
-  void place(const OpContext& ctx);
+  // destroyed before the allocator and ctx's stream. `with_grads` false (inference: gnnpipe infer)
+  // drops the gradients, so they take no memory; grad() and zero_grad() then throw.
+  void place(const OpContext& ctx, bool with_grads = true);
   // Zeroes every gradient, in the order of ctx's stream (ctx on the store's device).
   void zero_grad(const OpContext& ctx = OpContext::host());
   // Initialises every parameter by its Init; parameter i draws from the Philox stream
