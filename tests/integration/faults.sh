@@ -15,7 +15,9 @@
 set -euo pipefail
 gnnpipe=$1
 tmp=$(mktemp -d)
-trap 'kill -9 "${pid:-0}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+# (Only a started process is killed: `kill 0` would be the whole process group, ctest's too.)
+pid=
+trap 'if [[ -n $pid ]]; then kill -9 "$pid" 2>/dev/null || true; fi; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 "$gnnpipe" data synth --out "$tmp/graph" --nodes 20000 --avg-degree 8 --features 256 --classes 4 --seed 1 >/dev/null 2>&1
 write_config() {  # a neighbor-sampled run that gathers mapped feature rows in every batch

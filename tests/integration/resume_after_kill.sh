@@ -11,7 +11,9 @@
 set -euo pipefail
 gnnpipe=$1
 tmp=$(mktemp -d)
-trap 'kill -9 "${pid:-0}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+# (Only a started process is killed: `kill 0` would be the whole process group, ctest's too.)
+pid=
+trap 'if [[ -n $pid ]]; then kill -9 "$pid" 2>/dev/null || true; fi; rm -rf "$tmp"' EXIT
 cat >"$tmp/run.yaml" <<YAML
 name: killed
 dataset: {synthetic: {nodes: 6000, avg_degree: 8, features: 32, classes: 4, seed: 2}}
