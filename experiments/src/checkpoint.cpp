@@ -122,26 +122,6 @@ void swap_into_place(const fs::path& partial, const fs::path& dir) {
   fs::rename(old, partial);
 }
 
-// The manifest's word for an element type ("float32"), numpy's dtype name.
-std::string dtype_word(graph::io::DType dtype) {
-  using graph::io::DType;
-  switch (dtype) {
-    case DType::kBool: return "bool";
-    case DType::kInt8: return "int8";
-    case DType::kUInt8: return "uint8";
-    case DType::kInt16: return "int16";
-    case DType::kUInt16: return "uint16";
-    case DType::kInt32: return "int32";
-    case DType::kUInt32: return "uint32";
-    case DType::kInt64: return "int64";
-    case DType::kUInt64: return "uint64";
-    case DType::kFloat16: return "float16";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-  }
-  return "unknown";
-}
-
 // Where a .npy file's data starts: after the magic (6 bytes), the version (2), the header length
 // (2 bytes in version 1, 4 in versions 2 and 3) and the header. read_npy has checked the prefix.
 uint64_t npy_data_offset(const fs::path& file) {
@@ -178,7 +158,7 @@ std::vector<CheckpointArray> read_arrays(const fs::path& dir, const nlohmann::js
     GNNPIPE_CHECK_DATA(fs::is_regular_file(file, ec), "{}: missing (listed in {}){}", file.string(), manifest,
                        ec ? ": " + ec.message() : std::string());
     const graph::io::NpyArray npy = graph::io::read_npy(file);
-    const std::string held = dtype_word(npy.dtype);
+    const std::string held = std::string(graph::io::dtype_label(npy.dtype));
     GNNPIPE_CHECK_DATA(dtype == held, "{}: the file holds {}, {} says dtype '{}'", file.string(), held, manifest, dtype);
     GNNPIPE_CHECK_DATA(npy.dtype == graph::io::DType::kFloat32, "{}: dtype {} (checkpoint arrays are float32)",
                        file.string(), held);

@@ -129,6 +129,24 @@ std::size_t dtype_size(DType dtype) {
   GNNPIPE_THROW(Error, "invalid DType {}", static_cast<int>(dtype));
 }
 
+std::string_view dtype_label(DType dtype) {
+  switch (dtype) {
+    case DType::kBool: return "bool";
+    case DType::kInt8: return "int8";
+    case DType::kUInt8: return "uint8";
+    case DType::kInt16: return "int16";
+    case DType::kUInt16: return "uint16";
+    case DType::kInt32: return "int32";
+    case DType::kUInt32: return "uint32";
+    case DType::kInt64: return "int64";
+    case DType::kUInt64: return "uint64";
+    case DType::kFloat16: return "float16";
+    case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
+  }
+  return "?";
+}
+
 std::string_view dtype_name(DType dtype) {
   for (const DTypeInfo& info : kDTypes) {
     if (info.dtype == dtype) return info.descr;

@@ -9,25 +9,6 @@
 namespace gnnpipe::graph::io {
 namespace {
 
-// Human names for messages ("int32" rather than "<i4").
-std::string_view label(DType dtype) {
-  switch (dtype) {
-    case DType::kBool: return "bool";
-    case DType::kInt8: return "int8";
-    case DType::kUInt8: return "uint8";
-    case DType::kInt16: return "int16";
-    case DType::kUInt16: return "uint16";
-    case DType::kInt32: return "int32";
-    case DType::kUInt32: return "uint32";
-    case DType::kInt64: return "int64";
-    case DType::kUInt64: return "uint64";
-    case DType::kFloat16: return "float16";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-  }
-  return "?";
-}
-
 // IEEE 754 binary16 -> binary32, exact for every input (subnormals, infinities and NaNs included).
 float half_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
@@ -69,11 +50,11 @@ void convert(const NpyArray& array, std::string_view what, std::span<T> out) {
     if constexpr (std::is_integral_v<T>) {
       static_assert(std::is_integral_v<Src>);
       if (!std::in_range<T>(value)) [[unlikely]] {
-        GNNPIPE_THROW(DataError, "{}: value {} at index {} does not fit in {}", what, value, i, label(dtype_of<T>()));
+        GNNPIPE_THROW(DataError, "{}: value {} at index {} does not fit in {}", what, value, i, dtype_label(dtype_of<T>()));
       }
     } else if constexpr (std::is_floating_point_v<Src> && sizeof(Src) > sizeof(T)) {
       if (std::isfinite(value) && std::fabs(value) > static_cast<Src>(std::numeric_limits<T>::max())) [[unlikely]] {
-        GNNPIPE_THROW(DataError, "{}: value {} at index {} does not fit in {}", what, value, i, label(dtype_of<T>()));
+        GNNPIPE_THROW(DataError, "{}: value {} at index {} does not fit in {}", what, value, i, dtype_label(dtype_of<T>()));
       }
     }
     out[i] = static_cast<T>(value);
@@ -101,7 +82,7 @@ void convert_any(const NpyArray& array, std::string_view what, std::span<T> out)
   }
   if constexpr (std::is_integral_v<T>) {
     GNNPIPE_THROW(DataError, "{}: {} data cannot be read as {}: float to integer conversion is not allowed", what,
-                  label(array.dtype), label(dtype_of<T>()));
+                  dtype_label(array.dtype), dtype_label(dtype_of<T>()));
   } else {
     if (array.dtype == DType::kFloat16) {
       for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(half_to_float(load<uint16_t>(base, i)));
@@ -119,7 +100,7 @@ template <class T>
 HostArray<T> to_host_array(const NpyArray& array, std::string_view what) {
   const auto count = static_cast<std::size_t>(array.count());
   GNNPIPE_CHECK_DATA(array.bytes == count * dtype_size(array.dtype), "{}: {} bytes do not hold {} {} elements", what,
-                     array.bytes, count, label(array.dtype));
+                     array.bytes, count, dtype_label(array.dtype));
   const bool same_bits = array.dtype == dtype_of<T>() || (std::is_same_v<T, uint8_t> && array.dtype == DType::kBool);
   if (same_bits) {
     if (reinterpret_cast<std::uintptr_t>(array.data) % alignof(T) == 0) {

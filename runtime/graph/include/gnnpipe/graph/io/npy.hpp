@@ -27,6 +27,8 @@ enum class DType { kBool, kInt8, kUInt8, kInt16, kUInt16, kInt32, kUInt32, kInt6
 std::size_t dtype_size(DType dtype);
 // The numpy descr we write for `dtype`: "|b1", "|i1", "|u1", "<i2", ..., "<f8".
 std::string_view dtype_name(DType dtype);
+// numpy's name of `dtype` ("int32", "float32"): for messages and manifests.
+std::string_view dtype_label(DType dtype);
 
 // The DType that stores T exactly (bool, the fixed-width integers, float, double).
 template <class T>
