@@ -32,6 +32,17 @@ constexpr int kMaxRetries = 8;           // each retry halves every part
 // train stage packs each one in turn (bounded host memory, at the cost of a gather on that thread).
 constexpr std::size_t kMaxSplitStaging = 3;
 
+// Removes and returns an epoch's entry (a value-initialised one when it has none).
+template <class T>
+T take_entry(std::map<int, T>& per_epoch, int epoch) {
+  T value{};
+  if (auto it = per_epoch.find(epoch); it != per_epoch.end()) {
+    value = it->second;
+    per_epoch.erase(it);
+  }
+  return value;
+}
+
 std::size_t align_up(std::size_t bytes) { return (bytes + kPartAlign - 1) / kPartAlign * kPartAlign; }
 
 memory::CachingAllocator& allocator_of(const models::OpContext& ctx) {
@@ -895,18 +906,13 @@ void Stages::count(int epoch, const MemoryCounters& c) {
 
 void Stages::moved(int64_t epoch, const DataMovement& d) {
   const std::lock_guard lock(counters_mutex_);
-  epoch_moved_[epoch].add(d);
+  epoch_moved_[static_cast<int>(epoch)].add(d);
   total_moved_.add(d);
 }
 
 DataMovement Stages::take_epoch_movement(int epoch) {
   const std::lock_guard lock(counters_mutex_);
-  DataMovement d;
-  if (auto it = epoch_moved_.find(epoch); it != epoch_moved_.end()) {
-    d = it->second;
-    epoch_moved_.erase(it);
-  }
-  return d;
+  return take_entry(epoch_moved_, epoch);
 }
 
 DataMovement Stages::data_movement() const {
@@ -916,11 +922,7 @@ DataMovement Stages::data_movement() const {
 
 MemoryCounters Stages::take_epoch_counters(int epoch) {
   const std::lock_guard lock(counters_mutex_);
-  MemoryCounters c;
-  if (auto it = epoch_counters_.find(epoch); it != epoch_counters_.end()) {
-    c = it->second;
-    epoch_counters_.erase(it);
-  }
+  const MemoryCounters c = take_entry(epoch_counters_, epoch);
   total_counters_.add(c);
   return c;
 }

@@ -265,7 +265,7 @@ class Stages {
   models::DeviceArray<std::byte> eval_graph_;
   BatchLayout eval_graph_layout_;
   std::optional<MemoryGovernor> governor_;
-  std::map<int64_t, DataMovement> epoch_moved_;  // under counters_mutex_, as the counters
+  std::map<int, DataMovement> epoch_moved_;  // under counters_mutex_, as the counters
   DataMovement total_moved_;
   // The resident batch: written once by govern (epoch 1) before resident_ is set (release); read
   // by adopt_resident and the evaluation after they saw it set (acquire). Its device copy is in
