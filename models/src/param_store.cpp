@@ -111,6 +111,12 @@ template <class T>
 void ParamStore<T>::copy_values_from(const ParamStore& from, const core::Stream& stream) {
   GNNPIPE_CHECK(from.size_ == size_, "copy_values_from: {} values into a store of {}", from.size_, size_);
   if (size_ == 0 || from.values_ == values_) return;
+  if (device_.is_cpu() && from.device_.is_cpu()) {
+    // Stores on the CPU without an allocator keep their values in host vectors: the CPU stream is
+    // inline, so its copy is this one (copy_bytes_async takes only device or pinned memory).
+    std::copy(from.values_, from.values_ + size_, values_);
+    return;
+  }
   core::copy_bytes_async(values_, from.values_, size_ * sizeof(T), stream);
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "backend.hpp"
+#include "reachable_memory.hpp"
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/core/units.hpp"
@@ -29,6 +30,7 @@ const char* to_string(MemoryKind kind) {
     case MemoryKind::kHost: return "host";
     case MemoryKind::kPinned: return "pinned host";
     case MemoryKind::kDevice: return "device";
+    case MemoryKind::kStaging: return "staging host";
   }
   return "unknown";
 }
@@ -49,6 +51,7 @@ DeviceMemoryInfo device_memory_info(Device device) {
 }
 
 Allocation try_allocate_bytes(MemoryKind kind, Device device, std::size_t bytes) {
+  if (kind == MemoryKind::kStaging && device.is_cuda()) kind = MemoryKind::kPinned;
   Allocation a;
   a.kind = kind;
   a.bytes = bytes;
@@ -66,11 +69,14 @@ Allocation try_allocate_bytes(MemoryKind kind, Device device, std::size_t bytes)
   } else {
     a.ptr = host_malloc(bytes);
   }
+  // The CPU backend's device memory and pinned memory: what a CPU stream may copy or fill.
+  if (a.host_accessible && kind != MemoryKind::kHost) detail::record_reachable(a.ptr, bytes);
   return a;
 }
 
 void free_bytes(const Allocation& a) noexcept {
   if (a.ptr == nullptr) return;
+  if (a.host_accessible && a.kind != MemoryKind::kHost) detail::forget_reachable(a.ptr);
   if (!a.host_accessible) {
     backend::device_free(a.device.index(), a.ptr);
   } else if (a.page_locked) {
@@ -82,10 +88,23 @@ void free_bytes(const Allocation& a) noexcept {
 
 namespace {
 
+// The CUDA backend's rule on a CPU stream: `ptr` must be device or pinned memory (see
+// reachable_memory.hpp). `what`: "reads" or "writes".
+void check_reachable(const void* ptr, std::size_t bytes, const char* what) {
+  GNNPIPE_CHECK(detail::reachable(ptr, bytes),
+                "a copy of {} bytes on a cpu stream {} pageable host memory (a CUDA stream refuses it): stage it "
+                "through pinned memory (MemoryKind::kPinned, or core::copy_from_host_sync / copy_to_host_sync)",
+                bytes, what);
+}
+
 void copy_bytes(void* dst, const void* src, std::size_t bytes, const Stream& stream, bool allow_pageable) {
   if (bytes == 0) return;
   GNNPIPE_CHECK(dst != nullptr && src != nullptr, "copy of {} bytes with a null pointer", bytes);
   if (stream.native_handle() == nullptr) {
+    if (!allow_pageable) {
+      check_reachable(src, bytes, "reads");
+      check_reachable(dst, bytes, "writes");
+    }
     std::memmove(dst, src, bytes);  // CPU backend: inline, and overlap-safe
     return;
   }
@@ -115,8 +134,11 @@ void copy_bytes_pageable(void* dst, const void* src, std::size_t bytes, const St
 }
 
 void copy_from_host_sync(void* dst, const void* host_src, std::size_t bytes, const Stream& stream) {
-  if (stream.native_handle() == nullptr || bytes == 0) {
-    copy_bytes(dst, host_src, bytes, stream, false);
+  if (bytes == 0) return;
+  if (stream.native_handle() == nullptr) {
+    GNNPIPE_CHECK(dst != nullptr && host_src != nullptr, "copy of {} bytes with a null pointer", bytes);
+    check_reachable(dst, bytes, "writes");  // the source may be pageable: that is this copy's purpose
+    std::memmove(dst, host_src, bytes);
     return;
   }
   GNNPIPE_CHECK(dst != nullptr && host_src != nullptr, "copy of {} bytes with a null pointer", bytes);
@@ -132,8 +154,11 @@ void copy_from_host_sync(void* dst, const void* host_src, std::size_t bytes, con
 }
 
 void copy_to_host_sync(void* host_dst, const void* src, std::size_t bytes, const Stream& stream) {
-  if (stream.native_handle() == nullptr || bytes == 0) {
-    copy_bytes(host_dst, src, bytes, stream, false);
+  if (bytes == 0) return;
+  if (stream.native_handle() == nullptr) {
+    GNNPIPE_CHECK(host_dst != nullptr && src != nullptr, "copy of {} bytes with a null pointer", bytes);
+    check_reachable(src, bytes, "reads");  // the destination may be pageable
+    std::memmove(host_dst, src, bytes);
     return;
   }
   GNNPIPE_CHECK(host_dst != nullptr && src != nullptr, "copy of {} bytes with a null pointer", bytes);
@@ -157,6 +182,10 @@ void fill_bytes_async(void* dst, std::size_t count, std::size_t element_size, un
     backend::fill_async(stream.device().index(), dst, count, element_size, pattern, stream.native_handle());
     return;
   }
+  GNNPIPE_CHECK(detail::reachable(dst, count * element_size),
+                "a fill of {} elements on a cpu stream into pageable host memory (a CUDA stream refuses it: a kernel "
+                "cannot write it): fill device or pinned memory",
+                count);
   auto* out = static_cast<unsigned char*>(dst);
   for (std::size_t i = 0; i < count; ++i) std::memcpy(out + i * element_size, &pattern, element_size);
 }

@@ -17,6 +17,7 @@
 
 #include "gnnpipe/core/buffer.hpp"
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/memory_kind.hpp"
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/op_context.hpp"
@@ -45,8 +46,8 @@ class EpochLosses {
     std::vector<double> values(count);
     // No slot yet in this epoch (its first batches had no loss rows): nothing trained.
     if (count == 0 || rows_.size() != static_cast<std::size_t>(batches)) return {values, std::vector<std::size_t>(count)};
-    core::copy_bytes_async(values.data(), losses_.data(), count * sizeof(double), ctx_.stream());
-    ctx_.stream().synchronize();
+    // `values` is pageable: a synchronous copy (staged through pinned memory on a GPU).
+    core::copy_to_host_sync(values.data(), losses_.data(), count * sizeof(double), ctx_.stream());
     return {values, std::vector<std::size_t>(rows_.begin(), rows_.begin() + n)};
   }
   // A resumed epoch of `batches` whose first losses.size() batches trained before the checkpoint:
@@ -59,8 +60,8 @@ class EpochLosses {
     std::copy(rows.begin(), rows.end(), rows_.begin());
     double* slots = losses_.ensure(ctx_, static_cast<std::size_t>(batches));
     if (losses.empty()) return;
-    core::copy_bytes_async(slots, losses.data(), losses.size() * sizeof(double), ctx_.stream());
-    ctx_.stream().synchronize();  // `losses` may go once this returns
+    // `losses` is pageable (and may go once this returns): a synchronous copy.
+    core::copy_from_host_sync(slots, losses.data(), losses.size() * sizeof(double), ctx_.stream());
   }
 
   // Queues the copy of this epoch's losses to the host on the context's stream.
@@ -68,7 +69,7 @@ class EpochLosses {
     reported_rows_ = rows_;
     const std::size_t n = reported_rows_.size();
     if (n > 0) {
-      if (pinned_.size() < n) pinned_ = core::Buffer<double>(n, core::MemoryKind::kPinned);
+      if (pinned_.size() < n) pinned_ = core::Buffer<double>(n, core::MemoryKind::kStaging, ctx_.device());
       core::copy_bytes_async(pinned_.data(), losses_.data(), n * sizeof(double), ctx_.stream());
     }
     std::swap(previous_, ready_);

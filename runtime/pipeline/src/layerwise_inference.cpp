@@ -182,7 +182,7 @@ class DeviceChunkRunner {
   void grow(core::Buffer<std::byte>& buffer, std::size_t bytes) {
     if (buffer.size() >= bytes) return;
     buffer = core::Buffer<std::byte>();
-    buffer = core::Buffer<std::byte>(bytes + bytes / 4, core::MemoryKind::kPinned);
+    buffer = core::Buffer<std::byte>(bytes + bytes / 4, core::MemoryKind::kStaging, ctx_.device());
     ++pinned_allocations_;
   }
 

@@ -61,7 +61,7 @@ Stages::Stages(const TrainingSetup& s)
       device_(s.model.context().device()),
       resident_candidate_(may_be_resident(s)),
       staging_(resident_candidate_ ? 1 : std::max(1, s.pipeline.staging_slots),
-               device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost, core::Device::cpu()),
+               core::MemoryKind::kStaging, device_),
       copy_stream_(device_),
       train_ctx_(s.model.context()),
       train_stream_(train_ctx_.stream()),
@@ -157,7 +157,7 @@ void Stages::place_labels() {
     return;
   }
   uint8_t* dst = device_labels_.ensure(&allocator_, copy_stream_, bytes);
-  core::Buffer<uint8_t> bounce(bytes, core::MemoryKind::kPinned);
+  core::Buffer<uint8_t> bounce(bytes, core::MemoryKind::kStaging, device_);
   std::memcpy(bounce.data(), labels.multi.data(), bytes);
   core::copy_bytes_async(dst, bounce.data(), bytes, copy_stream_);
   copy_stream_.synchronize();
@@ -230,7 +230,7 @@ void Stages::place_features(const Probe& probe) {
     // memory-mapped), 64 MiB at a time.
     std::byte* dst = device_features_.ensure(&allocator_, copy_stream_, bytes);
     constexpr std::size_t kChunk = std::size_t{64} << 20;
-    core::Buffer<std::byte> bounce(std::min(kChunk, bytes), core::MemoryKind::kPinned);
+    core::Buffer<std::byte> bounce(std::min(kChunk, bytes), core::MemoryKind::kStaging, device_);
     for (std::size_t done = 0; done < bytes; done += kChunk) {
       const std::size_t n = std::min(kChunk, bytes - done);
       std::memcpy(bounce.data(), host + done, n);
@@ -284,7 +284,7 @@ void Stages::place_eval_graph() {
     if (wanted == EvalGraph::kAuto) return;
     refuse(layout.total_bytes);
   }
-  core::Buffer<std::byte> packed(layout.total_bytes, device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
+  core::Buffer<std::byte> packed(layout.total_bytes, core::MemoryKind::kStaging, device_);
   pack_batch(batch, f, label_source(), layout, packed.data(), {});
   std::byte* dst = eval_graph_.ensure(&allocator_, copy_stream_, layout.total_bytes);
   core::copy_bytes_async(dst, packed.data(), layout.total_bytes, copy_stream_);
@@ -339,8 +339,7 @@ void Stages::build_cache(int64_t rows) {
   const std::size_t row_bytes = f.bytes_per_row();
   std::byte* dst = cache_.ensure(&allocator_, copy_stream_, static_cast<std::size_t>(rows) * row_bytes);
   const std::size_t chunk_rows = std::max<std::size_t>(1, (std::size_t{64} << 20) / row_bytes);
-  core::Buffer<std::byte> bounce(std::min(chunk_rows, order.size()) * row_bytes,
-                                 device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
+  core::Buffer<std::byte> bounce(std::min(chunk_rows, order.size()) * row_bytes, core::MemoryKind::kStaging, device_);
   const auto values = static_cast<std::size_t>(f.cols());
   for (std::size_t begin = 0; begin < order.size(); begin += chunk_rows) {
     const std::size_t n = std::min(chunk_rows, order.size() - begin);
@@ -836,8 +835,8 @@ const std::byte* Stages::pack_part(const graph::MiniBatch& part, const BatchLayo
   train_stream_.synchronize();  // the last copy out of part_staging_ completed
   if (part_staging_.size() < layout.total_bytes) {
     part_staging_ = core::Buffer<std::byte>();
-    part_staging_ = core::Buffer<std::byte>(layout.total_bytes + layout.total_bytes / 8,
-                                            device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
+    part_staging_ =
+        core::Buffer<std::byte>(layout.total_bytes + layout.total_bytes / 8, core::MemoryKind::kStaging, device_);
   }
   pack_batch(part, s_.data.features, label_source(), layout, part_staging_.data(), cache_slot_of_);
   count_rows(part.epoch, layout);
@@ -1049,7 +1048,7 @@ models::MatrixView<const float> Stages::whole_graph_logits(const BatchLayout& la
   const auto count = static_cast<std::size_t>(x.rows * x.cols);
   if (eval_logits_.size() < count) {
     eval_logits_ = core::Buffer<float>();
-    eval_logits_ = core::Buffer<float>(count, device_.is_cuda() ? core::MemoryKind::kPinned : core::MemoryKind::kHost);
+    eval_logits_ = core::Buffer<float>(count, core::MemoryKind::kStaging, device_);
   }
   core::copy_bytes_async(eval_logits_.data(), x.data, count * sizeof(float), eval_stream_);
   eval_stream_.synchronize();

@@ -12,6 +12,10 @@ enum class MemoryKind {
   kHost,    // pageable host memory, 64-byte aligned
   kPinned,  // page-locked host memory (fast, asynchronous H2D); plain host memory without a GPU
   kDevice,  // memory of `device`: device memory on cuda:N, host memory on the CPU backend
+  // Host memory that the streams of `device` copy to and from (staging slots, bounce buffers,
+  // results): kPinned when `device` is a GPU; plain host memory for the CPU, which a CPU stream may
+  // copy like pinned memory (kPinned there would page-lock it whenever a GPU is present).
+  kStaging,
 };
 
 const char* to_string(MemoryKind kind);
@@ -29,7 +33,7 @@ struct Allocation {
 };
 
 // Allocates `bytes` (0 gives an empty allocation with ptr == nullptr). `device` matters for
-// kDevice only. Throws Error on host exhaustion, CudaError on a device failure (out of memory
+// kDevice and kStaging only (kStaging for a GPU gives a kPinned allocation). Throws Error on host exhaustion, CudaError on a device failure (out of memory
 // included).
 Allocation allocate_bytes(MemoryKind kind, Device device, std::size_t bytes);
 // The same, but a device that is out of memory gives an allocation with ptr == nullptr (and no
