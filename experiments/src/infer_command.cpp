@@ -59,16 +59,20 @@ class InferenceModel {
     }
     restore_parameters(checkpoint, source, *model_);
     stream_.synchronize();
-    parameter_bytes_ = allocator_.stats().in_use_bytes;
+    resident_bytes_ = allocator_.stats().in_use_bytes;
+    workspace_bytes_ = ops_.library_workspace_bytes();
   }
 
   models::GnnModel<float>& model() { return *model_; }
   const ModelDims& dims() const { return dims_; }
   const Budget& budget() const { return budget_; }
   const memory::CachingAllocator& allocator() const { return allocator_; }
-  std::size_t parameter_bytes() const { return parameter_bytes_; }
-  // What the budget leaves for inference's arrays.
-  std::size_t allowance() const { return budget_.budget - std::min(budget_.budget, parameter_bytes_); }
+  // The model's values in device memory (the allocator's blocks; without the op context's
+  // library workspace, which a CUDA context sizes from the budget: 32 MiB unlimited on Hopper).
+  std::size_t parameter_bytes() const { return resident_bytes_ - workspace_bytes_; }
+  std::size_t library_workspace_bytes() const { return workspace_bytes_; }
+  // What the budget leaves for inference's arrays (after the model and the library workspace).
+  std::size_t allowance() const { return budget_.budget - std::min(budget_.budget, resident_bytes_); }
 
  private:
   ModelDims dims_;
@@ -77,7 +81,7 @@ class InferenceModel {
   core::Stream stream_;
   models::OpContext ops_;
   std::unique_ptr<models::GnnModel<float>> model_;
-  std::size_t parameter_bytes_ = 0;
+  std::size_t resident_bytes_ = 0, workspace_bytes_ = 0;
 };
 
 graph::Dataset load_inference_dataset(const config::ExperimentConfig& c, const graph::DataDir& data_dir,
@@ -169,8 +173,11 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
                                    model.block_norm() == graph::BlockNorm::kMean ? graph::CutWeights::kRowMean
                                                                                  : graph::CutWeights::kKeep,
                                    c.run.seed};
-  log.info("infer: budget {} ({} for the model, {} left), {} chunks of up to {} destinations (their arrays {} at most){}",
+  log.info("infer: budget {} ({} for the model{}, {} left), {} chunks of up to {} destinations (their arrays {} at most){}",
            core::format_bytes(im.budget().budget), core::format_bytes(im.parameter_bytes()),
+           im.library_workspace_bytes() == 0
+               ? std::string()
+               : fmt::format(", {} for the library workspace", core::format_bytes(im.library_workspace_bytes())),
            core::format_bytes(im.allowance()), chunks.chunks(), chunks.largest_chunk_nodes,
            core::format_bytes(chunks.largest_bytes),
            chunks.rows_cut == 0 ? std::string()
@@ -258,6 +265,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
           {"limit_bytes", im.budget().limit},
           {"reserve_bytes", im.budget().reserve},
           {"parameter_bytes", im.parameter_bytes()},
+          {"library_workspace_bytes", im.library_workspace_bytes()},
           {"predicted_chunk_bytes", chunks.largest_bytes},
           {"peak_device_bytes", stats.peak_in_use_bytes},
           {"allocator", std::string(memory::to_string(im.allocator().mode()))},
