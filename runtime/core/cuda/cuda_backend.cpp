@@ -127,11 +127,10 @@ void* pool_create(int device, std::size_t max_bytes) {
   props.handleTypes = cudaMemHandleTypeNone;
   props.location.type = cudaMemLocationTypeDevice;
   props.location.id = device;
-  // The cap is not documented to need any granularity; should the driver refuse it, a multiple of
-  // 2 MiB (the pools' page size) is tried, then the driver's own cap (the allocator's books still
-  // hold the budget; only the pool's spare memory is then unbounded).
-  constexpr std::size_t kGranule = std::size_t{2} << 20;
-  const std::size_t caps[] = {max_bytes, std::max(kGranule, max_bytes / kGranule * kGranule), 0};
+  // DevicePool passes whole 32 MiB units (the driver grows a pool by one past a smaller cap). Should the driver
+  // refuse the cap, its own cap is tried (the allocator's books still hold the budget; only the
+  // pool's spare memory is then unbounded, and a warning says so).
+  const std::size_t caps[] = {max_bytes, 0};
   cudaMemPool_t pool = nullptr;
   cudaError_t status = cudaErrorInvalidValue;
   for (const std::size_t cap : caps) {

@@ -3,6 +3,7 @@
 #include "backend.hpp"
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/stream.hpp"
+#include "gnnpipe/core/units.hpp"
 
 namespace gnnpipe::core {
 
@@ -13,7 +14,12 @@ DevicePool::DevicePool(Device device, std::size_t max_bytes) : device_(device) {
                        "memory.allocator: async needs stream-ordered memory pools, which {} does not support "
                        "(some drivers and virtualised GPUs lack them): use memory.allocator: caching",
                        device.str());
-  handle_ = backend::pool_create(device.index(), max_bytes);
+  GNNPIPE_CHECK_CONFIG(max_bytes == 0 || max_bytes >= kPoolPageBytes,
+                       "memory.allocator: async on {} needs a budget of at least {} (its pool reserves device memory "
+                       "in units of that size), not {}: raise memory.limit or use memory.allocator: caching",
+                       device.str(), format_bytes(kPoolPageBytes), format_bytes(max_bytes));
+  // Whole units, so that what the driver holds stays within the budget.
+  handle_ = backend::pool_create(device.index(), max_bytes / kPoolPageBytes * kPoolPageBytes);
 }
 
 DevicePool::~DevicePool() {

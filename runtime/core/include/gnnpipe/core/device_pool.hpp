@@ -7,7 +7,11 @@
 //    for reuse instead of returning it at every synchronisation.
 //  - The pool never holds more than `max_bytes` from the driver (cudaMemPoolProps::maxSize): an
 //    allocation that would grow it past that fails (ptr == nullptr) instead, so the budget holds on
-//    the driver's side too, including memory the pool keeps for reuse.
+//    the driver's side too, including memory the pool keeps for reuse. The driver grows a pool in
+//    32 MiB reservations and lets one pass a smaller cap (the H200 with CUDA 13, 2026-11-27: pools
+//    capped at 114,240 B, 4 MiB and 6 MiB each held 32 MiB; one capped at 64 MiB held at most 64),
+//    so on a GPU the cap is `max_bytes` rounded down to whole kPoolPageBytes, and a `max_bytes`
+//    below one is refused (ConfigError naming memory.allocator).
 //  - CPU backend: allocations are plain host memory, freed at once (a CPU stream's order is program
 //    order); reserved() is the bytes allocated and not freed. So the allocator's logic around it is
 //    the same, and tested, without a GPU.
@@ -22,10 +26,15 @@ namespace gnnpipe::core {
 
 class Stream;
 
+// The unit in which a GPU's stream-ordered pool reserves device memory (measured, not documented
+// by NVIDIA: see above).
+inline constexpr std::size_t kPoolPageBytes = std::size_t{32} << 20;
+
 class DevicePool {
  public:
   // Throws CudaError when the device is unavailable or the driver refuses the pool, ConfigError
-  // (naming memory.allocator) when the device has no memory pools.
+  // (naming memory.allocator) when the device has no memory pools or, on a GPU, `max_bytes` (0:
+  // the driver's cap) is below kPoolPageBytes.
   DevicePool(Device device, std::size_t max_bytes);
   ~DevicePool();  // the driver releases the memory once outstanding frees have completed
   DevicePool(const DevicePool&) = delete;
