@@ -3,8 +3,8 @@
 // In the train stage of epoch 2 (full batch), the fault hook launches a kernel that writes out of
 // bounds and waits for it on its own stream, so the train stage sees cudaErrorIllegalAddress;
 // from then on every CUDA call of the process fails with it. The run must come out with that
-// first error, named "stage train, batch 0 of epoch 2: ...", leave no summary.json, and the
-// process must end normally (no destructor throwing into std::terminate).
+// first error, named "stage train, batch 0 of epoch 2: ...", record it in summary.json (status
+// failed, the same error: a failed run's record, as on the CPU), and the process must end normally (no destructor throwing into std::terminate).
 // Sequential mode: nothing else runs, so the message is exact. Pipelined mode: one staging slot,
 // full batches (no slot growth, no pinned allocation) and no evaluation before epoch 3 keep the
 // other threads away from CUDA while the fault happens; if one still observes the sticky error
@@ -63,11 +63,13 @@ int main(int argc, char** argv) {
   };
   const test::TempDir dir;
   const std::string expected_prefix = mode == "sequential" ? "stage train, batch 0 of epoch 2: " : "stage ";
+  std::string reported;
   try {
     test::run_experiment(kRun, {"pipeline.mode=" + mode}, dir / "run", options);
     return fail(mode + ": the run finished although a kernel faulted");
   } catch (const core::CudaError& e) {
     const std::string message = e.message();
+    reported = message;
     std::printf("gnnpipe_gpu_fault_test: %s run failed with: %s\n", mode.c_str(), message.c_str());
     if (message.rfind(expected_prefix, 0) != 0 || message.find(", batch ") == std::string::npos) {
       return fail("the first failure is not the one reported: " + message);
@@ -78,7 +80,12 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return fail(std::string("not a CudaError: ") + e.what());
   }
-  if (std::filesystem::exists(dir / "run" / "summary.json")) return fail("a failed run left summary.json");
+  // The summary is written after the sticky error, with no CUDA call: it must exist and say so.
+  const std::filesystem::path summary = dir / "run" / "summary.json";
+  if (!std::filesystem::exists(summary)) return fail("a failed run left no summary.json");
+  const nlohmann::json record = nlohmann::json::parse(gnnpipe::test::read_file(summary));
+  if (record.value("status", "") != "failed") return fail("summary.json status is not failed: " + record.dump());
+  if (record.value("error", "") != reported) return fail("summary.json error differs from the exception: " + record.dump());
   std::printf("gnnpipe_gpu_fault_test: PASS (%s)\n", mode.c_str());
   return 0;
 #else

@@ -116,7 +116,11 @@ TEST_CASE("a GPU run past memory.limit fails with OutOfBudget (exit code 4), the
   test::TempDir dir;
   CHECK_THROWS_AS(test::run_experiment(kTiny, {"run.device=cuda:0", "memory.limit=4KiB"}, dir / "small"),
                   core::OutOfBudget);
-  CHECK_FALSE(std::filesystem::exists(dir / "small" / "summary.json"));
+  // The run directory records the failure (as on the CPU: test_runner.cpp).
+  const auto small = nlohmann::json::parse(test::read_file(dir / "small" / "summary.json"));
+  CHECK(small["status"] == "failed");
+  CHECK_THAT(small["error"].get<std::string>(), Contains("memory.limit"));
+  CHECK(small["epochs"] == 0);
 
   test::write_text(dir / "tiny.yaml", kTiny);
   const std::string config = (dir / "tiny.yaml").string();
@@ -125,7 +129,9 @@ TEST_CASE("a GPU run past memory.limit fails with OutOfBudget (exit code 4), the
   CHECK(refused.code == 4);
   CHECK_THAT(refused.err, Contains("memory.limit") && Contains("budget of 3.50 KiB"));  // 4 KiB - 512 B reserve
   CHECK(refused.err.find('\n') == refused.err.size() - 1);  // one line
-  CHECK_FALSE(std::filesystem::exists(dir / "cli_small" / "summary.json"));
+  const auto cli_small = nlohmann::json::parse(test::read_file(dir / "cli_small" / "summary.json"));
+  CHECK(cli_small["status"] == "failed");
+  CHECK_THAT(cli_small["error"].get<std::string>(), Contains("memory.limit") && Contains("budget of 3.50 KiB"));
 
   // The same process and device, with room: both ways succeed within the budget.
   const auto fits = test::run_experiment(kTiny, {"run.device=cuda:0", "memory.limit=64MiB"}, dir / "fits");

@@ -56,15 +56,6 @@ const std::vector<std::string> kSequential{"pipeline.mode=sequential"};
 
 double accuracy(const test::ExperimentRun& r) { return r.summary["test_accuracy"].get<double>(); }
 
-// metrics.csv without its last two columns (peak_device_bytes and epoch_time_s, the only ones that
-// may differ between modes: the pipeline holds more device slots at once).
-std::vector<std::string> metrics_without_times(const std::string& metrics) {
-  std::vector<std::string> rows;
-  std::istringstream in(metrics);
-  for (std::string line; std::getline(in, line);) rows.push_back(line.substr(0, line.rfind(',', line.rfind(',') - 1)));
-  return rows;
-}
-
 // Pipelined and sequential runs of one configuration: the same parameters, epochs and per-epoch
 // losses and accuracies.
 void check_modes_agree(const test::ExperimentRun& pipelined, const test::ExperimentRun& sequential) {
@@ -73,7 +64,7 @@ void check_modes_agree(const test::ExperimentRun& pipelined, const test::Experim
   CHECK(pipelined.summary["params_checksum"] == sequential.summary["params_checksum"]);
   CHECK(pipelined.summary["epochs"] == sequential.summary["epochs"]);
   CHECK(pipelined.summary["best_epoch"] == sequential.summary["best_epoch"]);
-  CHECK(metrics_without_times(pipelined.metrics) == metrics_without_times(sequential.metrics));
+  CHECK(test::metrics_without_times(pipelined.metrics) == test::metrics_without_times(sequential.metrics));
 }
 
 // How often the one device slot of a run with pipeline.staging_slots 1 grows: the batches in run
@@ -183,7 +174,9 @@ TEST_CASE("GPU run evaluating every 3 epochs: pipelined equals sequential, best 
   const int best = pipelined.summary["best_epoch"].get<int>();
   CHECK((best == 3 || best == 6 || best == 8));
   // metrics.csv: a header and 8 rows, accuracies only in the evaluated ones.
-  const std::vector<std::string> rows = metrics_without_times(pipelined.metrics);
+  std::vector<std::string> rows;
+  std::istringstream lines(test::metrics_without_times(pipelined.metrics));
+  for (std::string line; std::getline(lines, line);) rows.push_back(line);
   REQUIRE(rows.size() == 9);
   for (std::size_t epoch = 1; epoch <= 8; ++epoch) {
     INFO("epoch " << epoch << ": " << rows[epoch]);

@@ -42,7 +42,10 @@ TEST_CASE("pinned and device buffers: kinds, round trip and fill", "[gpu][buffer
   CHECK(back.span()[15] == 15);
 }
 
-TEST_CASE("a copy on one stream is seen by another only after an event wait", "[gpu][stream]") {
+// [concurrency]: asserts that work is still running when the host looks (a delayed kernel not yet
+// done), which CUDA_LAUNCH_BLOCKING=1 rules out by design; gpu_acceptance.sh's launch-blocking run
+// leaves these out.
+TEST_CASE("a copy on one stream is seen by another only after an event wait", "[gpu][stream][concurrency]") {
   Stream producer(kGpu);
   Stream consumer(kGpu);
   Event ready(kGpu);
@@ -94,7 +97,8 @@ TEST_CASE("an async H2D copy from pinned memory is ordered by its stream and tim
   CHECK(std::all_of(back.span().begin(), back.span().end(), [](float v) { return v == 1.5f; }));
 }
 
-TEST_CASE("the caching allocator reuses a freed block on another stream only after its work completed", "[gpu][allocator]") {
+TEST_CASE("the caching allocator reuses a freed block on another stream only after its work completed",
+          "[gpu][allocator][concurrency]") {
   Stream a(kGpu);
   Stream b(kGpu);
   gnnpipe::memory::CachingAllocator alloc(kGpu, std::size_t{64} << 20);
@@ -162,6 +166,23 @@ TEST_CASE("DevicePool on the GPU: an allocation past its cap fails softly, recla
   const Allocation c = pool.try_allocate(std::size_t{32} << 20, s);  // the whole cap, after the reclaim
   CHECK(c.ptr != nullptr);
   pool.free(c, s);
+  s.synchronize();
+}
+
+TEST_CASE("DevicePool on the GPU: the cap is whole 32 MiB units within max_bytes, below one is refused",
+          "[gpu][allocator]") {
+  // The driver grows a pool by 32 MiB past a smaller cap (4 and 6 MiB caps held 32 MiB on the
+  // H200): DevicePool rounds down, so what the driver holds stays within max_bytes.
+  Stream s(kGpu);
+  CHECK_THROWS_AS(DevicePool(kGpu, kPoolPageBytes - 1), gnnpipe::core::ConfigError);
+  DevicePool pool(kGpu, 3 * kPoolPageBytes - 4096);  // two whole units
+  const Allocation a = pool.try_allocate(2 * kPoolPageBytes, s);
+  REQUIRE(a.ptr != nullptr);
+  const Allocation b = pool.try_allocate(4096, s);  // a third unit would pass max_bytes
+  CHECK(b.ptr == nullptr);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  CHECK(pool.reserved() <= 3 * kPoolPageBytes - 4096);
+  pool.free(a, s);
   s.synchronize();
 }
 

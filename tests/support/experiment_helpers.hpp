@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,32 @@ inline std::vector<std::map<std::string, double>> metrics_rows(const std::string
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+// metrics.csv without the columns that may differ between pipelined and sequential runs of one
+// configuration: everything after batches_retried (peak_device_bytes, since the pipeline holds more
+// device slots at once, and every time and rate). Found by name, so new timing columns stay out.
+inline std::string metrics_without_times(const std::string& csv) {
+  std::stringstream in(csv), out;
+  std::string line;
+  std::getline(in, line);
+  std::size_t keep = 0;  // columns kept
+  {
+    std::stringstream header(line);
+    std::size_t i = 0;
+    for (std::string name; std::getline(header, name, ',');) {
+      ++i;
+      if (name == "batches_retried") keep = i;
+    }
+  }
+  if (keep == 0) throw std::runtime_error("metrics.csv has no batches_retried column: " + line);
+  in.seekg(0);
+  while (std::getline(in, line)) {
+    std::size_t end = 0;
+    for (std::size_t i = 0; i < keep && end != std::string::npos; ++i) end = line.find(',', i == 0 ? 0 : end + 1);
+    out << line.substr(0, end) << '\n';
+  }
+  return out.str();
 }
 
 }  // namespace gnnpipe::test

@@ -14,12 +14,12 @@
 #             Cora GCN trained on the CPU and on cuda:0 (CORA_SEEDS, default 0 1 2)
 #   sanitize  gnnpipe_gpu_tests under compute-sanitizer, each tool time-boxed:
 #               memcheck   every test case                               (SANITIZE_MEMCHECK_S, 180 s)
-#               racecheck  the ops with shared-memory reductions: losses, (SANITIZE_RACECHECK_S, 60 s)
+#               racecheck  the ops with shared-memory reductions: losses, (SANITIZE_RACECHECK_S, 100 s)
 #                          elementwise (bias column sums), head_dot backward, SpMM
 #               synccheck  every op parity test but the 2^20-row ones    (SANITIZE_SYNCCHECK_S, 75 s)
 #               initcheck  every op parity test but the 2^20-row ones,   (SANITIZE_INITCHECK_S, 75 s)
 #                          and the training steps (not whole runs)
-#             and once plainly with CUDA_LAUNCH_BLOCKING=1 (every test case; SANITIZE_PLAIN_S, 90 s).
+#             and once plainly with CUDA_LAUNCH_BLOCKING=1 (all but [concurrency]; SANITIZE_PLAIN_S, 90 s).
 #             A budget of 0 skips that run. racecheck and initcheck are slow, hence their subsets
 #             (Catch2 test specs below; override with SANITIZE_<TOOL>_TESTS). One verdict line per
 #             tool, e.g.
@@ -271,7 +271,10 @@ sanitize_with() {
   # seen on the H100 with cuSPARSE 12 / CUDA 13): our kernels are what it checks here.
   # shellcheck disable=SC2206  # the arguments are words
   [ "$tool" = racecheck ] && tool_args=(${SANITIZE_RACECHECK_ARGS:---kernel-name-exclude kns=cusparse})
-  timeout --kill-after=10 "$t" compute-sanitizer --tool "$tool" "${tool_args[@]}" --error-exitcode 86 \
+  # --report-api-errors no: a CUDA call that fails where our code does not expect it throws
+  # CudaError, so the tests fail and the verdict says so; the ones it expects (a stream-ordered pool
+  # at its cap: cudaMallocFromPoolAsync, then cudaGetLastError clearing it) are not findings.
+  timeout --kill-after=10 "$t" compute-sanitizer --tool "$tool" "${tool_args[@]}" --report-api-errors no --error-exitcode 86 \
     "$gpu_tests" "${args[@]}" > "$log" 2>&1
   local rc=$?
   local errors cases
@@ -339,7 +342,7 @@ case "$phase" in
     # racecheck sees shared memory only: the kernels with block reductions in shared memory are
     # the loss totals, the fixed-order column sums (bias_grad_accumulate, head_dot_backward) and
     # the SpMM's long rows (a thread block per row, partial sums in shared memory).
-    sanitize_with racecheck "${SANITIZE_RACECHECK_S:-60}" \
+    sanitize_with racecheck "${SANITIZE_RACECHECK_S:-100}" \
       "${SANITIZE_RACECHECK_TESTS:-[loss],[elementwise]~[wrap],ops::head_dot*,[spmm]}" || failed=1
     # synccheck: the warp shuffles with partial masks (SpMM lane groups) and the barriers.
     sanitize_with synccheck "${SANITIZE_SYNCCHECK_S:-75}" "${SANITIZE_SYNCCHECK_TESTS:-[ops]~[wrap]}" || failed=1
@@ -351,7 +354,10 @@ case "$phase" in
     elif ! t=$(slot "${SANITIZE_PLAIN_S:-90}" 30); then
       skipped "sanitize launch-blocking"; failed=1
     else
-      CUDA_LAUNCH_BLOCKING=1 timeout --kill-after=10 "$t" "$gpu_tests" > "$logs/launch_blocking.log" 2>&1
+      # Without the [concurrency] cases: they assert that a delayed kernel is still running when the
+      # host looks, which synchronous launches rule out by design.
+      CUDA_LAUNCH_BLOCKING=1 timeout --kill-after=10 "$t" "$gpu_tests" "${SANITIZE_PLAIN_TESTS:-~[concurrency]}" \
+        > "$logs/launch_blocking.log" 2>&1
       rc=$?
       cases=$(test_cases_in "$logs/launch_blocking.log")
       if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then

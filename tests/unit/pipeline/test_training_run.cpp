@@ -46,18 +46,6 @@ Run train(const std::vector<std::string>& sets, const test::TempDir& dir, const 
   return test::run_experiment(kSampled, sets, dir / sub, options);
 }
 
-// metrics.csv's first 12 columns (epoch .. batches_retried): the ones that cannot differ between
-// modes (from peak_device_bytes on: the pipeline holds more device slots at once; times).
-std::string without_times(const std::string& csv) {
-  std::stringstream in(csv), out;
-  for (std::string line; std::getline(in, line);) {
-    std::size_t end = 0;
-    for (int i = 0; i < 12 && end != std::string::npos; ++i) end = line.find(',', end + (i > 0 ? 1 : 0));
-    out << line.substr(0, end) << '\n';
-  }
-  return out.str();
-}
-
 // (status, error) of the summary.json that a run that did not finish left in `run_dir`.
 std::pair<std::string, std::string> stopped_summary(const std::filesystem::path& run_dir) {
   const nlohmann::json s = nlohmann::json::parse(test::read_file(run_dir / "summary.json"));
@@ -82,7 +70,7 @@ TEST_CASE("pipelined and sequential runs give identical parameters and per-epoch
       CHECK(p.summary["mode"] == "pipelined");
       CHECK(p.summary["params_checksum"] == base.summary["params_checksum"]);
       // Each epoch's evaluation saw exactly the parameters at the end of that epoch.
-      CHECK(without_times(p.metrics) == without_times(base.metrics));
+      CHECK(test::metrics_without_times(p.metrics) == test::metrics_without_times(base.metrics));
       CHECK(p.summary["max_batches_in_flight"].get<int>() <= slots);
       CHECK(p.summary["max_batches_in_flight"].get<int>() >= 1);
     }
@@ -222,7 +210,7 @@ TEST_CASE("a transient error in any stage is retried: no batch lost, bitwise the
       const Run r = train({set}, dir, std::string(mode) + "-" + name, options);
       CHECK(faults.calls_of(stage, 2, batch) == 3);
       CHECK(r.summary["params_checksum"] == clean.summary["params_checksum"]);
-      CHECK(without_times(r.metrics) == without_times(clean.metrics));
+      CHECK(test::metrics_without_times(r.metrics) == test::metrics_without_times(clean.metrics));
       CHECK(r.summary["stage_retries"] == 4);
       const auto rows = test::metrics_rows(r.metrics);
       for (const auto& row : rows) {
@@ -253,7 +241,7 @@ TEST_CASE("transient errors in random batches of every stage: the run recovers b
     options.fault = faults.hook();
     const Run r = train({std::string("pipeline.mode=") + mode, "pipeline.sampler_threads=3"}, dir, mode, options);
     CHECK(r.summary["params_checksum"] == clean.summary["params_checksum"]);
-    CHECK(without_times(r.metrics) == without_times(clean.metrics));
+    CHECK(test::metrics_without_times(r.metrics) == test::metrics_without_times(clean.metrics));
     CHECK(r.summary["stage_retries"] == 16);
     for (const auto& [stage, epoch, batch] : at) CHECK(faults.calls_of(stage, epoch, batch) == 2);
   }
@@ -332,7 +320,7 @@ TEST_CASE("early stopping stops both modes at the same epoch with the same param
   CHECK(p.summary["epochs"] == s.summary["epochs"]);
   CHECK(p.summary["best_epoch"] == s.summary["best_epoch"]);
   CHECK(p.summary["params_checksum"] == s.summary["params_checksum"]);
-  CHECK(without_times(p.metrics) == without_times(s.metrics));
+  CHECK(test::metrics_without_times(p.metrics) == test::metrics_without_times(s.metrics));
 }
 
 TEST_CASE("the trace has one event per stage per batch on named lanes", "[pipeline][tsan]") {
@@ -435,7 +423,7 @@ TEST_CASE("every sampler type trains through the pipeline exactly as through the
     CHECK(seq.summary["sampler"] == name);
     CHECK(seq.summary["test_accuracy"].get<double>() >= reached - 0.04);
     CHECK(pipe.summary["params_checksum"] == seq.summary["params_checksum"]);
-    CHECK(without_times(pipe.metrics) == without_times(seq.metrics));
+    CHECK(test::metrics_without_times(pipe.metrics) == test::metrics_without_times(seq.metrics));
   }
   CHECK(std::filesystem::exists(dir / "cache"));  // the METIS partition was cached
   CHECK_THROWS_WITH(train({"sampler={type: cluster, num_parts: 5000}"}, dir, "big"), Catch::Contains("sampler.num_parts"));
@@ -467,7 +455,7 @@ TEST_CASE("GGNN and GaAN train through every sampler, the pipeline exactly as th
       // 0.71-0.81 sampled. 0.6 leaves room for another CPU's rounding.
       CHECK(seq.summary["test_accuracy"].get<double>() >= 0.6);
       CHECK(pipe.summary["params_checksum"] == seq.summary["params_checksum"]);
-      CHECK(without_times(pipe.metrics) == without_times(seq.metrics));
+      CHECK(test::metrics_without_times(pipe.metrics) == test::metrics_without_times(seq.metrics));
     }
   }
 }
