@@ -230,6 +230,16 @@ std::string epoch_verdict(const WindowStats& w, bool pipelined) {
     return fmt::format("bound by evaluation: evaluation thread {:.0f}% busy, trainer {:.0f}% busy, {}{}", eval, train,
                        waits, evals);
   }
+  // The trainer waited for data longer than it worked, and no stage feeding it was half busy: the
+  // wait is latency (too few batches in flight for each one's path), not a stage's throughput.
+  // Calling that "bound by training" sent users to the model (seen on an H200: a 320 MiB budget
+  // splitting every batch, trainer 34% busy, waiting 64% for data, sampler threads 3% busy).
+  const double governor = w.share(Stage::kGovern);
+  if (wait_data >= 10.0 && wait_data > train && std::max({sampling, transfer, governor}) < 50.0) {
+    return fmt::format("bound by data latency: {}, though no stage feeding it was half busy (sampler threads {:.0f}%, "
+                       "governor {:.0f}%, copy thread {:.0f}%, trainer {:.0f}%){}",
+                       waits, sampling, governor, transfer, train, evals);
+  }
   if (wait_data < 10.0 || (train >= sampling && train >= transfer)) {
     return fmt::format("bound by training: trainer {:.0f}% busy, {} (sampler threads {:.0f}% busy){}", train, waits,
                        sampling, evals);

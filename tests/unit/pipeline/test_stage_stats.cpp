@@ -116,6 +116,27 @@ TEST_CASE("a trainer that waits for the evaluation is bound by evaluation, with 
   CHECK(inner.share_of(inner.train_wait_eval_s) == 100.0);
 }
 
+TEST_CASE("a trainer waiting for data that no stage is busy producing is bound by data latency", "[pipeline][stats]") {
+  // The trainer works 3 s of a 10 s epoch and waits 6 s for its batches, while the samplers, the
+  // governor and the copy thread are each busy well under half of it.
+  const auto epoch = [](double copy_s) {
+    StageRecorder r;
+    on_lane(r, "train", [&] {
+      r.record_wait(Stage::kTrain, 1, 0.0, 6.0, WaitFor::kInput);
+      r.record(Stage::kTrain, 1, 0, 6.0, 9.0);
+    });
+    on_lane(r, "sampler", [&] { r.record(Stage::kSample, 1, 0, 0.0, 1.0); });
+    on_lane(r, "govern", [&] { r.record(Stage::kGovern, 1, 0, 1.0, 3.0); });
+    on_lane(r, "transfer", [&] { r.record(Stage::kTransfer, 1, 0, 3.0, 3.0 + copy_s); });
+    return epoch_verdict(r.window(0.0, 10.0), true);
+  };
+  CHECK(epoch(2.0) ==
+        "bound by data latency: trainer waited 60% of the epoch for data, though no stage feeding it was half busy "
+        "(sampler threads 10%, governor 20%, copy thread 20%, trainer 30%)");
+  // A copy thread busy most of the epoch is the bound, as before.
+  CHECK(epoch(6.0) == "bound by transfer: copy thread 60% busy, trainer waited 60% of the epoch for data");
+}
+
 TEST_CASE("the sequential verdict splits the epoch among its stages", "[pipeline][stats]") {
   StageRecorder r;
   on_lane(r, "sequential", [&] {
