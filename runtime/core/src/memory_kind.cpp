@@ -135,13 +135,12 @@ void copy_bytes_pageable(void* dst, const void* src, std::size_t bytes, const St
 
 void copy_from_host_sync(void* dst, const void* host_src, std::size_t bytes, const Stream& stream) {
   if (bytes == 0) return;
+  GNNPIPE_CHECK(dst != nullptr && host_src != nullptr, "copy of {} bytes with a null pointer", bytes);
   if (stream.native_handle() == nullptr) {
-    GNNPIPE_CHECK(dst != nullptr && host_src != nullptr, "copy of {} bytes with a null pointer", bytes);
     check_reachable(dst, bytes, "writes");  // the source may be pageable: that is this copy's purpose
     std::memmove(dst, host_src, bytes);
     return;
   }
-  GNNPIPE_CHECK(dst != nullptr && host_src != nullptr, "copy of {} bytes with a null pointer", bytes);
   const PinnedStaging staging(std::min(bytes, kStagingPiece));
   for (std::size_t done = 0; done < bytes;) {
     const std::size_t n = std::min(kStagingPiece, bytes - done);
@@ -155,13 +154,12 @@ void copy_from_host_sync(void* dst, const void* host_src, std::size_t bytes, con
 
 void copy_to_host_sync(void* host_dst, const void* src, std::size_t bytes, const Stream& stream) {
   if (bytes == 0) return;
+  GNNPIPE_CHECK(host_dst != nullptr && src != nullptr, "copy of {} bytes with a null pointer", bytes);
   if (stream.native_handle() == nullptr) {
-    GNNPIPE_CHECK(host_dst != nullptr && src != nullptr, "copy of {} bytes with a null pointer", bytes);
     check_reachable(src, bytes, "reads");  // the destination may be pageable
     std::memmove(host_dst, src, bytes);
     return;
   }
-  GNNPIPE_CHECK(host_dst != nullptr && src != nullptr, "copy of {} bytes with a null pointer", bytes);
   const PinnedStaging staging(std::min(bytes, kStagingPiece));
   for (std::size_t done = 0; done < bytes;) {
     const std::size_t n = std::min(kStagingPiece, bytes - done);
