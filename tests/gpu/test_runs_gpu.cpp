@@ -225,6 +225,26 @@ TEST_CASE("GPU runs with memory.allocator async: the caching allocator's paramet
   CHECK(m["peak_device_bytes"] == caching.summary["memory"]["peak_device_bytes"]);
 }
 
+TEST_CASE("memory.allocator async on a GPU: the budget is whole 32 MiB pool units, below one is refused",
+          "[gpu][runs][allocator]") {
+  // The driver grows a pool by 32 MiB past a smaller cap (the H200, 2026-11-27): a budget under
+  // one unit is a ConfigError naming the key; another is rounded down to whole units, and the pool
+  // holds no more than that.
+  test::TempDir dir;
+  const std::vector<std::string> async{"run.device=cuda:0", "memory.allocator=async", "memory.reserve=0"};
+  CHECK_THROWS_WITH(test::run_experiment(kBase, with(async, {"memory.limit=16MiB"}), dir / "small"),
+                    Catch::Contains("memory.allocator: async on cuda:0 needs a budget of at least 32.00 MiB") &&
+                        Catch::Contains("not 16.00 MiB"));
+  const auto run = test::run_experiment(kBase, with(async, {"memory.limit=100MiB"}), dir / "units");
+  const auto& m = run.summary["memory"];
+  CHECK(m["budget_bytes"].get<std::size_t>() == std::size_t{96} << 20);
+  CHECK(m["peak_held_bytes"].get<std::size_t>() <= std::size_t{96} << 20);
+  // The caching allocator keeps the whole limit.
+  const auto caching = test::run_experiment(kBase, {"run.device=cuda:0", "memory.reserve=0", "memory.limit=100MiB"},
+                                            dir / "caching");
+  CHECK(caching.summary["memory"]["budget_bytes"].get<std::size_t>() == std::size_t{100} << 20);
+}
+
 TEST_CASE("GPU run with run.tf32: accuracy near the CPU's", "[gpu][runs]") {
   // TF32 GEMMs keep 10 mantissa bits: the trajectory differs more from the CPU's than in full
   // FP32, but the model learns as well.
