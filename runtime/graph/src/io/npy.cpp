@@ -24,20 +24,21 @@ constexpr std::array<unsigned char, 6> kMagic = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 struct DTypeInfo {
   DType dtype;
   std::string_view descr;  // what we write; the reader also accepts '<' for 1-byte types and '='
+  std::string_view label;  // numpy's name, for messages and manifests
 };
 constexpr std::array<DTypeInfo, 12> kDTypes = {{
-    {DType::kBool, "|b1"},
-    {DType::kInt8, "|i1"},
-    {DType::kUInt8, "|u1"},
-    {DType::kInt16, "<i2"},
-    {DType::kUInt16, "<u2"},
-    {DType::kInt32, "<i4"},
-    {DType::kUInt32, "<u4"},
-    {DType::kInt64, "<i8"},
-    {DType::kUInt64, "<u8"},
-    {DType::kFloat16, "<f2"},
-    {DType::kFloat32, "<f4"},
-    {DType::kFloat64, "<f8"},
+    {DType::kBool, "|b1", "bool"},
+    {DType::kInt8, "|i1", "int8"},
+    {DType::kUInt8, "|u1", "uint8"},
+    {DType::kInt16, "<i2", "int16"},
+    {DType::kUInt16, "<u2", "uint16"},
+    {DType::kInt32, "<i4", "int32"},
+    {DType::kUInt32, "<u4", "uint32"},
+    {DType::kInt64, "<i8", "int64"},
+    {DType::kUInt64, "<u8", "uint64"},
+    {DType::kFloat16, "<f2", "float16"},
+    {DType::kFloat32, "<f4", "float32"},
+    {DType::kFloat64, "<f8", "float64"},
 }};
 
 // Maps a numpy descr such as "<i8" or "|b1" to a DType; everything else is a DataError that says
@@ -130,19 +131,8 @@ std::size_t dtype_size(DType dtype) {
 }
 
 std::string_view dtype_label(DType dtype) {
-  switch (dtype) {
-    case DType::kBool: return "bool";
-    case DType::kInt8: return "int8";
-    case DType::kUInt8: return "uint8";
-    case DType::kInt16: return "int16";
-    case DType::kUInt16: return "uint16";
-    case DType::kInt32: return "int32";
-    case DType::kUInt32: return "uint32";
-    case DType::kInt64: return "int64";
-    case DType::kUInt64: return "uint64";
-    case DType::kFloat16: return "float16";
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
+  for (const DTypeInfo& info : kDTypes) {
+    if (info.dtype == dtype) return info.label;
   }
   return "?";
 }
