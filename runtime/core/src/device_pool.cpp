@@ -14,12 +14,17 @@ DevicePool::DevicePool(Device device, std::size_t max_bytes) : device_(device) {
                        "memory.allocator: async needs stream-ordered memory pools, which {} does not support "
                        "(some drivers and virtualised GPUs lack them): use memory.allocator: caching",
                        device.str());
-  GNNPIPE_CHECK_CONFIG(max_bytes == 0 || max_bytes >= kPoolPageBytes,
+  // Whole units, so that what the driver holds stays within the budget (0: the driver's cap).
+  handle_ = backend::pool_create(device.index(), max_bytes == 0 ? 0 : pool_cap(device, max_bytes));
+}
+
+std::size_t pool_cap(Device device, std::size_t max_bytes) {
+  if (device.is_cpu()) return max_bytes;
+  GNNPIPE_CHECK_CONFIG(max_bytes >= kPoolPageBytes,
                        "memory.allocator: async on {} needs a budget of at least {} (its pool reserves device memory "
                        "in units of that size), not {}: raise memory.limit or use memory.allocator: caching",
                        device.str(), format_bytes(kPoolPageBytes), format_bytes(max_bytes));
-  // Whole units, so that what the driver holds stays within the budget.
-  handle_ = backend::pool_create(device.index(), max_bytes / kPoolPageBytes * kPoolPageBytes);
+  return max_bytes / kPoolPageBytes * kPoolPageBytes;
 }
 
 DevicePool::~DevicePool() {

@@ -30,6 +30,11 @@ class Stream;
 // by NVIDIA: see above).
 inline constexpr std::size_t kPoolPageBytes = std::size_t{32} << 20;
 
+// The most a pool of `device` capped near `max_bytes` may hold: `max_bytes` itself on the CPU
+// (no units there), whole kPoolPageBytes of it on a GPU; ConfigError naming memory.allocator when
+// a GPU's is below one unit.
+std::size_t pool_cap(Device device, std::size_t max_bytes);
+
 class DevicePool {
  public:
   // Throws CudaError when the device is unavailable or the driver refuses the pool, ConfigError
