@@ -139,20 +139,18 @@ std::vector<CheckpointArray> read_arrays(const fs::path& dir, const nlohmann::js
   GNNPIPE_CHECK_DATA(list.is_array(), "{}: {} is not a list of arrays", manifest, key);
   std::vector<CheckpointArray> out;
   for (std::size_t i = 0; i < list.size(); ++i) {
-    const nlohmann::json& entry = list[i];
-    const std::string at = fmt::format("{}[{}]", key, i);
-    const auto field = [&](const char* name) { return json_at(entry, manifest, at + "." + name); };
-    const auto what = [&](const char* name) { return fmt::format("{}: {}.{}", manifest, at, name); };
+    const JsonSection entry{list[i], manifest, fmt::format("{}[{}]", key, i)};
     CheckpointArray a;
-    a.name = json_string(field("name"), what("name"));
-    GNNPIPE_CHECK_DATA(valid_name(a.name), "{}: name '{}' is not [A-Za-z0-9_.-] or starts with '.'", what("name"), a.name);
-    const std::string rel = json_string(field("file"), what("file"));
+    a.name = entry.string("name");
+    GNNPIPE_CHECK_DATA(valid_name(a.name), "{}: name '{}' is not [A-Za-z0-9_.-] or starts with '.'", entry.what("name"),
+                       a.name);
+    const std::string rel = entry.string("file");
     GNNPIPE_CHECK_DATA(rel.find("..") == std::string::npos && !rel.empty() && rel.front() != '/',
                        "{}: array file '{}' is outside the checkpoint", manifest, rel);
     const fs::path file = dir / rel;
-    a.shape = json_integers<int64_t>(field("shape"), what("shape"));
-    const std::string dtype = json_string(field("dtype"), what("dtype"));
-    const std::string checksum = json_string(field("fnv1a64"), what("fnv1a64"));
+    a.shape = entry.integers<int64_t>("shape");
+    const std::string dtype = entry.string("dtype");
+    const std::string checksum = entry.string("fnv1a64");
     // (error_code: a name the system refuses, too long for one, reads as missing rather than throwing)
     std::error_code ec;
     GNNPIPE_CHECK_DATA(fs::is_regular_file(file, ec), "{}: missing (listed in {}){}", file.string(), manifest,
@@ -251,25 +249,24 @@ Checkpoint read_checkpoint(const fs::path& dir) {
   }
   GNNPIPE_CHECK_DATA(!m.is_discarded() && m.is_object(), "{}: not a JSON object", manifest.string());
   const std::string file = manifest.string();
-  const auto what = [&](const char* key) { return file + ": " + key; };
+  const JsonSection top{m, file, ""};
   try {
-    GNNPIPE_CHECK_DATA(json_string(json_at(m, file, "format"), what("format")) == kFormat, "{}: format is not '{}'", file,
-                       kFormat);
-    const int64_t version = json_integer<int64_t>(json_at(m, file, "version"), what("version"));
+    GNNPIPE_CHECK_DATA(top.string("format") == kFormat, "{}: format is not '{}'", file, kFormat);
+    const auto version = top.integer<int64_t>("version");
     GNNPIPE_CHECK_DATA(version == kCheckpointVersion, "{}: version {} (this gnnpipe reads version {})", file, version,
                        kCheckpointVersion);
     Checkpoint c;
-    c.epoch = json_integer<int>(json_at(m, file, "epoch"), what("epoch"));
+    c.epoch = top.integer<int>("epoch");
     GNNPIPE_CHECK_DATA(c.epoch >= 0, "{}: epoch {} is negative (the epochs a checkpoint completed)", file, c.epoch);
-    c.config_hash = json_string(json_at(m, file, "config_hash"), what("config_hash"));
-    c.parameters = read_arrays(dir, json_at(m, file, "parameters"), "parameters");
+    c.config_hash = top.string("config_hash");
+    c.parameters = read_arrays(dir, top.at("parameters"), "parameters");
     GNNPIPE_CHECK_DATA(!c.parameters.empty(), "{}: parameters lists no array", file);
-    const nlohmann::json& opt = json_at(m, file, "optimizer");
-    c.optimizer = json_string(json_at(opt, file, "optimizer.type"), what("optimizer.type"));
-    c.optimizer_steps = json_integer<int64_t>(json_at(opt, file, "optimizer.steps"), what("optimizer.steps"));
+    const JsonSection opt = top.section("optimizer");
+    c.optimizer = opt.string("type");
+    c.optimizer_steps = opt.integer<int64_t>("steps");
     GNNPIPE_CHECK_DATA(c.optimizer_steps >= 0, "{}: optimizer.steps {} is negative", file, c.optimizer_steps);
-    c.optimizer_state = read_arrays(dir, json_at(opt, file, "optimizer.arrays"), "optimizer.arrays");
-    c.run_state = json_at(m, file, "run_state");
+    c.optimizer_state = read_arrays(dir, opt.at("arrays"), "optimizer.arrays");
+    c.run_state = top.at("run_state");
     GNNPIPE_CHECK_DATA(c.run_state.is_object(), "{}: run_state is not an object", file);
     return c;
   } catch (const nlohmann::json::exception& e) {

@@ -71,4 +71,26 @@ std::vector<T> json_integers(const nlohmann::json& value, const std::string& wha
   return out;
 }
 
+// A JSON object at `path` of `file` ("" for the file's top level), read member by member with the
+// checks above: every message names the file and the member's whole path.
+struct JsonSection {
+  const nlohmann::json& object;
+  std::string file, path;
+
+  std::string key_path(const std::string& key) const { return path.empty() ? key : path + "." + key; }
+  std::string what(const std::string& key) const { return file + ": " + key_path(key); }
+  const nlohmann::json& at(const std::string& key) const { return json_at(object, file, key_path(key)); }
+  JsonSection section(const std::string& key) const { return {at(key), file, key_path(key)}; }
+  template <class T>
+  T integer(const std::string& key) const {
+    return json_integer<T>(at(key), what(key));
+  }
+  template <class T>
+  std::vector<T> integers(const std::string& key) const {
+    return json_integers<T>(at(key), what(key));
+  }
+  std::string string(const std::string& key) const { return json_string(at(key), what(key)); }
+  double number(const std::string& key) const { return json_number(at(key), what(key)); }
+};
+
 }  // namespace gnnpipe::experiments

@@ -135,25 +135,17 @@ Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::P
 pipeline::PartialEpoch checkpoint_partial_epoch(const Checkpoint& c, const std::string& source) {
   pipeline::PartialEpoch p;
   if (!c.run_state.is_object() || !c.run_state.contains("partial_epoch")) return p;
-  const std::string where = "run_state.partial_epoch";
-  const nlohmann::json& j = c.run_state.at("partial_epoch");
-  const auto field = [&](const std::string& key) -> const nlohmann::json& { return json_at(j, source, where + "." + key); };
-  const auto what = [&](const std::string& key) { return source + ": " + where + "." + key; };
-  p.epoch = json_integer<int>(field("epoch"), what("epoch"));
-  p.batches_done = json_integer<int64_t>(field("batches_done"), what("batches_done"));
-  p.batches = json_integer<int64_t>(field("batches"), what("batches"));
-  for (const uint64_t bits : json_integers<uint64_t>(field("loss_bits"), what("loss_bits"))) {
-    p.losses.push_back(std::bit_cast<double>(bits));
-  }
-  p.loss_rows = json_integers<std::size_t>(field("loss_rows"), what("loss_rows"));
-  const nlohmann::json& m = field("counters");
-  const auto counter = [&](const std::string& name) -> const nlohmann::json& {
-    return json_at(m, source, where + ".counters." + name);
-  };
+  const JsonSection j{c.run_state.at("partial_epoch"), source, "run_state.partial_epoch"};
+  p.epoch = j.integer<int>("epoch");
+  p.batches_done = j.integer<int64_t>("batches_done");
+  p.batches = j.integer<int64_t>("batches");
+  for (const uint64_t bits : j.integers<uint64_t>("loss_bits")) p.losses.push_back(std::bit_cast<double>(bits));
+  p.loss_rows = j.integers<std::size_t>("loss_rows");
+  const JsonSection m = j.section("counters");
   pipeline::MemoryCounters& k = p.counters;
-  for (const auto& [name, f] : counter_fields(k)) *f = json_integer<int64_t>(counter(name), what(std::string("counters.") + name));
-  k.peak_bytes = json_integer<std::size_t>(counter("peak_bytes"), what("counters.peak_bytes"));
-  k.reserved_bytes = json_integer<std::size_t>(counter("reserved_bytes"), what("counters.reserved_bytes"));
+  for (const auto& [name, f] : counter_fields(k)) *f = m.integer<int64_t>(name);
+  k.peak_bytes = m.integer<std::size_t>("peak_bytes");
+  k.reserved_bytes = m.integer<std::size_t>("reserved_bytes");
   GNNPIPE_CHECK_DATA(p.epoch == c.epoch + 1 && p.batches_done >= 0 && p.batches_done < p.batches &&
                          p.losses.size() == static_cast<std::size_t>(p.batches_done) &&
                          p.loss_rows.size() == p.losses.size(),
@@ -165,12 +157,10 @@ pipeline::PartialEpoch checkpoint_partial_epoch(const Checkpoint& c, const std::
 
 ModelDims checkpoint_model_dims(const Checkpoint& c, const std::string& source) {
   ModelDims dims;
-  const nlohmann::json& j = json_at(c.run_state, source, "run_state.model");
-  dims.in_dim = json_integer<int64_t>(json_at(j, source, "run_state.model.in_dim"), source + ": run_state.model.in_dim");
-  dims.out_dim = json_integer<int64_t>(json_at(j, source, "run_state.model.out_dim"), source + ": run_state.model.out_dim");
-  if (j.contains("embedding_rows")) {  // absent before model.embedding existed
-    dims.embedding_rows = json_integer<int64_t>(j.at("embedding_rows"), source + ": run_state.model.embedding_rows");
-  }
+  const JsonSection j = JsonSection{c.run_state, source, "run_state"}.section("model");
+  dims.in_dim = j.integer<int64_t>("in_dim");
+  dims.out_dim = j.integer<int64_t>("out_dim");
+  if (j.object.contains("embedding_rows")) dims.embedding_rows = j.integer<int64_t>("embedding_rows");  // absent before model.embedding
   GNNPIPE_CHECK_DATA((dims.in_dim > 0 || dims.embedding_rows > 0) && dims.in_dim >= 0 && dims.out_dim > 0 &&
                          dims.embedding_rows >= 0,
                      "{}: run_state.model: widths {} -> {} (embedding rows {}) are not positive", source, dims.in_dim,
@@ -180,17 +170,14 @@ ModelDims checkpoint_model_dims(const Checkpoint& c, const std::string& source) 
 
 pipeline::TrackerState checkpoint_tracker(const Checkpoint& c, const std::string& source) {
   pipeline::TrackerState t;
-  const std::string where = "run_state.tracker";
-  const nlohmann::json& j = json_at(c.run_state, source, where);
-  const auto field = [&](const std::string& key) -> const nlohmann::json& { return json_at(j, source, where + "." + key); };
-  const auto what = [&](const std::string& key) { return source + ": " + where + "." + key; };
-  t.best_epoch = json_integer<int>(field("best_epoch"), what("best_epoch"));
-  t.since_best = json_integer<int>(field("since_best"), what("since_best"));
-  t.best_val = json_number(field("best_val"), what("best_val"));
-  t.test_at_best = json_number(field("test_at_best"), what("test_at_best"));
-  t.train_at_best = json_number(field("train_at_best"), what("train_at_best"));
+  const JsonSection j = JsonSection{c.run_state, source, "run_state"}.section("tracker");
+  t.best_epoch = j.integer<int>("best_epoch");
+  t.since_best = j.integer<int>("since_best");
+  t.best_val = j.number("best_val");
+  t.test_at_best = j.number("test_at_best");
+  t.train_at_best = j.number("train_at_best");
   GNNPIPE_CHECK_DATA(t.best_epoch >= 0 && t.best_epoch <= c.epoch && t.since_best >= 0,
-                     "{}: {}: best epoch {} and {} epochs since do not fit a checkpoint after epoch {}", source, where,
+                     "{}: {}: best epoch {} and {} epochs since do not fit a checkpoint after epoch {}", source, j.path,
                      t.best_epoch, t.since_best, c.epoch);
   return t;
 }
