@@ -287,21 +287,13 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
              core::format_bytes(stats.peak_in_use_bytes), core::format_bytes(im.budget().budget), out.path().string());
     return summary;
   } catch (const std::exception& e) {
-    // As a run records how it ended: the error in log.txt and summary.json with the status; the
-    // outputs are gone (StagedOutputs), and .unfinished lets a rerun into --out replace the rest.
-    const std::string message = core::user_message(e);
-    try {
-      core::log_to_files(spdlog::level::err, message);
-      out.write_summary({{"name", c.name},
-                         {"status", dynamic_cast<const core::Interrupted*>(&e) != nullptr ? "interrupted" : "failed"},
-                         {"error", message},
-                         {"dataset", d.name},
-                         {"checkpoint", source},
-                         {"checkpoint_epoch", checkpoint.epoch},
-                         {"output_dir", out.path().string()}});
-    } catch (const std::exception& also) {
-      log.error("could not record the failed job in {}: {}", out.path().string(), also.what());
-    }
+    // As a run records how it ended; the outputs are gone (StagedOutputs), and .unfinished lets a
+    // rerun into --out replace the rest.
+    out.record_stop(e, {{"name", c.name},
+                        {"dataset", d.name},
+                        {"checkpoint", source},
+                        {"checkpoint_epoch", checkpoint.epoch},
+                        {"output_dir", out.path().string()}});
     throw;
   }
 }

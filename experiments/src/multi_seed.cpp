@@ -67,7 +67,7 @@ nlohmann::json train_seeds(const config::ExperimentConfig& c, const graph::Datas
                       {"params_checksum", s["params_checksum"]}});
     } catch (const std::exception& e) {
       nlohmann::json summary =
-          seeds_summary(c, runs, dynamic_cast<const core::Interrupted*>(&e) ? "interrupted" : "failed", metric);
+          seeds_summary(c, runs, stop_status(e), metric);
       summary["error"] = fmt::format("seed {}: {}", seed, core::user_message(e));
       parent.write_summary(summary);
       throw;

@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/log.hpp"
 #include "gnnpipe/experiments/config/sections.hpp"
 
@@ -270,6 +271,22 @@ void RunDirectory::write_summary(const nlohmann::json& summary) {
   std::error_code ec;
   fs::rename(temp, path_ / "summary.json", ec);
   GNNPIPE_CHECK(!ec, "cannot write '{}': {}", (path_ / "summary.json").string(), ec.message());
+}
+
+const char* stop_status(const std::exception& e) {
+  return dynamic_cast<const core::Interrupted*>(&e) != nullptr ? "interrupted" : "failed";
+}
+
+void RunDirectory::record_stop(const std::exception& e, nlohmann::json summary) noexcept {
+  try {
+    const std::string message = core::user_message(e);
+    core::log_to_files(spdlog::level::err, message);
+    summary["status"] = stop_status(e);
+    summary["error"] = message;
+    write_summary(summary);
+  } catch (const std::exception& also) {
+    core::logger().error("could not record how the job in {} ended: {}", path_.string(), also.what());
+  }
 }
 
 }  // namespace gnnpipe::experiments

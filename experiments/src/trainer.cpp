@@ -318,14 +318,12 @@ nlohmann::json epoch_json(const std::optional<pipeline::EpochResult>& r, const s
   return j;
 }
 
-// summary.json of a run that stopped early: its status (interrupted | failed), the error, and the
-// metrics of the last and of the best evaluated epoch it finished (`last`, `best`: null when none).
-nlohmann::json stopped_summary(const config::ExperimentConfig& c, const graph::Dataset& d, const std::string& status,
-                               const std::string& error, const EpochRecord& epochs, double run_time) {
+// summary.json of a run that stopped early, but its status and error: the metrics of the last and
+// of the best evaluated epoch it finished (`last`, `best`: null when none).
+nlohmann::json stopped_summary(const config::ExperimentConfig& c, const graph::Dataset& d, const EpochRecord& epochs,
+                               double run_time) {
   const std::lock_guard lock(epochs.mutex);
   return {{"name", c.name},
-          {"status", status},
-          {"error", error},
           {"dataset", d.name},
           {"device", c.run.device.str()},
           {"sampler", std::string(samplers::to_string(c.sampler.type))},
@@ -351,16 +349,8 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
   try {
     return train_experiment_recorded(c, d, run_dir, options, epochs);
   } catch (const std::exception& e) {
-    // The run directory records how the run ended: summary.json with the status, and the error in
-    // log.txt (the program prints it on the console itself).
-    const bool interrupted = dynamic_cast<const core::Interrupted*>(&e) != nullptr;
-    const std::string message = core::user_message(e);
-    try {
-      core::log_to_files(spdlog::level::err, message);
-      run_dir.write_summary(stopped_summary(c, d, interrupted ? "interrupted" : "failed", message, epochs, watch.seconds()));
-    } catch (const std::exception& also) {
-      core::logger().error("could not record the stopped run in {}: {}", run_dir.path().string(), also.what());
-    }
+    // The run directory records how the run ended (the program prints the error on the console).
+    run_dir.record_stop(e, stopped_summary(c, d, epochs, watch.seconds()));
     throw;
   }
 }
@@ -432,7 +422,10 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
     progress.clear();
     core::logger().error("{}", message);
     try {
-      run_dir.write_summary(stopped_summary(c, d, "stalled", message, epochs, run_watch.seconds()));
+      nlohmann::json summary = stopped_summary(c, d, epochs, run_watch.seconds());
+      summary["status"] = "stalled";
+      summary["error"] = message;
+      run_dir.write_summary(summary);
     } catch (const std::exception& e) {
       core::logger().error("could not write summary.json: {}", e.what());
     }

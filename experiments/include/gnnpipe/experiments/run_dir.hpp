@@ -19,6 +19,7 @@
 // Not thread-safe: one thread (the runner) owns it.
 #include <nlohmann/json.hpp>
 
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -89,6 +90,10 @@ struct EpochMetrics {
   double eval_time_s = 0;
 };
 
+// The status a job stopped by `e` records: "interrupted" for core::Interrupted (a signal), else
+// "failed".
+const char* stop_status(const std::exception& e);
+
 class RunDirectory {
  public:
   // The marker of an unfinished directory (RunDirectoryOptions::unfinished_marker).
@@ -121,6 +126,11 @@ class RunDirectory {
   // Writes summary.json (2-space indented) via summary.json.tmp and a rename, replacing any
   // earlier summary. Error when it cannot be written.
   void write_summary(const nlohmann::json& summary);
+
+  // How a job that threw `e` ended, recorded in this directory: the error in log.txt, and
+  // `summary` with "status" (stop_status(e)) and "error" (its one-line message) as summary.json.
+  // Never throws: a failure to record is logged (the caller rethrows `e`).
+  void record_stop(const std::exception& e, nlohmann::json summary) noexcept;
 
   // Removes kUnfinished (the job's outputs are complete); no-op without the marker option.
   void finished();
