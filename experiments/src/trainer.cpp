@@ -255,7 +255,7 @@ std::string memory_note(const pipeline::MemoryCounters& m, const pipeline::DataM
   if (m.retried > 0) note += fmt::format(", {} retried", m.retried);
   if (m.stage_retries > 0) note += fmt::format(", {} stage error{} retried", m.stage_retries, m.stage_retries == 1 ? "" : "s");
   if (d.host_gathered_bytes + d.copied_bytes + d.device_gathered_bytes > 0) {
-    const int64_t batches = std::max<int64_t>(1, m.fit + m.split + m.resampled + m.cut);
+    const int64_t batches = std::max<int64_t>(1, m.batches());
     note += fmt::format(" | data {} gathered, {} copied ({} a batch)", core::format_bytes(d.host_gathered_bytes),
                         core::format_bytes(d.copied_bytes),
                         core::format_bytes(d.copied_bytes / static_cast<uint64_t>(batches)));
@@ -481,7 +481,7 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   }
   const bool full_batch = c.sampler.type == samplers::SamplerType::kFull;
   const pipeline::MemoryCounters& k = result.memory;
-  const int64_t batches_run = k.fit + k.split + k.resampled + k.cut;  // batches the governor admitted
+  const int64_t batches_run = k.batches();
   nlohmann::json summary = {
       {"name", c.name},
       {"status", "done"},

@@ -32,6 +32,8 @@ struct MemoryCounters {
   int64_t stage_retries = 0;
 
   void add(const MemoryCounters& other);
+  // The batches the governor admitted, however it admitted them.
+  int64_t batches() const { return fit + split + resampled + cut; }
 };
 
 // Where device memory goes, and what will happen to epoch 1's batches (`gnnpipe run --plan`).
