@@ -193,6 +193,11 @@ TEST_CASE("layer-wise inference on the GPU gives the CPU's logits", "[gpu][train
   overlapped.overlap_bytes = 1;
   const auto one = pipeline::infer_layerwise(gpu_model, d.graph, d.features, overlapped, workspace);
   CHECK(std::equal(one.flat().begin(), one.flat().end(), first.flat().begin()));
+  // float16 features: the first layer's chunks carry the rows widened to float32, as the CPU reads them.
+  const graph::FeatureStore half = d.features.converted(graph::FeatureDType::kFloat16);
+  const auto cpu_half = pipeline::infer_layerwise(cpu_model, d.graph, half, chunked(97));
+  const auto gpu_half = pipeline::infer_layerwise(gpu_model, d.graph, half, chunked(97), workspace);
+  CHECK(close(std::vector<float>(gpu_half.flat().begin(), gpu_half.flat().end()), cpu_half.flat()));
 }
 
 TEST_CASE("GPU runs: reruns are bitwise equal, pipelined equals sequential, accuracy matches the CPU",

@@ -37,10 +37,11 @@
 #   placement  issue #14's GPU figures on arxiv SAGE: features host / device / cache / float16
 #             (epoch time, bytes moved, cache hits) and resident against layer-wise evaluation
 #   checkpoints  issue #15's integration scripts (resume after SIGKILL/SIGTERM, infer) on cuda:0
-#   products  issue #19's products-size SAGE figures, training epochs only (no evaluation): `gnnpipe
+#   products  issue #19's products-size SAGE figures, evaluating once after the last epoch: `gnnpipe
 #             bench` (sequential against pipelined) with float32 features on the host (the issue's
-#             setup), then pipelined runs with the features on the device and as float16 on the
-#             host; a second call after `session` (DEADLINE_S=200 fits what 15 minutes leave)
+#             setup), then pipelined runs with the features on the device, as float16 on the
+#             host, with a feature cache, and evaluating over a resident block (PRODUCTS_STEPS
+#             picks them); a second call after `session` (DEADLINE_S=280 fits what 15 minutes leave)
 # Usage: bash tools/device/gpu_acceptance.sh session|tests|sanitize|bench|allocators|placement|checkpoints|products
 #        Carry .deps: its debs (tools/device/prepare.sh cora ogbn-arxiv) and, to skip the build
 #        there, its bin (tools/device/bundle.sh). Without .deps/bin the phase builds first.
@@ -416,28 +417,49 @@ case "$phase" in
     cat "$logs"/*.jsonl 2>/dev/null | tail -40
     ;;
   products)
-    # The graph is generated in each process (about 20 s on 16 cores); evaluation of its 2.45 M nodes
-    # is left out (eval_every past the epochs): these are the training epochs' figures.
+    # The graph is generated in each process (about 11 s on 16 cores); evaluation of its 2.45 M
+    # nodes comes once, after the last epoch (eval_every past the epochs). PRODUCTS_STEPS picks
+    # the steps, in its order (default: all but bench_resident):
+    #   bench_host      `gnnpipe bench`, float32 features on the host (the issue's setup)
+    #   device          features on the device
+    #   fp16_host       float16 features on the host
+    #   cache_3g        a hot-row cache (issue #14): a 3 GiB limit leaves the 934 MB matrix off the device
+    #   eval_resident   the last evaluation over the whole graph's block kept on the device (auto
+    #                   keeps it only within a quarter of what the budget leaves, so products
+    #                   evaluates layer-wise: 14.7-18.6 s on the H200, host-bound)
+    #   bench_resident  `gnnpipe bench` as bench_host, evaluating over the resident block
     products=(--set pipeline.eval_every=1000 --set run.epochs="${PRODUCTS_EPOCHS:-3}")
-    if t=$(slot 240 60); then
-      timeout "$t" "$gnnpipe" bench "$root/configs/bench_products_sage.yaml" --out "$logs/runs/products_bench_host" \
-        --set run.device="$device" "${products[@]}" --set memory.features=host > "$logs/products_bench_host.log" 2>&1
-      say "products bench, float32 features on the host: exit $?"
-      grep -E "^(seconds per epoch|  [a-z]|epoch \(|speedup|parameters)" "$logs/products_bench_host.log" | tee -a "$summary"
-    else
-      skipped "products bench, float32 features on the host"
-    fi
-    config_run products_device 150 bench_products_sage "${products[@]}" --set memory.features=device
-    config_run products_fp16_host 150 bench_products_sage "${products[@]}" --set memory.features=host \
-      --set dataset.feature_dtype=float16
-    # A hot-row cache (issue #14): a 3 GiB limit leaves the 934 MB matrix off the device.
-    config_run products_cache_3g 150 bench_products_sage "${products[@]}" --set memory.features=cache \
-      --set memory.limit=3GiB
-    # The last epoch's evaluation over the whole graph's block kept on the device (auto keeps it
-    # only within a quarter of what the budget leaves, so products evaluates layer-wise: 14.7 s on
-    # the H200, host-bound): what resident evaluation takes there.
-    config_run products_eval_resident 150 bench_products_sage "${products[@]}" --set memory.features=device \
-      --set pipeline.eval_graph=resident
+    products_bench() {
+      local name=$1 t
+      shift
+      if t=$(slot 240 60); then
+        timeout "$t" "$gnnpipe" bench "$root/configs/bench_products_sage.yaml" --out "$logs/runs/$name" \
+          --set run.device="$device" "${products[@]}" --set memory.features=host "$@" > "$logs/$name.log" 2>&1
+        say "$name ($*): exit $?"
+        grep -E "^(seconds per epoch|  [a-z]|epoch,|training epoch|speedup|parameters)" "$logs/$name.log" | tee -a "$summary"
+        grep -E "\] epoch +[0-9]" "$logs/$name.log" | cut -c16-200 | tee -a "$summary"
+      else
+        skipped "$name"
+      fi
+    }
+    for step in ${PRODUCTS_STEPS:-bench_host device fp16_host cache_3g eval_resident}; do
+      case $step in
+        bench_host) products_bench products_bench_host ;;
+        device) config_run products_device 150 bench_products_sage "${products[@]}" --set memory.features=device ;;
+        fp16_host)
+          config_run products_fp16_host 150 bench_products_sage "${products[@]}" --set memory.features=host \
+            --set dataset.feature_dtype=float16 ;;
+        cache_3g)
+          config_run products_cache_3g 150 bench_products_sage "${products[@]}" --set memory.features=cache \
+            --set memory.limit=3GiB ;;
+        eval_resident)
+          config_run products_eval_resident 150 bench_products_sage "${products[@]}" --set memory.features=device \
+            --set pipeline.eval_graph=resident
+          grep -E "\] epoch +[0-9]" "$logs/products_eval_resident.log" | cut -c16-140 | tee -a "$summary" ;;
+        bench_resident) products_bench products_bench_resident --set pipeline.eval_graph=resident ;;
+        *) say "products: unknown step '$step' (PRODUCTS_STEPS)" ;;
+      esac
+    done
     ;;
   allocators) allocator_runs caching async async caching ;;
   placement) placement_runs ;;

@@ -28,8 +28,13 @@ class EpochLosses {
  public:
   explicit EpochLosses(const models::OpContext& ctx)
       : ctx_(ctx), ready_(ctx.device(), {.enable_timing = true}), previous_(ctx.device(), {.enable_timing = true}) {
-    ready_.record(ctx_.stream());  // the timeline's start
+    ready_.record(ctx_.stream());  // the timeline's start (start_timeline() moves it)
   }
+
+  // Restarts the timeline: the first epoch's device time counts from here. Before the first
+  // end_epoch only (the setup before a run's first epoch, e.g. placing a whole-graph block that
+  // took 16 s on products, was counted in epoch 1 while the timeline began at construction).
+  void start_timeline() { ready_.record(ctx_.stream()); }
 
   // Where batch `index` (of `batches` in its epoch) writes its loss; records its loss rows. The
   // first batch of an epoch sizes the slots (growth is ordered after earlier work on the stream).

@@ -34,15 +34,17 @@ graph::HostArray<T> view(const std::shared_ptr<const void>& owner, std::byte* ba
   return graph::HostArray<T>::view(owner, reinterpret_cast<T*>(base + s.offset), s.bytes / sizeof(T));
 }
 
-// Rows `ids` into the layout's features section, in its dtype (the store's: checked).
+// Rows `ids` into the layout's features section, in its dtype: a float32 layout takes any store's
+// rows (16-bit ones widened here, as layer-wise inference's float32 chunks need them); a 16-bit
+// layout takes the rows as the store holds them (the same dtype: checked).
 void gather_into(const graph::FeatureStore& features, std::span<const graph::NodeId> ids, const BatchLayout& layout,
                  std::byte* dst) {
-  GNNPIPE_CHECK(features.dtype() == layout.feature_dtype, "pack: the features are {}, the layout's {}",
-                graph::to_string(features.dtype()), graph::to_string(layout.feature_dtype));
   if (layout.feature_dtype == graph::FeatureDType::kFloat32) {
     features.gather(ids, std::span<float>(reinterpret_cast<float*>(dst + layout.features.offset),
                                           layout.features.bytes / sizeof(float)));
   } else {
+    GNNPIPE_CHECK(features.dtype() == layout.feature_dtype, "pack: the features are {}, the layout's {}",
+                  graph::to_string(features.dtype()), graph::to_string(layout.feature_dtype));
     features.gather_raw(ids, std::span<uint16_t>(reinterpret_cast<uint16_t*>(dst + layout.features.offset),
                                                  layout.features.bytes / sizeof(uint16_t)));
   }

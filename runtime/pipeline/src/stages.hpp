@@ -78,6 +78,9 @@ class Stages {
   // checkpoint). Waits for the train stream.
   PartialEpoch partial_epoch(const Item& next);
 
+  // When the first epoch starts (after the setup: probe, placements, the evaluation graph): the
+  // train stream's timeline starts here, so epoch 1's device time leaves the setup out.
+  void start_timeline() { losses_.start_timeline(); }
   // At an epoch's end, on the train thread: queue the copy of its losses (read later by epoch_loss()).
   void end_epoch_losses() { losses_.end_epoch(); }
   // The epoch's mean loss (waits for its copy; any thread, once per end_epoch_losses()).

@@ -359,7 +359,6 @@ class PipelinedRun {
         tracker_(make_tracker(s)),
         sampler_(s.sampler),
         epoch_(s.first_epoch),
-        epoch_start_(s.recorder.now()),
         specs_(build_specs()),
         slot_tokens_(g_),
         device_tokens_(g_),
@@ -386,7 +385,10 @@ class PipelinedRun {
   }
 
   RunResult run() {
-    const double begin = epoch_start_;  // epoch 1's start: the graph was built from here on
+    // Epoch 1 starts now, on the host and on the train stream's timeline (after the stages' setup).
+    epoch_start_ = s_.recorder.now();
+    stages_.start_timeline();
+    const double begin = epoch_start_;
     eval_worker_.emplace(stages_, tracker_, on_epoch_, failure_, g_, stop_epoch_);
     core::tsan::graph_started();  // the graph is built; its first messages follow
     for (int i = 0; i < stages_.slots(); ++i) slot_tokens_.try_put(i);

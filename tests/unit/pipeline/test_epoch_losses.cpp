@@ -27,3 +27,18 @@ TEST_CASE("epoch losses: the rows-weighted mean, and each epoch timed from the p
   CHECK(losses.device_seconds() >= 0.0);
   CHECK(losses.device_seconds() < 0.05);
 }
+
+TEST_CASE("epoch losses: start_timeline leaves the setup before the first epoch out of its time",
+          "[pipeline][losses]") {
+  // A run's stages are set up (probe, placements, a whole-graph evaluation block) between the
+  // losses' construction and epoch 1: on products that setup took 16 s and was counted in epoch 1.
+  const gnnpipe::models::OpContext& ctx = gnnpipe::models::OpContext::host();
+  EpochLosses losses(ctx);
+  const auto setup = std::chrono::milliseconds(300);
+  std::this_thread::sleep_for(setup);
+  losses.start_timeline();
+  *losses.slot(0, 1, 4) = 1.5;
+  losses.end_epoch();
+  CHECK(losses.mean() == 1.5);
+  CHECK(losses.device_seconds() < std::chrono::duration<double>(setup).count());
+}

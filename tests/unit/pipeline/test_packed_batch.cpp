@@ -77,3 +77,39 @@ TEST_CASE("the layout from per-block edge counts is the layout of the cut batch"
     }
   }
 }
+
+TEST_CASE("a float32 layout widens a 16-bit store's rows; a 16-bit layout needs its own dtype", "[pipeline][packed]") {
+  // Layer-wise inference packs float32 chunks whatever the store holds (its first layer reads
+  // float32 rows on either backend); training packs the store's own dtype.
+  graph::MiniBatch batch;
+  core::Rng rng(5, {2});
+  batch.blocks.push_back(test::random_block(rng, 2, 4, 2, true));
+  const std::vector<NodeId> input{6, 0, 3, 5};
+  batch.input_nodes = HostArray<NodeId>(input);
+  batch.targets = HostArray<NodeId>(std::vector<NodeId>{6, 0});
+  batch.loss_rows = HostArray<int32_t>(std::vector<int32_t>{0, 1});
+  const int64_t n = 7, f = 3;
+  std::vector<float> x(static_cast<std::size_t>(n * f));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.1f * static_cast<float>(i) - 0.7f;
+  const graph::FeatureStore wide(HostArray<float>(x), n, f);
+  const graph::FeatureStore half = wide.converted(graph::FeatureDType::kFloat16);
+
+  const pipeline::BatchLayout layout = pipeline::BatchLayout::of(batch, f);
+  std::vector<uint64_t> storage((layout.total_bytes + 7) / 8);
+  auto* bytes = reinterpret_cast<std::byte*>(storage.data());
+  pipeline::pack_batch(batch, half, {}, layout, bytes);
+  const pipeline::PackedBatchView view = pipeline::PackedBatchView::of(layout, nullptr, bytes);
+  REQUIRE(view.features.data != nullptr);
+  std::vector<float> expected(input.size() * static_cast<std::size_t>(f));
+  half.gather(input, expected);  // the fp16 values, widened
+  CHECK(std::vector<float>(view.features.data, view.features.data + expected.size()) == expected);
+  std::vector<float> originals(expected.size());
+  wide.gather(input, originals);
+  CHECK(expected != originals);  // fp16 rounded them: the packed rows are the 16-bit store's
+
+  const pipeline::BatchLayout narrow =
+      pipeline::BatchLayout::of(batch, f, std::span<const int32_t>{}, graph::FeatureDType::kBFloat16);
+  std::vector<uint64_t> narrow_storage((narrow.total_bytes + 7) / 8);
+  CHECK_THROWS_WITH(pipeline::pack_batch(batch, half, {}, narrow, reinterpret_cast<std::byte*>(narrow_storage.data())),
+                    Catch::Contains("the features are float16, the layout's bfloat16"));
+}

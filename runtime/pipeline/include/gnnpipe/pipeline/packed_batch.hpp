@@ -64,7 +64,8 @@ struct BatchLayout {
 std::size_t packed_block_batch_bytes(int64_t num_src, int64_t num_dst, int64_t edges, int64_t feature_cols);
 
 // Writes `batch` into `dst` (layout.total_bytes bytes): features (unless layout.feature_cols is 0) gathered straight from `features`
-// (no intermediate copy; the gather is parallel), the input node ids, labels[targets[i]] for every
+// (no intermediate copy; the gather is parallel; a float32 layout widens a 16-bit store's rows, a
+// 16-bit layout needs a store of its dtype), the input node ids, labels[targets[i]] for every
 // target, and the arrays of the batch. `labels` is indexed by global node id; empty `labels` (inference) leave the
 // label section unwritten.
 void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& features, std::span<const int32_t> labels,
