@@ -356,6 +356,28 @@ TEST_CASE("the ideal pipeline bound follows 1/N + (N-1)/N * max stage fraction",
   CHECK_THROWS_AS(pipeline_bound({}, 0, 1, 1), core::Error);
 }
 
+TEST_CASE("the ideal pipeline bound leaves the last evaluation unoverlapped", "[pipeline][bench]") {
+  // The same stages, evaluated once in 2 epochs (4 s: 2 s per epoch), after the last step: the
+  // training epochs pipelined take 8/5 + 0.8 * 4 = 4.8 s of the 10, and the evaluation 2 more.
+  const std::map<std::string, double> stages{{"sample", 4}, {"gather", 2}, {"transfer", 1}, {"train", 4}, {"eval", 2}};
+  const auto b = pipeline_bound(stages, 10, 5, 2, 2);
+  CHECK(b.bottleneck == "training, then the last evaluation");
+  CHECK(b.fraction == Approx(0.48 + 0.2));
+  CHECK(b.speedup == Approx(1 / 0.68));
+  // A short last evaluation (evaluating every epoch: 0.2 s of each 10) hides behind the stages.
+  const auto small = pipeline_bound(stages, 10, 5, 2, 0.2);
+  CHECK(small.bottleneck == "training");
+  CHECK(small.fraction == Approx(0.52));
+  // Evaluation the largest stage and the last one long: products' layer-wise evaluation on the
+  // H200 (18.1 s once after 3 epochs; sampling 9.84 + 1.94 s over 14 threads, span 18.76 s an epoch).
+  const auto products = pipeline_bound({{"sample", 9.843}, {"gather", 1.9446}, {"transfer", 0.7191}, {"train", 0.1928},
+                                        {"eval", 6.0284}},
+                                       18.7612, 192, 14, 6.0284);
+  CHECK(products.bottleneck == "sampling, then the last evaluation");
+  CHECK(products.speedup == Approx(2.71).margin(0.01));
+  CHECK_THROWS_AS(pipeline_bound(stages, 10, 5, 2, -1), core::Error);
+}
+
 TEST_CASE("gnnpipe bench runs both modes, prints the table and writes bench.json", "[pipeline][bench]") {
   test::TempDir dir;
   const auto config = config::parse_experiment(YAML::Load(kSampled), {"run.epochs=2"});

@@ -24,14 +24,20 @@
 namespace gnnpipe::experiments {
 
 struct BenchBound {
-  double fraction = 0;  // 1/N + (N-1)/N * max f
+  double fraction = 0;  // of the baseline epoch (pipeline_bound)
   double speedup = 0;   // 1 / fraction
   std::string bottleneck;
 };
 
 // The bound from the baseline's per-epoch stage seconds (sample, gather, transfer, train, eval),
-// its epoch seconds, N batches per epoch and the sampling width.
-BenchBound pipeline_bound(const std::map<std::string, double>& stage_s, double epoch_s, double batches, int sampling_width);
+// its epoch seconds (span per epoch), N batches per epoch, the sampling width and the baseline's
+// last evaluation in seconds per epoch. The larger of two fractions of the baseline epoch:
+//   every stage overlapped: 1/N + (N-1)/N * (the largest stage's seconds / epoch);
+//   the last evaluation after the training: the training epochs pipelined (their share of the
+//   epoch over N, plus (N-1)/N of the largest training stage) plus that evaluation, which starts
+//   after the last step and so overlaps nothing (a run evaluating only at its end cannot hide it).
+BenchBound pipeline_bound(const std::map<std::string, double>& stage_s, double epoch_s, double batches, int sampling_width,
+                          double last_eval_s = 0);
 
 nlohmann::json run_bench(const config::ExperimentConfig& config, const graph::Dataset& dataset,
                          const std::filesystem::path& out_dir, std::ostream& out);
