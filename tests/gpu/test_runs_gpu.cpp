@@ -255,7 +255,7 @@ TEST_CASE("GPU run with run.tf32: accuracy near the CPU's", "[gpu][runs]") {
   CHECK(accuracy(tf32) > kChance);
 }
 
-TEST_CASE("GPU runs with float16 features: layer-wise and resident evaluation agree, pipelined equals sequential",
+TEST_CASE("GPU runs with float16 features: layer-wise (host or device outputs) and resident evaluation agree",
           "[gpu][runs]") {
   // dataset.feature_dtype float16 reaches both evaluations: layer-wise chunks pack the 16-bit rows
   // widened to float32 (a products run on the H200 once failed there: "pack: the features are
@@ -266,6 +266,10 @@ TEST_CASE("GPU runs with float16 features: layer-wise and resident evaluation ag
   const auto layerwise_seq =
       test::run_experiment(kBase, with(fp16, {"pipeline.eval_graph=layerwise", "pipeline.mode=sequential"}), dir / "ls");
   const auto resident = test::run_experiment(kBase, with(fp16, {"pipeline.eval_graph=resident"}), dir / "r");
+  // Layer-wise with every layer's outputs on the device: layer-wise's chunks and arithmetic.
+  const auto on_device = test::run_experiment(kBase, with(fp16, {"pipeline.eval_graph=layerwise_device"}), dir / "d");
+  CHECK(on_device.summary["memory"]["plan"]["eval_outputs_on_device"] == true);
+  CHECK(test::metrics_without_times(on_device.metrics) == test::metrics_without_times(layerwise.metrics));
   const auto cpu = test::run_experiment(kBase, {"dataset.feature_dtype=float16", "run.epochs=4"}, dir / "c");
   check_modes_agree(layerwise, layerwise_seq);
   // The same model evaluated two ways (sums in another order): the same accuracy within a few nodes.

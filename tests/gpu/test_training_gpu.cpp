@@ -193,6 +193,16 @@ TEST_CASE("layer-wise inference on the GPU gives the CPU's logits", "[gpu][train
   overlapped.overlap_bytes = 1;
   const auto one = pipeline::infer_layerwise(gpu_model, d.graph, d.features, overlapped, workspace);
   CHECK(std::equal(one.flat().begin(), one.flat().end(), first.flat().begin()));
+  // Every layer's outputs kept on the device (pipeline.eval_graph layerwise_device): hidden rows
+  // gathered there from exact copies of the same outputs, so the same logits bitwise, again on
+  // a second call that reuses the workspace's arrays.
+  pipeline::LayerwiseInferenceOptions on_device = chunked(97);
+  on_device.device_outputs = true;
+  const auto resident_outputs = pipeline::infer_layerwise(gpu_model, d.graph, d.features, on_device, workspace);
+  CHECK(std::equal(resident_outputs.flat().begin(), resident_outputs.flat().end(), first.flat().begin()));
+  on_device.overlap_bytes = std::size_t{1} << 40;  // and with a second packed array
+  const auto resident_again = pipeline::infer_layerwise(gpu_model, d.graph, d.features, on_device, workspace);
+  CHECK(std::equal(resident_again.flat().begin(), resident_again.flat().end(), first.flat().begin()));
   // float16 features: the first layer's chunks carry the rows widened to float32, as the CPU reads them.
   const graph::FeatureStore half = d.features.converted(graph::FeatureDType::kFloat16);
   const auto cpu_half = pipeline::infer_layerwise(cpu_model, d.graph, half, chunked(97));

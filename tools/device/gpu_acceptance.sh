@@ -212,6 +212,7 @@ placement_runs() {
     "fp16_host:memory.features=host,dataset.feature_dtype=float16"
     "eval_resident:pipeline.eval_graph=resident,pipeline.eval_every=1"
     "eval_layerwise:pipeline.eval_graph=layerwise,pipeline.eval_every=1"
+    "eval_layerwise_device:pipeline.eval_graph=layerwise_device,pipeline.eval_every=1"
   )
   for variant in "${variants[@]}"; do
     name=placement_${variant%%:*}
@@ -419,7 +420,8 @@ case "$phase" in
   products)
     # The graph is generated in each process (about 11 s on 16 cores); evaluation of its 2.45 M
     # nodes comes once, after the last epoch (eval_every past the epochs). PRODUCTS_STEPS picks
-    # the steps, in its order (default: all but bench_resident):
+    # the steps, in its order (default: eval_device, then all but bench_resident;
+    # pipeline.eval_graph is auto elsewhere: on a GPU layerwise_device where it fits, since 2026-11-27):
     #   bench_host      `gnnpipe bench`, float32 features on the host (the issue's setup)
     #   device          features on the device
     #   fp16_host       float16 features on the host
@@ -428,6 +430,8 @@ case "$phase" in
     #                   keeps it only within a quarter of what the budget leaves, so products
     #                   evaluates layer-wise: 14.7-18.6 s on the H200, host-bound)
     #   bench_resident  `gnnpipe bench` as bench_host, evaluating over the resident block
+    #   eval_device     float32 host features, evaluation layer-wise with every layer's outputs on the
+    #                   device (pipeline.eval_graph layerwise_device: 2 x 2.45 M x 256 floats, 4.7 GiB)
     products=(--set pipeline.eval_every=1000 --set run.epochs="${PRODUCTS_EPOCHS:-3}")
     products_bench() {
       local name=$1 t
@@ -442,7 +446,7 @@ case "$phase" in
         skipped "$name"
       fi
     }
-    for step in ${PRODUCTS_STEPS:-bench_host device fp16_host cache_3g eval_resident}; do
+    for step in ${PRODUCTS_STEPS:-eval_device bench_host device fp16_host cache_3g eval_resident}; do
       case $step in
         bench_host) products_bench products_bench_host ;;
         device) config_run products_device 150 bench_products_sage "${products[@]}" --set memory.features=device ;;
@@ -457,6 +461,10 @@ case "$phase" in
             --set pipeline.eval_graph=resident
           grep -E "\] epoch +[0-9]" "$logs/products_eval_resident.log" | cut -c16-140 | tee -a "$summary" ;;
         bench_resident) products_bench products_bench_resident --set pipeline.eval_graph=resident ;;
+        eval_device)
+          config_run products_eval_device 150 bench_products_sage "${products[@]}" --set memory.features=host \
+            --set pipeline.eval_graph=layerwise_device
+          grep -E "\] (epoch +[0-9]|  evaluation)" "$logs/products_eval_device.log" | cut -c16-160 | tee -a "$summary" ;;
         *) say "products: unknown step '$step' (PRODUCTS_STEPS)" ;;
       esac
     done

@@ -126,7 +126,10 @@ const std::vector<KeyDoc>& key_docs() {
       {"pipeline.eval_every", "integer", kAll, "Evaluate every N epochs."},
       {"pipeline.resident", "string", kAll, "auto (a batch that is the same every epoch stays on the device) or off."},
       {"pipeline.eval_graph", "string", kAll,
-       "auto, resident (the whole graph's block kept on the device) or layerwise (chunks gathered on the host)."},
+       "auto, resident (the whole graph's block kept on the device), layerwise (chunks gathered on the host) or "
+       "layerwise_device (chunks carrying blocks and ids only, every layer's outputs kept on the device). auto: resident "
+       "on a GPU when it takes at most a quarter of what the budget leaves, else layerwise_device on a GPU when its "
+       "arrays leave training's batches unsplit, else layerwise."},
       {"pipeline.stage_retries", "integer", kAll,
        "Times a stage runs again for a batch after a transient error (not a config, data, device, budget or stop error); "
        "0: the first error stops the run. Recovered runs train bitwise the same parameters; retries are counted."},

@@ -220,7 +220,8 @@ pipeline::PipelineOptions parse_pipeline_section(ConfigMap s) {
   const std::string eval_graph = s.get<std::string>("eval_graph", std::string(to_string(o.eval_graph)));
   using pipeline::EvalGraph;
   o.eval_graph =
-      parse_choice(eval_graph, s.key_path("eval_graph"), {EvalGraph::kAuto, EvalGraph::kResident, EvalGraph::kLayerwise});
+      parse_choice(eval_graph, s.key_path("eval_graph"), {EvalGraph::kAuto, EvalGraph::kResident, EvalGraph::kLayerwise,
+                                                                   EvalGraph::kLayerwiseDevice});
   o.stage_retries = s.get("stage_retries", o.stage_retries);
   check_at_least(s, "stage_retries", o.stage_retries, 0);
   s.finish();

@@ -66,6 +66,15 @@ std::vector<std::size_t> inference_chunk_needs(const models::GnnModel<float>& mo
     widest_out = std::max(widest_out, model.layer_out_dim(l));
   }
   if (which == InferenceArrays::kModel) return needs;
+  if (which == InferenceArrays::kDeviceOutputs) {
+    // Layer 0's packed chunk carries its feature rows; a later layer's only its block and ids, and
+    // its rows (at the widest hidden width) are gathered into an array of their own.
+    int64_t widest_hidden = 0;
+    for (std::size_t l = 0; l + 1 < model.num_layers(); ++l) widest_hidden = std::max(widest_hidden, model.layer_out_dim(l));
+    needs.push_back(packed_block_batch_bytes(shape.num_src, dst, block_edges, feature_cols));
+    needs.push_back(static_cast<std::size_t>(shape.num_src * widest_hidden) * sizeof(float));
+    return needs;
+  }
   // The packed chunk (at the widest input of any layer), a grow-only array of the GPU's chunk
   // runner, which the CPU backend charges alike (layerwise_inference.cpp).
   needs.push_back(packed_block_batch_bytes(shape.num_src, dst, block_edges, widest_in));

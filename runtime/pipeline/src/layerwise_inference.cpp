@@ -15,6 +15,7 @@
 #include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/memory/caching_allocator.hpp"
 #include "gnnpipe/models/device_array.hpp"
+#include "gnnpipe/models/ops/ops.hpp"
 #include "gnnpipe/pipeline/packed_batch.hpp"
 #include "gnnpipe/samplers/inference_sampler.hpp"
 #include "gnnpipe/samplers/parallel_sampler.hpp"
@@ -90,24 +91,40 @@ class DeviceChunkRunner {
     retire(slot);
     grow(slot.in, layout.total_bytes);
     pack_batch(chunk, source, {}, layout, slot.in.data());
-    Packed& packed = *arrays_[array];
-    if (packed.used) copy_.wait(packed.consumed);  // the layer that read the array last has finished
-    std::byte* dev = packed.data.ensure(ctx_.allocator(), copy_, layout.total_bytes);
-    core::copy_bytes_async(dev, slot.in.data(), layout.total_bytes, copy_);
-    packed.copied.record(copy_);
-    slot.copied = true;  // the copy stream reads slot.in until it is synchronised
-    ctx_.stream().wait(packed.copied);
-    const PackedBatchView view = PackedBatchView::of(layout, nullptr, dev);
+    const PackedBatchView view = PackedBatchView::of(layout, nullptr, copy_in(slot, layout, array));
     const models::MatrixView<float> y = y_.matrix(ctx_, out_rows.rows, out_rows.cols);
     model.infer_layer(l, view.blocks.front(), view.features, y);
-    packed.consumed.record(ctx_.stream());
-    packed.used = true;
+    consumed(array);
     const std::size_t out_bytes = static_cast<std::size_t>(y.size()) * sizeof(float);
     grow(slot.out, out_bytes);
     core::copy_bytes_async(slot.out.data(), y.data, out_bytes, ctx_.stream());
     slot.done.record(ctx_.stream());
     slot.target = out_rows;
     slot.pending = true;
+  }
+
+  // Queues chunk `chunk` through layer l with its outputs written straight into `y` (rows of
+  // an activation array in the context's memory: nothing comes back). Layer 0 reads the rows the
+  // packed chunk carries (`layout` with feature columns, from `source`); a later layer's chunk
+  // carries ids only (`layout` without feature columns) and its rows are gathered from `input`,
+  // the previous layer's outputs for every node, into an array of the runner's.
+  void run_on_device(models::GnnModel<float>& model, std::size_t l, const graph::MiniBatch& chunk,
+                     const BatchLayout& layout, const graph::FeatureStore& source, models::MatrixView<const float> input,
+                     models::MatrixView<float> y, std::size_t array) {
+    Slot& slot = slots_[next_++ % slots_.size()];
+    retire(slot);
+    grow(slot.in, layout.total_bytes);
+    pack_batch(chunk, source, {}, layout, slot.in.data());
+    const PackedBatchView view = PackedBatchView::of(layout, nullptr, copy_in(slot, layout, array));
+    models::MatrixView<const float> x = view.features;
+    if (layout.feature_cols == 0) {
+      const models::MatrixView<float> rows =
+          rows_.matrix(ctx_, static_cast<int64_t>(chunk.input_nodes.size()), input.cols);
+      models::ops::copy_rows<float>(ctx_, input, view.input_nodes, rows, {});
+      x = rows;
+    }
+    model.infer_layer(l, view.blocks.front(), x, y);
+    consumed(array);
   }
 
   // Gives packed array `array` back (PackedArrays gave it up), once the layer that last read it
@@ -149,9 +166,10 @@ class DeviceChunkRunner {
 
  private:
   struct Slot {
-    explicit Slot(core::Device device) : done(device) {}
+    explicit Slot(core::Device device) : done(device), in_read(device) {}
     core::Buffer<std::byte> in, out;  // pinned
     core::Event done;                 // recorded after the chunk's outputs were copied into `out`
+    core::Event in_read;              // on the copy stream: the copy out of `in` is done
     models::MatrixView<float> target{};
     bool pending = false;
     bool copied = false;  // `in` was handed to the copy stream since the slot was last retired
@@ -166,9 +184,30 @@ class DeviceChunkRunner {
     bool used = false;
   };
 
+  // Copies `slot`'s packed chunk into packed array `array` on the copy stream, once the layer that
+  // read the array last has finished; the context's stream waits for the copy. Returns the array.
+  std::byte* copy_in(Slot& slot, const BatchLayout& layout, std::size_t array) {
+    Packed& packed = *arrays_[array];
+    if (packed.used) copy_.wait(packed.consumed);  // the layer that read the array last has finished
+    std::byte* dev = packed.data.ensure(ctx_.allocator(), copy_, layout.total_bytes);
+    core::copy_bytes_async(dev, slot.in.data(), layout.total_bytes, copy_);
+    packed.copied.record(copy_);
+    slot.in_read.record(copy_);
+    slot.copied = true;  // the copy stream reads slot.in until in_read
+    ctx_.stream().wait(packed.copied);
+    return dev;
+  }
+
+  // The layer that reads packed array `array` was queued on the context's stream.
+  void consumed(std::size_t array) {
+    Packed& packed = *arrays_[array];
+    packed.consumed.record(ctx_.stream());
+    packed.used = true;
+  }
+
   void retire(Slot& slot) {
     if (!slot.pending) {
-      if (slot.copied) copy_.synchronize();  // a failed chunk's copy may still read `in`
+      if (slot.copied) slot.in_read.synchronize();  // its chunk's copy may still read `in`
       slot.copied = false;
       return;
     }
@@ -192,7 +231,8 @@ class DeviceChunkRunner {
   std::size_t next_ = 0;
   int64_t pinned_allocations_ = 0;
   std::array<std::optional<Packed>, 2> arrays_;
-  models::DeviceArray<float> y_;
+  models::DeviceArray<float> y_;     // a chunk's outputs before they come back (run)
+  models::DeviceArray<float> rows_;  // a chunk's input rows gathered on the device (run_on_device)
 };
 
 // Discards what a failed call left queued in the runner.
@@ -223,6 +263,10 @@ std::vector<samplers::BatchSpec> chunk_specs(const InferenceChunks& chunks, int6
 
 struct InferenceWorkspace::State {
   std::optional<DeviceChunkRunner> runner;
+  // device_outputs: the two activation arrays layers alternate between, [nodes x widest output]
+  // in the model context's memory, kept across calls (a run's evaluations) like the runner.
+  std::array<models::DeviceArray<float>, 2> activations;
+  const models::OpContext* activations_ctx = nullptr;
 
   DeviceChunkRunner& runner_for(const models::OpContext& ctx) {
     if (!runner || &runner->context() != &ctx) {
@@ -232,6 +276,67 @@ struct InferenceWorkspace::State {
     return *runner;
   }
 };
+
+namespace {
+
+// infer_layerwise with LayerwiseInferenceOptions::device_outputs: every chunk through the runner
+// (on either backend), each layer's outputs written into an activation array of the workspace's
+// and the next layer's rows gathered from it there; the last layer's outputs come back at the end.
+models::Matrix<float> infer_on_device(models::GnnModel<float>& model, const graph::CsrGraph& graph,
+                                      const graph::FeatureStore& features, const LayerwiseInferenceOptions& options,
+                                      InferenceWorkspace& workspace, samplers::ParallelSampler& parallel,
+                                      const std::vector<samplers::BatchSpec>& plan) {
+  GNNPIPE_CHECK(features.cols() > 0, "inference: device_outputs needs the first layer's input rows (the store has no columns)");
+  const models::OpContext& ctx = model.context();
+  InferenceWorkspace::State& state = workspace.state();
+  if (state.activations_ctx != &ctx) {
+    for (auto& a : state.activations) a = models::DeviceArray<float>();
+    state.activations_ctx = &ctx;
+  }
+  DeviceChunkRunner& runner = state.runner_for(ctx);
+  runner.start();
+  const DiscardOnFailure guard{&runner};
+  PackedArrays arrays(options.overlap_bytes);
+  const auto window = static_cast<std::size_t>(options.parallel_chunks);
+  const int64_t n = graph.num_nodes();
+  models::MatrixView<const float> previous;  // the last layer's outputs, every node's, in ctx's memory
+  for (std::size_t l = 0; l < model.num_layers(); ++l) {
+    const models::MatrixView<float> out = state.activations[l % 2].matrix(ctx, n, model.layer_out_dim(l));
+    for (std::size_t begin = 0; begin < plan.size(); begin += window) {
+      const std::size_t end = std::min(plan.size(), begin + window);
+      const auto chunks = parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(begin, end - begin));
+      for (std::size_t k = 0; k < chunks.size(); ++k) {
+        const int64_t keep = options.chunks != nullptr ? options.chunks->keep_edges[begin + k] : -1;
+        const std::optional<graph::MiniBatch> was_cut = cut_inference_chunk(chunks[k], keep, options.cut);
+        const graph::MiniBatch& chunk = was_cut ? *was_cut : chunks[k];
+        const graph::NodeId first = chunk.targets[0];
+        const int64_t rows = chunk.blocks.front().num_dst;
+        GNNPIPE_CHECK(chunk.targets[chunk.targets.size() - 1] == first + rows - 1,
+                      "inference: chunk {} does not hold consecutive destinations", chunk.index);
+        // Layer 0's chunks carry their feature rows (float32: 16-bit ones widened as packed); a
+        // later layer's carry none and gather theirs from `previous`.
+        const BatchLayout layout = BatchLayout::of(chunk, l == 0 ? features.cols() : 0);
+        const PackedArrays::Choice choice = arrays.next(layout.total_bytes);
+        if (choice.give_up) runner.release(1);
+        const models::MatrixView<float> y{out.data + static_cast<int64_t>(first) * out.cols, rows, out.cols};
+        runner.run_on_device(model, l, chunk, layout, features, previous, y, choice.array);
+      }
+    }
+    previous = out;
+    if (options.on_layer) {
+      models::Matrix<float> host(n, out.cols);
+      core::copy_to_host_sync(host.data(), out.data, static_cast<std::size_t>(out.size()) * sizeof(float), ctx.stream());
+      options.on_layer(l, host);
+    }
+  }
+  runner.flush();  // every pinned staging slot free (nothing comes back through them)
+  models::Matrix<float> logits(n, previous.cols);
+  core::copy_to_host_sync(logits.data(), previous.data, static_cast<std::size_t>(previous.size()) * sizeof(float),
+                          ctx.stream());
+  return logits;
+}
+
+}  // namespace
 
 InferenceWorkspace::InferenceWorkspace() : state_(std::make_unique<State>()) {}
 InferenceWorkspace::~InferenceWorkspace() = default;
@@ -257,6 +362,12 @@ graph::FeatureStore layerwise_input(const models::GnnModel<float>& model, const 
   // The store only reads its values: the view's non-const pointer is never written through.
   return graph::FeatureStore(graph::HostArray<float>::view(nullptr, const_cast<float*>(host), count), table.rows,
                              table.cols, "learned embedding");
+}
+
+std::size_t device_outputs_bytes(const models::GnnModel<float>& model, int64_t num_nodes) {
+  int64_t widest = 0;
+  for (std::size_t l = 0; l < model.num_layers(); ++l) widest = std::max(widest, model.layer_out_dim(l));
+  return 2 * memory::CachingAllocator::size_class(static_cast<std::size_t>(num_nodes * widest) * sizeof(float));
 }
 
 models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const graph::CsrGraph& graph,
@@ -286,6 +397,7 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
   memory::CachingAllocator* const budget = options.charge_packed ? model.context().allocator() : nullptr;
   std::array<memory::BudgetCharge, 2> packed_charge;  // one per packed array (PackedArrays)
   PackedArrays arrays(options.overlap_bytes);
+  if (options.device_outputs) return infer_on_device(model, graph, features, options, workspace, parallel, plan);
   const bool on_gpu = model.context().is_cuda();
   DeviceChunkRunner* gpu = on_gpu ? &workspace.state().runner_for(model.context()) : nullptr;
   if (gpu != nullptr) gpu->start();

@@ -71,6 +71,10 @@ std::vector<std::string> MemoryPlan::lines() const {
   if (eval_graph > 0) {
     out.push_back(fmt::format("  evaluation: over the whole graph's block on the device ({}, copied once; pipeline.eval_graph)",
                               format_bytes(eval_graph)));
+  } else if (eval_outputs_on_device) {
+    out.push_back(fmt::format("  evaluation: layer-wise, every layer's outputs on the device (within the {} of evaluation's "
+                              "arrays; pipeline.eval_graph): chunks carry blocks and ids, hidden rows are gathered there",
+                              format_bytes(evaluation)));
   }
   out.push_back(fmt::format("  epoch 1: {}; predicted peak of the largest batch {} ({:.0f}% of the budget)", action,
                             format_bytes(largest_batch_peak),

@@ -91,6 +91,7 @@ Stages::Stages(const TrainingSetup& s)
   place_features(probe);
   place_labels();
   place_eval_graph();
+  choose_eval_outputs(probe);
   // What is resident now stays for the run; the governor predicts everything else.
   governor_.emplace(governor_setup(packed_cols(), features_on_device_ || !cache_slot_of_.empty()));
   // A run resumed mid-epoch: that epoch's losses and counts so far (after the governor measured
@@ -248,7 +249,8 @@ void Stages::place_features(const Probe& probe) {
 
 void Stages::place_eval_graph() {
   const EvalGraph wanted = s_.pipeline.eval_graph;
-  if (resident_candidate_ || wanted == EvalGraph::kLayerwise) return;  // a fixed batch evaluates over itself
+  // (A fixed batch evaluates over itself.)
+  if (resident_candidate_ || wanted == EvalGraph::kLayerwise || wanted == EvalGraph::kLayerwiseDevice) return;
   if (wanted == EvalGraph::kAuto && !device_.is_cuda()) return;
   const graph::CsrGraph& g = s_.data.graph;
   const graph::FeatureStore& f = s_.data.features;
@@ -294,6 +296,39 @@ void Stages::place_eval_graph() {
   core::logger().debug("pipeline.eval_graph {}: the whole graph's block ({}) is on the {} for the run; evaluation runs "
                       "over it one layer at a time",
                       to_string(wanted), core::format_bytes(layout.total_bytes), device_.str());
+}
+
+void Stages::choose_eval_outputs(const Probe& probe) {
+  const EvalGraph wanted = s_.pipeline.eval_graph;
+  if (resident_candidate_ || eval_graph_resident_) return;
+  if (wanted != EvalGraph::kLayerwiseDevice && !(wanted == EvalGraph::kAuto && device_.is_cuda())) return;
+  const std::size_t host_path = evaluation_bound();
+  eval_outputs_on_device_ = true;
+  const std::size_t bound = evaluation_bound();
+  const std::size_t in_use = allocator_.stats().in_use_bytes;
+  const std::size_t usable = static_cast<std::size_t>(static_cast<double>(allocator_.budget()) * (1.0 - s_.memory.tolerance));
+  // The probed batches as the governor would admit them beside these arrays, with a quarter more
+  // for the batches not sampled (as place_features plans): none may have to split for them.
+  bool fits = in_use + bound <= usable;
+  if (fits && !probe.batches.empty()) {
+    const MemoryGovernor planner(governor_setup(packed_cols(), features_on_device_ || !cache_slot_of_.empty()));
+    const std::optional<std::size_t> most = planner.predict_unsplit(probe.batches, probe.per_epoch);
+    const std::size_t fixed = in_use + bound;
+    fits = most.has_value() && *most + (*most > fixed ? *most - fixed : 0) / 4 <= usable;
+  }
+  if (fits) {
+    core::logger().debug("pipeline.eval_graph {}: evaluation keeps every layer's outputs on the {} ({} in all, against {} "
+                         "with its chunks' rows gathered on the host)",
+                         to_string(wanted), device_.str(), core::format_bytes(bound), core::format_bytes(host_path));
+    return;
+  }
+  eval_outputs_on_device_ = false;
+  GNNPIPE_CHECK_AS(OutOfBudget, wanted != EvalGraph::kLayerwiseDevice,
+                   "pipeline.eval_graph: layerwise_device: evaluation's layer outputs and chunk arrays ({}) and "
+                   "training's batches do not fit the {} budget on {} unsplit beside what is resident ({}) "
+                   "(memory.limit); use pipeline.eval_graph: layerwise",
+                   core::format_bytes(bound), core::format_bytes(allocator_.budget()), device_.str(),
+                   core::format_bytes(in_use));
 }
 
 // memory.features cache: the `rows` rows sampled most often: with memory.cache_rank degree, taken
@@ -455,8 +490,12 @@ std::size_t Stages::evaluation_bound() const {
   }
   // Layer 0's chunk rows are features, or rows of a learned embedding.
   const int64_t input_cols = eval_model_.has_embedding() ? eval_model_.embedding().cols : s_.data.features.cols();
-  return inference_chunk_bytes(eval_model_, input_cols, n, chunk,
-                               inference_block_edges(eval_model_, chunk, edges),
+  const int64_t block_edges = inference_block_edges(eval_model_, chunk, edges);
+  if (eval_outputs_on_device_) {
+    return inference_chunk_bytes(eval_model_, input_cols, n, chunk, block_edges, InferenceArrays::kDeviceOutputs) +
+           device_outputs_bytes(eval_model_, n);
+  }
+  return inference_chunk_bytes(eval_model_, input_cols, n, chunk, block_edges,
                                device_.is_cuda() ? InferenceArrays::kDevice : InferenceArrays::kModel);
 }
 
@@ -475,6 +514,7 @@ MemoryPlan Stages::resident_plan() const {
   const std::size_t eval_resident = allocator_.in_use_bytes_on(eval_stream_);
   p.eval_twin = eval_resident - std::min(eval_resident, eval_ctx_.library_workspace_bytes());
   p.eval_graph = eval_graph_resident_ ? memory::CachingAllocator::size_class(eval_graph_.capacity()) : 0;
+  p.eval_outputs_on_device = eval_outputs_on_device_;
   const std::size_t counted = p.parameters + p.optimizer + p.library + p.eval_twin + p.eval_graph;
   const std::size_t in_use = allocator_.stats().in_use_bytes;
   p.other = in_use > counted ? in_use - counted : 0;
@@ -974,6 +1014,7 @@ void Stages::evaluate_once(EpochResult& r) {
                                  .cut = {},
                                  .charge_packed = false,
                                  .overlap_bytes = 0,  // the governor's evaluation bound has one packed chunk
+                                 .device_outputs = eval_outputs_on_device_,
                                  .on_layer = {}},
                                 eval_workspace_);
     logits = layerwise.cview();

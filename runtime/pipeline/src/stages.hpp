@@ -160,6 +160,9 @@ class Stages {
   // The governor's setup for this run as it is now (what is resident, evaluation's bound).
   GovernorSetup governor_setup(int64_t packed_feature_cols, bool gathers_on_device) const;
   void place_features(const Probe& probe);
+  // pipeline.eval_graph layerwise_device, or auto on a GPU where the block did not stay: keeps
+  // evaluation's layer outputs on the device when the probed batches still fit unsplit beside them.
+  void choose_eval_outputs(const Probe& probe);
   int64_t packed_cols() const { return features_on_device_ ? 0 : s_.data.features.cols(); }
   void build_cache(int64_t rows);
   // memory.cache_rank presample: how often each node is an input row of the batches of the first
@@ -265,6 +268,9 @@ class Stages {
   // pipeline.eval_graph resident: the whole graph's inference block, packed (eval_graph_layout_),
   // on the device for the run; sampled runs evaluate over it (whole_graph_logits).
   bool eval_graph_resident_ = false;
+  // pipeline.eval_graph layerwise_device: layer-wise evaluation with every layer's outputs on the
+  // device (choose_eval_outputs).
+  bool eval_outputs_on_device_ = false;
   models::DeviceArray<std::byte> eval_graph_;
   BatchLayout eval_graph_layout_;
   std::optional<MemoryGovernor> governor_;

@@ -108,5 +108,56 @@ TEST_CASE("pipeline.eval_graph: resident that does not fit, and bad values", "[p
                     Contains("pipeline.eval_graph: resident") && Contains("memory.limit"));
   CHECK_THROWS_AS(train({"pipeline.eval_graph=resident", limit}, dir, "small2"), core::OutOfBudget);
   CHECK_THROWS_WITH(test::plan_experiment(kBase, {"pipeline.eval_graph=always"}),
-                    Contains("pipeline.eval_graph: 'always' is not one of auto, resident, layerwise"));
+                    Contains("pipeline.eval_graph: 'always' is not one of auto, resident, layerwise, layerwise_device"));
+}
+
+TEST_CASE("pipeline.eval_graph layerwise_device: layer-wise results with every layer's outputs kept in device memory",
+          "[pipeline][eval_graph][tsan]") {
+  // The CPU backend runs the GPU's path (the chunk runner, rows gathered from the previous layer's
+  // outputs in the allocator's memory): the same chunks and arithmetic as host layer-wise
+  // evaluation, so the same accuracies, and training untouched.
+  test::TempDir dir;
+  for (const std::string model : {"sage", "gcn", "gat"}) {
+    for (const char* mode : {"sequential", "pipelined"}) {
+      INFO(model << ", " << mode);
+      const std::vector<std::string> sets{"model.type=" + model, std::string("pipeline.mode=") + mode,
+                                          "sampler.eval_chunk_nodes=97"};
+      auto with = [&](const std::string& s) {
+        std::vector<std::string> all = sets;
+        all.push_back(s);
+        return all;
+      };
+      const std::string tag = model + mode;
+      const Run host = train(with("pipeline.eval_graph=layerwise"), dir, tag + "-host");
+      const Run device = train(with("pipeline.eval_graph=layerwise_device"), dir, tag + "-device");
+      CHECK(device.summary["params_checksum"] == host.summary["params_checksum"]);
+      CHECK(accuracies(device.metrics) == accuracies(host.metrics));
+      CHECK(device.summary["memory"]["plan"]["eval_outputs_on_device"] == true);
+      CHECK(host.summary["memory"]["plan"]["eval_outputs_on_device"] == false);
+      CHECK(device.summary["memory"]["peak_device_bytes"].get<std::size_t>() <=
+            device.summary["memory"]["budget_bytes"].get<std::size_t>());
+    }
+  }
+}
+
+TEST_CASE("pipeline.eval_graph layerwise_device: its bound and plan line, auto on the CPU, and a budget it does not fit",
+          "[pipeline][eval_graph][errors]") {
+  using Catch::Contains;
+  const pipeline::MemoryPlan host = test::plan_experiment(kBase, {"pipeline.eval_graph=layerwise"});
+  const pipeline::MemoryPlan device = test::plan_experiment(kBase, {"pipeline.eval_graph=layerwise_device"});
+  CHECK(device.eval_outputs_on_device);
+  CHECK_FALSE(host.eval_outputs_on_device);
+  CHECK_FALSE(test::plan_experiment(kBase, {}).eval_outputs_on_device);  // auto: host layer-wise on the CPU backend
+  // The bound holds the two [700 x 16] activation arrays beside a chunk's.
+  CHECK(device.evaluation > host.evaluation);
+  bool said = false;
+  for (const std::string& line : device.lines()) said = said || line.find("every layer's outputs on the device") != std::string::npos;
+  CHECK(said);
+  // A budget that holds what is resident and half of evaluation's arrays: refused before training.
+  const std::size_t before = device.parameters + device.optimizer + device.eval_twin + device.library + device.other;
+  const std::string limit = "memory.limit=" + std::to_string(before + device.evaluation / 2);
+  test::TempDir dir;
+  CHECK_THROWS_WITH(train({"pipeline.eval_graph=layerwise_device", limit}, dir, "small"),
+                    Contains("pipeline.eval_graph: layerwise_device") && Contains("memory.limit"));
+  CHECK_THROWS_AS(train({"pipeline.eval_graph=layerwise_device", limit}, dir, "small2"), core::OutOfBudget);
 }

@@ -334,3 +334,70 @@ TEST_CASE("a second packed chunk is charged while it fits overlap_bytes and give
   CHECK(mid.peak > one.peak);
   CHECK(mid.peak <= one.peak + layer0_class);
 }
+
+TEST_CASE("layer-wise inference with the outputs in the model's memory gives the host path's logits bitwise",
+          "[pipeline][inference]") {
+  // device_outputs: every chunk through the chunk runner (here on the CPU backend, whose device
+  // memory is the host's, charged to the allocator), layers after the first gathering their rows
+  // from the previous layer's outputs there. The same rows and the same layer arithmetic: the
+  // same logits, for float32 and float16 features, on a budget of exactly what it plans.
+  const NodeId n = 900;
+  const graph::CsrGraph g = test::random_graph(n, 4000, 6);
+  const core::Stream stream(core::Device::cpu());
+  for (const graph::FeatureStore& features : {features_for(n), features_for(n).converted(graph::FeatureDType::kFloat16)}) {
+    for (const auto type : {models::ModelType::kGcn, models::ModelType::kSage, models::ModelType::kGat}) {
+      INFO("model " << models::to_string(type) << ", features " << graph::to_string(features.dtype()));
+      models::ModelOptions o = sage(3);
+      o.type = type;
+      o.hidden = 16;
+      o.heads = 2;
+      const models::GnnModel<float> host_model(o, kCols, 4, 3);
+      models::GnnModel<float> reference(o, kCols, 4, 3);
+      std::vector<std::vector<float>> host_layers;
+      const auto expected = pipeline::infer_layerwise(
+          reference, g, features,
+          {.chunk_nodes = 64, .parallel_chunks = 2, .chunks = nullptr, .cut = {}, .charge_packed = false,
+           .overlap_bytes = 0, .device_outputs = false,
+           .on_layer = [&](std::size_t, const models::Matrix<float>& y) {
+             host_layers.emplace_back(y.flat().begin(), y.flat().end());
+           }});
+      // The allocator's budget: what the model holds, the activation arrays and the chunk arrays
+      // of the largest chunk, nothing more.
+      memory::CachingAllocator probe(core::Device::cpu(), std::size_t{1} << 30);
+      const models::OpContext probe_ctx(stream, {}, &probe);
+      const models::GnnModel<float> sized(o, kCols, 4, 3, probe_ctx);
+      const auto offsets = g.offsets();
+      int64_t widest_chunk_edges = 0;
+      for (NodeId b = 0; b < n; b += 64) {
+        const NodeId e = std::min<NodeId>(n, b + 64);
+        widest_chunk_edges = std::max<int64_t>(widest_chunk_edges, offsets[static_cast<std::size_t>(e)] -
+                                                                       offsets[static_cast<std::size_t>(b)]);
+      }
+      const std::size_t budget =
+          probe.stats().in_use_bytes + pipeline::device_outputs_bytes(sized, n) +
+          pipeline::inference_chunk_bytes(sized, kCols, n, 64, pipeline::inference_block_edges(sized, 64, widest_chunk_edges),
+                                          pipeline::InferenceArrays::kDeviceOutputs);
+      memory::CachingAllocator allocator(core::Device::cpu(), budget);
+      const models::OpContext ctx(stream, {}, &allocator);
+      models::GnnModel<float> model(o, kCols, 4, 3, ctx);
+      model.params().copy_values_from(host_model.params(), stream);
+      pipeline::InferenceWorkspace workspace;
+      std::vector<std::vector<float>> device_layers;
+      const pipeline::LayerwiseInferenceOptions on_device{
+          .chunk_nodes = 64, .parallel_chunks = 2, .chunks = nullptr, .cut = {}, .charge_packed = false,
+          .overlap_bytes = 0, .device_outputs = true,
+          .on_layer = [&](std::size_t, const models::Matrix<float>& y) {
+            device_layers.emplace_back(y.flat().begin(), y.flat().end());
+          }};
+      const auto got = pipeline::infer_layerwise(model, g, features, on_device, workspace);
+      CHECK(std::ranges::equal(got.flat(), expected.flat()));
+      REQUIRE(device_layers.size() == host_layers.size());
+      for (std::size_t l = 0; l < host_layers.size(); ++l) CHECK(device_layers[l] == host_layers[l]);
+      // A second call (a run's next evaluation) reuses the workspace's arrays: nothing grows.
+      const std::size_t held = allocator.stats().in_use_bytes;
+      const auto again = pipeline::infer_layerwise(model, g, features, on_device, workspace);
+      CHECK(std::ranges::equal(again.flat(), expected.flat()));
+      CHECK(allocator.stats().in_use_bytes == held);
+    }
+  }
+}

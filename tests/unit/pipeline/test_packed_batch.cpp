@@ -78,7 +78,7 @@ TEST_CASE("the layout from per-block edge counts is the layout of the cut batch"
   }
 }
 
-TEST_CASE("a float32 layout widens a 16-bit store's rows; a 16-bit layout needs its own dtype", "[pipeline][packed]") {
+TEST_CASE("a float32 layout widens a 16-bit store's rows, a 16-bit layout needs its own dtype", "[pipeline][packed]") {
   // Layer-wise inference packs float32 chunks whatever the store holds (its first layer reads
   // float32 rows on either backend); training packs the store's own dtype.
   graph::MiniBatch batch;

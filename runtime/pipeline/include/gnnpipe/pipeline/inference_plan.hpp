@@ -35,6 +35,9 @@ enum class InferenceArrays {
                 // still gathered on the host (the CPU backend under `gnnpipe infer`: one budget
                 // binds both backends alike)
   kDevice,      // and the packed chunk and its output rows in device arrays (a GPU)
+  kDeviceOutputs,  // LayerwiseInferenceOptions::device_outputs: the packed chunk (feature rows in
+                   // layer 0's only) and a later layer's input rows gathered into an array of the
+                   // runner's; outputs go straight into the activation arrays (device_outputs_bytes)
 };
 
 // What layer-wise inference asks of each of its grow-only arrays (`which` of them) for a chunk of `dst` destinations and `block_edges` edges

@@ -68,6 +68,9 @@ struct MemoryPlan {
   // pipeline.eval_graph as decided: the whole graph's block on the device (its bytes) or 0
   // (layer-wise evaluation, or over the resident full batch).
   std::size_t eval_graph = 0;
+  // pipeline.eval_graph layerwise_device as decided: layer-wise evaluation keeps every layer's
+  // outputs on the device (within `evaluation`).
+  bool eval_outputs_on_device = false;
   // Host memory: the dataset's arrays (graph, features, labels) and the staging slots at most
   // (slots x epoch 1's largest packed batch, with the slots' 1/8 growth headroom).
   std::size_t host_dataset = 0, host_staging = 0;

@@ -11,11 +11,15 @@ enum class PipelineMode { kPipelined, kSequential };
 // evaluates over that batch). kResident: the whole graph's full-neighbor block is packed and
 // copied once and every evaluation runs one layer at a time over it on the device, with no host
 // gather (an OutOfBudget naming the key when it does not fit); kLayerwise: chunks of
-// eval_chunk_nodes destinations, their input rows gathered on the host, each evaluation; kAuto:
-// kResident on a GPU when the block and the whole-graph arrays take at most a quarter of what the
-// budget leaves, else kLayerwise (always on the CPU backend, where a device gather would run on
-// the evaluation thread's cores anyway).
-enum class EvalGraph { kAuto, kResident, kLayerwise };
+// eval_chunk_nodes destinations, their input rows gathered on the host, each evaluation;
+// kLayerwiseDevice: the same chunks, but every layer's outputs stay on the device (two [nodes x
+// widest output] arrays) and a hidden layer's chunk carries only its block and ids, its rows
+// gathered there (LayerwiseInferenceOptions::device_outputs; an OutOfBudget naming the key when
+// the arrays do not fit beside training's batches); kAuto: kResident on a GPU when the block and
+// the whole-graph arrays take at most a quarter of what the budget leaves, else kLayerwiseDevice
+// on a GPU when its arrays leave the probed training batches unsplit, else kLayerwise (always on
+// the CPU backend, where a device gather would run on the evaluation thread's cores anyway).
+enum class EvalGraph { kAuto, kResident, kLayerwise, kLayerwiseDevice };
 
 // The score an evaluation reports as the run's (run.metric): best epoch and early stopping follow
 // it. auto: accuracy for single-label data, micro-F1 at threshold 0.5 for multi-label data; the
@@ -76,6 +80,7 @@ constexpr std::string_view to_string(EvalGraph g) {
     case EvalGraph::kAuto: return "auto";
     case EvalGraph::kResident: return "resident";
     case EvalGraph::kLayerwise: return "layerwise";
+    case EvalGraph::kLayerwiseDevice: return "layerwise_device";
   }
   return "?";
 }
