@@ -259,6 +259,28 @@ std::vector<samplers::BatchSpec> chunk_specs(const InferenceChunks& chunks, int6
   return plan;
 }
 
+// Samples `plan`'s chunks `window` at a time (in parallel), cuts those `options.chunks` plans
+// to fewer edges, and calls fn(chunk, first) for each in order: `first` is its first destination,
+// and its destinations are first, first + 1, ... (checked: the plan lists nodes in id order).
+template <class Fn>
+void for_each_chunk(samplers::ParallelSampler& parallel, const std::vector<samplers::BatchSpec>& plan,
+                    const LayerwiseInferenceOptions& options, Fn&& fn) {
+  const auto window = static_cast<std::size_t>(options.parallel_chunks);
+  for (std::size_t begin = 0; begin < plan.size(); begin += window) {
+    const std::size_t end = std::min(plan.size(), begin + window);
+    const auto chunks = parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(begin, end - begin));
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+      const int64_t keep = options.chunks != nullptr ? options.chunks->keep_edges[begin + k] : -1;
+      const std::optional<graph::MiniBatch> was_cut = cut_inference_chunk(chunks[k], keep, options.cut);
+      const graph::MiniBatch& chunk = was_cut ? *was_cut : chunks[k];
+      const graph::NodeId first = chunk.targets[0];
+      GNNPIPE_CHECK(chunk.targets[chunk.targets.size() - 1] == first + chunk.blocks.front().num_dst - 1,
+                    "inference: chunk {} does not hold consecutive destinations", chunk.index);
+      fn(chunk, first);
+    }
+  }
+}
+
 }  // namespace
 
 struct InferenceWorkspace::State {
@@ -297,31 +319,20 @@ models::Matrix<float> infer_on_device(models::GnnModel<float>& model, const grap
   runner.start();
   const DiscardOnFailure guard{&runner};
   PackedArrays arrays(options.overlap_bytes);
-  const auto window = static_cast<std::size_t>(options.parallel_chunks);
   const int64_t n = graph.num_nodes();
   models::MatrixView<const float> previous;  // the last layer's outputs, every node's, in ctx's memory
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const models::MatrixView<float> out = state.activations[l % 2].matrix(ctx, n, model.layer_out_dim(l));
-    for (std::size_t begin = 0; begin < plan.size(); begin += window) {
-      const std::size_t end = std::min(plan.size(), begin + window);
-      const auto chunks = parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(begin, end - begin));
-      for (std::size_t k = 0; k < chunks.size(); ++k) {
-        const int64_t keep = options.chunks != nullptr ? options.chunks->keep_edges[begin + k] : -1;
-        const std::optional<graph::MiniBatch> was_cut = cut_inference_chunk(chunks[k], keep, options.cut);
-        const graph::MiniBatch& chunk = was_cut ? *was_cut : chunks[k];
-        const graph::NodeId first = chunk.targets[0];
-        const int64_t rows = chunk.blocks.front().num_dst;
-        GNNPIPE_CHECK(chunk.targets[chunk.targets.size() - 1] == first + rows - 1,
-                      "inference: chunk {} does not hold consecutive destinations", chunk.index);
-        // Layer 0's chunks carry their feature rows (float32: 16-bit ones widened as packed); a
-        // later layer's carry none and gather theirs from `previous`.
-        const BatchLayout layout = BatchLayout::of(chunk, l == 0 ? features.cols() : 0);
-        const PackedArrays::Choice choice = arrays.next(layout.total_bytes);
-        if (choice.give_up) runner.release(1);
-        const models::MatrixView<float> y{out.data + static_cast<int64_t>(first) * out.cols, rows, out.cols};
-        runner.run_on_device(model, l, chunk, layout, features, previous, y, choice.array);
-      }
-    }
+    for_each_chunk(parallel, plan, options, [&](const graph::MiniBatch& chunk, graph::NodeId first) {
+      // Layer 0's chunks carry their feature rows (float32: 16-bit ones widened as packed); a
+      // later layer's carry none and gather theirs from `previous`.
+      const BatchLayout layout = BatchLayout::of(chunk, l == 0 ? features.cols() : 0);
+      const PackedArrays::Choice choice = arrays.next(layout.total_bytes);
+      if (choice.give_up) runner.release(1);
+      const models::MatrixView<float> y{out.data + static_cast<int64_t>(first) * out.cols, chunk.blocks.front().num_dst,
+                                        out.cols};
+      runner.run_on_device(model, l, chunk, layout, features, previous, y, choice.array);
+    });
     previous = out;
     if (options.on_layer) {
       models::Matrix<float> host(n, out.cols);
@@ -387,7 +398,6 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
   samplers::ParallelSampler parallel(*sampler);
   const std::vector<samplers::BatchSpec> plan =
       options.chunks != nullptr ? chunk_specs(*options.chunks, graph.num_nodes()) : sampler->plan_epoch(0);
-  const auto window = static_cast<std::size_t>(options.parallel_chunks);
 
   models::Matrix<float> previous;  // the last layer's outputs for every node (empty before layer 0)
   std::vector<float> input;        // one chunk's input rows, reused (CPU)
@@ -412,52 +422,41 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
                           : graph::FeatureStore(graph::HostArray<float>::view(nullptr, previous.data(),
                                                                               static_cast<std::size_t>(previous.size())),
                                                 previous.rows(), previous.cols(), "layer outputs");
-    for (std::size_t begin = 0; begin < plan.size(); begin += window) {
-      const std::size_t end = std::min(plan.size(), begin + window);
-      const auto chunks = parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(begin, end - begin));
-      for (std::size_t k = 0; k < chunks.size(); ++k) {
-        const int64_t keep = options.chunks != nullptr ? options.chunks->keep_edges[begin + k] : -1;
-        const std::optional<graph::MiniBatch> was_cut = cut_inference_chunk(chunks[k], keep, options.cut);
-        const graph::MiniBatch& chunk = was_cut ? *was_cut : chunks[k];
-        const graph::Block& block = chunk.blocks.front();
-        // The chunk's destinations are consecutive node ids (the plan lists nodes in id order).
-        const graph::NodeId first = chunk.targets[0];
-        GNNPIPE_CHECK(chunk.targets[chunk.targets.size() - 1] == first + block.num_dst - 1,
-                      "inference: chunk {} does not hold consecutive destinations", chunk.index);
-        const models::MatrixView<float> y{out.data() + static_cast<int64_t>(first) * out.cols(), block.num_dst, out.cols()};
-        const BatchLayout layout = BatchLayout::of(chunk, in_cols);
-        const PackedArrays::Choice choice = arrays.next(layout.total_bytes);
-        if (on_gpu) {
-          if (choice.give_up) gpu->release(1);
-          gpu->run(model, l, chunk, layout, source, y, choice.array);
-          continue;
-        }
-        const std::size_t rows = chunk.input_nodes.size();
-        if (choice.give_up) packed_charge[1].release();
-        if (budget != nullptr) {
-          const std::size_t packed = memory::CachingAllocator::size_class(layout.total_bytes);
-          memory::BudgetCharge& charge = packed_charge[choice.array];
-          if (packed > charge.bytes()) {
-            charge.release();
-            charge = budget->charge(packed);
-          }
-        }
-        input.resize(rows * static_cast<std::size_t>(in_cols));
-        if (l == 0) {
-          features.gather(chunk.input_nodes.span(), input);
-        } else {
-          const auto cols = static_cast<std::size_t>(in_cols);
-          using Range = tbb::blocked_range<std::size_t>;
-          tbb::parallel_for(Range(0, rows, 1024), core::tsan::fork_join([&](const Range& r) {
-            for (std::size_t i = r.begin(); i != r.end(); ++i) {
-              const float* src = previous.data() + static_cast<std::size_t>(chunk.input_nodes[i]) * cols;
-              std::copy(src, src + cols, input.begin() + static_cast<std::ptrdiff_t>(i * cols));
-            }
-          }));
-        }
-        model.infer_layer(l, block, models::MatrixView<const float>{input.data(), static_cast<int64_t>(rows), in_cols}, y);
+    for_each_chunk(parallel, plan, options, [&](const graph::MiniBatch& chunk, graph::NodeId first) {
+      const graph::Block& block = chunk.blocks.front();
+      const models::MatrixView<float> y{out.data() + static_cast<int64_t>(first) * out.cols(), block.num_dst, out.cols()};
+      const BatchLayout layout = BatchLayout::of(chunk, in_cols);
+      const PackedArrays::Choice choice = arrays.next(layout.total_bytes);
+      if (on_gpu) {
+        if (choice.give_up) gpu->release(1);
+        gpu->run(model, l, chunk, layout, source, y, choice.array);
+        return;
       }
-    }
+      const std::size_t rows = chunk.input_nodes.size();
+      if (choice.give_up) packed_charge[1].release();
+      if (budget != nullptr) {
+        const std::size_t packed = memory::CachingAllocator::size_class(layout.total_bytes);
+        memory::BudgetCharge& charge = packed_charge[choice.array];
+        if (packed > charge.bytes()) {
+          charge.release();
+          charge = budget->charge(packed);
+        }
+      }
+      input.resize(rows * static_cast<std::size_t>(in_cols));
+      if (l == 0) {
+        features.gather(chunk.input_nodes.span(), input);
+      } else {
+        const auto cols = static_cast<std::size_t>(in_cols);
+        using Range = tbb::blocked_range<std::size_t>;
+        tbb::parallel_for(Range(0, rows, 1024), core::tsan::fork_join([&](const Range& r) {
+          for (std::size_t i = r.begin(); i != r.end(); ++i) {
+            const float* src = previous.data() + static_cast<std::size_t>(chunk.input_nodes[i]) * cols;
+            std::copy(src, src + cols, input.begin() + static_cast<std::ptrdiff_t>(i * cols));
+          }
+        }));
+      }
+      model.infer_layer(l, block, models::MatrixView<const float>{input.data(), static_cast<int64_t>(rows), in_cols}, y);
+    });
     if (gpu != nullptr) gpu->flush();  // every output of the layer in place before the next reads them
     if (options.on_layer) options.on_layer(l, out);
     previous = std::move(out);
