@@ -53,7 +53,8 @@ class PackedArrays {
   int64_t chunk_ = 0;
 };
 
-// Runs chunks through a layer on the model's GPU, with a ring of pinned staging pairs: chunk c is
+// Runs chunks through a layer on the model's GPU (and, with device_outputs, on either backend:
+// run_on_device), with a ring of pinned staging pairs: chunk c is
 // packed into slot c % kRingSlots (its input rows gathered from `source`, its block) while the
 // chunks before it still run, copied to the device in one piece on a copy stream of its own, run
 // on the context's stream once the copy is done, and its outputs copied back (on the context's
@@ -398,6 +399,7 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
   samplers::ParallelSampler parallel(*sampler);
   const std::vector<samplers::BatchSpec> plan =
       options.chunks != nullptr ? chunk_specs(*options.chunks, graph.num_nodes()) : sampler->plan_epoch(0);
+  if (options.device_outputs) return infer_on_device(model, graph, features, options, workspace, parallel, plan);
 
   models::Matrix<float> previous;  // the last layer's outputs for every node (empty before layer 0)
   std::vector<float> input;        // one chunk's input rows, reused (CPU)
@@ -407,7 +409,6 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
   memory::CachingAllocator* const budget = options.charge_packed ? model.context().allocator() : nullptr;
   std::array<memory::BudgetCharge, 2> packed_charge;  // one per packed array (PackedArrays)
   PackedArrays arrays(options.overlap_bytes);
-  if (options.device_outputs) return infer_on_device(model, graph, features, options, workspace, parallel, plan);
   const bool on_gpu = model.context().is_cuda();
   DeviceChunkRunner* gpu = on_gpu ? &workspace.state().runner_for(model.context()) : nullptr;
   if (gpu != nullptr) gpu->start();

@@ -54,7 +54,8 @@ struct LayerwiseInferenceOptions {
 // buffers (a packed chunk going in, its outputs coming back) and the chunk's device arrays. A run
 // keeps one for all its evaluations, so that once its largest chunk was seen an evaluation
 // allocates no pinned memory (cudaHostAlloc and cudaFreeHost synchronise the whole device).
-// Unused on the CPU backend. Move-only; one call at a time.
+// Unused on the CPU backend unless device_outputs is set (then it also keeps the two activation
+// arrays). Move-only; one call at a time.
 class InferenceWorkspace {
  public:
   InferenceWorkspace();
