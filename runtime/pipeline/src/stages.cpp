@@ -307,10 +307,12 @@ void Stages::choose_eval_outputs(const Probe& probe) {
   const std::size_t bound = evaluation_bound();
   const std::size_t in_use = allocator_.stats().in_use_bytes;
   const std::size_t usable = static_cast<std::size_t>(static_cast<double>(allocator_.budget()) * (1.0 - s_.memory.tolerance));
-  // The probed batches as the governor would admit them beside these arrays, with a quarter more
-  // for the batches not sampled (as place_features plans): none may have to split for them.
+  // layerwise_device insists only that the arrays fit beside what is resident (the governor then
+  // splits batches as it must); auto also wants the probed batches as the governor would admit them
+  // beside the arrays, with a quarter more for the batches not sampled (as place_features plans),
+  // to need no split for them.
   bool fits = in_use + bound <= usable;
-  if (fits && !probe.batches.empty()) {
+  if (fits && wanted == EvalGraph::kAuto && !probe.batches.empty()) {
     const MemoryGovernor planner(governor_setup(packed_cols(), features_on_device_ || !cache_slot_of_.empty()));
     const std::optional<std::size_t> most = planner.predict_unsplit(probe.batches, probe.per_epoch);
     const std::size_t fixed = in_use + bound;
@@ -324,9 +326,9 @@ void Stages::choose_eval_outputs(const Probe& probe) {
   }
   eval_outputs_on_device_ = false;
   GNNPIPE_CHECK_AS(OutOfBudget, wanted != EvalGraph::kLayerwiseDevice,
-                   "pipeline.eval_graph: layerwise_device: evaluation's layer outputs and chunk arrays ({}) and "
-                   "training's batches do not fit the {} budget on {} unsplit beside what is resident ({}) "
-                   "(memory.limit); use pipeline.eval_graph: layerwise",
+                   "pipeline.eval_graph: layerwise_device: evaluation's layer outputs and chunk arrays ({}) do not "
+                   "fit the {} budget on {} beside what is resident ({}) (memory.limit); use pipeline.eval_graph: "
+                   "layerwise",
                    core::format_bytes(bound), core::format_bytes(allocator_.budget()), device_.str(),
                    core::format_bytes(in_use));
 }

@@ -161,7 +161,8 @@ class Stages {
   GovernorSetup governor_setup(int64_t packed_feature_cols, bool gathers_on_device) const;
   void place_features(const Probe& probe);
   // pipeline.eval_graph layerwise_device, or auto on a GPU where the block did not stay: keeps
-  // evaluation's layer outputs on the device when the probed batches still fit unsplit beside them.
+  // evaluation's layer outputs on the device when they fit beside what is resident (auto: and the
+  // probed batches still fit unsplit beside them).
   void choose_eval_outputs(const Probe& probe);
   int64_t packed_cols() const { return features_on_device_ ? 0 : s_.data.features.cols(); }
   void build_cache(int64_t rows);

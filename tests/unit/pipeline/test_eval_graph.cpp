@@ -161,3 +161,31 @@ TEST_CASE("pipeline.eval_graph layerwise_device: its bound and plan line, auto o
                     Contains("pipeline.eval_graph: layerwise_device") && Contains("memory.limit"));
   CHECK_THROWS_AS(train({"pipeline.eval_graph=layerwise_device", limit}, dir, "small2"), core::OutOfBudget);
 }
+
+TEST_CASE("pipeline.eval_graph layerwise_device under a tight budget: batches split beside its arrays, nothing over",
+          "[pipeline][eval_graph]") {
+  // The governor reserves the evaluation's arrays for every batch, so that a pipelined evaluation
+  // (its activation arrays, a chunk's packed block and gathered rows) runs beside the next epoch's
+  // steps within the budget: a limit that leaves the batches about half of what they need splits
+  // them, and the CPU backend's allocator (which refuses anything over its budget) sees no more.
+  const pipeline::MemoryPlan device = test::plan_experiment(kBase, {"pipeline.eval_graph=layerwise_device"});
+  REQUIRE(device.eval_outputs_on_device);
+  const std::size_t fixed =
+      device.parameters + device.optimizer + device.eval_twin + device.library + device.other + device.evaluation;
+  REQUIRE(device.largest_batch_peak > fixed);
+  const std::size_t batch = device.largest_batch_peak - fixed;
+  // The governor admits a prediction within (1 - tolerance) of the budget (0.05 by default).
+  const auto limit = static_cast<std::size_t>(static_cast<double>(fixed + batch / 2) / 0.95);
+  test::TempDir dir;
+  for (const char* mode : {"pipelined", "sequential"}) {
+    INFO(mode);
+    const Run run = train({"pipeline.eval_graph=layerwise_device", std::string("pipeline.mode=") + mode,
+                           "memory.reserve=0", "memory.limit=" + std::to_string(limit)},
+                          dir, mode);
+    const nlohmann::json& m = run.summary["memory"];
+    CHECK(m["plan"]["eval_outputs_on_device"] == true);
+    CHECK(m["batches_split"].get<int64_t>() > 0);
+    CHECK(m["peak_device_bytes"].get<std::size_t>() <= m["budget_bytes"].get<std::size_t>());
+    CHECK(run.summary["test_accuracy"].get<double>() > 0.6);  // 3 classes: chance is a third
+  }
+}
