@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the module layering of DESIGN §1 and the header hygiene of §2 on a source tree:
+# Checks the module layering of docs/DESIGN.md §1 and the header hygiene of §2 on a source tree:
 #   1. a module includes gnnpipe/<m>/ headers only of itself and the modules below it:
 #        core <- memory <- graph <- {samplers, models} <- pipeline <- experiments
 #      (samplers and models never include each other);

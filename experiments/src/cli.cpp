@@ -61,7 +61,7 @@ std::string version_text() {
   return text;
 }
 
-// Options shared by the subcommands that take an experiment (DESIGN §5).
+// Options shared by the subcommands that take an experiment (docs/DESIGN.md §5).
 struct ExperimentArgs {
   std::string config;
   std::vector<std::string> sets;

@@ -1,5 +1,5 @@
 #pragma once
-// The device memory budget of a run or an inference job (DESIGN §4): memory.limit minus
+// The device memory budget of a run or an inference job (docs/DESIGN.md §4): memory.limit minus
 // memory.reserve, and on a GPU never more than what is free when it starts (minus the reserve);
 // with memory.allocator async on a GPU, whole 32 MiB pool units of that (at least one).
 #include <cstddef>

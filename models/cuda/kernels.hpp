@@ -20,7 +20,7 @@
 
 namespace gnnpipe::models::cuda {
 
-// The device arrays of a graph::Block (layout of DESIGN §2; graph::NodeId is int32_t,
+// The device arrays of a graph::Block (layout of docs/DESIGN.md §2; graph::NodeId is int32_t,
 // graph::EdgeOffset int64_t). weights is nullptr for an unweighted block (weight 1).
 struct BlockArrays {
   int64_t num_dst = 0;

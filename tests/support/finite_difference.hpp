@@ -1,5 +1,5 @@
 #pragma once
-// Central finite differences for gradient checks in double precision (DESIGN §6.7).
+// Central finite differences for gradient checks in double precision (docs/DESIGN.md §6.7).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>

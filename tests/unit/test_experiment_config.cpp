@@ -12,7 +12,7 @@ namespace samplers = gnnpipe::samplers;
 
 namespace {
 
-// DESIGN §5's canonical experiment, verbatim.
+// docs/DESIGN.md §5's canonical experiment, verbatim.
 const char* const kCanonical = R"(
 name: arxiv_sage
 dataset:
@@ -39,7 +39,7 @@ ExperimentConfig with(const std::string& extra) {
 
 }  // namespace
 
-TEST_CASE("the canonical DESIGN §5 experiment parses to its values", "[config]") {
+TEST_CASE("the canonical docs/DESIGN.md §5 experiment parses to its values", "[config]") {
   const ExperimentConfig c = parse(kCanonical);
   CHECK(c.name == "arxiv_sage");
   CHECK(c.dataset.path == "ogbn-arxiv/netbenchmark");

@@ -1,5 +1,5 @@
 #pragma once
-// A flow-graph stage that runs on its own thread instead of a TBB worker (DESIGN §3: stages that
+// A flow-graph stage that runs on its own thread instead of a TBB worker (docs/DESIGN.md §3: stages that
 // block on CUDA must not hold a worker). The async_node body only reserves the graph's wait and
 // queues the item; the thread works the items in run order (`order_of`: 0, 1, 2, ... over the
 // run, every one of which reaches the stage), runs `work` (which forwards results through the

@@ -1,6 +1,6 @@
 #pragma once
 // EpochLosses: the per-batch training losses of one epoch without a host synchronisation inside a
-// step (DESIGN §6.8). Each step writes its loss into its own slot in the op context's memory;
+// step (docs/DESIGN.md §6.8). Each step writes its loss into its own slot in the op context's memory;
 // at the epoch's end one copy brings every slot to (pinned) host memory, and mean() waits for that
 // copy only when someone asks for the number (the evaluation thread, after the next epoch started).
 // The mean weights each batch by its loss rows and adds in batch order, as the CPU always did.

@@ -1,5 +1,5 @@
 #pragma once
-// MemoryGovernor: the memory governor of DESIGN §4 for the training pipeline. Before a batch is
+// MemoryGovernor: the memory governor of docs/DESIGN.md §4 for the training pipeline. Before a batch is
 // copied it predicts the device memory the run will hold while the batch trains, and decides:
 //   fits      -> the batch runs as sampled;
 //   too big   -> memory.policy: split (k micro-batches with exactly the sampled computation trees of

@@ -341,7 +341,7 @@ class EvalWorker {
   std::thread thread_;
 };
 
-// The pipelined run (DESIGN §3): one oneTBB flow graph for the whole run, built node by node below
+// The pipelined run (docs/DESIGN.md §3): one oneTBB flow graph for the whole run, built node by node below
 // in the order batches flow through it:
 //   specs -> take_slot (a staging-slot token) -> sample (+ gather, sampler_threads at once)
 //   -> in_order (sequencer) -> govern (memory governor, serial) -> governed (queue) -> take_device_slot

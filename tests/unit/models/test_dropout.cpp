@@ -683,7 +683,7 @@ TEST_CASE("a model's training forward and gradients do not depend on the batch's
   // A 2-layer neighbor-style batch: block 0 is 60 destinations of 150 sources, block 1 20 of those
   // 60; global ids random. Renumbering the local ids (destinations stay a prefix) and permuting the
   // features and ids along must give the same logits per global node and the same parameter
-  // gradients, up to summation order: the micro-batches of a split batch rely on it (DESIGN §4).
+  // gradients, up to summation order: the micro-batches of a split batch rely on it (docs/DESIGN.md §4).
   for (const auto type : {models::ModelType::kGcn, models::ModelType::kSage, models::ModelType::kGat}) {
     INFO(models::to_string(type));
     core::Rng rng(31, {static_cast<uint64_t>(type)});

@@ -1,4 +1,4 @@
-// The memory governor (DESIGN §4, issue #13) through the runner on the CPU backend, which enforces
+// The memory governor (docs/DESIGN.md §4, issue #13) through the runner on the CPU backend, which enforces
 // the same budget as a GPU: peaks within the budget, what the plan says is what happens, split /
 // resample / cut, no batch lost when a step still runs out of budget.
 #include <catch2/catch.hpp>

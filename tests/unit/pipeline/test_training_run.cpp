@@ -1,4 +1,4 @@
-// The pipelined runtime against its sequential baseline, through the runner (DESIGN §3).
+// The pipelined runtime against its sequential baseline, through the runner (docs/DESIGN.md §3).
 #include <catch2/catch.hpp>
 
 #include <tbb/global_control.h>

@@ -1,6 +1,6 @@
 #pragma once
 // `gnnpipe bench CONFIG`: the sequential baseline and the pipeline on the same config and seed
-// (DESIGN §3, §5). Each run gets its own run directory (DIR/sequential, DIR/pipelined); DIR also
+// (docs/DESIGN.md §3, §5). Each run gets its own run directory (DIR/sequential, DIR/pipelined); DIR also
 // holds the resolved config.yaml, log.txt and bench.json: baseline_epoch_s, pipelined_epoch_s,
 // speedup, bound_speedup, efficiency, the per-stage seconds per epoch of both runs, and whether
 // both ended with bitwise-identical parameters. A table goes to `out`.

@@ -1,6 +1,6 @@
 #pragma once
 // The `gnnpipe` command line as a function, so tests drive it in-process. Output and errors go
-// to the given streams; the return value is the process exit code (DESIGN §5: 0 success,
+// to the given streams; the return value is the process exit code (docs/DESIGN.md §5: 0 success,
 // 1 internal error, 2 usage or config error, 3 data error, 4 device error). Never exits.
 #include <iosfwd>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The run directory of one experiment (DESIGN §5):
+// The run directory of one experiment (docs/DESIGN.md §5):
 //   config.yaml   the resolved config, written on construction
 //   log.txt       every log line while the RunDirectory lives (core::add_log_file)
 //   metrics.csv   one row per epoch: epoch,loss,train_acc,val_acc,test_acc, what the memory governor

@@ -1,5 +1,5 @@
 #pragma once
-// Training an experiment on `run.device` (cpu or cuda:N) through pipeline::run_training (DESIGN §3): the
+// Training an experiment on `run.device` (cpu or cuda:N) through pipeline::run_training (docs/DESIGN.md §3): the
 // sampler of `sampler.type` (full, neighbor, saint_*, cluster), `pipeline.mode` pipelined (flow
 // graph, evaluation overlapped with the next epoch) or sequential (the baseline). Every
 // `pipeline.eval_every` epochs (and at the last) train/val/test accuracy come from layer-wise
@@ -67,7 +67,7 @@ struct TrainOptions {
   bool progress = false;
 };
 
-// The memory plan of `config` (DESIGN §4): budget, resident memory and what the governor will do
+// The memory plan of `config` (docs/DESIGN.md §4): budget, resident memory and what the governor will do
 // with epoch 1's batches, without training (`gnnpipe run --plan`). Samples epoch 1 once.
 pipeline::MemoryPlan plan_experiment(const config::ExperimentConfig& config, const graph::Dataset& dataset);
 

@@ -1,5 +1,5 @@
 #pragma once
-// The sampler an experiment trains with, built from its `sampler:` section (DESIGN §5):
+// The sampler an experiment trains with, built from its `sampler:` section (docs/DESIGN.md §5):
 // full | neighbor | saint_node | saint_edge | saint_rw | cluster. Edge weights follow what the
 // model's layers expect (`norm`); batches are built for `num_layers` layers.
 #include <filesystem>

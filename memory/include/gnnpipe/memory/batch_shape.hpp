@@ -1,6 +1,6 @@
 #pragma once
 // BatchShape: the sizes of one mini-batch, as plain numbers, so the memory governor can predict a
-// batch's device memory without depending on the graph module (DESIGN §2).
+// batch's device memory without depending on the graph module (docs/DESIGN.md §2).
 #include <cstdint>
 #include <vector>
 

@@ -1,5 +1,5 @@
 #pragma once
-// CachingAllocator: device memory for a run, under a hard budget (DESIGN §4, `memory.limit`).
+// CachingAllocator: device memory for a run, under a hard budget (docs/DESIGN.md §4, `memory.limit`).
 //  - Sizes are rounded to size classes (512 B steps up to 1 MiB, then 1 MiB steps) and freed blocks
 //    are kept in per-class bins for reuse, so a steady run stops calling the driver after warm-up.
 //  - Stream-ordered reuse: a block freed on stream S is reusable at once by later work on S (stream

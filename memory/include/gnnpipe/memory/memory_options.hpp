@@ -1,5 +1,5 @@
 #pragma once
-// The `memory:` section of an experiment (DESIGN §4, §5) as plain options with in-class defaults.
+// The `memory:` section of an experiment (docs/DESIGN.md §4, §5) as plain options with in-class defaults.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>

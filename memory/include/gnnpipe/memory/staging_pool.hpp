@@ -1,5 +1,5 @@
 #pragma once
-// StagingPool: the pipeline's tokens (DESIGN §3). N slots, each one contiguous byte buffer that
+// StagingPool: the pipeline's tokens (docs/DESIGN.md §3). N slots, each one contiguous byte buffer that
 // holds one whole batch (gathered features, labels, block arrays) so that a batch crosses to the
 // device in one copy. Host slots are pinned on a CUDA device (asynchronous H2D at full speed) and
 // plain host memory on the CPU backend; the same class holds the device-side twins (kind kDevice).

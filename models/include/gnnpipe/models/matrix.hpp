@@ -57,7 +57,7 @@ void check_shape(MatrixView<T> m, int64_t rows, int64_t cols, const char* what) 
 }
 
 // A move-only owner of rows x cols elements of host memory, zero-initialised. Copies are explicit
-// (clone()), as for every owner in gnnpipe (DESIGN §6).
+// (clone()), as for every owner in gnnpipe (docs/DESIGN.md §6).
 template <class T>
 class Matrix {
   static_assert(std::is_arithmetic_v<T>, "Matrix<T> holds numbers");

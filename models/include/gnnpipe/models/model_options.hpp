@@ -1,5 +1,5 @@
 #pragma once
-// The `model:` section of an experiment (DESIGN §5) as plain options with in-class defaults;
+// The `model:` section of an experiment (docs/DESIGN.md §5) as plain options with in-class defaults;
 // experiments/ fills it from YAML. Names (to_string) are the YAML spellings.
 #include <cstddef>
 #include <optional>

@@ -1,5 +1,5 @@
 #pragma once
-// OpContext: where the model ops run (DESIGN §2 "Ops", §6.1 "pass the stream explicitly").
+// OpContext: where the model ops run (docs/DESIGN.md §2 "Ops", §6.1 "pass the stream explicitly").
 //   CPU   (OpContext::host()): ops run inline on the calling thread over host memory; the CPU
 //         ops of models/ops/ are both this backend and the reference of the parity tests.
 //   CUDA  (OpContext(stream, ...)): ops queue kernels, cuBLAS and cuSPARSE calls on `stream`,

@@ -1,5 +1,5 @@
 #pragma once
-// The `optimizer:` section of an experiment (DESIGN §5) as plain options with in-class defaults.
+// The `optimizer:` section of an experiment (docs/DESIGN.md §5) as plain options with in-class defaults.
 #include <string_view>
 
 namespace gnnpipe::models {

@@ -1,6 +1,6 @@
 #pragma once
 // Full-batch "sampling": every epoch is one batch holding the whole graph as one block that every
-// layer reads (DESIGN §2's shared block), targets = all nodes, loss over the training nodes. The
+// layer reads (docs/DESIGN.md §2's shared block), targets = all nodes, loss over the training nodes. The
 // block is built once; batches share its arrays (HostArray copies share), so sample() is O(N).
 #include <cstdint>
 #include <vector>

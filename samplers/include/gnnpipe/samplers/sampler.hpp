@@ -1,5 +1,5 @@
 #pragma once
-// The sampler contract (DESIGN §2): plan an epoch as a list of independent BatchSpecs, then turn
+// The sampler contract (docs/DESIGN.md §2): plan an epoch as a list of independent BatchSpecs, then turn
 // each into a MiniBatch. A batch's randomness comes only from (seed, epoch, batch index), so the
 // batches are the same whatever thread samples them and in whatever order. sample() is
 // thread-safe for different workspaces; a workspace is reused across batches by one thread.

@@ -1,5 +1,5 @@
 #pragma once
-// The `sampler:` section of an experiment (DESIGN §5) as plain options with in-class defaults.
+// The `sampler:` section of an experiment (docs/DESIGN.md §5) as plain options with in-class defaults.
 // Keys that only some types read are rejected for the others by the config parser.
 #include <filesystem>
 #include <string_view>

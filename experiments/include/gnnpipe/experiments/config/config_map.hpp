@@ -1,5 +1,5 @@
 #pragma once
-// Strict reading of YAML mappings for experiment configs (DESIGN §5). A ConfigMap is one mapping
+// Strict reading of YAML mappings for experiment configs (docs/DESIGN.md §5). A ConfigMap is one mapping
 // with its key path ("dataset.synthetic"); typed reads name that path in every ConfigError, and
 // finish() rejects keys nobody read, suggesting the closest known key for a typo.
 // Not thread-safe (reads record the keys they consumed).

@@ -1,5 +1,5 @@
 #pragma once
-// The `dataset:` section of an experiment (DESIGN §5):
+// The `dataset:` section of an experiment (docs/DESIGN.md §5):
 //   dataset:
 //     path: ogbn-arxiv/netbenchmark   # relative to --data-dir, else $GNNPIPE_DATA_DIR, else cwd
 //     format: auto                    # auto | native | saint | npz | ogb | planetoid-npy | edgelist | mat

@@ -1,5 +1,5 @@
 #pragma once
-// The whole experiment (DESIGN §5): every section parsed strictly into the options structs that
+// The whole experiment (docs/DESIGN.md §5): every section parsed strictly into the options structs that
 // the modules own, after `--set key.path=value` overrides. Each ConfigError names the full key
 // path ("model.hidden: must be >= 1, got 0") and, for a typo, the closest known key.
 #include <yaml-cpp/yaml.h>

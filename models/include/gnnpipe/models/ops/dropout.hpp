@@ -1,7 +1,7 @@
 #pragma once
 // Inverted dropout with counter-based randomness keyed by GLOBAL node ids, so that a node's mask
 // does not depend on where it sits in a batch: the same node in two batches, or in the
-// micro-batches a split batch becomes (the memory governor, DESIGN §4), draws the same bits, and
+// micro-batches a split batch becomes (the memory governor, docs/DESIGN.md §4), draws the same bits, and
 // k micro-batches accumulate the unsplit step's gradient. Masks depend only on the key (seed,
 // epoch, batch, layer) and the ids, never on threads, and the CUDA twins draw the same bits.
 // Kept values are scaled by 1 / (1 - p).

@@ -1,5 +1,5 @@
 #pragma once
-// Sparse-dense products over a Block (DESIGN §2): the forward aggregation runs over the CSR of
+// Sparse-dense products over a Block (docs/DESIGN.md §2): the forward aggregation runs over the CSR of
 // destinations, the backward over the transpose, so every output row is written by one task in a
 // fixed order: no atomics, and results are bitwise identical for any thread count.
 // All outputs are overwritten (not accumulated into). T is float or double; block weights (float)

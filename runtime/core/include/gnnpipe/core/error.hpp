@@ -52,7 +52,7 @@ class Interrupted : public Error {
   using Error::Error;
 };
 
-// Process exit codes (DESIGN §5, plus 5: stopped by a signal, resumable).
+// Process exit codes (docs/DESIGN.md §5, plus 5: stopped by a signal, resumable).
 // kStalled: the stall watchdog (run.stall_timeout) ended a run in which no stage advanced.
 enum class ExitCode : int { kOk = 0, kInternal = 1, kUsage = 2, kData = 3, kDevice = 4, kInterrupted = 5, kStalled = 6 };
 

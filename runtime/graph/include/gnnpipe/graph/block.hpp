@@ -1,5 +1,5 @@
 #pragma once
-// Block: one layer of a sampled (or full) computation graph, a.k.a. message-flow graph (DESIGN §2).
+// Block: one layer of a sampled (or full) computation graph, a.k.a. message-flow graph (docs/DESIGN.md §2).
 // Destinations are the first num_dst of the num_src sources (local ids). The CSR over destinations
 // drives forward aggregation; its transpose (CSR over sources, with the forward edge id of each
 // entry) drives backward aggregation, so neither direction needs atomics and results are

@@ -1,5 +1,5 @@
 #pragma once
-// CsrGraph: an immutable graph in compressed sparse rows, DESIGN §2. Row v lists the
+// CsrGraph: an immutable graph in compressed sparse rows, docs/DESIGN.md §2. Row v lists the
 // in-neighbors (sources) of destination v, so aggregation "for each destination, sum its sources"
 // reads one row. Node ids are int32, edge offsets int64. Rows built here are sorted ascending
 // (deterministic output whatever the thread count, and neighbor lookups by binary search).

@@ -1,5 +1,5 @@
 #pragma once
-// The `dataset:` section of an experiment (DESIGN §5), as plain options with in-class defaults;
+// The `dataset:` section of an experiment (docs/DESIGN.md §5), as plain options with in-class defaults;
 // experiments/ fills it from YAML. Exactly one of `path` and `synthetic` is set.
 #include <cstdint>
 #include <filesystem>

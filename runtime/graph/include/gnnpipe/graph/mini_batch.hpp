@@ -1,5 +1,5 @@
 #pragma once
-// MiniBatch: one sampled computation graph (DESIGN §2). blocks[0] reads the input features of
+// MiniBatch: one sampled computation graph (docs/DESIGN.md §2). blocks[0] reads the input features of
 // `input_nodes` (global ids, in the order of its local source ids); blocks.back() writes the
 // outputs of `targets` (global ids, its local destinations).
 //

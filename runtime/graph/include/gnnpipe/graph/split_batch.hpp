@@ -1,5 +1,5 @@
 #pragma once
-// split_batch: exact micro-batches of a mini-batch (DESIGN §4, the memory governor's "split").
+// split_batch: exact micro-batches of a mini-batch (docs/DESIGN.md §4, the memory governor's "split").
 //
 // When a sampled batch does not fit the device budget, the governor cuts its loss rows into k
 // micro-batches, runs forward + loss + backward on each, accumulates the parameter gradients and
@@ -42,7 +42,7 @@
 // the parent's. The weights are float, so that sum carries float(1/n) for 1/n: a relative
 // difference up to 2^-24 (none when n is a power of two), below a float gradient's own rounding.
 // epoch and index stay the parent's (dropout keys derive from them; the split is exact with dropout
-// on only once masks are keyed by global node id, DESIGN §4, not by row position as GnnModel's are
+// on only once masks are keyed by global node id, docs/DESIGN.md §4, not by row position as GnnModel's are
 // today); input_nodes and targets are global ids; `shape` is computed with the parent's
 // shape.feature_dim.
 //

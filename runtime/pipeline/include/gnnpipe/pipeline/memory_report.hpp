@@ -1,5 +1,5 @@
 #pragma once
-// What the memory governor (DESIGN §4) reports: the plan before epoch 1 and the counts of what it
+// What the memory governor (docs/DESIGN.md §4) reports: the plan before epoch 1 and the counts of what it
 // did, per epoch and for the run. Plain numbers; the program prints them and writes them to
 // metrics.csv and summary.json.
 #include <cstddef>

@@ -1,6 +1,6 @@
 #pragma once
 // A batch packed into one contiguous byte range (a staging slot), so that it crosses to the device
-// in one copy (DESIGN §3): the gathered feature rows, the global ids of those rows (the batch's
+// in one copy (docs/DESIGN.md §3): the gathered feature rows, the global ids of those rows (the batch's
 // input nodes, which key dropout), the labels of the targets, the loss rows and weights, and every
 // block's arrays (CSR, weights, transpose). Sections are 256-byte aligned (the
 // CUDA allocation granularity that keeps every section aligned for vector loads).

@@ -1,5 +1,5 @@
 #pragma once
-// The `pipeline:` section of an experiment (DESIGN §3, §5) as plain options with in-class defaults.
+// The `pipeline:` section of an experiment (docs/DESIGN.md §3, §5) as plain options with in-class defaults.
 #include <string_view>
 
 namespace gnnpipe::pipeline {

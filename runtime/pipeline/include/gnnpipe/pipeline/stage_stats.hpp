@@ -1,5 +1,5 @@
 #pragma once
-// Where a run's time goes, per stage (DESIGN §3): every stage execution is one timed event
+// Where a run's time goes, per stage (docs/DESIGN.md §3): every stage execution is one timed event
 // (stage, epoch, batch, lane = the thread or stream that ran it); waits are recorded where a
 // dedicated thread blocks for its next item (the trainer's wait = how long compute waited for
 // data). From the events come the per-stage busy / wait / item totals of summary.json, a one-line

@@ -1,5 +1,5 @@
 #pragma once
-// A training run through the stages of DESIGN §3, in either mode:
+// A training run through the stages of docs/DESIGN.md §3, in either mode:
 //   pipelined   a oneTBB flow graph: epoch plans -> join with a free staging slot (the tokens) ->
 //               sample + gather into the slot (pipeline.sampler_threads at once) -> sequencer
 //               (batch order) -> govern (the memory governor: fits, or split / resample / cut,
@@ -196,7 +196,7 @@ struct RunResult {
 // thread in pipelined mode; never concurrently with itself).
 RunResult run_training(const TrainingSetup& setup, const std::function<void(const EpochResult&)>& on_epoch);
 
-// The memory plan of a run (DESIGN §4): the budget, what is resident by kind, and what the governor
+// The memory plan of a run (docs/DESIGN.md §4): the budget, what is resident by kind, and what the governor
 // will do with epoch 1's batches, found by sampling epoch 1 and passing every batch through the
 // governor in order without training (so it matches what the run will do in epoch 1, up to the
 // online correction of the predictions). Costs one epoch of sampling.

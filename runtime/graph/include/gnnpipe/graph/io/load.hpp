@@ -1,5 +1,5 @@
 #pragma once
-// One entry point for every dataset format (DESIGN §5 `dataset.format`), with detection.
+// One entry point for every dataset format (docs/DESIGN.md §5 `dataset.format`), with detection.
 #include <filesystem>
 #include <string>
 
