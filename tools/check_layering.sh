@@ -1,28 +1,49 @@
 #!/usr/bin/env bash
-# Checks the module layering of docs/DESIGN.md §1 and the header hygiene of §2 on a source tree:
-#   1. a module includes gnnpipe/<m>/ headers only of itself and the modules below it:
-#        core <- memory <- graph <- {samplers, models} <- pipeline <- experiments
-#      (samplers and models never include each other);
+# Checks the module layering (docs/ARCHITECTURE.md, "Floors") and the header hygiene of
+# docs/DESIGN.md §2 on a source tree:
+#   1. a module includes gnnpipe/<m>/ headers only of itself and of modules on lower floors; two
+#      modules on one floor (samplers, models) never include each other;
 #   2. public headers (*/include/) never include CUDA headers;
 #   3. .cu/.cuh files never include oneTBB, spdlog or yaml-cpp (nvcc cannot compile them),
 #      directly or through gnnpipe/core/log.hpp.
 # Usage: check_layering.sh [ROOT]   (default: the repository this script is in)
+#        check_layering.sh --order   prints the module order line (the map states the same line)
 # Prints one line per violation and exits 1 if there is any.
 set -u
-root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
-cd "$root" || { echo "check_layering: cannot enter $root"; exit 2; }
 
+# The module order, bottom floor first: the one statement of it (docs/ARCHITECTURE.md quotes the
+# line `--order` prints, and a test keeps the two equal). Modules on one floor are separated by a
+# space.
+floors=("core" "memory" "graph" "samplers models" "pipeline" "experiments")
+# Where each module's sources live (the design's folders: runtime/ holds the bottom floors, core
+# and graph, and the top floor's pipeline).
 declare -A dir_of=(
   [core]=runtime/core [memory]=memory [graph]=runtime/graph [samplers]=samplers
   [models]=models [pipeline]=runtime/pipeline [experiments]=experiments)
-declare -A allowed=(
-  [core]="core"
-  [memory]="memory core"
-  [graph]="graph memory core"
-  [samplers]="samplers graph memory core"
-  [models]="models graph memory core"
-  [pipeline]="pipeline samplers models graph memory core"
-  [experiments]="experiments pipeline samplers models graph memory core")
+
+order_line() {
+  local line="" floor
+  for floor in "${floors[@]}"; do
+    [ -n "$line" ] && line+=" < "
+    if [[ $floor == *" "* ]]; then line+="{${floor// /, }}"; else line+=$floor; fi
+  done
+  echo "$line"
+}
+if [ "${1:-}" = "--order" ]; then
+  order_line
+  exit 0
+fi
+
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$root" || { echo "check_layering: cannot enter $root"; exit 2; }
+
+# allowed[m]: m itself and every module on a lower floor.
+declare -A allowed=()
+below=""
+for floor in "${floors[@]}"; do
+  for module in $floor; do allowed[$module]="$module $below"; done
+  below="$floor $below"
+done
 
 violations=0
 report() { echo "layering: $*"; violations=$((violations + 1)); }
@@ -65,4 +86,4 @@ if [ "$violations" -gt 0 ]; then
   echo "layering: $violations violation(s)"
   exit 1
 fi
-echo "layering: ok"
+echo "layering: ok ($(order_line))"

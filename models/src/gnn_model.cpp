@@ -53,7 +53,7 @@ GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_d
       case ModelType::kGcn: {
         // Layer 0 aggregates first ((A x) W) when its input is never dropped out and not learned,
         // and the layer does not narrow: no more work or memory than x W first, and A x can be
-        // kept for as long as the caller's input is unchanged (input_tag; docs/ARCHITECTURE.md).
+        // kept for as long as the caller's input is unchanged (input_tag; docs/DECISIONS.md).
         const bool aggregate_first = l == 0 && options.dropout_at(0) == 0 && options.embedding == 0 && in <= out;
         layers_.push_back(std::make_unique<GcnLayer<T>>(params_, in, out, l, ctx_, aggregate_first));
         break;

@@ -360,88 +360,78 @@ TEMPLATE_TEST_CASE("vectorised kernels on views that are not 16-byte aligned: GA
 
 // --- GAT with more heads than a warp has lanes ------------------------------------------------------
 
-TEMPLATE_TEST_CASE("GAT ops with 33 and 40 heads: the edge kernels' second chunk of heads", "[gpu][ops][gat]", float,
-                   double) {
-  // The per-destination reductions (edge_softmax and its backward, sddmm_add_backward) fold heads
-  // [h0, h0 + 32) per pass (h0 = 0, 32): 40 heads leave 8 for the second pass, 33 leave one.
-  using T = TestType;
-  struct HeadShape {
-    int64_t heads, channels;
-  };
-  constexpr HeadShape kShapes[] = {{40, 1}, {40, 4}, {33, 3}};
-  Cuda cuda;
-  core::Rng rng(26, {1});
-  for (const BlockCase& bc : test::block_cases(cuda.stream)) {
-    const int64_t e = bc.host.num_edges();
-    for (const HeadShape hs : kShapes) {
-      const int64_t heads = hs.heads;
-      const int64_t f = heads * hs.channels;
-      INFO(bc.name << ", heads " << heads << ", channels " << hs.channels);
+// One block's edge ops with `heads` heads of `channels` channels, against the CPU twins.
+template <class T>
+void check_many_head_edge_ops(Cuda& cuda, core::Rng& rng, const BlockCase& bc, int64_t heads, int64_t channels) {
+  const int64_t e = bc.host.num_edges();
+  const int64_t f = heads * channels;
+  INFO(bc.name << ", heads " << heads << ", channels " << channels);
 
-      // Scores: sddmm_add, edge_softmax (in place), and their backwards.
-      const Matrix<T> a_src = random_values<T>(rng, bc.host.num_src, heads);
-      const Matrix<T> a_dst = random_values<T>(rng, bc.host.num_dst, heads);
-      Matrix<T> scores(e, heads);
-      ops::sddmm_add<T>(host(), bc.host, a_src.cview(), a_dst.cview(), scores.view());
-      const auto a_src_dev = to_device(a_src, cuda.stream);
-      const auto a_dst_dev = to_device(a_dst, cuda.stream);
-      auto scores_dev = poisoned<T>(e, heads, cuda.stream);
-      ops::sddmm_add<T>(cuda.ctx, bc.device, a_src_dev.cview(), a_dst_dev.cview(), scores_dev.view());
-      CHECK(compare(to_host(scores_dev, cuda.stream), scores, elementwise_tolerance<T>()));
+  // Scores: sddmm_add, edge_softmax (in place), and their backwards.
+  const Matrix<T> a_src = random_values<T>(rng, bc.host.num_src, heads);
+  const Matrix<T> a_dst = random_values<T>(rng, bc.host.num_dst, heads);
+  Matrix<T> scores(e, heads);
+  ops::sddmm_add<T>(host(), bc.host, a_src.cview(), a_dst.cview(), scores.view());
+  const auto a_src_dev = to_device(a_src, cuda.stream);
+  const auto a_dst_dev = to_device(a_dst, cuda.stream);
+  auto scores_dev = poisoned<T>(e, heads, cuda.stream);
+  ops::sddmm_add<T>(cuda.ctx, bc.device, a_src_dev.cview(), a_dst_dev.cview(), scores_dev.view());
+  CHECK(compare(to_host(scores_dev, cuda.stream), scores, elementwise_tolerance<T>()));
 
-      Matrix<T> alpha = scores.clone();  // |a_src + a_dst| < 2
-      ops::edge_softmax<T>(host(), bc.host, alpha.view());
-      auto alpha_dev = to_device(scores, cuda.stream);
-      ops::edge_softmax<T>(cuda.ctx, bc.device, alpha_dev.view());
-      const Matrix<T> alpha_gpu = to_host(alpha_dev, cuda.stream);
-      CHECK(compare(alpha_gpu, alpha, test::Tolerance{reduction_tolerance<T>().rel, 0}));
+  Matrix<T> alpha = scores.clone();  // |a_src + a_dst| < 2
+  ops::edge_softmax<T>(host(), bc.host, alpha.view());
+  auto alpha_dev = to_device(scores, cuda.stream);
+  ops::edge_softmax<T>(cuda.ctx, bc.device, alpha_dev.view());
+  const Matrix<T> alpha_gpu = to_host(alpha_dev, cuda.stream);
+  CHECK(compare(alpha_gpu, alpha, test::Tolerance{reduction_tolerance<T>().rel, 0}));
 
-      const Matrix<T> dalpha = random_values<T>(rng, e, heads);
-      Matrix<T> dscores(e, heads);
-      ops::edge_softmax_backward<T>(host(), bc.host, alpha.cview(), dalpha.cview(), dscores.view());
-      const auto cpu_alpha_dev = to_device(alpha, cuda.stream);
-      const auto dalpha_dev = to_device(dalpha, cuda.stream);
-      auto dscores_dev = poisoned<T>(e, heads, cuda.stream);
-      ops::edge_softmax_backward<T>(cuda.ctx, bc.device, cpu_alpha_dev.cview(), dalpha_dev.cview(), dscores_dev.view());
-      CHECK(
-          compare(to_host(dscores_dev, cuda.stream), dscores, test::Tolerance{reduction_tolerance<T>().rel, 0}, alpha));
+  const Matrix<T> dalpha = random_values<T>(rng, e, heads);
+  Matrix<T> dscores(e, heads);
+  ops::edge_softmax_backward<T>(host(), bc.host, alpha.cview(), dalpha.cview(), dscores.view());
+  const auto cpu_alpha_dev = to_device(alpha, cuda.stream);
+  const auto dalpha_dev = to_device(dalpha, cuda.stream);
+  auto dscores_dev = poisoned<T>(e, heads, cuda.stream);
+  ops::edge_softmax_backward<T>(cuda.ctx, bc.device, cpu_alpha_dev.cview(), dalpha_dev.cview(), dscores_dev.view());
+  CHECK(
+      compare(to_host(dscores_dev, cuda.stream), dscores, test::Tolerance{reduction_tolerance<T>().rel, 0}, alpha));
 
-      Matrix<T> da_src(bc.host.num_src, heads);
-      Matrix<T> da_dst(bc.host.num_dst, heads);
-      ops::sddmm_add_backward<T>(host(), bc.host, dalpha.cview(), da_src.view(), da_dst.view());
-      auto da_src_dev = poisoned<T>(bc.host.num_src, heads, cuda.stream);
-      auto da_dst_dev = poisoned<T>(bc.host.num_dst, heads, cuda.stream);
-      ops::sddmm_add_backward<T>(cuda.ctx, bc.device, dalpha_dev.cview(), da_src_dev.view(), da_dst_dev.view());
-      CHECK(compare(to_host(da_src_dev, cuda.stream), da_src, reduction_tolerance<T>()));
-      CHECK(compare(to_host(da_dst_dev, cuda.stream), da_dst, reduction_tolerance<T>()));
+  Matrix<T> da_src(bc.host.num_src, heads);
+  Matrix<T> da_dst(bc.host.num_dst, heads);
+  ops::sddmm_add_backward<T>(host(), bc.host, dalpha.cview(), da_src.view(), da_dst.view());
+  auto da_src_dev = poisoned<T>(bc.host.num_src, heads, cuda.stream);
+  auto da_dst_dev = poisoned<T>(bc.host.num_dst, heads, cuda.stream);
+  ops::sddmm_add_backward<T>(cuda.ctx, bc.device, dalpha_dev.cview(), da_src_dev.view(), da_dst_dev.view());
+  CHECK(compare(to_host(da_src_dev, cuda.stream), da_src, reduction_tolerance<T>()));
+  CHECK(compare(to_host(da_dst_dev, cuda.stream), da_dst, reduction_tolerance<T>()));
 
-      // Aggregation by attention and its gradients (alpha in [0, 1) per head).
-      const Matrix<T> weights = random_values<T>(rng, e, heads, 0, 1);
-      const Matrix<T> x = random_values<T>(rng, bc.host.num_src, f);
-      const Matrix<T> dy = random_values<T>(rng, bc.host.num_dst, f);
-      Matrix<T> y(bc.host.num_dst, f);
-      Matrix<T> dx(bc.host.num_src, f);
-      Matrix<T> dweights(e, heads);
-      ops::spmm_edge_weighted<T>(host(), bc.host, weights.cview(), x.cview(), y.view());
-      ops::spmm_edge_weighted_backward_x<T>(host(), bc.host, weights.cview(), dy.cview(), dx.view());
-      ops::spmm_edge_weighted_backward_alpha<T>(host(), bc.host, x.cview(), dy.cview(), dweights.view());
-      const auto weights_dev = to_device(weights, cuda.stream);
-      const auto x_dev = to_device(x, cuda.stream);
-      const auto dy_dev = to_device(dy, cuda.stream);
-      auto y_dev = poisoned<T>(bc.host.num_dst, f, cuda.stream);
-      ops::spmm_edge_weighted<T>(cuda.ctx, bc.device, weights_dev.cview(), x_dev.cview(), y_dev.view());
-      CHECK(compare(to_host(y_dev, cuda.stream), y, reduction_tolerance<T>()));
-      auto dx_dev = poisoned<T>(bc.host.num_src, f, cuda.stream);
-      ops::spmm_edge_weighted_backward_x<T>(cuda.ctx, bc.device, weights_dev.cview(), dy_dev.cview(), dx_dev.view());
-      CHECK(compare(to_host(dx_dev, cuda.stream), dx, reduction_tolerance<T>()));
-      auto dweights_dev = poisoned<T>(e, heads, cuda.stream);
-      ops::spmm_edge_weighted_backward_alpha<T>(cuda.ctx, bc.device, x_dev.cview(), dy_dev.cview(),
-                                                dweights_dev.view());
-      CHECK(compare(to_host(dweights_dev, cuda.stream), dweights, reduction_tolerance<T>()));
-    }
-  }
+  // Aggregation by attention and its gradients (alpha in [0, 1) per head).
+  const Matrix<T> weights = random_values<T>(rng, e, heads, 0, 1);
+  const Matrix<T> x = random_values<T>(rng, bc.host.num_src, f);
+  const Matrix<T> dy = random_values<T>(rng, bc.host.num_dst, f);
+  Matrix<T> y(bc.host.num_dst, f);
+  Matrix<T> dx(bc.host.num_src, f);
+  Matrix<T> dweights(e, heads);
+  ops::spmm_edge_weighted<T>(host(), bc.host, weights.cview(), x.cview(), y.view());
+  ops::spmm_edge_weighted_backward_x<T>(host(), bc.host, weights.cview(), dy.cview(), dx.view());
+  ops::spmm_edge_weighted_backward_alpha<T>(host(), bc.host, x.cview(), dy.cview(), dweights.view());
+  const auto weights_dev = to_device(weights, cuda.stream);
+  const auto x_dev = to_device(x, cuda.stream);
+  const auto dy_dev = to_device(dy, cuda.stream);
+  auto y_dev = poisoned<T>(bc.host.num_dst, f, cuda.stream);
+  ops::spmm_edge_weighted<T>(cuda.ctx, bc.device, weights_dev.cview(), x_dev.cview(), y_dev.view());
+  CHECK(compare(to_host(y_dev, cuda.stream), y, reduction_tolerance<T>()));
+  auto dx_dev = poisoned<T>(bc.host.num_src, f, cuda.stream);
+  ops::spmm_edge_weighted_backward_x<T>(cuda.ctx, bc.device, weights_dev.cview(), dy_dev.cview(), dx_dev.view());
+  CHECK(compare(to_host(dx_dev, cuda.stream), dx, reduction_tolerance<T>()));
+  auto dweights_dev = poisoned<T>(e, heads, cuda.stream);
+  ops::spmm_edge_weighted_backward_alpha<T>(cuda.ctx, bc.device, x_dev.cview(), dy_dev.cview(),
+                                            dweights_dev.view());
+  CHECK(compare(to_host(dweights_dev, cuda.stream), dweights, reduction_tolerance<T>()));
+}
 
-  // Per-node head ops over a feature matrix of 40 heads (not graph-dependent).
+// Per-node head ops over a feature matrix of 40 heads (not graph-dependent), against the CPU twins.
+template <class T>
+void check_many_head_node_ops(Cuda& cuda, core::Rng& rng) {
   const int64_t m_rows = 1300;
   const int64_t rows = 1029;
   for (const int64_t channels : {int64_t{1}, int64_t{4}}) {
@@ -484,6 +474,23 @@ TEMPLATE_TEST_CASE("GAT ops with 33 and 40 heads: the edge kernels' second chunk
     CHECK(compare(to_host(mean_dev, cuda.stream), mean, reduction_tolerance<T>()));
     CHECK(compare(to_host(dmean_dev, cuda.stream), dmean, elementwise_tolerance<T>()));
   }
+}
+
+TEMPLATE_TEST_CASE("GAT ops with 33 and 40 heads: the edge kernels' second chunk of heads", "[gpu][ops][gat]", float,
+                   double) {
+  // The per-destination reductions (edge_softmax and its backward, sddmm_add_backward) fold heads
+  // [h0, h0 + 32) per pass (h0 = 0, 32): 40 heads leave 8 for the second pass, 33 leave one.
+  using T = TestType;
+  struct HeadShape {
+    int64_t heads, channels;
+  };
+  constexpr HeadShape kShapes[] = {{40, 1}, {40, 4}, {33, 3}};
+  Cuda cuda;
+  core::Rng rng(26, {1});
+  for (const BlockCase& bc : test::block_cases(cuda.stream)) {
+    for (const HeadShape hs : kShapes) check_many_head_edge_ops<T>(cuda, rng, bc, hs.heads, hs.channels);
+  }
+  check_many_head_node_ops<T>(cuda, rng);
 }
 
 #endif  // GNNPIPE_TEST_WITH_CUDA

@@ -31,6 +31,12 @@ case_expect clean 0 samplers/src/a.cpp '#include "gnnpipe/graph/block.hpp"'
 case_expect core_includes_graph 1 runtime/core/include/gnnpipe/core/x.hpp '#include "gnnpipe/graph/csr_graph.hpp"'
 case_expect samplers_include_models 1 samplers/src/a.cpp '#include "gnnpipe/models/layer.hpp"'
 case_expect models_include_samplers 1 models/src/a.cpp '#include <gnnpipe/samplers/sampler.hpp>'
+case_expect memory_includes_graph 1 memory/src/m.cpp '#include "gnnpipe/graph/block.hpp"'
+case_expect pipeline_includes_experiments 1 runtime/pipeline/src/p.cpp '#include "gnnpipe/experiments/cli.hpp"'
+case_expect experiments_includes_all_below 0 experiments/src/e.cpp '#include "gnnpipe/pipeline/x.hpp"
+#include "gnnpipe/samplers/s.hpp"
+#include "gnnpipe/models/m.hpp"
+#include "gnnpipe/core/c.hpp"'
 case_expect graph_includes_pipeline 1 runtime/graph/src/b.cpp '#include "gnnpipe/pipeline/trainer.hpp"'
 case_expect public_header_includes_cuda 1 runtime/core/include/gnnpipe/core/y.hpp '#include <cuda_runtime.h>'
 case_expect cu_includes_tbb 1 models/cuda/k.cu '#include <tbb/flow_graph.h>'
