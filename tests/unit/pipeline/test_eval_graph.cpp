@@ -34,6 +34,12 @@ Run train(std::vector<std::string> sets, const test::TempDir& dir, const std::st
   return test::run_experiment(kBase, sets, dir / sub);
 }
 
+// `sets` and one more assignment.
+std::vector<std::string> with(std::vector<std::string> sets, const std::string& one_more) {
+  sets.push_back(one_more);
+  return sets;
+}
+
 // metrics.csv's accuracy columns (train, val, test) of every epoch.
 std::vector<std::string> accuracies(const std::string& metrics) {
   std::vector<std::string> rows;
@@ -58,14 +64,9 @@ TEST_CASE("evaluation over the whole graph's resident block: layer-wise inferenc
     for (const char* mode : {"sequential", "pipelined"}) {
       INFO(model << ", " << mode);
       const std::vector<std::string> sets{"model.type=" + model, std::string("pipeline.mode=") + mode};
-      auto with = [&](const std::string& s) {
-        std::vector<std::string> all = sets;
-        all.push_back(s);
-        return all;
-      };
       const std::string tag = model + mode;
-      const Run layerwise = train(with("pipeline.eval_graph=layerwise"), dir, tag + "-lw");
-      const Run resident = train(with("pipeline.eval_graph=resident"), dir, tag + "-res");
+      const Run layerwise = train(with(sets, "pipeline.eval_graph=layerwise"), dir, tag + "-lw");
+      const Run resident = train(with(sets, "pipeline.eval_graph=resident"), dir, tag + "-res");
       const Run chunked = train({"model.type=" + model, std::string("pipeline.mode=") + mode, "pipeline.eval_graph=layerwise",
                                  "sampler.eval_chunk_nodes=97"},
                                 dir, tag + "-chunks");
@@ -122,14 +123,9 @@ TEST_CASE("pipeline.eval_graph layerwise_device: layer-wise results with every l
       INFO(model << ", " << mode);
       const std::vector<std::string> sets{"model.type=" + model, std::string("pipeline.mode=") + mode,
                                           "sampler.eval_chunk_nodes=97"};
-      auto with = [&](const std::string& s) {
-        std::vector<std::string> all = sets;
-        all.push_back(s);
-        return all;
-      };
       const std::string tag = model + mode;
-      const Run host = train(with("pipeline.eval_graph=layerwise"), dir, tag + "-host");
-      const Run device = train(with("pipeline.eval_graph=layerwise_device"), dir, tag + "-device");
+      const Run host = train(with(sets, "pipeline.eval_graph=layerwise"), dir, tag + "-host");
+      const Run device = train(with(sets, "pipeline.eval_graph=layerwise_device"), dir, tag + "-device");
       CHECK(device.summary["params_checksum"] == host.summary["params_checksum"]);
       CHECK(accuracies(device.metrics) == accuracies(host.metrics));
       CHECK(device.summary["memory"]["plan"]["eval_outputs_on_device"] == true);
