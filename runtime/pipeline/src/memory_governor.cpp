@@ -92,13 +92,13 @@ MemoryGovernor::Estimate MemoryGovernor::estimate(std::span<const PartSize> part
   e.trim = trim;
   for (const PartSize& part : parts) {
     std::vector<std::size_t> needs = s_.model.training_arrays(part.shapes, true);
-    // The part's input rows assembled or widened on the device (stages.cpp, input_rows): float32
+    // The part's input rows assembled or widened on the device (input_placement.cpp, input_rows): float32
     // rows unless they are the device matrix itself, and 16-bit rows before widening.
     const bool wide = s_.feature_dtype == graph::FeatureDType::kFloat32;
     const auto values = static_cast<std::size_t>(part.nodes * s_.feature_cols);
     needs.push_back((s_.gathers_on_device && !(wide && part.identity_rows)) || !wide ? values * sizeof(float) : 0);
     needs.push_back(!wide && s_.gathers_on_device && !part.identity_rows ? values * sizeof(uint16_t) : 0);
-    // The train stage's own arrays (stages.cpp): the loss gradient [targets x classes], the
+    // The train stage's own arrays (batch_path.cpp): the loss gradient [targets x classes], the
     // loss's per-row scratch, the epoch's loss slots.
     needs.push_back(static_cast<std::size_t>(part.shapes.back().num_dst * s_.classes) * sizeof(float));
     needs.push_back(part.loss_rows * sizeof(double));
@@ -172,12 +172,19 @@ void MemoryGovernor::admit_estimate(Admission& a, Estimate e) {
 }
 
 Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool redraws,
-                                const std::function<graph::MiniBatch(int attempt)>& redraw) {
+                                const std::function<graph::MiniBatch(int attempt)>& redraw,
+                                const Residency& residency) {
   Admission a;
   a.parts.push_back(std::move(batch));
   Estimate whole;
   if (std::optional<Estimate> e = admissible(sizes_of(a.parts), batches, &whole)) {
     admit_estimate(a, std::move(*e));
+    // Only a batch admitted as it is stays resident; a kept full-graph batch is evaluated in one
+    // piece when that fits next to it (its bound then replaces layer-wise inference's); else
+    // evaluation stays layer-wise.
+    a.keep_resident = residency.candidate;
+    a.whole_eval = a.keep_resident && residency.whole_eval_bound.has_value() &&
+                   try_raise_eval_bound(a, *residency.whole_eval_bound);
     return a;
   }
   const graph::MiniBatch& sampled = a.parts.front();

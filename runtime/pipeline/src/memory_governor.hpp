@@ -15,7 +15,8 @@
 // arrays (the model's and the train stage's) via GrowOnlyFootprint, refined by PeakPredictor's
 // online fit against what the train stream measurably holds after each step.
 // The governor is called in batch order by one thread (the flow graph's govern stage, or the
-// sequential loop); observe() comes from the train thread after the step, with its own lock.
+// sequential loop): admit() returns the whole decision for a batch (how it runs, whether it stays
+// resident); observe() comes from the train thread after the step, with its own lock.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -50,6 +51,19 @@ struct Admission {
   double analytical_train = 0;          // train-stream bytes by the arithmetic alone
   double predicted_train = 0;           // ... with the fitted correction
   int64_t nodes = 0, edges = 0;         // summed over the parts' blocks (the fit's variables)
+  // pipeline.resident: the batch stays on the device for the run (a candidate admitted as it is),
+  // and evaluation runs over it in one piece (its whole-graph bound fit beside it).
+  bool keep_resident = false;
+  bool whole_eval = false;
+};
+
+// What admit() is to decide beyond the split: whether a batch that may stay on the device for the
+// run (pipeline.resident's fixed batch, none kept yet) is kept, and whether evaluation over it in
+// one piece (a full-graph batch: `whole_eval_bound`, its arrays at most) fits beside it; that
+// bound then replaces evaluation's (layer-wise inference's).
+struct Residency {
+  bool candidate = false;
+  std::optional<std::size_t> whole_eval_bound;
 };
 
 // What one admission adds to the counts (fits, splits and their micro-batches, ...).
@@ -87,18 +101,16 @@ class MemoryGovernor {
 
   // Decides how `batch` (of an epoch of `batches` batches) runs. `redraw(k)` samples the k-th
   // replacement of the batch (resample); `redraws` says whether that gives a different batch.
+  // `residency`: whether it stays on the device for the run (see Residency).
   // Throws OutOfBudget (naming the batch) when not even its smallest split fits.
   Admission admit(graph::MiniBatch batch, int64_t batches, bool redraws,
-                  const std::function<graph::MiniBatch(int attempt)>& redraw);
+                  const std::function<graph::MiniBatch(int attempt)>& redraw, const Residency& residency = {});
 
   // The most device memory the run would hold while any one of `batches` (of an epoch of
   // `per_epoch`) trains as sampled, from the governor's state now; nothing when one of them does not
-  // fit unsplit. For planning before the run (Stages sizes the feature cache with it); changes nothing.
+  // fit unsplit. For planning before the run (Stages asks it for the feature placement and evaluation's
+  // outputs); changes nothing.
   std::optional<std::size_t> predict_unsplit(std::span<const graph::MiniBatch> batches, int64_t per_epoch) const;
-
-  // Raises evaluation's bound to `bytes` when `admitted` (the run's only batch: a resident one)
-  // still fits with it; returns whether it does (true, and unchanged, when `bytes` is not more).
-  bool try_raise_eval_bound(const Admission& admitted, std::size_t bytes);
 
   // The step of `admitted` ran: the train stream held `measured_train` bytes after it.
   void observe(const Admission& admitted, std::size_t measured_train);
@@ -140,6 +152,9 @@ class MemoryGovernor {
   // nothing when removing every removable edge is not enough.
   bool try_cut(Admission& a, const graph::MiniBatch& sampled, int64_t batches);
   std::size_t slot_bound(std::size_t packed) const;
+  // Raises evaluation's bound to `bytes` when `admitted` (the run's only batch: a resident one)
+  // still fits with it; returns whether it does (true, and unchanged, when `bytes` is not more).
+  bool try_raise_eval_bound(const Admission& admitted, std::size_t bytes);
   void admit_estimate(Admission& a, Estimate e);
 
   // The split a batch got, by what identifies a batch that comes back every epoch (a full batch,

@@ -1,5 +1,5 @@
 #pragma once
-// Item: one batch on its way through the stages of a training run (training_run.cpp), and the
+// Item: one batch on its way through the stages of a training run (pipelined_driver.cpp, sequential_driver.cpp), and the
 // helpers that name it in errors and logs.
 #include <fmt/format.h>
 

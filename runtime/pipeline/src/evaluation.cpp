@@ -1,0 +1,302 @@
+#include "evaluation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/log.hpp"
+#include "gnnpipe/core/trace_range.hpp"
+#include "gnnpipe/core/units.hpp"
+#include "gnnpipe/memory/grow_only_footprint.hpp"
+#include "gnnpipe/models/ops/metrics.hpp"
+#include "gnnpipe/pipeline/inference_plan.hpp"
+#include "gnnpipe/samplers/inference_sampler.hpp"
+#include "stage_retry.hpp"
+
+namespace gnnpipe::pipeline::detail {
+
+Evaluation::Evaluation(const TrainingSetup& s, memory::CachingAllocator& allocator, const core::Stream& copy_stream,
+                       RunCounters& counters, const InputPlacement& placement, bool resident_candidate)
+    : s_(s),
+      device_(s.model.context().device()),
+      allocator_(allocator),
+      copy_stream_(copy_stream),
+      train_stream_(s.model.context().stream()),
+      counters_(counters),
+      placement_(placement),
+      resident_candidate_(resident_candidate),
+      eval_stream_(device_),
+      eval_ctx_(eval_stream_, s.model.context().options(), s.model.context().allocator()),
+      epoch_end_(device_),
+      snapshot_done_(device_),
+      eval_model_(s.model_options, s.data.features.cols(), s.data.labels.num_classes, s.seed, eval_ctx_,
+                  s.model.embedding().rows) {}
+
+void Evaluation::place_eval_graph() {
+  const EvalGraph wanted = s_.pipeline.eval_graph;
+  // (A fixed batch evaluates over itself.)
+  if (resident_candidate_ || wanted == EvalGraph::kLayerwise || wanted == EvalGraph::kLayerwiseDevice) return;
+  if (wanted == EvalGraph::kAuto && !device_.is_cuda()) return;
+  const graph::CsrGraph& g = s_.data.graph;
+  const graph::FeatureStore& f = s_.data.features;
+  const int64_t n = g.num_nodes();
+  if (n == 0 || n > std::numeric_limits<int32_t>::max()) return;
+  // Features on the device are read in place (the batch carries ids); otherwise the packed batch
+  // carries the whole matrix (a cache's rows alone would not do).
+  const int64_t cols = placement_.features_on_device() ? 0 : f.cols();
+  const std::size_t taken = allocator_.stats().in_use_bytes;
+  const std::size_t left = allocator_.budget() > taken ? allocator_.budget() - taken : 0;
+  const std::size_t eval_arrays = whole_graph_bound();
+  // An upper bound of the packed block before building it: offsets and transposed offsets, and per
+  // entry (in-edges plus a self-loop per node) its source, weight, transposed source and edge id.
+  const auto entries = static_cast<std::size_t>(g.num_edges() + n);
+  const std::size_t estimate = 16 * static_cast<std::size_t>(n + 1) + 20 * entries + 8 * static_cast<std::size_t>(n) +
+                               (cols > 0 ? static_cast<std::size_t>(n) * f.bytes_per_row() : 0) + (16 << 10);
+  const auto fits = [&](std::size_t graph_bytes) {
+    const std::size_t need = memory::CachingAllocator::size_class(graph_bytes) + eval_arrays;
+    return wanted == EvalGraph::kResident ? need <= left : need <= left / 4;
+  };
+  const auto refuse = [&](std::size_t graph_bytes) {
+    GNNPIPE_THROW(OutOfBudget,
+                  "pipeline.eval_graph: resident: the whole graph's block ({}) and evaluation's arrays ({}) do not fit the "
+                  "{} the budget leaves on {} (memory.limit); use pipeline.eval_graph: layerwise",
+                  core::format_bytes(graph_bytes), core::format_bytes(eval_arrays), core::format_bytes(left), device_.str());
+  };
+  if (!fits(estimate) && wanted == EvalGraph::kAuto) return;
+  const auto sampler = samplers::make_inference_sampler(g, eval_model_.block_norm(), static_cast<int>(n));
+  const auto workspace = sampler->make_workspace();
+  const graph::MiniBatch batch = sampler->sample(sampler->plan_epoch(0).front(), *workspace);
+  const BatchLayout layout = BatchLayout::of(batch, cols, std::span<const int32_t>{}, f.dtype());
+  if (!fits(layout.total_bytes)) {
+    if (wanted == EvalGraph::kAuto) return;
+    refuse(layout.total_bytes);
+  }
+  core::Buffer<std::byte> packed(layout.total_bytes, core::MemoryKind::kStaging, device_);
+  pack_batch(batch, f, placement_.label_source(), layout, packed.data(), {});
+  std::byte* dst = eval_graph_.ensure(&allocator_, copy_stream_, layout.total_bytes);
+  core::copy_bytes_async(dst, packed.data(), layout.total_bytes, copy_stream_);
+  copy_stream_.synchronize();
+  eval_graph_layout_ = layout;
+  eval_graph_resident_ = true;
+  core::logger().debug("pipeline.eval_graph {}: the whole graph's block ({}) is on the {} for the run; evaluation runs "
+                      "over it one layer at a time",
+                      to_string(wanted), core::format_bytes(layout.total_bytes), device_.str());
+}
+
+void Evaluation::choose_eval_outputs(const Probe& probe, const PredictProbe& predict) {
+  const EvalGraph wanted = s_.pipeline.eval_graph;
+  if (resident_candidate_ || eval_graph_resident_) return;
+  if (wanted != EvalGraph::kLayerwiseDevice && !(wanted == EvalGraph::kAuto && device_.is_cuda())) return;
+  const std::size_t host_path = bound();
+  eval_outputs_on_device_ = true;
+  const std::size_t arrays = bound();
+  const std::size_t in_use = allocator_.stats().in_use_bytes;
+  const std::size_t usable = static_cast<std::size_t>(static_cast<double>(allocator_.budget()) * (1.0 - s_.memory.tolerance));
+  // layerwise_device insists only that the arrays fit beside what is resident (the governor then
+  // splits batches as it must); auto also wants the probed batches as the governor would admit them
+  // beside the arrays, with a quarter more for the batches not sampled (as place_features plans),
+  // to need no split for them.
+  bool fits = in_use + arrays <= usable;
+  if (fits && wanted == EvalGraph::kAuto && !probe.batches.empty()) {
+    const std::optional<std::size_t> most = predict(arrays);
+    const std::size_t fixed = in_use + arrays;
+    fits = most.has_value() && *most + (*most > fixed ? *most - fixed : 0) / 4 <= usable;
+  }
+  if (fits) {
+    core::logger().debug("pipeline.eval_graph {}: evaluation keeps every layer's outputs on the {} ({} in all, against {} "
+                         "with its chunks' rows gathered on the host)",
+                         to_string(wanted), device_.str(), core::format_bytes(arrays), core::format_bytes(host_path));
+    return;
+  }
+  eval_outputs_on_device_ = false;
+  GNNPIPE_CHECK_AS(OutOfBudget, wanted != EvalGraph::kLayerwiseDevice,
+                   "pipeline.eval_graph: layerwise_device: evaluation's layer outputs and chunk arrays ({}) do not "
+                   "fit the {} budget on {} beside what is resident ({}) (memory.limit); use pipeline.eval_graph: "
+                   "layerwise",
+                   core::format_bytes(arrays), core::format_bytes(allocator_.budget()), device_.str(),
+                   core::format_bytes(in_use));
+}
+
+// Evaluation over a whole-graph batch (whole_graph_logits) at most: every layer's
+// infer_layer on the whole graph (a self-loop per node at most added), growing the twin's arrays
+// layer after layer, plus the two [nodes x widest output] activation buffers it alternates between
+// (and the widened input rows of fp16/bf16 features).
+std::size_t Evaluation::whole_graph_bound() const {
+  const graph::CsrGraph& g = s_.data.graph;
+  const int64_t n = g.num_nodes();
+  const models::BlockShape whole{n, n, g.num_edges() + n};
+  memory::GrowOnlyFootprint arrays;
+  int64_t widest_out = 0;
+  for (std::size_t l = 0; l < eval_model_.num_layers(); ++l) {
+    arrays.grow(eval_model_.inference_arrays(l, whole));
+    widest_out = std::max(widest_out, eval_model_.layer_out_dim(l));
+  }
+  std::size_t bytes = arrays.bytes() + 2 * memory::CachingAllocator::size_class(static_cast<std::size_t>(n * widest_out) * sizeof(float));
+  // fp16/bf16 input rows are widened into a float array of the eval stream's (input_rows).
+  const graph::FeatureStore& f = s_.data.features;
+  if (f.is_16bit()) bytes += memory::CachingAllocator::size_class(static_cast<std::size_t>(n * f.cols()) * sizeof(float));
+  return bytes;
+}
+
+// Layer-wise inference's arrays at most: it runs chunks of eval_chunk_nodes consecutive
+// destinations with all their in-edges (plus one self-loop each where the model adds them), so a
+// chunk has at most the largest in-edge count of any chunk (inference_plan.hpp has the arithmetic).
+std::size_t Evaluation::bound() const {
+  if (eval_graph_resident_) return whole_graph_bound();
+  const graph::CsrGraph& g = s_.data.graph;
+  const int64_t n = g.num_nodes();
+  if (n == 0) return 0;
+  const int64_t chunk = std::min<int64_t>(std::max(1, s_.eval_chunk_nodes), n);
+  int64_t edges = 0;
+  for (int64_t begin = 0; begin < n; begin += chunk) {
+    const int64_t end = std::min(n, begin + chunk);
+    edges = std::max<int64_t>(edges, g.offsets()[static_cast<std::size_t>(end)] - g.offsets()[static_cast<std::size_t>(begin)]);
+  }
+  // Layer 0's chunk rows are features, or rows of a learned embedding.
+  const int64_t input_cols = eval_model_.has_embedding() ? eval_model_.embedding().cols : s_.data.features.cols();
+  const int64_t block_edges = inference_block_edges(eval_model_, chunk, edges);
+  if (eval_outputs_on_device_) {
+    return inference_chunk_bytes(eval_model_, input_cols, n, chunk, block_edges, InferenceArrays::kDeviceOutputs) +
+           device_outputs_bytes(eval_model_, n);
+  }
+  return inference_chunk_bytes(eval_model_, input_cols, n, chunk, block_edges,
+                               device_.is_cuda() ? InferenceArrays::kDevice : InferenceArrays::kModel);
+}
+
+void Evaluation::snapshot() {
+  epoch_end_.record(train_stream_);
+  eval_stream_.wait(epoch_end_);
+  eval_model_.params().copy_values_from(s_.model.params(), eval_stream_);
+  snapshot_done_.record(eval_stream_);
+  train_stream_.wait(snapshot_done_);
+}
+
+void Evaluation::evaluate(EpochResult& r, const std::optional<WholeGraphBatch>& whole) {
+  const core::TraceRange range("gnnpipe eval");
+  // An attempt reads the snapshot, which nothing changes until the next epoch's, and rewrites
+  // every score of `r`.
+  const int attempts = retrying(s_, counters_, Stage::kEval, r.epoch, -1, [&](int attempt) {
+    evaluate_once(r, whole);
+    return attempt + 1;
+  });
+  if (attempts > 1) {
+    // The epoch's counters were taken before its evaluation: add to its result and the run's totals.
+    r.memory.stage_retries += attempts - 1;
+    counters_.add_eval_retries(attempts - 1);
+  }
+}
+
+void Evaluation::evaluate_once(EpochResult& r, const std::optional<WholeGraphBatch>& whole) {
+  const double t0 = s_.recorder.begin(Stage::kEval, r.epoch, -1);
+  if (s_.fault) s_.fault(Stage::kEval, r.epoch, -1);
+  models::Matrix<float> layerwise;
+  models::MatrixView<const float> logits;
+  if (whole) {
+    logits = whole_graph_logits(*whole);
+  } else if (eval_graph_resident_) {
+    logits = whole_graph_logits({.layout = &eval_graph_layout_, .base = eval_graph_.data(), .kept_rows = nullptr});
+  } else {
+    layerwise = infer_layerwise(eval_model_, s_.data.graph, layerwise_input(eval_model_, s_.data.features, eval_stream_, embedding_host_),
+                                {.chunk_nodes = s_.eval_chunk_nodes,
+                                 .parallel_chunks = s_.pipeline.sampler_threads,
+                                 .chunks = nullptr,
+                                 .cut = {},
+                                 .charge_packed = false,
+                                 .overlap_bytes = 0,  // the governor's evaluation bound has one packed chunk
+                                 .device_outputs = eval_outputs_on_device_,
+                                 .on_layer = {}},
+                                eval_workspace_);
+    logits = layerwise.cview();
+  }
+  const auto& sp = s_.data.splits;
+  r.evaluated = true;
+  if (s_.data.labels.is_multi_label()) {
+    // Micro-F1 at threshold 0.5 is the run's score; macro-F1 and the top-k (DeepWalk) variants beside it.
+    const graph::Labels& l = s_.data.labels;
+    const models::MatrixView<const uint8_t> targets{l.multi.data(), s_.data.num_nodes(), l.num_classes};
+    // The run's score (run.metric) for every split; the other F1 scores for val and test only.
+    const Score score = s_.pipeline.score;
+    const bool top_k_score = score == Score::kMicroF1TopK || score == Score::kMacroF1TopK;
+    const auto scores = [&](const graph::HostArray<graph::NodeId>& split, bool all) {
+      MultiLabelScores m;
+      if (split.empty()) return m;
+      if (all || !top_k_score) {
+        const auto at_half = models::cpu::multi_label_f1<float>(logits, targets, split.span(), false);
+        m.micro = at_half.micro;
+        m.macro = at_half.macro;
+      }
+      if (all || top_k_score) {
+        const auto top_k = models::cpu::multi_label_f1<float>(logits, targets, split.span(), true);
+        m.micro_topk = top_k.micro;
+        m.macro_topk = top_k.macro;
+      }
+      return m;
+    };
+    r.train_acc = scores(sp.train, false).of(score);
+    r.val_f1 = scores(sp.val, true);
+    r.test_f1 = scores(sp.test, true);
+    r.val_acc = r.val_f1.of(score);
+    r.test_acc = r.test_f1.of(score);
+  } else {
+    const auto labels = s_.data.labels.single.span();
+    r.train_acc = models::cpu::accuracy<float>(logits, labels, sp.train.span());
+    r.val_acc = sp.val.empty() ? NAN : models::cpu::accuracy<float>(logits, labels, sp.val.span());
+    r.test_acc = sp.test.empty() ? NAN : models::cpu::accuracy<float>(logits, labels, sp.test.span());
+  }
+  eval_stream_.synchronize();
+  s_.recorder.record(Stage::kEval, r.epoch, -1, t0, s_.recorder.now());
+}
+
+// Inference of the whole graph one layer at a time over the resident full-graph batch (its
+// targets are every node in id order; every layer reads its one block): the computation of
+// layer-wise inference with a single chunk, on device memory already there. The eval stream reads
+// device slot 0 while the train stream may read it too (neither writes it).
+models::MatrixView<const float> Evaluation::whole_graph_logits(const WholeGraphBatch& whole) {
+  const BatchLayout& layout = *whole.layout;
+  const PackedBatchView view = PackedBatchView::of(layout, nullptr, const_cast<std::byte*>(whole.base));
+  const auto blocks = graph::layer_blocks(view.blocks, eval_model_.num_layers(), 0);
+  const int64_t n = s_.data.graph.num_nodes();
+  // Its input rows are every node's (of which a feature cache holds some: view.features has the rest).
+  GNNPIPE_CHECK(blocks.back()->num_dst == n && layout.feature_rows == n,
+                "the resident full-graph batch has {} targets and {} input rows for {} nodes", blocks.back()->num_dst,
+                layout.feature_rows, n);
+  // A learned embedding is its own input: every node's row, in id order.
+  // The input rows the train step made for the resident batch, when it made any (a snapshot
+  // follows that step), else made here and kept on the eval stream for the next evaluation.
+  const auto rows = [&]() -> models::MatrixView<const float> {
+    if (whole.kept_rows != nullptr && whole.kept_rows->resident.load(std::memory_order_acquire)) {
+      return whole.kept_rows->rows.view(layout.feature_rows, s_.data.features.cols());
+    }
+    return placement_.input_rows(layout, view, eval_ctx_, eval_gathered_, true);
+  };
+  models::MatrixView<const float> x = eval_model_.has_embedding() ? eval_model_.embedding() : rows();
+  for (std::size_t l = 0; l < eval_model_.num_layers(); ++l) {
+    models::DeviceArray<float>& out = eval_activations_[l % 2];
+    const auto y = out.matrix(eval_ctx_, n, eval_model_.layer_out_dim(l));
+    eval_model_.infer_layer(l, *blocks[l], x, y);
+    x = y;
+  }
+  const auto count = static_cast<std::size_t>(x.rows * x.cols);
+  if (eval_logits_.size() < count) {
+    eval_logits_ = core::Buffer<float>();
+    eval_logits_ = core::Buffer<float>(count, core::MemoryKind::kStaging, device_);
+  }
+  core::copy_bytes_async(eval_logits_.data(), x.data, count * sizeof(float), eval_stream_);
+  eval_stream_.synchronize();
+  return {eval_logits_.data(), x.rows, x.cols};
+}
+
+void Evaluation::restore_snapshot() {
+  s_.model.params().copy_values_from(eval_model_.params(), train_stream_);
+  train_stream_.synchronize();
+}
+
+void Evaluation::describe(MemoryPlan& p) const {
+  const std::size_t eval_resident = allocator_.in_use_bytes_on(eval_stream_);
+  p.eval_twin = eval_resident - std::min(eval_resident, eval_ctx_.library_workspace_bytes());
+  p.eval_graph = eval_graph_resident_ ? memory::CachingAllocator::size_class(eval_graph_.capacity()) : 0;
+  p.eval_outputs_on_device = eval_outputs_on_device_;
+}
+
+}  // namespace gnnpipe::pipeline::detail
