@@ -9,6 +9,7 @@
 
 #include "gnnpipe/models/ops/dropout_mask.hpp"
 #include "ops/dropout_draw.hpp"
+#include "ops/dropout_simd.hpp"
 #include "ops/parallel.hpp"
 
 namespace gnnpipe::models::cpu {
