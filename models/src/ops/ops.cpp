@@ -17,7 +17,7 @@
 #include "gnnpipe/graph/feature_store.hpp"
 #include "gnnpipe/models/ops/sparse_input.hpp"
 #include "gnnpipe/models/ops/spmm.hpp"
-#include "parallel.hpp"
+#include "cpu/parallel.hpp"
 
 #include "ops/dispatch.hpp"
 

@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "gnnpipe/models/ops/dropout.hpp"
-#include "ops/dropout_draw.hpp"
-#include "ops/dropout_simd.hpp"
-#include "ops/parallel.hpp"
+#include "cpu/dropout_draw.hpp"
+#include "cpu/dropout_simd.hpp"
+#include "cpu/parallel.hpp"
 
 namespace gnnpipe::models::cpu {
 namespace {

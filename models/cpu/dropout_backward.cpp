@@ -1,8 +1,8 @@
 // The CPU dropout's backward (dropout.hpp): dx = dy scaled where the forward's mask kept, 0
 // elsewhere; the same for feature and edge dropout.
 #include "gnnpipe/models/ops/dropout.hpp"
-#include "ops/dropout_simd.hpp"
-#include "ops/parallel.hpp"
+#include "cpu/dropout_simd.hpp"
+#include "cpu/parallel.hpp"
 
 namespace gnnpipe::models::cpu {
 

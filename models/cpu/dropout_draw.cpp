@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "gnnpipe/models/ops/dropout.hpp"
-#include "ops/dropout_draw.hpp"
-#include "ops/dropout_simd.hpp"
+#include "cpu/dropout_draw.hpp"
+#include "cpu/dropout_simd.hpp"
 
 namespace gnnpipe::models::cpu {
 namespace detail {
