@@ -1,9 +1,9 @@
 // CPU-vs-CUDA parity of the ops in models/ops/ops.hpp, for float and double (this file: the
 // elementwise ops, dropout, losses, utilities and shape checks; test_ops_gpu.cpp: GEMM, the
-// sparse-dense products and GAT's edge scores): each test runs the
-// op through ops:: on OpContext::host() over host memory (the reference) and on a CUDA context over
-// device copies of the same inputs, with every output poisoned first (NaN, 0xFF mask bytes) so an
-// element the GPU never writes fails. Bounds (test::elementwise_tolerance / reduction_tolerance in
+// sparse-dense products and GAT's edge scores): each test runs the op through ops:: on
+// OpContext::host() over host memory (the reference) and on a CUDA context over device copies of
+// the same inputs, with every output poisoned first (NaN, 0xFF mask bytes) so an element the GPU
+// never writes fails. Bounds (test::elementwise_tolerance / reduction_tolerance in
 // device_helpers.hpp) allow for floating-point reassociation only; the reductions also run twice
 // and must be bitwise equal (the ops use no floating-point atomics).
 #include <catch2/catch.hpp>
