@@ -61,8 +61,8 @@ void make_current(const OpContext& ctx) {
 }
 
 template <class T>
-void gemm(const OpContext& ctx, bool trans_a, bool trans_b, T alpha, ConstView<T> a, ConstView<T> b, T beta,
-          MatrixView<T> c) {
+void gemm(const OpContext& ctx, bool trans_a, bool trans_b, std::type_identity_t<T> alpha, ConstView<T> a,
+          ConstView<T> b, std::type_identity_t<T> beta, MatrixView<T> c) {
   const int64_t m = trans_a ? a.cols : a.rows, k = trans_a ? a.rows : a.cols;
   const int64_t kb = trans_b ? b.cols : b.rows, n = trans_b ? b.rows : b.cols;
   GNNPIPE_CHECK(k == kb && c.rows == m && c.cols == n, "gemm: op(a) {}x{} times op(b) {}x{} into c {}", m, k, kb, n,
@@ -226,21 +226,22 @@ void bias_grad_accumulate(const OpContext& ctx, ConstView<T> dy, MatrixView<T> d
 }
 
 template <class T>
-void activation(const OpContext& ctx, Activation kind, T param, ConstView<T> x, MatrixView<T> y) {
+void activation(const OpContext& ctx, Activation kind, std::type_identity_t<T> param, ConstView<T> x,
+                MatrixView<T> y) {
   check_same_shape<T>(x, y, "activation: x and y");
   launch_activation<T>(kind_of(kind), x.data, y.data, x.size(), param, stream_of(ctx));
 }
 
 template <class T>
-void activation_backward(const OpContext& ctx, Activation kind, T param, ConstView<T> y, ConstView<T> dy,
-                         MatrixView<T> dx) {
+void activation_backward(const OpContext& ctx, Activation kind, std::type_identity_t<T> param, ConstView<T> y,
+                         ConstView<T> dy, MatrixView<T> dx) {
   check_same_shape<T>(y, dy, "activation_backward: y and dy");
   check_same_shape<T>(dy, dx, "activation_backward: dy and dx");
   launch_activation_backward<T>(kind_of(kind), y.data, dy.data, dx.data, y.size(), param, stream_of(ctx));
 }
 
 template <class T>
-void dropout_forward(const OpContext& ctx, core::RngKey key, T p, ConstView<T> x,
+void dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p, ConstView<T> x,
                      std::span<const graph::NodeId> row_ids, MatrixView<T> y, uint8_t* mask) {
   GNNPIPE_CHECK(p >= T{0} && p < T{1}, "dropout: p must be in [0, 1), got {}", p);
   check_same_shape<T>(x, y, "dropout: x and y");
@@ -251,8 +252,9 @@ void dropout_forward(const OpContext& ctx, core::RngKey key, T p, ConstView<T> x
 }
 
 template <class T>
-void edge_dropout_forward(const OpContext& ctx, core::RngKey key, T p, const graph::Block& block,
-                          std::span<const graph::NodeId> row_ids, ConstView<T> alpha, MatrixView<T> y, uint8_t* mask) {
+void edge_dropout_forward(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p,
+                          const graph::Block& block, std::span<const graph::NodeId> row_ids, ConstView<T> alpha,
+                          MatrixView<T> y, uint8_t* mask) {
   GNNPIPE_CHECK(p >= T{0} && p < T{1}, "edge_dropout: p must be in [0, 1), got {}", p);
   check_shape(alpha, block.num_edges(), alpha.cols, "edge_dropout: alpha (E x H)");
   check_same_shape<T>(alpha, y, "edge_dropout: alpha and y");
@@ -263,7 +265,8 @@ void edge_dropout_forward(const OpContext& ctx, core::RngKey key, T p, const gra
 }
 
 template <class T>
-void dropout_backward(const OpContext& ctx, const uint8_t* mask, T p, ConstView<T> dy, MatrixView<T> dx) {
+void dropout_backward(const OpContext& ctx, const uint8_t* mask, std::type_identity_t<T> p, ConstView<T> dy,
+                      MatrixView<T> dx) {
   GNNPIPE_CHECK(p >= T{0} && p < T{1}, "dropout_backward: p must be in [0, 1), got {}", p);
   check_same_shape<T>(dy, dx, "dropout_backward: dy and dx");
   launch_dropout_backward<T>(mask, p, dy.data, dx.data, dy.rows, dy.cols, stream_of(ctx));
@@ -383,7 +386,7 @@ void head_scale_backward(const OpContext& ctx, ConstView<T> gate, ConstView<T> x
 }
 
 template <class T>
-void axpy(const OpContext& ctx, T a, ConstView<T> x, MatrixView<T> y) {
+void axpy(const OpContext& ctx, std::type_identity_t<T> a, ConstView<T> x, MatrixView<T> y) {
   check_same_shape<T>(x, y, "axpy: x and y");
   launch_axpy<T>(a, x.data, y.data, x.size(), stream_of(ctx));
 }
@@ -422,79 +425,26 @@ void widen_16bit(const OpContext& ctx, const uint16_t* src, bool bfloat16, int64
 }
 
 template <class T>
-void adam_step(const OpContext& ctx, T* w, const T* grad, T* m, T* v, const T* decay, int64_t n, T b1, T b2,
-               T step_size, T sqrt_c2, T eps) {
-  launch_adam<T>(w, grad, m, v, decay, n, b1, b2, step_size, sqrt_c2, eps, stream_of(ctx));
+void adam_update(const OpContext& ctx, const AdamUpdate<T>& u, T* w, const T* grad, T* m, T* v, const T* decay,
+                 int64_t n) {
+  launch_adam<T>(w, grad, m, v, decay, n, u.b1, u.b2, u.step_size, u.sqrt_c2, u.eps, stream_of(ctx));
 }
 
 template <class T>
-void sgd_step(const OpContext& ctx, T* w, const T* grad, T* velocity, const T* decay, int64_t n, T lr, T momentum,
-              bool first) {
+void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const T* grad, T* velocity, const T* decay,
+                int64_t n) {
   launch_sgd<T>(w, grad, velocity, decay, n, lr, momentum, first, stream_of(ctx));
 }
 
-#define GNNPIPE_INSTANTIATE(T)                                                                                        \
-  template void gemm<T>(const OpContext&, bool, bool, T, ConstView<T>, ConstView<T>, T, MatrixView<T>);              \
-  template void spmm<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);                         \
-  template void spmm_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);                \
-  template void spmm_edge_weighted<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>,             \
-                                      MatrixView<T>);                                                                 \
-  template void spmm_edge_weighted_backward_x<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>,  \
-                                                 MatrixView<T>);                                                      \
-  template void spmm_edge_weighted_backward_alpha<T>(const OpContext&, const graph::Block&, ConstView<T>,            \
-                                                     ConstView<T>, MatrixView<T>);                                    \
-  template void sddmm_add<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>);      \
-  template void sddmm_add_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>,            \
-                                      MatrixView<T>);                                                                 \
-  template void edge_softmax<T>(const OpContext&, const graph::Block&, MatrixView<T>);                               \
-  template void edge_softmax_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>,          \
-                                         MatrixView<T>);                                                              \
-  template void head_dot<T>(const OpContext&, ConstView<T>, ConstView<T>, MatrixView<T>);                            \
-  template void head_dot_backward<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, MatrixView<T>,      \
-                                     MatrixView<T>);                                                                  \
-  template void head_mean<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                         \
-  template void head_mean_backward<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                \
-  template void bias_add<T>(const OpContext&, MatrixView<T>, ConstView<T>);                                          \
-  template void bias_grad_accumulate<T>(const OpContext&, ConstView<T>, MatrixView<T>);                              \
-  template void activation<T>(const OpContext&, Activation, T, ConstView<T>, MatrixView<T>);                         \
-  template void activation_backward<T>(const OpContext&, Activation, T, ConstView<T>, ConstView<T>, MatrixView<T>);  \
-  template void dropout_forward<T>(const OpContext&, core::RngKey, T, ConstView<T>,                                  \
-                                   std::span<const graph::NodeId>, MatrixView<T>, uint8_t*);                         \
-  template void edge_dropout_forward<T>(const OpContext&, core::RngKey, T, const graph::Block&,                      \
-                                        std::span<const graph::NodeId>, ConstView<T>, MatrixView<T>, uint8_t*);      \
-  template void dropout_backward<T>(const OpContext&, const uint8_t*, T, ConstView<T>, MatrixView<T>);               \
-  template void log_softmax_nll<T>(const OpContext&, ConstView<T>, std::span<const int32_t>,                         \
-                                   std::span<const int32_t>, std::span<const float>, MatrixView<T>, double*,         \
-                                   double*);                                                                          \
-  template void bce_with_logits<T>(const OpContext&, ConstView<T>, MatrixView<const uint8_t>,                        \
-                                   std::span<const int32_t>, std::span<const float>, MatrixView<T>, double*,        \
-                                   double*);                                                                         \
-  template void gru_cell<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, MatrixView<T>);             \
-  template void gru_cell_backward<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, ConstView<T>,      \
-                                     MatrixView<T>, MatrixView<T>, MatrixView<T>);                                   \
-  template void segment_max<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>,                  \
-                               MatrixView<int64_t>);                                                                 \
-  template void segment_max_backward<T>(const OpContext&, const graph::Block&, MatrixView<const int64_t>,           \
-                                        ConstView<T>, MatrixView<T>);                                                \
-  template void spmm_mean<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);                   \
-  template void spmm_mean_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);          \
-  template void head_scale<T>(const OpContext&, ConstView<T>, ConstView<T>, MatrixView<T>);                         \
-  template void head_scale_backward<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, MatrixView<T>,   \
-                                       MatrixView<T>);                                                               \
-  template void axpy<T>(const OpContext&, T, ConstView<T>, MatrixView<T>);                                          \
-  template void zero<T>(const OpContext&, MatrixView<T>);                                                            \
-  template void copy<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                              \
-  template void copy_rows<T>(const OpContext&, ConstView<T>, std::span<const int32_t>, MatrixView<T>,                 \
-                             std::span<const int32_t>);                                                              \
-  template void add_rows<T>(const OpContext&, ConstView<T>, MatrixView<T>, std::span<const int32_t>);                 \
-  template void adam_step<T>(const OpContext&, T*, const T*, T*, T*, const T*, int64_t, T, T, T, T, T);             \
-  template void sgd_step<T>(const OpContext&, T*, const T*, T*, const T*, int64_t, T, T, bool);
-template void copy_rows<uint16_t>(const OpContext&, ConstView<uint16_t>, std::span<const int32_t>, MatrixView<uint16_t>,
-                                  std::span<const int32_t>);
-template void copy_rows<uint8_t>(const OpContext&, ConstView<uint8_t>, std::span<const int32_t>, MatrixView<uint8_t>,
-                                 std::span<const int32_t>);
-GNNPIPE_INSTANTIATE(float)
-GNNPIPE_INSTANTIATE(double)
+// The explicit instantiations of every CUDA twin, from op_table.def: float and double, and
+// copy_rows also for raw 16-bit feature rows and 0/1 label bytes.
+#define GNNPIPE_INSTANTIATE(name, T) template decltype(name<T>) name<T>;
+#define GNNPIPE_INSTANTIATE_FLOATING(name) GNNPIPE_INSTANTIATE(name, float) GNNPIPE_INSTANTIATE(name, double)
+#define GNNPIPE_OP(name, params) GNNPIPE_INSTANTIATE_FLOATING(name)
+#define GNNPIPE_ROWS_OP(name, params) \
+  GNNPIPE_INSTANTIATE_FLOATING(name) GNNPIPE_INSTANTIATE(name, uint16_t) GNNPIPE_INSTANTIATE(name, uint8_t)
+#include "gnnpipe/models/ops/op_table.def"
+#undef GNNPIPE_INSTANTIATE_FLOATING
 #undef GNNPIPE_INSTANTIATE
 
 }  // namespace gnnpipe::models::cuda

@@ -1,4 +1,4 @@
-// Elementwise ops (cpu twins: models/src/ops/elementwise.cpp, dropout.cpp) and the bias gradient,
+// Elementwise ops (cpu twins: models/cpu/elementwise.cpp, dropout_*.cpp) and the bias gradient,
 // whose column sums keep the CPU's fixed 256-row blocking (util::column_block_sum).
 #include <cuda_fp16.h>
 

@@ -1,5 +1,5 @@
-// GAT attention pieces (cpu twins: models/src/ops/gat.cpp, the attention dropout of
-// models/src/ops/dropout.cpp and the head_dot / head mean loops of models/src/layers/gat_layer.cpp).
+// GAT attention pieces (cpu twins: models/cpu/gat.cpp, the attention dropout of
+// models/cpu/dropout_forward.cpp and the head_dot / head mean loops of models/src/layers/gat_layer.cpp).
 // Per-destination reductions run one warp per row: lanes load the row's (edge, head) pairs in
 // parallel and fold them per head in edge order through shuffles (util::fold_chunk), so every sum
 // has the CPU's order and two runs agree bitwise.

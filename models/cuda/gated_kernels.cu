@@ -1,4 +1,4 @@
-// GGNN and GaAN pieces (cpu twins: models/src/ops/gated.cpp): one thread per output element, each
+// GGNN and GaAN pieces (cpu twins: models/cpu/gated.cpp): one thread per output element, each
 // walking its row's edges (or its transposed row) in the CPU's order with uncontracted arithmetic,
 // so sums have the CPU's order and two runs agree bitwise. The GRU's sigmoid and tanh use CUDA's
 // libm (within a few ulp of the host's: the parity tests bound the difference).

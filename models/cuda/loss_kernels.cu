@@ -1,4 +1,4 @@
-// Losses over listed rows (cpu twins: models/src/ops/loss.cpp). One warp per listed row writes its
+// Losses over listed rows (cpu twins: models/cpu/loss.cpp). One warp per listed row writes its
 // gradient row and its row loss (in double, summed in column order through shuffles); then one block
 // sums the row losses in a fixed order into *loss. Deterministic, no atomics, no host sync.
 #include <cstdint>

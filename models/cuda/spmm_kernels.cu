@@ -1,4 +1,4 @@
-// Sparse-dense products over a Block (cpu twins: models/src/ops/spmm.cpp). Forward walks the
+// Sparse-dense products over a Block (cpu twins: models/cpu/spmm.cpp). Forward walks the
 // destination CSR, gradients with respect to sources walk the transpose (t_edges gives the forward
 // edge id of each entry): each output row is reduced by one lane group in edge order (a row of
 // more than kLongRow entries by a thread block in a fixed order of runs), no atomics.

@@ -1,7 +1,8 @@
 #pragma once
 // GNNPIPE_ON_CUDA(call): the dispatch of ops.hpp's functions (ops.cpp, gated_ops.cpp). Used inside
 // an op whose OpContext is named `ctx`: on a CUDA context it makes ctx's device current, runs
-// cuda::call (the CUDA twin, cuda_ops.hpp) and returns; on the CPU it falls through to the CPU twin.
+// cuda::call (the CUDA twin, cuda_ops.hpp: the same name and parameters, both from op_table.def)
+// and returns; on the CPU it falls through to the CPU twin.
 #include "gnnpipe/core/check.hpp"
 
 #if defined(GNNPIPE_MODELS_CUDA)

@@ -64,22 +64,14 @@ void axpy(const OpContext& ctx, std::type_identity_t<T> a, ConstView<T> x, Matri
   cpu::axpy<T>(a, x, y);
 }
 
-#define GNNPIPE_INSTANTIATE(T)                                                                                       \
-  template void gru_cell<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, MatrixView<T>);             \
-  template void gru_cell_backward<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, ConstView<T>,      \
-                                     MatrixView<T>, MatrixView<T>, MatrixView<T>);                                   \
-  template void segment_max<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>,                  \
-                               MatrixView<int64_t>);                                                                 \
-  template void segment_max_backward<T>(const OpContext&, const graph::Block&, MatrixView<const int64_t>,           \
-                                        ConstView<T>, MatrixView<T>);                                                \
-  template void spmm_mean<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);                   \
-  template void spmm_mean_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);          \
-  template void head_scale<T>(const OpContext&, ConstView<T>, ConstView<T>, MatrixView<T>);                         \
-  template void head_scale_backward<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, MatrixView<T>,   \
-                                       MatrixView<T>);                                                               \
-  template void axpy<T>(const OpContext&, T, ConstView<T>, MatrixView<T>);
-GNNPIPE_INSTANTIATE(float)
-GNNPIPE_INSTANTIATE(double)
+// The explicit instantiations of this file's ops (op_table.def's GNNPIPE_GATED_OP entries), float
+// and double; the others are ops.cpp's.
+#define GNNPIPE_INSTANTIATE(name, T) template decltype(name<T>) name<T>;
+#define GNNPIPE_INSTANTIATE_FLOATING(name) GNNPIPE_INSTANTIATE(name, float) GNNPIPE_INSTANTIATE(name, double)
+#define GNNPIPE_OP(name, params)
+#define GNNPIPE_GATED_OP(name, params) GNNPIPE_INSTANTIATE_FLOATING(name)
+#include "gnnpipe/models/ops/op_table.def"
+#undef GNNPIPE_INSTANTIATE_FLOATING
 #undef GNNPIPE_INSTANTIATE
 
 }  // namespace gnnpipe::models::ops

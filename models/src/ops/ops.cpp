@@ -17,7 +17,7 @@
 #include "gnnpipe/graph/feature_store.hpp"
 #include "gnnpipe/models/ops/sparse_input.hpp"
 #include "gnnpipe/models/ops/spmm.hpp"
-#include "parallel.hpp"
+#include "cpu/parallel.hpp"
 
 #include "ops/dispatch.hpp"
 
@@ -302,7 +302,7 @@ void copy(const OpContext& ctx, ConstView<T> src, MatrixView<T> dst) {
 template <class T>
 void adam_update(const OpContext& ctx, const AdamUpdate<T>& u, T* w, const T* grad, T* m, T* v, const T* decay,
                  int64_t n) {
-  GNNPIPE_ON_CUDA(adam_step<T>(ctx, w, grad, m, v, decay, n, u.b1, u.b2, u.step_size, u.sqrt_c2, u.eps));
+  GNNPIPE_ON_CUDA(adam_update<T>(ctx, u, w, grad, m, v, decay, n));
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 1 << 14), core::tsan::fork_join([&](const auto& r) {
     for (int64_t i = r.begin(); i < r.end(); ++i) {
       const T g = grad[i] + decay[i] * w[i];
@@ -316,7 +316,7 @@ void adam_update(const OpContext& ctx, const AdamUpdate<T>& u, T* w, const T* gr
 template <class T>
 void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const T* grad, T* velocity, const T* decay,
                 int64_t n) {
-  GNNPIPE_ON_CUDA(sgd_step<T>(ctx, w, grad, velocity, decay, n, lr, momentum, first));
+  GNNPIPE_ON_CUDA(sgd_update<T>(ctx, lr, momentum, first, w, grad, velocity, decay, n));
   tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, 1 << 14), core::tsan::fork_join([&](const auto& r) {
     for (int64_t i = r.begin(); i < r.end(); ++i) {
       const T g = grad[i] + decay[i] * w[i];
@@ -326,63 +326,18 @@ void sgd_update(const OpContext& ctx, T lr, T momentum, bool first, T* w, const 
   }));
 }
 
-#define GNNPIPE_INSTANTIATE(T)                                                                                        \
-  template void gemm<T>(const OpContext&, bool, bool, T, ConstView<T>, ConstView<T>, T, MatrixView<T>);              \
-  template void spmm<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);                         \
-  template void spmm_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>);                \
-  template void spmm_edge_weighted<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>,             \
-                                      MatrixView<T>);                                                                 \
-  template void spmm_edge_weighted_backward_x<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>,  \
-                                                 MatrixView<T>);                                                      \
-  template void spmm_edge_weighted_backward_alpha<T>(const OpContext&, const graph::Block&, ConstView<T>,            \
-                                                     ConstView<T>, MatrixView<T>);                                    \
-  template void sddmm_add<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>);      \
-  template void sddmm_add_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, MatrixView<T>,            \
-                                      MatrixView<T>);                                                                 \
-  template void edge_softmax<T>(const OpContext&, const graph::Block&, MatrixView<T>);                               \
-  template void edge_softmax_backward<T>(const OpContext&, const graph::Block&, ConstView<T>, ConstView<T>,          \
-                                         MatrixView<T>);                                                              \
-  template void head_dot<T>(const OpContext&, ConstView<T>, ConstView<T>, MatrixView<T>);                            \
-  template void head_dot_backward<T>(const OpContext&, ConstView<T>, ConstView<T>, ConstView<T>, MatrixView<T>,      \
-                                     MatrixView<T>);                                                                  \
-  template void head_mean<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                         \
-  template void head_mean_backward<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                \
-  template void bias_add<T>(const OpContext&, MatrixView<T>, ConstView<T>);                                          \
-  template void bias_grad_accumulate<T>(const OpContext&, ConstView<T>, MatrixView<T>);                              \
-  template void activation<T>(const OpContext&, Activation, T, ConstView<T>, MatrixView<T>);                         \
-  template void activation_backward<T>(const OpContext&, Activation, T, ConstView<T>, ConstView<T>, MatrixView<T>);  \
-  template void leaky_relu<T>(const OpContext&, T, ConstView<T>, MatrixView<T>);                                     \
-  template void leaky_relu_backward<T>(const OpContext&, T, ConstView<T>, ConstView<T>, MatrixView<T>);              \
-  template void dropout_forward<T>(const OpContext&, core::RngKey, T, ConstView<T>,                                  \
-                                   std::span<const graph::NodeId>, MatrixView<T>, uint8_t*);                         \
-  template void edge_dropout_forward<T>(const OpContext&, core::RngKey, T, const graph::Block&,                      \
-                                        std::span<const graph::NodeId>, ConstView<T>, MatrixView<T>, uint8_t*);      \
-  template void dropout_backward<T>(const OpContext&, const uint8_t*, T, ConstView<T>, MatrixView<T>);               \
-  template std::optional<SparseRowsView<T>> dropout_forward_sparse<T>(                                              \
-      const OpContext&, core::RngKey, T, ConstView<T>, std::span<const graph::NodeId>, MatrixView<T>);              \
-  template void csr_gemm<T>(const OpContext&, SparseRowsView<T>, ConstView<T>, MatrixView<T>);                     \
-  template void csr_gemm_tn<T>(const OpContext&, SparseRowsView<T>, ConstView<T>, MatrixView<T>);                  \
-  template void log_softmax_nll<T>(const OpContext&, ConstView<T>, std::span<const int32_t>,                         \
-                                   std::span<const int32_t>, std::span<const float>, MatrixView<T>, double*,         \
-                                   double*);                                                                          \
-  template void bce_with_logits<T>(const OpContext&, ConstView<T>, MatrixView<const uint8_t>,                        \
-                                   std::span<const int32_t>, std::span<const float>, MatrixView<T>, double*,        \
-                                   double*);                       \
-  template void zero<T>(const OpContext&, MatrixView<T>);                                                            \
-  template void copy<T>(const OpContext&, ConstView<T>, MatrixView<T>);                                              \
-  template void copy_rows<T>(const OpContext&, ConstView<T>, std::span<const int32_t>, MatrixView<T>,                 \
-                             std::span<const int32_t>);                                                              \
-  template void add_rows<T>(const OpContext&, ConstView<T>, MatrixView<T>, std::span<const int32_t>);                 \
-  template void adam_update<T>(const OpContext&, const AdamUpdate<T>&, T*, const T*, T*, T*, const T*, int64_t);     \
-  template void sgd_update<T>(const OpContext&, T, T, bool, T*, const T*, T*, const T*, int64_t);
-// Raw 16-bit feature rows (fp16/bf16 features on the device) are moved by copy_rows too.
-template void copy_rows<uint16_t>(const OpContext&, ConstView<uint16_t>, std::span<const int32_t>, MatrixView<uint16_t>,
-                                  std::span<const int32_t>);
-// Multi-label targets (0/1 bytes) are gathered from the resident label matrix by copy_rows too.
-template void copy_rows<uint8_t>(const OpContext&, ConstView<uint8_t>, std::span<const int32_t>, MatrixView<uint8_t>,
-                                 std::span<const int32_t>);
-GNNPIPE_INSTANTIATE(float)
-GNNPIPE_INSTANTIATE(double)
+// The explicit instantiations of this file's ops, from op_table.def (the GGNN and GaAN pieces:
+// gated_ops.cpp): float and double, and copy_rows also for raw 16-bit feature rows and 0/1 label
+// bytes.
+#define GNNPIPE_INSTANTIATE(name, T) template decltype(name<T>) name<T>;
+#define GNNPIPE_INSTANTIATE_FLOATING(name) GNNPIPE_INSTANTIATE(name, float) GNNPIPE_INSTANTIATE(name, double)
+#define GNNPIPE_OP(name, params) GNNPIPE_INSTANTIATE_FLOATING(name)
+#define GNNPIPE_GATED_OP(name, params)
+#define GNNPIPE_ROWS_OP(name, params) \
+  GNNPIPE_INSTANTIATE_FLOATING(name) GNNPIPE_INSTANTIATE(name, uint16_t) GNNPIPE_INSTANTIATE(name, uint8_t)
+#define GNNPIPE_HOST_OP(ret, name, params) GNNPIPE_INSTANTIATE_FLOATING(name)
+#include "gnnpipe/models/ops/op_table.def"
+#undef GNNPIPE_INSTANTIATE_FLOATING
 #undef GNNPIPE_INSTANTIATE
 
 }  // namespace gnnpipe::models::ops

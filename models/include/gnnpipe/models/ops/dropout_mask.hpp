@@ -1,6 +1,6 @@
 #pragma once
 // Dropout's bit mask and how its bits are drawn: the one definition that the CPU ops
-// (models/src/ops/dropout.cpp), the CUDA kernels (models/cuda/) and the model's memory arithmetic
+// (models/cpu/dropout_*.cpp), the CUDA kernels (models/cuda/) and the model's memory arithmetic
 // (GnnModel/GatLayer::training_arrays) share, so both backends draw the same bits into the same
 // layout and a mask is sized by the same function that the ops check it against. Free of CUDA,
 // oneTBB and spdlog headers (the .cu files include it).

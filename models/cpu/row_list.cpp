@@ -1,6 +1,6 @@
 #include <vector>
 
-#include "ops/parallel.hpp"
+#include "cpu/parallel.hpp"
 
 namespace gnnpipe::models::cpu::detail {
 

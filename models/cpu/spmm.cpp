@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "ops/parallel.hpp"
+#include "cpu/parallel.hpp"
 
 namespace gnnpipe::models::cpu {
 template <class T>

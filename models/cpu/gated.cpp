@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ops/parallel.hpp"
+#include "cpu/parallel.hpp"
 
 namespace gnnpipe::models::cpu {
 namespace {

@@ -8,8 +8,9 @@
 #include <cstring>
 
 #include "gnnpipe/models/ops/dropout_mask.hpp"
-#include "ops/dropout_draw.hpp"
-#include "ops/parallel.hpp"
+#include "cpu/dropout_draw.hpp"
+#include "cpu/dropout_simd.hpp"
+#include "cpu/parallel.hpp"
 
 namespace gnnpipe::models::cpu {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/parallel.hpp"
+#include "cpu/parallel.hpp"
 
 namespace gnnpipe::models::cpu {
 namespace {

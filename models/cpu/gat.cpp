@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "ops/parallel.hpp"
+#include "cpu/parallel.hpp"
 
 namespace gnnpipe::models::cpu {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gnnpipe/core/tsan_annotations.hpp"
-#include "ops/parallel.hpp"
+#include "cpu/parallel.hpp"
 
 namespace gnnpipe::models::cpu {
 namespace {
