@@ -31,12 +31,12 @@
 #include "gnnpipe/pipeline/training_run.hpp"
 #include "device_budget.hpp"
 #include "progress_line.hpp"
-#include "provenance.hpp"
+#include "records/provenance.hpp"
 #include "stall_watchdog.hpp"
 #include "thread_plan.hpp"
-#include "training_checkpoints.hpp"
+#include "records/training_checkpoints.hpp"
 #include "records/summary.hpp"
-#include "run_stats.hpp"
+#include "records/run_stats.hpp"
 
 namespace gnnpipe::experiments {
 namespace {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "gnnpipe/core/process.hpp"
-#include "provenance.hpp"
-#include "run_stats.hpp"
+#include "records/provenance.hpp"
+#include "records/run_stats.hpp"
 
 namespace gnnpipe::experiments {
 namespace {

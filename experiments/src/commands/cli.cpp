@@ -1,4 +1,4 @@
-#include "gnnpipe/experiments/cli.hpp"
+#include "gnnpipe/experiments/commands/cli.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -21,23 +21,23 @@
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/log.hpp"
 #include "gnnpipe/core/units.hpp"
-#include "gnnpipe/experiments/bench_command.hpp"
+#include "gnnpipe/experiments/commands/bench_command.hpp"
 #include "gnnpipe/experiments/config/config_map.hpp"
 #include "gnnpipe/experiments/config/reference.hpp"
-#include "gnnpipe/experiments/data_commands.hpp"
-#include "gnnpipe/experiments/dir_lock.hpp"
-#include "gnnpipe/experiments/doctor.hpp"
-#include "gnnpipe/experiments/infer_command.hpp"
+#include "gnnpipe/experiments/commands/data_commands.hpp"
+#include "gnnpipe/experiments/records/dir_lock.hpp"
+#include "gnnpipe/experiments/commands/doctor.hpp"
+#include "gnnpipe/experiments/commands/infer_command.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
 #include "gnnpipe/graph/io/load.hpp"
-#include "infer_output.hpp"
-#include "multi_seed.hpp"
-#include "report_command.hpp"
+#include "records/infer_output.hpp"
+#include "commands/multi_seed.hpp"
+#include "commands/report_command.hpp"
 #include "stop_signals.hpp"
-#include "sweep.hpp"
-#include "run_stats.hpp"
+#include "commands/sweep.hpp"
+#include "records/run_stats.hpp"
 
 namespace gnnpipe::experiments {
 namespace {

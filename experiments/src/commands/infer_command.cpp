@@ -1,4 +1,4 @@
-#include "gnnpipe/experiments/infer_command.hpp"
+#include "gnnpipe/experiments/commands/infer_command.hpp"
 
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/core/timer.hpp"
 #include "gnnpipe/core/units.hpp"
-#include "gnnpipe/experiments/checkpoint.hpp"
+#include "gnnpipe/experiments/records/checkpoint.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/training_sampler.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
@@ -26,10 +26,10 @@
 #include "gnnpipe/pipeline/inference_plan.hpp"
 #include "gnnpipe/pipeline/layerwise_inference.hpp"
 #include "device_budget.hpp"
-#include "infer_output.hpp"
-#include "run_stats.hpp"
+#include "records/infer_output.hpp"
+#include "records/run_stats.hpp"
 #include "thread_plan.hpp"
-#include "training_checkpoints.hpp"
+#include "records/training_checkpoints.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
