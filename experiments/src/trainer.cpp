@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <mutex>
-#include <numeric>
 #include <vector>
 
 #include "gnnpipe/core/build_info.hpp"
@@ -31,7 +31,6 @@
 #include "gnnpipe/pipeline/training_run.hpp"
 #include "device_budget.hpp"
 #include "progress_line.hpp"
-#include "records/provenance.hpp"
 #include "stall_watchdog.hpp"
 #include "thread_plan.hpp"
 #include "records/training_checkpoints.hpp"

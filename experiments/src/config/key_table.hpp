@@ -7,7 +7,8 @@
 //
 // The options structs stay in their modules with their in-class defaults (only experiments sees
 // YAML): a row reads and writes one field of its section's struct, and a key left out keeps the
-// struct's default, which is therefore also the default the reference shows.
+// struct's default, which is therefore also the default the reference shows (a row may give
+// another: sampler.batch_size's depends on sampler.type).
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
@@ -30,7 +31,8 @@ struct KeyText {
 };
 
 // One key of a section whose options struct is `Options`. The rows of a section are read, written
-// and documented in table order; keys a row's `applies` depends on (the section's `type`) come first.
+// and documented in table order (the order of config.yaml; of two bad keys, the first is
+// reported); keys a row's `applies` depends on (the section's `type`) come first.
 template <class Options>
 struct Key {
   std::string name;  // within its section ("hidden"); the key path is "<section>.<name>"
