@@ -2,7 +2,7 @@
 
 #include "gnnpipe/core/mapped_file.hpp"
 
-#include "gnnpipe/experiments/cli.hpp"
+#include "gnnpipe/experiments/commands/cli.hpp"
 
 int main(int argc, char** argv) {
   // A dataset file truncated under a running program: one line and exit code 3, not a crash.

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <mutex>
-#include <numeric>
 #include <vector>
 
 #include "gnnpipe/core/build_info.hpp"
@@ -31,27 +31,14 @@
 #include "gnnpipe/pipeline/training_run.hpp"
 #include "device_budget.hpp"
 #include "progress_line.hpp"
-#include "provenance.hpp"
 #include "stall_watchdog.hpp"
 #include "thread_plan.hpp"
-#include "training_checkpoints.hpp"
-#include "run_stats.hpp"
+#include "records/training_checkpoints.hpp"
+#include "records/summary.hpp"
+#include "records/run_stats.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
-
-double mean(const std::vector<double>& values) {
-  double sum = 0;
-  for (double v : values) sum += v;
-  return values.empty() ? 0.0 : sum / static_cast<double>(values.size());
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 void check_trainable(const graph::Dataset& d) {
   GNNPIPE_CHECK_DATA(d.num_nodes() > 0, "{}: the graph is empty (0 nodes)", d.name);
@@ -200,42 +187,6 @@ class TrainingResources {
   pipeline::TrainingSetup setup_;
 };
 
-nlohmann::json plan_json(const pipeline::MemoryPlan& p) {
-  return {{"budget_bytes", p.budget},
-          {"limit_bytes", p.limit},
-          {"reserve_bytes", p.reserve},
-          {"free_at_start_bytes", p.free_at_start},
-          {"clamped", p.clamped},
-          {"policy", p.policy},
-          {"resident",
-           {{"parameters", p.parameters},
-            {"optimizer", p.optimizer},
-            {"eval_twin", p.eval_twin},
-            {"library", p.library},
-            {"other", p.other},
-            {"evaluation", p.evaluation},
-            {"device_slots", p.device_slots},
-            {"device_slot_count", p.device_slot_count}}},
-          {"epoch1",
-           {{"batches", p.batches},
-            {"fit", p.counters.fit},
-            {"split", p.counters.split},
-            {"micro_batches", p.counters.micro_batches},
-            {"resampled", p.counters.resampled},
-            {"cut", p.counters.cut},
-            {"edges_cut", p.counters.edges_cut},
-            {"largest_split", p.largest_split},
-            {"largest_batch_peak_bytes", p.largest_batch_peak}}},
-          {"batch_placement", p.resident_batch ? "resident" : "moved"},
-          {"eval_graph_bytes", p.eval_graph},
-          {"eval_outputs_on_device", p.eval_outputs_on_device},
-          {"features", p.features},
-          {"device_features_bytes", p.device_features},
-          {"cache_rows", p.cache_rows},
-          {"host_dataset_bytes", p.host_dataset},
-          {"host_staging_bytes", p.host_staging}};
-}
-
 // What a checkpoint after `epoch` complete epochs (and `partial`'s batches) holds, for messages:
 // "epoch 3", "epoch 3 and batches 0-46 of epoch 4".
 std::string checkpoint_holds(int epoch, const pipeline::PartialEpoch& partial) {
@@ -279,64 +230,6 @@ pipeline::MemoryPlan plan_experiment(const config::ExperimentConfig& c, const gr
 
 namespace {
 
-// The epochs a run has finished, for the summary of a run that did not finish.
-// Thread-safe: epochs are reported on the evaluation thread, read by the stall watchdog's.
-struct EpochRecord {
-  std::optional<pipeline::EpochResult> last, best;
-  mutable std::mutex mutex;
-  void add(const pipeline::EpochResult& r) {
-    const std::lock_guard lock(mutex);
-    last = r;
-    if (r.evaluated && (!best || r.val_acc > best->val_acc)) best = r;
-  }
-};
-
-// The run's score (run.metric): accuracy, or micro-F1 at threshold 0.5 for multi-label labels
-// unless run.metric names another.
-std::string metric_name(const config::ExperimentConfig& c, const graph::Dataset& d) {
-  return metric_for(c.run.metric, d.labels.is_multi_label());
-}
-
-// A multi-label epoch's F1 scores of val and test (micro- and macro-F1, at 0.5 and top-k).
-void add_f1_scores(nlohmann::json& j, const pipeline::EpochResult& r) {
-  for (const auto& [split, m] : {std::pair{"val", r.val_f1}, std::pair{"test", r.test_f1}}) {
-    j[fmt::format("{}_micro_f1", split)] = m.micro;
-    j[fmt::format("{}_macro_f1", split)] = m.macro;
-    j[fmt::format("{}_micro_f1_topk", split)] = m.micro_topk;
-    j[fmt::format("{}_macro_f1_topk", split)] = m.macro_topk;
-  }
-}
-
-nlohmann::json epoch_json(const std::optional<pipeline::EpochResult>& r, const std::string& metric) {
-  if (!r) return nullptr;
-  nlohmann::json j = {{"epoch", r->epoch}, {"loss", r->loss}, {"epoch_time_s", r->epoch_time_s}};
-  if (r->evaluated) {
-    j["train_" + metric] = r->train_acc;
-    j["val_" + metric] = r->val_acc;
-    j["test_" + metric] = r->test_acc;
-    if (metric != "accuracy") add_f1_scores(j, *r);
-  }
-  return j;
-}
-
-// summary.json of a run that stopped early, but its status and error: the metrics of the last and
-// of the best evaluated epoch it finished (`last`, `best`: null when none).
-nlohmann::json stopped_summary(const config::ExperimentConfig& c, const graph::Dataset& d, const EpochRecord& epochs,
-                               double run_time) {
-  const std::lock_guard lock(epochs.mutex);
-  return {{"name", c.name},
-          {"dataset", d.name},
-          {"device", c.run.device.str()},
-          {"sampler", std::string(samplers::to_string(c.sampler.type))},
-          {"epochs", epochs.last ? epochs.last->epoch : 0},
-          {"best_epoch", epochs.best ? epochs.best->epoch : 0},
-          {"metric", metric_name(c, d)},
-          {"last", epoch_json(epochs.last, metric_name(c, d))},
-          {"best", epoch_json(epochs.best, metric_name(c, d))},
-          {"run_time_s", run_time},
-          {"provenance", provenance(c, d, nullptr)}};
-}
-
 // train_experiment's work; `epochs` records each finished epoch as it is reported.
 nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, const graph::Dataset& d,
                                          RunDirectory& run_dir, const TrainOptions& options, EpochRecord& epochs);
@@ -358,6 +251,85 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
 
 namespace {
 
+// What checkpoints/last holds, for the message of a stopped run; written by one thread at a time
+// (the evaluation thread, or the train thread once evaluation is idle), read after the run.
+class LastCheckpoint {
+ public:
+  void set(std::string holds) {
+    const std::lock_guard lock(mutex_);
+    holds_ = std::move(holds);
+  }
+  std::string holds() const {
+    const std::lock_guard lock(mutex_);
+    return holds_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string holds_;  // empty: no checkpoint written
+};
+
+// --resume: the model's and optimizer's state from checkpoints/last, and the epoch (and batch)
+// the run goes on from.
+void resume_training(const config::ExperimentConfig& c, const Checkpoint& resume, const std::filesystem::path& checkpoints,
+                     TrainingResources& resources, LastCheckpoint& last) {
+  pipeline::TrainingSetup& setup = resources.setup();
+  setup.resumed = restore_checkpoint(resume, (checkpoints / "last").string(), resources.model(), resources.optimizer());
+  setup.first_epoch = resume.epoch + 1;
+  setup.resumed_partial = checkpoint_partial_epoch(resume, (checkpoints / "last").string());
+  core::logger().info("resuming after epoch {} of {}{} (best so far: epoch {}, val {:.4f})", resume.epoch, c.run.epochs,
+                      setup.resumed_partial.epoch > 0
+                          ? fmt::format(", at batch {} of epoch {}'s {}", setup.resumed_partial.batches_done,
+                                        setup.resumed_partial.epoch, setup.resumed_partial.batches)
+                          : std::string(),
+                      setup.resumed.best_epoch, setup.resumed.best_val);
+  last.set(checkpoint_holds(resume.epoch, setup.resumed_partial));
+}
+
+// run.checkpoint_every > 0: checkpoints/best at every new best, checkpoints/last when due, and
+// run.keep_last's epoch-NNNNNN copies of evaluated epochs. `resources`, `last` and `checkpoints`
+// outlive the run (the callback holds references).
+void write_checkpoints_during(const config::ExperimentConfig& c, const graph::Dataset& d,
+                              const std::filesystem::path& checkpoints, TrainingResources& resources,
+                              LastCheckpoint& last) {
+  if (c.run.checkpoint_every <= 0) return;
+  pipeline::TrainingSetup& setup = resources.setup();
+  setup.checkpoint_every = c.run.checkpoint_every;
+  setup.on_checkpoint = [&c, &d, &checkpoints, &resources, &last](const pipeline::CheckpointEvent& e) {
+    const Checkpoint checkpoint = to_checkpoint(e, resources.model().params(), c,
+                                                {d.features.cols(), d.labels.num_classes,
+                                                 resources.model().embedding().rows});
+    if (e.best) write_checkpoint(checkpoints / "best", checkpoint);
+    if (!e.last) return;
+    write_checkpoint(checkpoints / "last", checkpoint);
+    last.set(checkpoint_holds(e.epoch, e.partial.value_or(pipeline::PartialEpoch{})));
+    if (e.partial) return;  // run.keep_last keeps evaluated epochs only
+    if (c.run.keep_last > 1) {
+      write_checkpoint(epoch_checkpoint_dir(checkpoints, e.epoch), checkpoint);
+      keep_newest_epoch_checkpoints(checkpoints, c.run.keep_last);
+    }
+  };
+}
+
+// The stall watchdog's default action: a stalled thread cannot be unwound, so record what the run
+// has (summary.json, status "stalled") and end the process with ExitCode::kStalled.
+[[noreturn]] void end_stalled_run(const config::ExperimentConfig& c, const graph::Dataset& d, const EpochRecord& epochs,
+                                  double run_time, RunDirectory& run_dir, const std::string& message) {
+  core::logger().error("{}", message);
+  try {
+    nlohmann::json summary = stopped_summary(c, d, epochs, run_time);
+    summary["status"] = "stalled";
+    summary["error"] = message;
+    run_dir.write_summary(summary);
+  } catch (const std::exception& e) {
+    core::logger().error("could not write summary.json: {}", e.what());
+  }
+  core::logger().flush();
+  std::fprintf(stderr, "gnnpipe: %s\n", message.c_str());
+  std::fflush(stderr);
+  std::_Exit(static_cast<int>(core::ExitCode::kStalled));
+}
+
 nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, const graph::Dataset& d,
                                          RunDirectory& run_dir, const TrainOptions& options, EpochRecord& epochs) {
   check_training_supported(c);
@@ -368,42 +340,9 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   TrainingResources resources(c, d, options);
   pipeline::TrainingSetup& setup = resources.setup();
   const std::filesystem::path checkpoints = run_dir.path() / "checkpoints";
-  if (options.resume) {
-    setup.resumed = restore_checkpoint(*options.resume, (checkpoints / "last").string(), resources.model(),
-                                       resources.optimizer());
-    setup.first_epoch = options.resume->epoch + 1;
-    setup.resumed_partial = checkpoint_partial_epoch(*options.resume, (checkpoints / "last").string());
-    log.info("resuming after epoch {} of {}{} (best so far: epoch {}, val {:.4f})", options.resume->epoch, c.run.epochs,
-             setup.resumed_partial.epoch > 0 ? fmt::format(", at batch {} of epoch {}'s {}", setup.resumed_partial.batches_done,
-                                                           setup.resumed_partial.epoch, setup.resumed_partial.batches)
-                                             : std::string(),
-             setup.resumed.best_epoch, setup.resumed.best_val);
-  }
-  // What checkpoints/last holds (for the message of a stopped run); written by one thread at a
-  // time (the evaluation thread, or the train thread once evaluation is idle).
-  std::mutex last_mutex;
-  std::string last_holds;
-  if (options.resume) last_holds = checkpoint_holds(options.resume->epoch, setup.resumed_partial);
-  if (c.run.checkpoint_every > 0) {
-    setup.checkpoint_every = c.run.checkpoint_every;
-    setup.on_checkpoint = [&](const pipeline::CheckpointEvent& e) {
-      const Checkpoint checkpoint = to_checkpoint(e, resources.model().params(), c,
-                                                  {d.features.cols(), d.labels.num_classes,
-                                                   resources.model().embedding().rows});
-      if (e.best) write_checkpoint(checkpoints / "best", checkpoint);
-      if (!e.last) return;
-      write_checkpoint(checkpoints / "last", checkpoint);
-      {
-        const std::lock_guard lock(last_mutex);
-        last_holds = checkpoint_holds(e.epoch, e.partial.value_or(pipeline::PartialEpoch{}));
-      }
-      if (e.partial) return;  // run.keep_last keeps evaluated epochs only
-      if (c.run.keep_last > 1) {
-        write_checkpoint(epoch_checkpoint_dir(checkpoints, e.epoch), checkpoint);
-        keep_newest_epoch_checkpoints(checkpoints, c.run.keep_last);
-      }
-    };
-  }
+  LastCheckpoint last;
+  if (options.resume) resume_training(c, *options.resume, checkpoints, resources, last);
+  write_checkpoints_during(c, d, checkpoints, resources, last);
   log.info("{}", resources.threads().line());
   const pipeline::MemoryPlan plan = pipeline::plan_memory(setup);
   for (const std::string& line : plan.lines()) log.info("{}", line);
@@ -418,22 +357,9 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   if (options.progress) setup.on_step = [&](int epoch, int64_t batch, int64_t batches, int64_t seeds) {
     progress.step(epoch, batch, batches, seeds);
   };
-  // A stalled thread cannot be unwound: record what the run has and end the process.
   const auto on_stall = options.on_stall ? options.on_stall : [&](const std::string& message) {
     progress.clear();
-    core::logger().error("{}", message);
-    try {
-      nlohmann::json summary = stopped_summary(c, d, epochs, run_watch.seconds());
-      summary["status"] = "stalled";
-      summary["error"] = message;
-      run_dir.write_summary(summary);
-    } catch (const std::exception& e) {
-      core::logger().error("could not write summary.json: {}", e.what());
-    }
-    core::logger().flush();
-    std::fprintf(stderr, "gnnpipe: %s\n", message.c_str());
-    std::fflush(stderr);
-    std::_Exit(static_cast<int>(core::ExitCode::kStalled));
+    end_stalled_run(c, d, epochs, run_watch.seconds(), run_dir, message);
   };
   const StallWatchdog watchdog(recorder, c.run.stall_timeout_s, on_stall);
   // The score's name in epoch lines ("micro-F1 train ..."; nothing for accuracy, as always).
@@ -461,11 +387,7 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   try {
     result = pipeline::run_training(setup, on_epoch);
   } catch (const core::Interrupted& e) {
-    std::string holds;
-    {
-      const std::lock_guard lock(last_mutex);
-      holds = last_holds;
-    }
+    const std::string holds = last.holds();
     if (holds.empty()) GNNPIPE_THROW(Interrupted, "{}; no checkpoint was written (run.checkpoint_every is 0)", e.message());
     GNNPIPE_THROW(Interrupted, "{}; {} holds {}: go on with gnnpipe run CONFIG --resume {}", e.message(),
                   (checkpoints / "last").string(), holds, run_dir.path().string());
@@ -475,91 +397,16 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   if (result.epochs_run < c.run.epochs) log.info("early stop after epoch {}: no better validation accuracy for {} epochs", result.epochs_run, c.run.patience);
   if (options.trace) recorder.write_chrome_trace(run_dir.path() / "trace.json");
 
-  nlohmann::json stages = nlohmann::json::object(), detail = nlohmann::json::object();
-  for (const auto& [stage, t] : recorder.totals()) {
-    stages[std::string(pipeline::to_string(stage))] = t.busy_s;
-    detail[std::string(pipeline::to_string(stage))] = {{"busy_s", t.busy_s}, {"wait_s", t.wait_s}, {"items", t.items}};
-  }
-  const bool full_batch = c.sampler.type == samplers::SamplerType::kFull;
-  const pipeline::MemoryCounters& k = result.memory;
-  const int64_t batches_run = k.batches();
-  nlohmann::json summary = {
-      {"name", c.name},
-      {"status", "done"},
-      {"dataset", d.name},
-      {"synthesized", d.synthesized},
-      {"metric", metric_name(c, d)},
-      {"test_" + metric_name(c, d), result.test_at_best},
-      {"val_" + metric_name(c, d), result.best_val},
-      {"train_" + metric_name(c, d), result.train_at_best},
-      {"best_epoch", result.best_epoch},
-      {"epochs", result.epochs_run},
-      {"epoch_time_s", median(result.epoch_times)},
-      {"epoch_time_mean_s", mean(result.epoch_times)},
-      {"run_time_s", run_time},
-      {"train_span_s", result.span_s},
-      {"device", c.run.device.str()},
-      {"mode", std::string(pipeline::to_string(pipe.mode))},
-      {"sampler", std::string(samplers::to_string(c.sampler.type))},
-      {"full_batch", full_batch},
-      {"params_checksum", fmt::format("{:016x}", result.params_checksum)},
-      {"num_parameters", resources.model().params().size()},
-      {"stage_busy_s", stages},
-      {"stage_note", "stage_busy_s and stage_detail are totals over the run's epochs; in pipelined mode the stages "
-                     "overlap, so their sum can exceed run_time_s"},
-      {"stage_detail", detail},
-      {"trainer_wait_s", recorder.totals().at(pipeline::Stage::kTrain).wait_s},
-      {"max_batches_in_flight", result.max_in_flight},
-      {"stage_retries", result.memory.stage_retries},
-      {"threads", resources.threads().json()},
-      {"memory",
-       {{"peak_host_bytes", core::peak_rss_bytes()},
-        {"peak_device_bytes", resources.allocator().stats().peak_in_use_bytes},
-        {"device_driver_allocations", resources.allocator().stats().driver_allocations},
-        {"allocator", std::string(memory::to_string(resources.allocator().mode()))},
-        {"peak_held_bytes", resources.allocator().stats().peak_held_bytes},
-        {"staging_bytes", result.staging_bytes},
-        {"budget_bytes", resources.budget().budget},
-        {"limit_bytes", resources.budget().limit},
-        {"reserve_bytes", resources.budget().reserve},
-        {"policy", std::string(memory::to_string(c.memory.policy))},
-        {"batches_fit", result.memory.fit},
-        {"batches_split", result.memory.split},
-        {"micro_batches", result.memory.micro_batches},
-        {"batches_resampled", result.memory.resampled},
-        {"batches_cut", result.memory.cut},
-        {"edges_cut", result.memory.edges_cut},
-        {"batches_retried", result.memory.retried},
-        {"predictor_mape", result.predictor_mape},
-        {"predictor_max_error", result.predictor_max_error},
-        {"predictor_observations", result.predictor_observations},
-        {"plan", plan_json(plan)}}},
-      {"data_movement",
-       {{"host_gathered_bytes", result.data.host_gathered_bytes},
-        {"copied_bytes", result.data.copied_bytes},
-        {"device_gathered_bytes", result.data.device_gathered_bytes},
-        {"cache_hit_rows", result.data.cache_hit_rows},
-        {"cache_miss_rows", result.data.cache_miss_rows},
-        // null without a cache (JSON has no NaN)
-        {"cache_hit_rate", result.data.cache_hit_rows + result.data.cache_miss_rows > 0
-                               ? nlohmann::json(static_cast<double>(result.data.cache_hit_rows) /
-                                                static_cast<double>(result.data.cache_hit_rows + result.data.cache_miss_rows))
-                               : nlohmann::json()},
-        {"copied_bytes_per_batch", batches_run > 0 ? result.data.copied_bytes / static_cast<uint64_t>(batches_run) : 0}}},
-      {"provenance", provenance(c, d, resources.threads().json())},
-      {"epoch_times_s", result.epoch_times},
-  };
-  if (d.labels.is_multi_label()) {
-    const std::lock_guard lock(epochs.mutex);
-    if (epochs.best) add_f1_scores(summary, *epochs.best);
-    summary["metric_note"] = fmt::format(
-        "{}: the score of best_epoch (run.metric); micro_f1 / macro_f1: labels with a logit > 0 (threshold 0.5); "
-        "*_topk: each node predicted its true number of labels, the highest scores (the DeepWalk protocol)",
-        metric_name(c, d));
-  }
+  const nlohmann::json summary =
+      run_summary(c, d,
+                  FinishedRun{.result = result, .plan = plan, .recorder = recorder, .allocator = resources.allocator(),
+                              .budget = resources.budget(), .threads = resources.threads(), .mode = pipe.mode,
+                              .num_parameters = resources.model().params().size(), .run_time_s = run_time},
+                  epochs);
   run_dir.write_summary(summary);
   log.info("best epoch {}: val {:.4f}, test {:.4f}; median epoch {:.4f} s, run {:.2f} s; {}", result.best_epoch,
-           result.best_val, result.test_at_best, median(result.epoch_times), run_time, run_dir.path().string());
+           result.best_val, result.test_at_best, summary["epoch_time_s"].get<double>(), run_time,
+           run_dir.path().string());
   return summary;
 }
 

@@ -7,8 +7,8 @@
 #include <cstdint>
 
 #include "fuzz_support.hpp"
-#include "gnnpipe/experiments/checkpoint.hpp"
-#include "training_checkpoints.hpp"
+#include "gnnpipe/experiments/records/checkpoint.hpp"
+#include "records/training_checkpoints.hpp"
 
 namespace {
 

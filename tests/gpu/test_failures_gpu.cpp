@@ -19,7 +19,7 @@
 #include "gnnpipe/core/device.hpp"
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/stream.hpp"
-#include "gnnpipe/experiments/cli.hpp"
+#include "gnnpipe/experiments/commands/cli.hpp"
 #include "gnnpipe/memory/caching_allocator.hpp"
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/op_context.hpp"

@@ -14,7 +14,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 
 namespace gnnpipe::test {

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gnnpipe/core/error.hpp"
-#include "gnnpipe/experiments/checkpoint.hpp"
+#include "gnnpipe/experiments/records/checkpoint.hpp"
 #include "gnnpipe/graph/io/npy.hpp"
 #include "temp_dir.hpp"
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "gnnpipe/core/device.hpp"
-#include "gnnpipe/experiments/cli.hpp"
+#include "gnnpipe/experiments/commands/cli.hpp"
 #include "temp_dir.hpp"
 
 namespace {

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "gnnpipe/core/error.hpp"
-#include "gnnpipe/experiments/dir_lock.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
-#include "infer_output.hpp"
+#include "gnnpipe/experiments/records/dir_lock.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
+#include "records/infer_output.hpp"
 #include "temp_dir.hpp"
 
 using namespace gnnpipe;

@@ -4,8 +4,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
-#include "run_stats.hpp"
-#include "sweep.hpp"
+#include "records/run_stats.hpp"
+#include "commands/sweep.hpp"
 
 using gnnpipe::experiments::mean_std;
 using gnnpipe::experiments::config::parse_experiment;

@@ -18,11 +18,11 @@
 #include <fmt/ranges.h>
 
 #include "gnnpipe/core/error.hpp"
-#include "gnnpipe/experiments/checkpoint.hpp"
+#include "gnnpipe/experiments/records/checkpoint.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
-#include "training_checkpoints.hpp"
+#include "records/training_checkpoints.hpp"
 #include "experiment_helpers.hpp"
 #include "temp_dir.hpp"
 

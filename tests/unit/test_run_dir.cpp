@@ -6,8 +6,8 @@
 
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/log.hpp"
-#include "gnnpipe/experiments/dir_lock.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/records/dir_lock.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
 #include "temp_dir.hpp"
 
 using gnnpipe::core::ConfigError;

@@ -10,7 +10,7 @@
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
 #include "gnnpipe/graph/io/native.hpp"
 #include "gnnpipe/graph/synthetic.hpp"
 #include "datasets.hpp"

@@ -1,31 +1,15 @@
 #include "gnnpipe/experiments/config/dataset_section.hpp"
 
+#include "config/key_table.hpp"
+
 namespace gnnpipe::experiments::config {
 
 graph::DatasetOptions parse_dataset_section(ConfigMap section) {
   graph::DatasetOptions o;
-  o.path = section.get<std::string>("path", "");
-  o.format = graph::io::parse_dataset_format(section.get<std::string>("format", "auto"), section.key_path("format"));
-  o.random_features = section.get<int64_t>("random_features", 0);
-  GNNPIPE_CHECK_CONFIG(o.random_features >= 0, "{}: must be >= 0, got {}", section.key_path("random_features"),
-                       o.random_features);
-  o.random_features_seed = section.get<uint64_t>("random_features_seed", 0);
-  o.feature_dtype = graph::parse_feature_dtype(section.get<std::string>("feature_dtype", "float32"),
-                                               section.key_path("feature_dtype"));
-  const std::string normalize = section.get<std::string>("normalize_features", "none");
-  GNNPIPE_CHECK_CONFIG(normalize == "none" || normalize == "row", "{}: '{}' is not one of none, row",
-                       section.key_path("normalize_features"), normalize);
-  o.normalize_rows = normalize == "row";
-  o.keys.split = section.get<int64_t>("split", 0);
-  GNNPIPE_CHECK_CONFIG(o.keys.split >= 0, "{}: must be >= 0, got {}", section.key_path("split"), o.keys.split);
+  read_keys(section, o, dataset_keys());
   if (section.has("keys")) {
     ConfigMap k = section.child("keys");
-    o.keys.edges = k.get<std::string>("edges", "");
-    o.keys.features = k.get<std::string>("features", "");
-    o.keys.labels = k.get<std::string>("labels", "");
-    o.keys.train = k.get<std::string>("train", "");
-    o.keys.val = k.get<std::string>("val", "");
-    o.keys.test = k.get<std::string>("test", "");
+    read_keys(k, o.keys, dataset_array_keys());
     k.finish();
   }
   section.allow({"synthetic", "keys"});
@@ -35,16 +19,7 @@ graph::DatasetOptions parse_dataset_section(ConfigMap section) {
   if (section.has("synthetic")) {
     ConfigMap s = section.child("synthetic");
     graph::SyntheticOptions so;
-    so.nodes = s.get("nodes", so.nodes);
-    so.avg_degree = s.get("avg_degree", so.avg_degree);
-    so.features = s.get("features", so.features);
-    so.classes = s.get("classes", so.classes);
-    so.seed = s.get("seed", so.seed);
-    so.homophily = s.get("homophily", so.homophily);
-    so.power_law_exponent = s.get("power_law_exponent", so.power_law_exponent);
-    so.feature_noise = s.get("feature_noise", so.feature_noise);
-    so.train_fraction = s.get("train_fraction", so.train_fraction);
-    so.val_fraction = s.get("val_fraction", so.val_fraction);
+    read_keys(s, so, synthetic_keys());
     s.finish();
     try {
       graph::validate(so);

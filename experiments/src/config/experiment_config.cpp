@@ -3,8 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <array>
-
+#include "config/key_table.hpp"
 #include "gnnpipe/experiments/config/dataset_section.hpp"
 #include "gnnpipe/experiments/config/sections.hpp"
 
@@ -20,188 +19,26 @@ std::string trim(const std::string& text) {
   return text.substr(first, text.find_last_not_of(" \t") - first + 1);
 }
 
-// Numbers as their shortest exact text ("0.003", not 0.0030000000000000001), read back exactly.
-std::string number(double value) { return fmt::format("{}", value); }
-
-// A byte count in the largest binary unit that divides it exactly ("16GiB", "1536MiB", "1000").
-std::string bytes_text(uint64_t bytes) {
-  const std::array<const char*, 4> units{"TiB", "GiB", "MiB", "KiB"};
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    const uint64_t unit = uint64_t{1} << (10 * (units.size() - i));
-    if (bytes != 0 && bytes % unit == 0) return fmt::format("{}{}", bytes / unit, units[i]);
-  }
-  return std::to_string(bytes);
-}
-
-YAML::Node flow_list(const std::vector<int>& values) {
-  YAML::Node list(YAML::NodeType::Sequence);
-  for (const int v : values) list.push_back(v);
-  list.SetStyle(YAML::EmitterStyle::Flow);
-  return list;
-}
-
 // The whole config as YAML. `every_key` also emits the keys of every type (attention, both
 // optimizers, both dataset sources): that tree is the schema --set paths are checked against.
 YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   YAML::Node root(YAML::NodeType::Map);
   root["name"] = c.name;
 
-  YAML::Node dataset(YAML::NodeType::Map);
-  if (!c.dataset.path.empty() || every_key) dataset["path"] = c.dataset.path;
-  dataset["format"] = graph::io::to_string(c.dataset.format);
-  dataset["random_features"] = c.dataset.random_features;
-  dataset["random_features_seed"] = c.dataset.random_features_seed;
-  dataset["feature_dtype"] = graph::to_string(c.dataset.feature_dtype);
-  dataset["normalize_features"] = c.dataset.normalize_rows ? "row" : "none";
-  // keys and split only when set (or for the schema): runs that name no arrays keep their resolved config.
-  const graph::io::ArrayKeys& k = c.dataset.keys;
-  if (k.split != 0 || every_key) dataset["split"] = k.split;
-  if (k.names_arrays() || every_key) {
-    YAML::Node keys(YAML::NodeType::Map);
-    keys["edges"] = k.edges;
-    keys["features"] = k.features;
-    keys["labels"] = k.labels;
-    keys["train"] = k.train;
-    keys["val"] = k.val;
-    keys["test"] = k.test;
-    dataset["keys"] = keys;
-  }
+  YAML::Node dataset = write_keys(c.dataset, dataset_keys(), every_key);
+  // keys only when set (or for the schema): runs that name no arrays keep their resolved config.
+  if (c.dataset.keys.names_arrays() || every_key) dataset["keys"] = write_keys(c.dataset.keys, dataset_array_keys(), every_key);
   if (c.dataset.synthetic || every_key) {
     const graph::SyntheticOptions s = c.dataset.synthetic.value_or(graph::SyntheticOptions{});
-    YAML::Node synthetic(YAML::NodeType::Map);
-    synthetic["nodes"] = s.nodes;
-    synthetic["avg_degree"] = number(s.avg_degree);
-    synthetic["features"] = s.features;
-    synthetic["classes"] = s.classes;
-    synthetic["seed"] = s.seed;
-    synthetic["homophily"] = number(s.homophily);
-    synthetic["power_law_exponent"] = number(s.power_law_exponent);
-    synthetic["feature_noise"] = number(s.feature_noise);
-    synthetic["train_fraction"] = number(s.train_fraction);
-    synthetic["val_fraction"] = number(s.val_fraction);
-    dataset["synthetic"] = synthetic;
+    dataset["synthetic"] = write_keys(s, synthetic_keys(), every_key);
   }
   root["dataset"] = dataset;
-
-  YAML::Node model(YAML::NodeType::Map);
-  model["type"] = std::string(to_string(c.model.type));
-  model["layers"] = c.model.layers;
-  if (c.model.hidden_widths.empty()) {
-    model["hidden"] = c.model.hidden;
-  } else {
-    model["hidden"] = flow_list(c.model.hidden_widths);
-  }
-  model["dropout"] = number(c.model.dropout);
-  // Only when set (or for the schema): runs from before the key resolve and hash as they did.
-  if (c.model.input_dropout || every_key) model["input_dropout"] = number(c.model.input_dropout.value_or(c.model.dropout));
-  model["embedding"] = c.model.embedding;
-  model["activation"] = std::string(to_string(c.model.activation));
-  if (models::has_attention(c.model.type) || every_key) model["heads"] = c.model.heads;
-  if (c.model.type == models::ModelType::kGat || every_key) {
-    model["concat_heads"] = c.model.concat_heads;
-    model["attention_dropout"] = number(c.model.attention_dropout);
-  }
-  if (c.model.type == models::ModelType::kGaan || every_key) {
-    model["key_dim"] = c.model.key_dim;
-    model["value_dim"] = c.model.value_dim;
-    model["gate_dim"] = c.model.gate_dim;
-  }
-  root["model"] = model;
-
-  YAML::Node sampler(YAML::NodeType::Map);
-  {
-    using samplers::SamplerType;
-    const SamplerType t = c.sampler.type;
-    const bool saint = t == SamplerType::kSaintNode || t == SamplerType::kSaintEdge || t == SamplerType::kSaintRw;
-    sampler["type"] = std::string(to_string(t));
-    if (t == SamplerType::kNeighbor || every_key) {
-      sampler["fanouts"] = flow_list(c.sampler.fanouts);
-      sampler["replace"] = c.sampler.replace;
-    }
-    if (t != SamplerType::kFull || every_key) sampler["batch_size"] = c.sampler.batch_size;
-    if (t == SamplerType::kSaintRw || every_key) sampler["walk_length"] = c.sampler.walk_length;
-    if (saint || every_key) {
-      sampler["steps_per_epoch"] = c.sampler.steps_per_epoch;
-      sampler["norm_samples"] = c.sampler.norm_samples;
-      sampler["normalize"] = c.sampler.normalize;
-    }
-    if (t == SamplerType::kCluster || every_key) {
-      sampler["num_parts"] = c.sampler.num_parts;
-      sampler["diag_lambda"] = number(c.sampler.diag_lambda);
-      sampler["cache_dir"] = c.sampler.cache_dir.string();
-    }
-    sampler["eval_chunk_nodes"] = c.sampler.eval_chunk_nodes;
-  }
-  root["sampler"] = sampler;
-
-  YAML::Node optimizer(YAML::NodeType::Map);
-  optimizer["type"] = std::string(to_string(c.optimizer.type));
-  optimizer["lr"] = number(c.optimizer.lr);
-  optimizer["weight_decay"] = number(c.optimizer.weight_decay);
-  optimizer["weight_decay_first_layer_only"] = c.optimizer.weight_decay_first_layer_only;
-  if (c.optimizer.type == models::OptimizerType::kSgd || every_key) optimizer["momentum"] = number(c.optimizer.momentum);
-  if (c.optimizer.type == models::OptimizerType::kAdam || every_key) {
-    optimizer["beta1"] = number(c.optimizer.beta1);
-    optimizer["beta2"] = number(c.optimizer.beta2);
-    optimizer["eps"] = number(c.optimizer.eps);
-  }
-  root["optimizer"] = optimizer;
-
-  YAML::Node pipeline(YAML::NodeType::Map);
-  pipeline["mode"] = std::string(to_string(c.pipeline.mode));
-  if (c.pipeline.sampler_threads > 0) {
-    pipeline["sampler_threads"] = c.pipeline.sampler_threads;
-  } else {
-    pipeline["sampler_threads"] = "auto";
-  }
-  pipeline["staging_slots"] = c.pipeline.staging_slots;
-  pipeline["eval_every"] = c.pipeline.eval_every;
-  pipeline["resident"] = c.pipeline.resident ? "auto" : "off";
-  pipeline["eval_graph"] = std::string(to_string(c.pipeline.eval_graph));
-  pipeline["stage_retries"] = c.pipeline.stage_retries;
-  root["pipeline"] = pipeline;
-
-  YAML::Node memory(YAML::NodeType::Map);
-  memory["limit"] = bytes_text(c.memory.limit_bytes);
-  memory["reserve"] = c.memory.reserve_bytes ? bytes_text(*c.memory.reserve_bytes) : std::string("auto");
-  memory["policy"] = std::string(to_string(c.memory.policy));
-  if (c.memory.policy == memory::MemoryPolicy::kResample || every_key) memory["max_tries"] = c.memory.max_tries;
-  // With another policy only when not the default (gnnpipe infer's): runs keep their resolved config.
-  if (c.memory.policy == memory::MemoryPolicy::kCut || c.memory.cut != memory::MemoryOptions{}.cut || every_key) {
-    memory["cut"] = std::string(to_string(c.memory.cut));
-  }
-  memory["tolerance"] = number(c.memory.tolerance);
-  memory["features"] = std::string(to_string(c.memory.features));
-  memory["cache_rank"] = std::string(to_string(c.memory.cache_rank));
-  if (c.memory.cache_rank == memory::CacheRank::kPresample || every_key) {
-    memory["cache_presample_epochs"] = c.memory.cache_presample_epochs;
-  }
-  // Only when not the default (or for the schema): runs from before the key keep their resolved
-  // config, so their checkpoints' config_hash still matches on --resume.
-  if (c.memory.allocator != memory::AllocatorMode::kCaching || every_key) {
-    memory["allocator"] = std::string(to_string(c.memory.allocator));
-  }
-  root["memory"] = memory;
-
-  YAML::Node run(YAML::NodeType::Map);
-  run["device"] = c.run.device.str();
-  run["epochs"] = c.run.epochs;
-  run["seed"] = c.run.seed;
-  if (!c.run.seeds.empty() || every_key) {
-    YAML::Node seeds(YAML::NodeType::Sequence);
-    for (const uint64_t s : c.run.seeds) seeds.push_back(s);
-    seeds.SetStyle(YAML::EmitterStyle::Flow);
-    run["seeds"] = seeds;
-  }
-  if (every_key) run["runs"] = 1;  // read as seeds: seed, seed+1, ... (never written)
-  run["patience"] = c.run.patience;
-  run["metric"] = std::string(to_string(c.run.metric));
-  run["checkpoint_every"] = c.run.checkpoint_every;
-  run["keep_last"] = c.run.keep_last;
-  run["stall_timeout"] = number(c.run.stall_timeout_s);
-  run["tf32"] = c.run.ops.allow_tf32;
-  run["spmm"] = std::string(models::to_string(c.run.ops.spmm));
-  root["run"] = run;
+  root["model"] = write_keys(c.model, model_keys(), every_key);
+  root["sampler"] = write_keys(c.sampler, sampler_keys(), every_key);
+  root["optimizer"] = write_keys(c.optimizer, optimizer_keys(), every_key);
+  root["pipeline"] = write_keys(c.pipeline, pipeline_keys(), every_key);
+  root["memory"] = write_keys(c.memory, memory_keys(), every_key);
+  root["run"] = write_keys(c.run, run_keys(), every_key);
   if (!c.sweep.empty() || every_key) {
     YAML::Node sweep(YAML::NodeType::Map);
     for (const SweepAxis& axis : c.sweep) {

@@ -19,10 +19,10 @@
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/simulated_fault.hpp"
-#include "gnnpipe/experiments/bench_command.hpp"
+#include "gnnpipe/experiments/commands/bench_command.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
 #include "experiment_helpers.hpp"
 #include "temp_dir.hpp"
 

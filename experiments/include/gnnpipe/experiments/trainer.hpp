@@ -17,9 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gnnpipe/experiments/checkpoint.hpp"
+#include "gnnpipe/experiments/records/checkpoint.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
 #include "gnnpipe/graph/dataset.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/pipeline/memory_report.hpp"

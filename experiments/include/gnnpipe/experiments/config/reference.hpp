@@ -2,7 +2,9 @@
 // The config reference (issue #16 item 8): every key of the schema (the tree that config.yaml and
 // --set use) with its type, its default as the parser fills it in, what it means and which types
 // read it, as Markdown. `gnnpipe config --reference` prints it; docs/CONFIG.md is that output,
-// checked by a test. A key of the schema without a description here fails that test.
+// checked by a test. The descriptions are the rows of the key tables (src/config/key_table.hpp)
+// and, for `name`, `sweep` and the sections, unread_key_docs; a key of the schema without one
+// fails that test.
 #include <string>
 #include <vector>
 
@@ -15,7 +17,7 @@ struct KeyDoc {
   std::string meaning;
 };
 
-// The documented keys, in schema order.
+// The documented keys, in schema order (from the key tables).
 const std::vector<KeyDoc>& key_docs();
 
 // Every leaf and section key path of the schema, in its order.

@@ -1,6 +1,7 @@
 #pragma once
 // Strict parsers for the experiment sections other than `dataset` (dataset_section.hpp). Each
-// reads the keys it knows, checks types and ranges, and rejects unknown keys and keys that the
+// reads the keys of its table (src/config/key_table.hpp: one row per key, shared with the emitter
+// and the reference), checks types and ranges, and rejects unknown keys and keys that the
 // section's `type` does not use; every ConfigError names the full key path.
 #include <string>
 

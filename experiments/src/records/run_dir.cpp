@@ -1,4 +1,4 @@
-#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

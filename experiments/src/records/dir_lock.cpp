@@ -1,4 +1,4 @@
-#include "gnnpipe/experiments/dir_lock.hpp"
+#include "gnnpipe/experiments/records/dir_lock.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,4 +1,4 @@
-#include "gnnpipe/experiments/checkpoint.hpp"
+#include "gnnpipe/experiments/records/checkpoint.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-#include "json_integer.hpp"
+#include "records/json_integer.hpp"
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/graph/io/npy.hpp"
 

@@ -1,4 +1,4 @@
-#include "multi_seed.hpp"
+#include "commands/multi_seed.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -9,7 +9,7 @@
 
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/log.hpp"
-#include "run_stats.hpp"
+#include "records/run_stats.hpp"
 
 namespace gnnpipe::experiments {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "gnnpipe/experiments/dir_lock.hpp"
+#include "gnnpipe/experiments/records/dir_lock.hpp"
 
 namespace gnnpipe::experiments {
 

@@ -1,4 +1,4 @@
-#include "gnnpipe/experiments/bench_command.hpp"
+#include "gnnpipe/experiments/commands/bench_command.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -10,8 +10,8 @@
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/log.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
-#include "run_stats.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
+#include "records/run_stats.hpp"
 
 namespace gnnpipe::experiments {
 namespace {

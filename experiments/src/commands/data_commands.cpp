@@ -1,5 +1,5 @@
-#include "gnnpipe/experiments/data_commands.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/commands/data_commands.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>

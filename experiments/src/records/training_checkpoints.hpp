@@ -6,7 +6,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "gnnpipe/experiments/checkpoint.hpp"
+#include "gnnpipe/experiments/records/checkpoint.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/models/optimizer.hpp"

@@ -26,7 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
 
 namespace gnnpipe::experiments {
 

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
-#include "gnnpipe/experiments/dir_lock.hpp"
+#include "gnnpipe/experiments/records/dir_lock.hpp"
 #include "gnnpipe/pipeline/memory_report.hpp"
 #include "gnnpipe/pipeline/stage_stats.hpp"
 

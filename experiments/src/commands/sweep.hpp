@@ -8,7 +8,7 @@
 #include <ostream>
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/graph/dataset.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"

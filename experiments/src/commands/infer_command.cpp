@@ -1,4 +1,4 @@
-#include "gnnpipe/experiments/infer_command.hpp"
+#include "gnnpipe/experiments/commands/infer_command.hpp"
 
 #include <fmt/format.h>
 
@@ -13,7 +13,7 @@
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/core/timer.hpp"
 #include "gnnpipe/core/units.hpp"
-#include "gnnpipe/experiments/checkpoint.hpp"
+#include "gnnpipe/experiments/records/checkpoint.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/training_sampler.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
@@ -26,10 +26,10 @@
 #include "gnnpipe/pipeline/inference_plan.hpp"
 #include "gnnpipe/pipeline/layerwise_inference.hpp"
 #include "device_budget.hpp"
-#include "infer_output.hpp"
-#include "run_stats.hpp"
+#include "records/infer_output.hpp"
+#include "records/run_stats.hpp"
 #include "thread_plan.hpp"
-#include "training_checkpoints.hpp"
+#include "records/training_checkpoints.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
@@ -130,17 +130,84 @@ void add_split_scores(nlohmann::json& summary, const models::Matrix<float>& logi
   }
 }
 
+// --embeddings: a layer of the model (0-based); ConfigError otherwise.
+void check_embeddings_layer(const config::ExperimentConfig& c, const InferOptions& options) {
+  if (!options.embeddings_layer) return;
+  GNNPIPE_CHECK_CONFIG(*options.embeddings_layer >= 0 && *options.embeddings_layer < c.model.layers,
+                       "--embeddings: layer {} of a {}-layer model (0..{})", *options.embeddings_layer, c.model.layers,
+                       c.model.layers - 1);
+}
+
+// A score of the summary for the log: "0.8123", or "n/a" where there is none (null).
+std::string accuracy_text(const nlohmann::json& a) {
+  return a.is_null() ? std::string("n/a") : fmt::format("{:.4f}", a.get<double>());
+}
+
+// predictions.npy: each node's class (int64 [N], ties: lowest), or for multi-label labels its
+// labels (uint8 [N x C], 1 where the logit is above 0: probability above 0.5); logits.npy and
+// embeddings_layerL.npy when asked for.
+void write_outputs(StagedOutputs& staged, const models::Matrix<float>& logits, const models::Matrix<float>& embeddings,
+                   const InferOptions& options, bool multi_label) {
+  if (multi_label) {
+    std::vector<uint8_t> labels(static_cast<std::size_t>(logits.size()));
+    std::transform(logits.flat().begin(), logits.flat().end(), labels.begin(),
+                   [](float v) { return static_cast<uint8_t>(v > 0.0f ? 1 : 0); });
+    graph::io::write_npy<uint8_t>(staged.path("predictions.npy"), labels, {logits.rows(), logits.cols()});
+  } else {
+    std::vector<int64_t> predictions(static_cast<std::size_t>(logits.rows()));
+    for (int64_t r = 0; r < logits.rows(); ++r) {
+      const float* row = logits.data() + r * logits.cols();
+      predictions[static_cast<std::size_t>(r)] = std::max_element(row, row + logits.cols()) - row;  // ties: lowest
+    }
+    graph::io::write_npy<int64_t>(staged.path("predictions.npy"), predictions);
+  }
+  if (options.logits) {
+    graph::io::write_npy<float>(staged.path("logits.npy"), logits.flat(), {logits.rows(), logits.cols()});
+  }
+  if (options.embeddings_layer) {
+    const std::string name = fmt::format("embeddings_layer{}.npy", *options.embeddings_layer);
+    graph::io::write_npy<float>(staged.path(name), embeddings.flat(), {embeddings.rows(), embeddings.cols()});
+  }
+}
+
+// The plan's log line: the budget, what the model takes, and the chunks (and cut rows) it leaves.
+void log_inference_plan(const InferenceModel& im, const pipeline::InferenceChunks& chunks,
+                        const config::ExperimentConfig& c) {
+  core::logger().info(
+      "infer: budget {} ({} for the model{}, {} left), {} chunks of up to {} destinations (their arrays {} at most){}",
+      core::format_bytes(im.budget().budget), core::format_bytes(im.parameter_bytes()),
+      im.library_workspace_bytes() == 0
+          ? std::string()
+          : fmt::format(", {} for the library workspace", core::format_bytes(im.library_workspace_bytes())),
+      core::format_bytes(im.allowance()), chunks.chunks(), chunks.largest_chunk_nodes,
+      core::format_bytes(chunks.largest_bytes),
+      chunks.rows_cut == 0 ? std::string()
+                           : fmt::format("; {} rows keep part of their in-edges ({} edges cut per layer, {})",
+                                         chunks.rows_cut, chunks.edges_cut, memory::to_string(c.memory.cut)));
+}
+
+// summary.json's "memory" of an inference job.
+nlohmann::json inference_memory_json(const InferenceModel& im, const pipeline::InferenceChunks& chunks) {
+  const auto& stats = im.allocator().stats();
+  return {{"budget_bytes", im.budget().budget},
+          {"limit_bytes", im.budget().limit},
+          {"reserve_bytes", im.budget().reserve},
+          {"parameter_bytes", im.parameter_bytes()},
+          {"library_workspace_bytes", im.library_workspace_bytes()},
+          {"predicted_chunk_bytes", chunks.largest_bytes},
+          {"peak_device_bytes", stats.peak_in_use_bytes},
+          {"allocator", std::string(memory::to_string(im.allocator().mode()))},
+          {"peak_held_bytes", stats.peak_held_bytes},
+          {"peak_host_bytes", core::peak_rss_bytes()}};
+}
+
 }  // namespace
 
 nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const InferOptions& options) {
   config::ExperimentConfig c = c_in;
   if (options.memory_limit) c.memory.limit_bytes = *options.memory_limit;
   check_inference_supported(c);
-  if (options.embeddings_layer) {
-    GNNPIPE_CHECK_CONFIG(*options.embeddings_layer >= 0 && *options.embeddings_layer < c.model.layers,
-                         "--embeddings: layer {} of a {}-layer model (0..{})", *options.embeddings_layer, c.model.layers,
-                         c.model.layers - 1);
-  }
+  check_embeddings_layer(c, options);
   auto& log = core::logger();
   const std::string source = options.checkpoint.string();
   const Checkpoint checkpoint = read_checkpoint(options.checkpoint);
@@ -173,16 +240,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
                                    model.block_norm() == graph::BlockNorm::kMean ? graph::CutWeights::kRowMean
                                                                                  : graph::CutWeights::kKeep,
                                    c.run.seed};
-  log.info("infer: budget {} ({} for the model{}, {} left), {} chunks of up to {} destinations (their arrays {} at most){}",
-           core::format_bytes(im.budget().budget), core::format_bytes(im.parameter_bytes()),
-           im.library_workspace_bytes() == 0
-               ? std::string()
-               : fmt::format(", {} for the library workspace", core::format_bytes(im.library_workspace_bytes())),
-           core::format_bytes(im.allowance()), chunks.chunks(), chunks.largest_chunk_nodes,
-           core::format_bytes(chunks.largest_bytes),
-           chunks.rows_cut == 0 ? std::string()
-                                : fmt::format("; {} rows keep part of their in-edges ({} edges cut per layer, {})",
-                                              chunks.rows_cut, chunks.edges_cut, memory::to_string(c.memory.cut)));
+  log_inference_plan(im, chunks, c);
 
   // The output directory comes last, once every check passed: a refused job leaves nothing.
   RunDirectoryOptions dir_options = options.out;
@@ -219,30 +277,9 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
 
     // The outputs go to a staging folder and into the directory together, before summary.json.
     StagedOutputs staged(out.path());
-    // Predictions: each node's class (int64 [N], ties: lowest), or for multi-label labels its labels
-    // (uint8 [N x C], 1 where the logit is above 0: probability above 0.5).
-    if (d.labels.is_multi_label()) {
-      std::vector<uint8_t> labels(static_cast<std::size_t>(logits.size()));
-      std::transform(logits.flat().begin(), logits.flat().end(), labels.begin(),
-                     [](float v) { return static_cast<uint8_t>(v > 0.0f ? 1 : 0); });
-      graph::io::write_npy<uint8_t>(staged.path("predictions.npy"), labels, {logits.rows(), logits.cols()});
-    } else {
-      std::vector<int64_t> predictions(static_cast<std::size_t>(logits.rows()));
-      for (int64_t r = 0; r < logits.rows(); ++r) {
-        const float* row = logits.data() + r * logits.cols();
-        predictions[static_cast<std::size_t>(r)] = std::max_element(row, row + logits.cols()) - row;  // ties: lowest
-      }
-      graph::io::write_npy<int64_t>(staged.path("predictions.npy"), predictions);
-    }
-    if (options.logits) {
-      graph::io::write_npy<float>(staged.path("logits.npy"), logits.flat(), {logits.rows(), logits.cols()});
-    }
-    if (options.embeddings_layer) {
-      const std::string name = fmt::format("embeddings_layer{}.npy", *options.embeddings_layer);
-      graph::io::write_npy<float>(staged.path(name), embeddings.flat(), {embeddings.rows(), embeddings.cols()});
-    }
+    write_outputs(staged, logits, embeddings, options, d.labels.is_multi_label());
 
-    const auto& stats = im.allocator().stats();
+    const auto stats = im.allocator().stats();
     nlohmann::json summary = {
         {"name", c.name},
         {"status", "done"},
@@ -260,17 +297,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
         {"edges_cut", chunks.edges_cut},
         {"cut", std::string(memory::to_string(c.memory.cut))},
         {"outputs", staged.names()},
-        {"memory",
-         {{"budget_bytes", im.budget().budget},
-          {"limit_bytes", im.budget().limit},
-          {"reserve_bytes", im.budget().reserve},
-          {"parameter_bytes", im.parameter_bytes()},
-          {"library_workspace_bytes", im.library_workspace_bytes()},
-          {"predicted_chunk_bytes", chunks.largest_bytes},
-          {"peak_device_bytes", stats.peak_in_use_bytes},
-          {"allocator", std::string(memory::to_string(im.allocator().mode()))},
-          {"peak_held_bytes", stats.peak_held_bytes},
-          {"peak_host_bytes", core::peak_rss_bytes()}}},
+        {"memory", inference_memory_json(im, chunks)},
     };
     add_split_scores(summary, logits, d, d.splits.test, "test", labels_match);
     add_split_scores(summary, logits, d, d.splits.val, "val", labels_match);
@@ -279,9 +306,6 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
     out.write_summary(summary);
     staged.keep();
     out.finished();
-    const auto accuracy_text = [](const nlohmann::json& a) {
-      return a.is_null() ? std::string("n/a") : fmt::format("{:.4f}", a.get<double>());
-    };
     log.info("inferred {} nodes in {:.3f} s: test {} {}, val {}; peak device memory {} of {}; {}", d.num_nodes(), seconds,
              metric_label(metric), accuracy_text(summary["test_" + metric]), accuracy_text(summary["val_" + metric]),
              core::format_bytes(stats.peak_in_use_bytes), core::format_bytes(im.budget().budget), out.path().string());

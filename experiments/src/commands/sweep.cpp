@@ -1,4 +1,4 @@
-#include "sweep.hpp"
+#include "commands/sweep.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -8,9 +8,9 @@
 
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/log.hpp"
-#include "multi_seed.hpp"
-#include "report_command.hpp"
-#include "run_stats.hpp"
+#include "commands/multi_seed.hpp"
+#include "commands/report_command.hpp"
+#include "records/run_stats.hpp"
 
 namespace gnnpipe::experiments {
 

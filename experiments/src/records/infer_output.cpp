@@ -1,4 +1,4 @@
-#include "infer_output.hpp"
+#include "records/infer_output.hpp"
 
 #include <algorithm>
 #include <system_error>
@@ -6,7 +6,7 @@
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/log.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
 
 namespace gnnpipe::experiments {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "gnnpipe/experiments/doctor.hpp"
+#include "gnnpipe/experiments/commands/doctor.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>

@@ -1,4 +1,4 @@
-#include "training_checkpoints.hpp"
+#include "records/training_checkpoints.hpp"
 
 #include <algorithm>
 #include <array>
@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "json_integer.hpp"
+#include "records/json_integer.hpp"
 #include "gnnpipe/core/check.hpp"
-#include "gnnpipe/experiments/run_dir.hpp"
+#include "gnnpipe/experiments/records/run_dir.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 
 namespace gnnpipe::experiments {

@@ -1,4 +1,4 @@
-#include "run_stats.hpp"
+#include "records/run_stats.hpp"
 
 #include <cmath>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "report_command.hpp"
+#include "commands/report_command.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ostream.h>
@@ -14,7 +14,7 @@
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/experiments/config/config_map.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
-#include "run_stats.hpp"
+#include "records/run_stats.hpp"
 
 namespace gnnpipe::experiments {
 namespace {

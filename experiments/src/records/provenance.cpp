@@ -1,11 +1,11 @@
-#include "provenance.hpp"
+#include "records/provenance.hpp"
 
 #include <fmt/format.h>
 
 #include "gnnpipe/core/build_info.hpp"
 #include "gnnpipe/core/device.hpp"
 #include "gnnpipe/core/hash.hpp"
-#include "training_checkpoints.hpp"
+#include "records/training_checkpoints.hpp"
 
 namespace gnnpipe::experiments {
 namespace {
