@@ -100,7 +100,7 @@ TEST_CASE("GPU run whose batches outgrow the device slot: pipelined equals seque
   // One staging slot, so every batch goes through device slot 0 in run order, and batches of 8
   // targets on a heavy-tailed graph (power-law exponent 2.1), whose sampled size varies a lot: the
   // slot grows again after the first batch (the transfer stage waits for the last step that read
-  // it, then reallocates; training_run.cpp, Stages::transfer).
+  // it, then reallocates; batch_path.cpp, BatchPath::transfer).
   const char* yaml = R"(
 name: grow
 dataset: {synthetic: {nodes: 3000, avg_degree: 10, features: 16, classes: 4, seed: 4, feature_noise: 2.0,
@@ -126,7 +126,7 @@ run: {epochs: 2, seed: 2}
 TEST_CASE("GPU early stop restores the snapshot: pipelined equals sequential in parameters and epochs", "[gpu][runs]") {
   // run.patience stops the run at the first epoch e that ends `patience` epochs without a better
   // validation accuracy. The pipelined run decides that on its evaluation thread while epoch e + 1
-  // trains, so it must put the snapshot of epoch e back into the model (Stages::restore_snapshot, a
+  // trains, so it must put the snapshot of epoch e back into the model (Evaluation::restore_snapshot, a
   // device-to-device copy on the train stream). To make sure epoch e + 1 has stepped by then, the
   // evaluation of each epoch waits (through the failure-injection hook, which throws nothing) until
   // the train thread has started the second batch of the next epoch.
