@@ -6,7 +6,7 @@
 //   NeighborProducts/<fanouts> the products-size synthetic graph (2,449,029 nodes, ~61.9 M
 //                              undirected edges, degree exponent 2.3), generated once (~35 s)
 // Anchor: pyg-lib samples an ogbn-products batch of 1,024 seeds at [10, 5] in about 20 ms on one
-// core, and arxiv [15, 10, 5] in 31.4 ms (../shared/reference/README.md).
+// core, and arxiv [15, 10, 5] in 31.4 ms (PyG's timings, docs/BENCHMARKS.md).
 #include <benchmark/benchmark.h>
 #include <tbb/global_control.h>
 

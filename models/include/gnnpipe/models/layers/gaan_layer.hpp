@@ -1,6 +1,6 @@
 #pragma once
 // GaAN layer with the exact semantics of the seed's GaANConv (AugF/optimize-pygs
-// neuroc_pygs/models/gaan_layers.py; ../shared/reference/README.md), which differ from the paper:
+// neuroc_pygs/models/gaan_layers.py; checked against its outputs in tests/unit/models), which differ from the paper:
 //   q = x W_neigh + b [N, H x d_a];  e(j -> i, k) = <q[i, k], q[j, k]> (one projection for both
 //   ends, no scaling, no LeakyReLU); alpha = softmax of e over the in-edges of i (self-loop included);
 //   v = LeakyReLU_0.1(x W_data + b) [N, H x d_v];  attn[i, k] = sum_j alpha(j -> i, k) v[j, k];

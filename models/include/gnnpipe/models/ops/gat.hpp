@@ -1,6 +1,6 @@
 #pragma once
-// The edge-score pieces of GAT attention (Velickovic et al.; PyG's GATConv conventions, see
-// ../shared/reference/README.md): scores = a_src[u] + a_dst[v] per head (sddmm_add), then
+// The edge-score pieces of GAT attention (Velickovic et al.; PyG's GATConv conventions, checked against
+// PyG's outputs in tests/unit/models): scores = a_src[u] + a_dst[v] per head (sddmm_add), then
 // LeakyReLU (elementwise.hpp, on the E x H score matrix), then a softmax over the incoming edges of
 // each destination (edge_softmax); the aggregation itself is spmm_edge_weighted (spmm.hpp).
 // Edge e is the forward edge id (position in block.indices). Parallel over destination (or source)
