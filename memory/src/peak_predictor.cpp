@@ -55,6 +55,16 @@ double PeakPredictor::predict(double analytical, int64_t nodes, int64_t edges) c
   return std::max(0.0, analytical + correction);
 }
 
+bool PeakPredictor::monotone() const {
+  if (count_ < 3 || !shapes_vary_) return true;
+  double a[3][3], b[3], x[3] = {};
+  for (int i = 0; i < 3; ++i) {
+    b[i] = xty_[i];
+    for (int j = 0; j < 3; ++j) a[i][j] = xtx_[i][j];
+  }
+  return !solve3(a, b, x) || (x[1] >= 0 && x[2] >= 0);
+}
+
 void PeakPredictor::observe(double analytical, int64_t nodes, int64_t edges, double predicted, double measured) {
   const double x[3] = {1.0, static_cast<double>(nodes) * kScale, static_cast<double>(edges) * kScale};
   const double y = measured - analytical;

@@ -118,7 +118,7 @@ struct Micro {
 };
 
 Micro make_micro(const MiniBatch& parent, std::size_t num_layers, Form form, std::size_t begin, std::size_t end,
-                 LocalMap& map, Sink sink) {
+                 LocalMap& map, Sink sink, bool* identity_inputs = nullptr) {
   Micro m;
   for (std::size_t i = begin; i < end; ++i) map.add(parent.loss_rows[i]);  // micro targets first
   const auto num_targets = map.size();
@@ -185,6 +185,14 @@ Micro make_micro(const MiniBatch& parent, std::size_t num_layers, Form form, std
     }
     mb.compute_shape(parent.shape.feature_dim, num_layers);
   }
+  if (identity_inputs != nullptr) {
+    // Whether the micro-batch's input_nodes (global ids, in micro order) are 0..n-1 in order.
+    bool identity = true;
+    for (std::size_t p = 0; p < map.size() && identity; ++p) {
+      identity = parent.input_nodes[static_cast<std::size_t>(map.parent_of(p))] == static_cast<NodeId>(p);
+    }
+    *identity_inputs = identity;
+  }
   map.reset();
   return m;
 }
@@ -212,16 +220,19 @@ std::vector<MiniBatch> split_batch(const MiniBatch& batch, std::size_t num_layer
   return out;
 }
 
-std::vector<memory::BatchShape> split_shapes(const MiniBatch& batch, std::size_t num_layers, int parts) {
+std::vector<MicroBatchSize> split_sizes(const MiniBatch& batch, std::size_t num_layers, int parts,
+                                        const std::function<bool(const MicroBatchSize&)>& keep_going) {
   const Form form = check_batch(batch, num_layers, parts);
   const std::size_t n = batch.loss_rows.size();
   const std::size_t k = clamp_parts(batch, parts);
   LocalMap map(batch.input_nodes.size());
-  std::vector<memory::BatchShape> out;
+  std::vector<MicroBatchSize> out;
   out.reserve(k);
   for (std::size_t i = 0; i < k; ++i) {
-    const Micro m = make_micro(batch, num_layers, form, part_begin(n, k, i), part_begin(n, k, i + 1), map, Sink::kCount);
-    memory::BatchShape& s = out.emplace_back();
+    const std::size_t begin = part_begin(n, k, i), end = part_begin(n, k, i + 1);
+    MicroBatchSize& size = out.emplace_back();
+    const Micro m = make_micro(batch, num_layers, form, begin, end, map, Sink::kCount, &size.identity_inputs);
+    memory::BatchShape& s = size.shape;
     s.feature_dim = batch.shape.feature_dim;
     // As MiniBatch::compute_shape: per layer, a shared block listed once for every layer.
     for (std::size_t l = 0; l < num_layers; ++l) {
@@ -230,7 +241,17 @@ std::vector<memory::BatchShape> split_shapes(const MiniBatch& batch, std::size_t
       s.dst_nodes.push_back(b.num_dst);
       s.edges.push_back(b.num_edges);
     }
+    for (const BlockRows& b : m.blocks) size.block_edges.push_back(b.num_edges);
+    size.loss_rows = end - begin;
+    size.targets = form == Form::kShared ? static_cast<std::size_t>(m.blocks.front().num_dst) : end - begin;
+    if (keep_going && !keep_going(size)) break;
   }
+  return out;
+}
+
+std::vector<memory::BatchShape> split_shapes(const MiniBatch& batch, std::size_t num_layers, int parts) {
+  std::vector<memory::BatchShape> out;
+  for (MicroBatchSize& s : split_sizes(batch, num_layers, parts)) out.push_back(std::move(s.shape));
   return out;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/units.hpp"
 #include "gnnpipe/graph/split_batch.hpp"
@@ -201,52 +203,129 @@ Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool re
     }
     // No draw fit: the sampled batch is split rather than lost.
   }
-  if (s_.options.policy == memory::MemoryPolicy::kCut && try_cut(a, sampled, batches)) return a;
+  std::size_t cut_least = 0;
+  if (s_.options.policy == memory::MemoryPolicy::kCut && try_cut(a, sampled, batches, &cut_least)) return a;
   GNNPIPE_CHECK_AS(OutOfBudget, !sampled.loss_rows.empty(),
                    "memory.limit: batch {} of epoch {} needs {} (predicted) of a budget of {} and has no loss rows to "
                    "split by",
                    sampled.index, sampled.epoch, core::format_bytes(whole.total), core::format_bytes(s_.budget));
-  Estimate last;
-  int last_parts = 1;
+  split(a, sampled, batches, cut_least);
+  return a;
+}
+
+std::size_t MemoryGovernor::limit_for(std::size_t total) const {
+  const auto budget = static_cast<std::size_t>(std::ceil(static_cast<double>(total) / (1.0 - s_.options.tolerance)));
+  const std::size_t reserve = s_.options.limit_bytes > s_.budget ? s_.options.limit_bytes - s_.budget : 0;
+  return budget + reserve;
+}
+
+MemoryGovernor::PartSize MemoryGovernor::size_of(const graph::MiniBatch& parent, const graph::MicroBatchSize& m) const {
+  const std::size_t layers = s_.model.num_layers();
+  const bool shared = parent.blocks.size() == 1;
+  PartSize p;
+  PackedCounts counts;
+  for (std::size_t l = 0; l < layers; ++l) p.shapes.push_back({m.shape.dst_nodes[l], m.shape.src_nodes[l], m.shape.edges[l]});
+  for (std::size_t b = 0; b < m.block_edges.size(); ++b) {
+    const std::size_t l = shared ? 0 : b;
+    counts.blocks.push_back({m.shape.dst_nodes[l], m.shape.src_nodes[l], m.block_edges[b], parent.blocks[b].weighted()});
+    p.edges += m.block_edges[b];
+  }
+  p.nodes = m.shape.src_nodes.front();
+  counts.inputs = p.nodes;
+  counts.targets = static_cast<int64_t>(m.targets);
+  counts.loss_rows = counts.loss_weights = static_cast<int64_t>(m.loss_rows);
+  p.packed = packed_bytes(counts, s_.packed_feature_cols, s_.feature_dtype);
+  p.identity_rows = s_.packed_feature_cols == 0 && m.identity_inputs;
+  p.loss_rows = m.loss_rows;
+  return p;
+}
+
+std::vector<MemoryGovernor::PartSize> MemoryGovernor::split_estimate(const graph::MiniBatch& batch, int parts,
+                                                                     int64_t batches, bool prune) const {
+  std::vector<PartSize> out;
+  // A split holds at least what any one of its parts holds alone (its prediction grows with every
+  // part: grow-only arrays, the largest slot, summed nodes and edges while the fit is monotone),
+  // so a part that does not fit alone rules the split out: stop counting there.
+  const bool can_prune = prune && [&] {
+    const std::lock_guard lock(predictor_mutex_);
+    return predictor_.monotone();
+  }();
+  const auto keep_going = [&](const graph::MicroBatchSize& m) {
+    out.push_back(size_of(batch, m));
+    return !can_prune || admissible(std::span<const PartSize>(&out.back(), 1), batches).has_value();
+  };
+  graph::split_sizes(batch, s_.model.num_layers(), parts, keep_going);
+  return out;
+}
+
+void MemoryGovernor::split(Admission& a, const graph::MiniBatch& sampled, int64_t batches, std::size_t cut_least) {
   std::vector<int> candidates = split_candidates(sampled.loss_rows.size());
   const BatchKey key = key_of(sampled);
   if (auto it = split_memo_.find(key); it != split_memo_.end()) {
     // This batch was split before: try that count first (then the usual order).
     candidates.insert(candidates.begin(), it->second);
   }
+  // Each candidate is sized before it is built (graph::split_sizes: one pass over its parts' edges,
+  // no copies, stopping at the first part that cannot fit), so a split that does not fit costs no
+  // micro-batches and, where one loss row's tree is most of the batch, about one part's edges. The
+  // sizes are exact, so the chosen count is the one building every candidate would choose.
+  Estimate last;
+  int last_parts = 1;
   for (int parts : candidates) {
-    std::vector<graph::MiniBatch> micro = graph::split_batch(sampled, s_.model.num_layers(), parts);
-    if (std::optional<Estimate> e = admissible(sizes_of(micro), batches, &last)) {
+    if (std::optional<Estimate> e = admissible(split_estimate(sampled, parts, batches, true), batches, &last)) {
+      std::vector<graph::MiniBatch> micro = graph::split_batch(sampled, s_.model.num_layers(), parts);
+      std::optional<Estimate> built = admissible(sizes_of(micro), batches);
+      GNNPIPE_CHECK(built.has_value() && built->total == e->total,
+                    "split: batch {} in {} micro-batches was sized at {} bytes before building, {} after", sampled.index,
+                    parts, e->total, built ? built->total : 0);
       a.action = MemoryAction::kSplit;
       a.parts = std::move(micro);
-      admit_estimate(a, std::move(*e));
+      admit_estimate(a, std::move(*built));
       // Bounded: batches that never come back (neighbor samples) must not grow it for ever.
       if (split_memo_.size() >= kSplitMemoEntries) split_memo_.clear();
       split_memo_[key] = parts;
-      return a;
+      return;
     }
     last_parts = parts;
   }
+  // No split fits. The smallest workable budget: one micro-batch per loss row, every part of which
+  // lies inside a part of any other split (a row's tree is inside the tree of every set holding
+  // it), so no split needs less (up to the split's 16 bytes a part). Sized in full, once.
+  const std::vector<PartSize> singles = split_estimate(sampled, static_cast<int>(sampled.loss_rows.size()), batches, false);
+  Estimate least;
+  admissible(singles, batches, &least);
+  const auto largest = std::max_element(singles.begin(), singles.end(), [](const PartSize& x, const PartSize& y) {
+    return std::pair(x.nodes, x.edges) < std::pair(y.nodes, y.edges);
+  });
+  const std::size_t need = cut_least > 0 ? std::min(cut_least, least.total) : least.total;
   GNNPIPE_THROW(OutOfBudget,
                 "memory.limit: batch {} of epoch {} does not fit the budget of {} even split into {} micro-batches "
-                "(predicted {}: {} resident, {} for evaluation, {} of device slots)",
+                "(predicted {}: {} resident, {} for evaluation, {} of device slots); it fits from memory.limit {} under "
+                "memory.policy {} (one micro-batch per loss row; its largest, one row's tree of {} nodes and {} edges, "
+                "is what splitting cannot shrink)",
                 sampled.index, sampled.epoch, core::format_bytes(s_.budget), last_parts, core::format_bytes(last.total),
                 core::format_bytes(s_.resident_other + s_.train_fixed), core::format_bytes(s_.eval_bound),
-                core::format_bytes(slot_bound(last.slot)));
+                core::format_bytes(slot_bound(last.slot)), core::format_bytes(limit_for(need)),
+                s_.options.policy == memory::MemoryPolicy::kCut ? "cut, then split" : "split",
+                largest == singles.end() ? 0 : largest->nodes, largest == singles.end() ? 0 : largest->edges);
 }
 
-bool MemoryGovernor::try_cut(Admission& a, const graph::MiniBatch& sampled, int64_t batches) {
+bool MemoryGovernor::try_cut(Admission& a, const graph::MiniBatch& sampled, int64_t batches, std::size_t* least) {
   const graph::EdgeCutPlan plan(sampled, s_.cut_scores,
                                 {graph::cut_rng_key(s_.seed, sampled.epoch, sampled.index), s_.cut_weights});
   // The search sizes each candidate from the plan's per-block edge counts (O(blocks log E)); only
   // the chosen cut is built.
+  Estimate last;
   const auto admissible_cut = [&](int64_t count) {
     const PartSize size = size_of(sampled, plan.block_edges_after(count));
-    return admissible(std::span<const PartSize>(&size, 1), batches);
+    return admissible(std::span<const PartSize>(&size, 1), batches, &last);
   };
   // Fewer removed edges never need less memory: binary search the fewest that fit.
   int64_t lo = 1, hi = plan.removable_edges();
-  if (hi < 1 || !admissible_cut(hi)) return false;  // even all of them: split instead
+  if (hi < 1 || !admissible_cut(hi)) {  // even all of them: split instead
+    if (least != nullptr && hi >= 1) *least = last.total;
+    return false;
+  }
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo) / 2;
     if (admissible_cut(mid)) {

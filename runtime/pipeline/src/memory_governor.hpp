@@ -31,6 +31,7 @@
 #include "gnnpipe/graph/feature_store.hpp"
 #include "gnnpipe/graph/mini_batch.hpp"
 #include "gnnpipe/graph/node_scores.hpp"
+#include "gnnpipe/graph/split_batch.hpp"
 #include "gnnpipe/memory/grow_only_footprint.hpp"
 #include "gnnpipe/memory/memory_options.hpp"
 #include "gnnpipe/memory/peak_predictor.hpp"
@@ -102,7 +103,8 @@ class MemoryGovernor {
   // Decides how `batch` (of an epoch of `batches` batches) runs. `redraw(k)` samples the k-th
   // replacement of the batch (resample); `redraws` says whether that gives a different batch.
   // `residency`: whether it stays on the device for the run (see Residency).
-  // Throws OutOfBudget (naming the batch) when not even its smallest split fits.
+  // Throws OutOfBudget (naming the batch and the smallest memory.limit that works) when not even
+  // its smallest split fits. Candidate splits are sized before they are built (split()).
   Admission admit(graph::MiniBatch batch, int64_t batches, bool redraws,
                   const std::function<graph::MiniBatch(int attempt)>& redraw, const Residency& residency = {});
 
@@ -150,7 +152,18 @@ class MemoryGovernor {
   std::optional<Estimate> admissible(std::span<const PartSize> parts, int64_t batches, Estimate* last = nullptr) const;
   // memory.policy cut: the batch without the fewest lowest-ranked edges that make it fit, or
   // nothing when removing every removable edge is not enough.
-  bool try_cut(Admission& a, const graph::MiniBatch& sampled, int64_t batches);
+  // `least` gets the smallest total predicted (every removable edge removed) when that fails too.
+  bool try_cut(Admission& a, const graph::MiniBatch& sampled, int64_t batches, std::size_t* least = nullptr);
+  // memory.policy split (and where resample and cut give up): the fewest micro-batches that fit,
+  // sized by graph::split_sizes before any is built (only the chosen split is); throws OutOfBudget
+  // naming the smallest memory.limit that works when none does, or when splitting stops helping.
+  void split(Admission& a, const graph::MiniBatch& sampled, int64_t batches, std::size_t cut_least);
+  // The parts of split_batch(batch, .., parts), sized without building them (equal to sizes_of
+  // them); with `prune`, only up to the first part that does not fit alone (the split cannot fit).
+  std::vector<PartSize> split_estimate(const graph::MiniBatch& batch, int parts, int64_t batches, bool prune) const;
+  PartSize size_of(const graph::MiniBatch& parent, const graph::MicroBatchSize& micro) const;
+  // The memory.limit at which a prediction of `total` fits (the budget plus the reserve).
+  std::size_t limit_for(std::size_t total) const;
   std::size_t slot_bound(std::size_t packed) const;
   // Raises evaluation's bound to `bytes` when `admitted` (the run's only batch: a resident one)
   // still fits with it; returns whether it does (true, and unchanged, when `bytes` is not more).

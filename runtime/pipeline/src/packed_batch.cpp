@@ -100,6 +100,31 @@ BatchLayout lay_out(const graph::MiniBatch& batch, int64_t feature_cols, std::sp
 
 }  // namespace
 
+std::size_t packed_bytes(const PackedCounts& c, int64_t feature_cols, graph::FeatureDType dtype) {
+  // lay_out's sections, in its order, without a cache.
+  const auto values = static_cast<std::size_t>(c.inputs * feature_cols);
+  Packer p;
+  if (dtype == graph::FeatureDType::kFloat32) {
+    p.add<float>(values);
+  } else {
+    p.add<uint16_t>(values);
+  }
+  p.add<graph::NodeId>(static_cast<std::size_t>(c.inputs));
+  p.add<int32_t>(static_cast<std::size_t>(c.targets));
+  p.add<int32_t>(static_cast<std::size_t>(c.loss_rows));
+  p.add<float>(static_cast<std::size_t>(c.loss_weights));
+  for (const PackedCounts::BlockCounts& b : c.blocks) {
+    const auto edges = static_cast<std::size_t>(b.edges);
+    p.add<graph::EdgeOffset>(static_cast<std::size_t>(b.num_dst) + 1);
+    p.add<graph::NodeId>(edges);
+    p.add<float>(b.weighted ? edges : 0);
+    p.add<graph::EdgeOffset>(static_cast<std::size_t>(b.num_src) + 1);
+    p.add<graph::NodeId>(edges);
+    p.add<graph::EdgeOffset>(edges);
+  }
+  return p.end();
+}
+
 std::size_t packed_block_batch_bytes(int64_t num_src, int64_t num_dst, int64_t edges, int64_t feature_cols) {
   // The sections of lay_out, in its order, each at its largest.
   const auto src = static_cast<std::size_t>(num_src), dst = static_cast<std::size_t>(num_dst);

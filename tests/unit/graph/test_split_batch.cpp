@@ -132,7 +132,9 @@ void check_split(const MiniBatch& parent, std::size_t num_layers, int parts, con
   std::vector<float> loss_weights;
   std::size_t smallest = n, largest = 0;
   const auto shapes = graph::split_shapes(parent, num_layers, parts);
+  const auto sizes = graph::split_sizes(parent, num_layers, parts);
   REQUIRE(shapes.size() == micros.size());
+  REQUIRE(sizes.size() == micros.size());
   for (std::size_t i = 0; i < micros.size(); ++i) {
     const MiniBatch& m = micros[i];
     INFO("micro-batch " << i << " of " << micros.size());
@@ -165,6 +167,14 @@ void check_split(const MiniBatch& parent, std::size_t num_layers, int parts, con
     CHECK(m.shape.dst_nodes == shapes[i].dst_nodes);
     CHECK(m.shape.edges == shapes[i].edges);
     CHECK(shapes[i].feature_dim == parent.shape.feature_dim);
+    // split_sizes: what the governor sizes a candidate by, equal to the built micro-batch.
+    CHECK(sizes[i].shape.edges == m.shape.edges);
+    REQUIRE(sizes[i].block_edges.size() == m.blocks.size());
+    for (std::size_t b = 0; b < m.blocks.size(); ++b) CHECK(sizes[i].block_edges[b] == m.blocks[b].num_edges());
+    CHECK(sizes[i].targets == m.targets.size());
+    CHECK(sizes[i].loss_rows == m.loss_rows.size());
+    NodeId id = 0;
+    CHECK(sizes[i].identity_inputs == std::all_of(m.input_nodes.begin(), m.input_nodes.end(), [&](NodeId v) { return v == id++; }));
 
     // Rows: the parent's rows (global sources, weight bits, order) where kept; the node sets are
     // the computation tree of the loss targets.

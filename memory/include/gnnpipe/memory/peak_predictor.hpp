@@ -20,6 +20,9 @@ class PeakPredictor {
   double predict(double analytical, int64_t nodes, int64_t edges) const;
   // Records what a batch measured: `predicted` is what predict() said before it ran.
   void observe(double analytical, int64_t nodes, int64_t edges, double predicted, double measured);
+  // Whether predict() never decreases when nodes or edges grow (no fit yet, or a fit whose node
+  // and edge coefficients are not negative): what lets the governor rule a split out by one part.
+  bool monotone() const;
 
   int64_t observations() const { return count_; }
   // Mean absolute percentage error of the predictions observed (0 with none).

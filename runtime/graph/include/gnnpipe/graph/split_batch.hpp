@@ -50,6 +50,7 @@
 // local ids (input_nodes.size() entries) reused for every micro-batch: nothing scales with the
 // whole graph. The parent is only read; it may be split concurrently by several threads.
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "gnnpipe/graph/mini_batch.hpp"
@@ -68,5 +69,25 @@ std::vector<MiniBatch> split_batch(const MiniBatch& batch, std::size_t num_layer
 // pass over the same edges that counts instead of copying; no transposes). For a governor that
 // tries k = 2, 4, 8, ... and builds only the split it chooses. Same errors as split_batch.
 std::vector<memory::BatchShape> split_shapes(const MiniBatch& batch, std::size_t num_layers, int parts);
+
+// What a micro-batch of split_batch(batch, num_layers, parts) holds, counted without building it:
+// everything its packed size and its memory prediction depend on (the memory governor sizes a
+// candidate split from these and builds only the split it chooses). Exact: equal to what the
+// built micro-batch has (tests/unit/graph/test_split_batch.cpp checks it).
+struct MicroBatchSize {
+  memory::BatchShape shape;          // as MiniBatch::compute_shape of the built micro-batch
+  std::vector<EdgeOffset> block_edges;  // per block of the micro-batch (one shared block stays one)
+  std::size_t targets = 0;           // == loss weights of the built micro-batch
+  std::size_t loss_rows = 0;
+  bool identity_inputs = false;      // its input_nodes are 0, 1, ..., n - 1 (global ids) in order
+};
+
+// The sizes of split_batch(batch, num_layers, parts)'s micro-batches, in order. Cost: one pass
+// over the micro-batches' edges (no copies; host memory: one local-id map over the parent's
+// nodes, reused). With `keep_going`, stops after the first micro-batch it returns false for (that
+// one is the last returned): a caller that rules the split out by one part pays for no more.
+// Same errors as split_batch.
+std::vector<MicroBatchSize> split_sizes(const MiniBatch& batch, std::size_t num_layers, int parts,
+                                        const std::function<bool(const MicroBatchSize&)>& keep_going = {});
 
 }  // namespace gnnpipe::graph

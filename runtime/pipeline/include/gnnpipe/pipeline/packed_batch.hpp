@@ -57,6 +57,20 @@ struct BatchLayout {
   std::size_t feature_bytes() const { return feature_dtype == graph::FeatureDType::kFloat32 ? 4 : 2; }
 };
 
+// The counts the packed size of a batch without a feature cache depends on, for a batch that is
+// not built (the memory governor's candidate micro-batches: graph::split_sizes).
+struct PackedCounts {
+  struct BlockCounts {
+    int64_t num_dst = 0, num_src = 0, edges = 0;
+    bool weighted = false;  // carries edge weights
+  };
+  int64_t inputs = 0, targets = 0, loss_rows = 0, loss_weights = 0;
+  std::vector<BlockCounts> blocks;  // each with its transpose (as Block::from_csr builds it)
+};
+// BatchLayout::of(batch, feature_cols, {}, dtype).total_bytes of a batch with these counts.
+std::size_t packed_bytes(const PackedCounts& counts, int64_t feature_cols,
+                         graph::FeatureDType dtype = graph::FeatureDType::kFloat32);
+
 // The packed bytes of a one-block batch of `num_src` float32 rows of `feature_cols`, `num_dst`
 // targets (each with a label, a loss row and a weight) and `edges` weighted edges with their
 // transpose, laid out as BatchLayout::of lays a batch out: at least the total_bytes of any such
