@@ -50,43 +50,60 @@ void gather_into(const graph::FeatureStore& features, std::span<const graph::Nod
   }
 }
 
-// The layout with `cached_rows` of the input rows held by a feature cache (-1: no cache): the
-// features section holds the other rows, and the cache's three row lists come last.
-BatchLayout lay_out(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int64_t> block_edges,
-                    graph::FeatureDType dtype, int64_t cached_rows) {
+// A batch's counts, as lay_out reads them (block_edges: each block's edges, which may be fewer
+// than it holds: a cut's prefix).
+PackedCounts counts_of(const graph::MiniBatch& batch, std::span<const int64_t> block_edges) {
   GNNPIPE_CHECK(block_edges.size() == batch.blocks.size(), "layout: {} edge counts for {} blocks", block_edges.size(),
                 batch.blocks.size());
+  PackedCounts c{.inputs = static_cast<int64_t>(batch.input_nodes.size()),
+                 .targets = static_cast<int64_t>(batch.targets.size()),
+                 .loss_rows = static_cast<int64_t>(batch.loss_rows.size()),
+                 .loss_weights = static_cast<int64_t>(batch.loss_weights.size()),
+                 .blocks = {}};
+  for (std::size_t i = 0; i < batch.blocks.size(); ++i) {
+    const graph::Block& b = batch.blocks[i];
+    c.blocks.push_back({.num_dst = b.num_dst,
+                        .num_src = b.num_src,
+                        .edges = block_edges[i],
+                        .weighted = !b.weights.empty(),
+                        .offsets = static_cast<int64_t>(b.offsets.size()),
+                        .t_offsets = static_cast<int64_t>(b.t_offsets.size()),
+                        .t_indices = !b.t_indices.empty(),
+                        .t_edges = !b.t_edges.empty()});
+  }
+  return c;
+}
+
+// The layout of a batch with counts `c`, with `cached_rows` of its input rows held by a feature
+// cache (-1: no cache): the features section holds the other rows, and the cache's three row lists
+// come last. The one statement of the packed sections' order and sizes (BatchLayout::of and
+// packed_bytes both read it).
+BatchLayout lay_out(const PackedCounts& c, int64_t feature_cols, graph::FeatureDType dtype, int64_t cached_rows) {
   BatchLayout l;
   Packer p;
-  l.feature_rows = static_cast<int64_t>(batch.input_nodes.size());
+  l.feature_rows = c.inputs;
   l.feature_cols = feature_cols;
   l.feature_dtype = dtype;
   l.cached = cached_rows >= 0;
   l.cached_rows = std::max<int64_t>(0, cached_rows);
-  if (feature_cols == 0) {
-    const auto ids = batch.input_nodes.span();
-    graph::NodeId next = 0;
-    l.identity_rows = std::all_of(ids.begin(), ids.end(), [&](graph::NodeId v) { return v == next++; });
-  }
   const auto misses = static_cast<std::size_t>(l.feature_rows - l.cached_rows);
   const auto values = misses * static_cast<std::size_t>(feature_cols);
   l.features = dtype == graph::FeatureDType::kFloat32 ? p.add<float>(values) : p.add<uint16_t>(values);
-  l.input_nodes = p.add<graph::NodeId>(batch.input_nodes.size());
-  l.labels = p.add<int32_t>(batch.targets.size());
-  l.loss_rows = p.add<int32_t>(batch.loss_rows.size());
-  l.loss_weights = p.add<float>(batch.loss_weights.size());
-  for (std::size_t i = 0; i < batch.blocks.size(); ++i) {
-    const graph::Block& b = batch.blocks[i];
-    const auto edges = static_cast<std::size_t>(block_edges[i]);
+  l.input_nodes = p.add<graph::NodeId>(static_cast<std::size_t>(c.inputs));
+  l.labels = p.add<int32_t>(static_cast<std::size_t>(c.targets));
+  l.loss_rows = p.add<int32_t>(static_cast<std::size_t>(c.loss_rows));
+  l.loss_weights = p.add<float>(static_cast<std::size_t>(c.loss_weights));
+  for (const PackedCounts::BlockCounts& b : c.blocks) {
+    const auto edges = static_cast<std::size_t>(b.edges);
     BlockSections s;
     s.num_dst = b.num_dst;
     s.num_src = b.num_src;
-    s.offsets = p.add<graph::EdgeOffset>(b.offsets.size());
+    s.offsets = p.add<graph::EdgeOffset>(static_cast<std::size_t>(b.offsets));
     s.indices = p.add<graph::NodeId>(edges);
-    s.weights = p.add<float>(b.weights.empty() ? 0 : edges);
-    s.t_offsets = p.add<graph::EdgeOffset>(b.t_offsets.size());
-    s.t_indices = p.add<graph::NodeId>(b.t_indices.empty() ? 0 : edges);
-    s.t_edges = p.add<graph::EdgeOffset>(b.t_edges.empty() ? 0 : edges);
+    s.weights = p.add<float>(b.weighted ? edges : 0);
+    s.t_offsets = p.add<graph::EdgeOffset>(static_cast<std::size_t>(b.t_offsets));
+    s.t_indices = p.add<graph::NodeId>(b.t_indices ? edges : 0);
+    s.t_edges = p.add<graph::EdgeOffset>(b.t_edges ? edges : 0);
     l.blocks.push_back(s);
   }
   if (l.cached) {
@@ -98,31 +115,22 @@ BatchLayout lay_out(const graph::MiniBatch& batch, int64_t feature_cols, std::sp
   return l;
 }
 
+// lay_out of `batch`, with identity_rows (device-gathered rows that are the matrix itself).
+BatchLayout lay_out(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int64_t> block_edges,
+                    graph::FeatureDType dtype, int64_t cached_rows) {
+  BatchLayout l = lay_out(counts_of(batch, block_edges), feature_cols, dtype, cached_rows);
+  if (feature_cols == 0) {
+    const auto ids = batch.input_nodes.span();
+    graph::NodeId next = 0;
+    l.identity_rows = std::all_of(ids.begin(), ids.end(), [&](graph::NodeId v) { return v == next++; });
+  }
+  return l;
+}
+
 }  // namespace
 
 std::size_t packed_bytes(const PackedCounts& c, int64_t feature_cols, graph::FeatureDType dtype) {
-  // lay_out's sections, in its order, without a cache.
-  const auto values = static_cast<std::size_t>(c.inputs * feature_cols);
-  Packer p;
-  if (dtype == graph::FeatureDType::kFloat32) {
-    p.add<float>(values);
-  } else {
-    p.add<uint16_t>(values);
-  }
-  p.add<graph::NodeId>(static_cast<std::size_t>(c.inputs));
-  p.add<int32_t>(static_cast<std::size_t>(c.targets));
-  p.add<int32_t>(static_cast<std::size_t>(c.loss_rows));
-  p.add<float>(static_cast<std::size_t>(c.loss_weights));
-  for (const PackedCounts::BlockCounts& b : c.blocks) {
-    const auto edges = static_cast<std::size_t>(b.edges);
-    p.add<graph::EdgeOffset>(static_cast<std::size_t>(b.num_dst) + 1);
-    p.add<graph::NodeId>(edges);
-    p.add<float>(b.weighted ? edges : 0);
-    p.add<graph::EdgeOffset>(static_cast<std::size_t>(b.num_src) + 1);
-    p.add<graph::NodeId>(edges);
-    p.add<graph::EdgeOffset>(edges);
-  }
-  return p.end();
+  return lay_out(c, feature_cols, dtype, -1).total_bytes;
 }
 
 std::size_t packed_block_batch_bytes(int64_t num_src, int64_t num_dst, int64_t edges, int64_t feature_cols) {

@@ -63,9 +63,13 @@ struct PackedCounts {
   struct BlockCounts {
     int64_t num_dst = 0, num_src = 0, edges = 0;
     bool weighted = false;  // carries edge weights
+    // Its offset arrays' lengths and which transpose arrays it has: as Block::from_csr builds a
+    // block, num_dst + 1 and num_src + 1 with the transpose (what a split's parts have).
+    int64_t offsets = num_dst + 1, t_offsets = num_src + 1;
+    bool t_indices = true, t_edges = true;
   };
   int64_t inputs = 0, targets = 0, loss_rows = 0, loss_weights = 0;
-  std::vector<BlockCounts> blocks;  // each with its transpose (as Block::from_csr builds it)
+  std::vector<BlockCounts> blocks;
 };
 // BatchLayout::of(batch, feature_cols, {}, dtype).total_bytes of a batch with these counts.
 std::size_t packed_bytes(const PackedCounts& counts, int64_t feature_cols,
