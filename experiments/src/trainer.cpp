@@ -204,6 +204,7 @@ std::string memory_note(const pipeline::MemoryCounters& m, const pipeline::DataM
   if (m.split > 0) note += fmt::format(", {} split into {}", m.split, m.micro_batches);
   if (m.resampled > 0) note += fmt::format(", {} resampled", m.resampled);
   if (m.cut > 0) note += fmt::format(", {} cut ({} edges)", m.cut, m.edges_cut);
+  if (m.layerwise > 0) note += fmt::format(", {} layer-wise in {} chunks", m.layerwise, m.chunks);
   if (m.retried > 0) note += fmt::format(", {} retried", m.retried);
   if (m.stage_retries > 0) note += fmt::format(", {} stage error{} retried", m.stage_retries, m.stage_retries == 1 ? "" : "s");
   if (d.host_gathered_bytes + d.copied_bytes + d.device_gathered_bytes > 0) {

@@ -25,6 +25,7 @@ std::string_view to_string(MemoryPolicy policy) {
   switch (policy) {
     case MemoryPolicy::kSplit: return "split";
     case MemoryPolicy::kResample: return "resample";
+    case MemoryPolicy::kLayerwise: return "layerwise";
     case MemoryPolicy::kCut: return "cut";
   }
   return "?";
@@ -100,7 +101,7 @@ int plan_device_slots(int staging_slots, std::size_t budget, std::size_t largest
 }
 
 MemoryPolicy parse_memory_policy(std::string_view text, std::string_view key) {
-  return core::parse_choice(text, key, {MemoryPolicy::kSplit, MemoryPolicy::kResample, MemoryPolicy::kCut},
+  return core::parse_choice(text, key, {MemoryPolicy::kSplit, MemoryPolicy::kResample, MemoryPolicy::kCut, MemoryPolicy::kLayerwise},
                             "a memory policy");
 }
 

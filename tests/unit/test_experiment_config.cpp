@@ -390,7 +390,7 @@ TEST_CASE("the memory section: reserve, policy and the keys only some policies r
   CHECK(with("memory: {reserve: auto}").memory.reserve_bytes == std::nullopt);
   CHECK_THROWS_WITH(with("memory: {limit: 1GiB, reserve: 1GiB}"), Contains("memory.reserve: 1.00 GiB leaves nothing of memory.limit"));
   CHECK_THROWS_WITH(with("memory: {reserve: lots}"), Contains("memory.reserve: "));
-  CHECK_THROWS_WITH(with("memory: {policy: drop}"), Contains("memory.policy: 'drop' is not a memory policy (allowed: split, resample, cut)"));
+  CHECK_THROWS_WITH(with("memory: {policy: drop}"), Contains("memory.policy: 'drop' is not a memory policy (allowed: split, resample, cut, layerwise)"));
   CHECK_THROWS_WITH(with("memory: {max_tries: 3}"), Contains("memory.max_tries: only for policy resample"));
   CHECK_THROWS_WITH(with("memory: {policy: resample, max_tries: 0}"), Contains("memory.max_tries: must be >= 1, got 0"));
   CHECK_THROWS_WITH(with("memory: {policy: cut, cut: biggest}"), Contains("memory.cut: 'biggest'"));

@@ -52,9 +52,9 @@ TEST_CASE("a run directory holds config.yaml, metrics.csv and log.txt, and no su
           "epoch,loss,train_acc,val_acc,test_acc,batches_fit,batches_split,micro_batches,batches_resampled,batches_cut,"
           "edges_cut,batches_retried,peak_device_bytes,epoch_time_s,sample_s,gather_s,transfer_s,train_s,eval_s,"
           "train_wait_data_s,train_wait_eval_s,trainer_wait_share,eval_time_s,seeds_per_s,edges_per_s,reserved_device_bytes,"
-          "stage_retries,learning_rate\n"
-          "1,0.5,0.25,0.75,0.125,9,1,4,0,0,0,0,123456,1.5,0,0,0,0,0,0,0,0,0,0,0,0,2,0.01\n"
-          "2,0.1,0.3,0.8,0.7,0,0,0,0,0,0,0,0,2,0,0,0,0,0,0,0,0,0,0,0,0,0,0.005\n");
+          "stage_retries,batches_layerwise,layerwise_chunks,learning_rate\n"
+          "1,0.5,0.25,0.75,0.125,9,1,4,0,0,0,0,123456,1.5,0,0,0,0,0,0,0,0,0,0,0,0,2,0,0,0.01\n"
+          "2,0.1,0.3,0.8,0.7,0,0,0,0,0,0,0,0,2,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0.005\n");
     CHECK_THROWS_AS(run.append_metrics({3, 0, 0, 0, 0, {}, 0, {}, {}, 0}), gnnpipe::core::Error);
     // A run that ends without write_summary (a failure) leaves no summary.json.
     CHECK_FALSE(fs::exists(path / "summary.json"));
@@ -83,7 +83,7 @@ TEST_CASE("write_summary writes summary.json atomically and replaces an earlier 
   CHECK(read_file(run.path() / "metrics.csv") == "epoch,loss,train_acc,val_acc,test_acc,batches_fit,batches_split,micro_batches,batches_resampled,"
         "batches_cut,edges_cut,batches_retried,peak_device_bytes,epoch_time_s,sample_s,gather_s,transfer_s,train_s,eval_s,"
         "train_wait_data_s,train_wait_eval_s,trainer_wait_share,eval_time_s,seeds_per_s,edges_per_s,"
-        "reserved_device_bytes,stage_retries\n");
+        "reserved_device_bytes,stage_retries,batches_layerwise,layerwise_chunks\n");
 }
 
 TEST_CASE("an --out directory: an existing empty directory is used, a non-empty one or a file is refused", "[run_dir]") {

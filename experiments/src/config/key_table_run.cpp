@@ -116,7 +116,9 @@ const std::vector<Key<memory::MemoryOptions>>& memory_keys() {
        .write = [](const O& o) { return YAML::Node(o.reserve_bytes ? bytes_text(*o.reserve_bytes) : std::string("auto")); }},
       {.name = "policy",
        .doc = {"string", kAll,
-               "split (micro-batches, one optimizer step), resample (redraw) or cut (drop the lowest-scored edges)."},
+               "split (micro-batches, one optimizer step; where splitting cannot shrink a batch, layer-wise), resample "
+               "(redraw), cut (drop the lowest-scored edges) or layerwise (one layer at a time over chunks of rows, "
+               "every layer's outputs on the host; exact)."},
        .read =
            [](ConfigMap& s, const std::string& key, O& o) {
              if (auto policy = s.get_optional<std::string>(key)) o.policy = memory::parse_memory_policy(*policy, s.key_path(key));

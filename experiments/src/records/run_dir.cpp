@@ -157,7 +157,8 @@ const std::vector<std::string>& RunDirectory::metric_columns() {
                                                 "peak_device_bytes", "epoch_time_s", "sample_s", "gather_s",
                                                 "transfer_s", "train_s", "eval_s", "train_wait_data_s",
                                                 "train_wait_eval_s", "trainer_wait_share", "eval_time_s", "seeds_per_s",
-                                                "edges_per_s", "reserved_device_bytes", "stage_retries"};
+                                                "edges_per_s", "reserved_device_bytes", "stage_retries", "batches_layerwise",
+                                                "layerwise_chunks"};
   return columns;
 }
 
@@ -257,6 +258,7 @@ void RunDirectory::append_metrics(const EpochMetrics& row) {
                       w.train_wait_input_s, w.train_wait_eval_s,
                       w.share_of(w.train_wait_input_s + w.train_wait_eval_s) / 100.0, row.eval_time_s, per_s(m.seeds),
                       per_s(m.edges), m.reserved_bytes, m.stage_retries);
+  line += fmt::format(",{},{}", m.layerwise, m.chunks);
   for (const double value : row.extra) line += fmt::format(",{}", value);
   metrics_ << line << '\n';
   rows_appended_ = true;

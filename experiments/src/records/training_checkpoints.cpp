@@ -81,7 +81,8 @@ std::array<std::pair<const char*, int64_t*>, 10> counter_fields(pipeline::Memory
 
 nlohmann::json partial_epoch_json(const pipeline::PartialEpoch& p) {
   pipeline::MemoryCounters k = p.counters;
-  nlohmann::json counters = {{"peak_bytes", k.peak_bytes}, {"reserved_bytes", k.reserved_bytes}};
+  nlohmann::json counters = {{"peak_bytes", k.peak_bytes}, {"reserved_bytes", k.reserved_bytes},
+                              {"layerwise", k.layerwise}, {"chunks", k.chunks}};
   for (const auto& [name, field] : counter_fields(k)) counters[name] = *field;
   std::vector<uint64_t> loss_bits;
   for (const double loss : p.losses) loss_bits.push_back(std::bit_cast<uint64_t>(loss));
@@ -144,6 +145,9 @@ pipeline::PartialEpoch checkpoint_partial_epoch(const Checkpoint& c, const std::
   const JsonSection m = j.section("counters");
   pipeline::MemoryCounters& k = p.counters;
   for (const auto& [name, f] : counter_fields(k)) *f = m.integer<int64_t>(name);
+  // Absent in checkpoints written before memory.policy layerwise.
+  if (m.object.contains("layerwise")) k.layerwise = m.integer<int64_t>("layerwise");
+  if (m.object.contains("chunks")) k.chunks = m.integer<int64_t>("chunks");
   k.peak_bytes = m.integer<std::size_t>("peak_bytes");
   k.reserved_bytes = m.integer<std::size_t>("reserved_bytes");
   GNNPIPE_CHECK_DATA(p.epoch == c.epoch + 1 && p.batches_done >= 0 && p.batches_done < p.batches &&

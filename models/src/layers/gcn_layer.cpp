@@ -20,8 +20,9 @@ GcnLayer<T>::GcnLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, in
 template <class T>
 void GcnLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y,
                           const LayerContext& context) {
-  if (aggregate_first_) {
-    forward_aggregated(block, x, y, context.input_tag);
+  aggregated_last_ = aggregate_first_ || context.chunk;
+  if (aggregated_last_) {
+    forward_aggregated(block, x, y, context.chunk ? 0 : context.input_tag);
   } else {
     forward_input(block, LayerInput<T>::of(x), y);
   }
@@ -48,6 +49,7 @@ void GcnLayer<T>::forward_aggregated(const graph::Block& block, MatrixView<const
 
 template <class T>
 void GcnLayer<T>::forward_sparse(const graph::Block& block, SparseRowsView<T> x, MatrixView<T> y, const LayerContext&) {
+  aggregated_last_ = false;
   forward_input(block, LayerInput<T>::of(x), y);
 }
 
@@ -68,10 +70,14 @@ template <class T>
 void GcnLayer<T>::backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) {
   GNNPIPE_CHECK(!x_.is_sparse() || dx.data == nullptr, "GCN layer: no input gradient of a sparse input");
   ops::bias_grad_accumulate<T>(ctx_, dy, params_.grad(bias_));
-  if (aggregate_first_) {
-    GNNPIPE_CHECK(dx.data == nullptr, "GCN layer: aggregate_first forms no input gradient");
-    // dW += (A_hat x)^T dy, from the aggregated input the forward kept.
+  if (aggregated_last_) {
+    // dW += (A_hat x)^T dy, from the aggregated input the forward kept; dx = A_hat^T (dy W^T).
     ops::gemm<T>(ctx_, true, false, T{1}, h_.view(block.num_dst, in_), dy, T{1}, params_.grad(weight_));
+    if (dx.data != nullptr) {
+      const MatrixView<T> dax = dh_.matrix(ctx_, block.num_dst, in_);
+      ops::gemm<T>(ctx_, false, true, T{1}, dy, params_.value(weight_), T{0}, dax);
+      ops::spmm_backward<T>(ctx_, block, dax, dx);
+    }
     return;
   }
   const MatrixView<T> dh = dh_.matrix(ctx_, block.num_src, out_);
@@ -91,6 +97,12 @@ void GcnLayer<T>::training_arrays(const BlockShape& s, bool, bool, std::vector<s
   }
   bytes.push_back(static_cast<std::size_t>(s.num_src * out_) * sizeof(T));
   bytes.push_back(static_cast<std::size_t>(s.num_src * out_) * sizeof(T));
+}
+
+template <class T>
+void GcnLayer<T>::chunk_training_arrays(const BlockShape& s, bool has_dx, std::vector<std::size_t>& bytes) const {
+  bytes.push_back(static_cast<std::size_t>(s.num_dst * in_) * sizeof(T));
+  bytes.push_back(has_dx ? static_cast<std::size_t>(s.num_dst * in_) * sizeof(T) : 0);
 }
 
 template <class T>

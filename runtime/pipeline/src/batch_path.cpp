@@ -41,7 +41,8 @@ BatchPath::BatchPath(const TrainingSetup& s, memory::CachingAllocator& allocator
       staging_(resident_candidate_ ? 1 : std::max(1, s.pipeline.staging_slots), core::MemoryKind::kStaging, device_),
       train_to_copy_(device_),
       copy_to_train_(device_),
-      losses_(train_ctx_) {}
+      losses_(train_ctx_),
+      layerwise_(s.model, s.data.features) {}
 
 void BatchPath::plan_device_slots(std::size_t largest_packed) {
   const int slots =
@@ -199,7 +200,7 @@ void BatchPath::transfer(const Item& item) {
 void BatchPath::transfer_once(const Item& item) {
   const double t0 = s_.recorder.begin(Stage::kTransfer, item.epoch, item.spec.index);
   fault(Stage::kTransfer, item);
-  if (item.layouts.size() > 1) {
+  if (item.layouts.size() > 1 || layerwise(item)) {
     // Micro-batches enter the device slot one at a time, from the train stream (train()); the
     // staging slot travels on with the item and goes back after that step.
     s_.recorder.record(Stage::kTransfer, item.epoch, item.spec.index, t0, s_.recorder.now());
@@ -268,7 +269,12 @@ void BatchPath::run_part(const Item& item, const BatchLayout& layout, std::byte*
       blocks, placement_.input_rows(layout, view, train_ctx_, gathered_, input_tag == 1), view.input_nodes, true,
       core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)}), input_tag);
   const auto dlogits = dlogits_.matrix(train_ctx_, logits.rows, logits.cols);
-  double* target = parts > 1 ? part_losses_.data() + part : loss;
+  loss_of(view, logits, dlogits, parts > 1 ? part_losses_.data() + part : loss);
+  s_.model.backward(blocks, dlogits);
+}
+
+void BatchPath::loss_of(const PackedBatchView& view, models::MatrixView<const float> logits,
+                        models::MatrixView<float> dlogits, double* target) {
   double* scratch = loss_scratch_.ensure(train_ctx_, view.loss_rows.size());
   if (const uint8_t* label_matrix = placement_.label_matrix(); label_matrix != nullptr) {
     // Multi-label: the targets' rows of the resident 0/1 matrix (the label section holds node ids).
@@ -282,7 +288,21 @@ void BatchPath::run_part(const Item& item, const BatchLayout& layout, std::byte*
     models::ops::log_softmax_nll<float>(train_ctx_, logits, view.labels, view.loss_rows, view.loss_weights, dlogits,
                                         scratch, target);
   }
-  s_.model.backward(blocks, dlogits);
+}
+
+void BatchPath::run_layerwise(const Item& item, double* loss) {
+  const Admission& a = *item.admission;
+  const auto chunks = static_cast<std::size_t>(a.layerwise->chunks.back());
+  begin_step(chunks);
+  if (s_.step_fault) s_.step_fault(item.epoch, item.spec.index, 0, 1);
+  const core::RngKey key =
+      core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)});
+  const std::size_t moved = layerwise_.run(
+      a.parts.front(), *a.layerwise, key, placement_.label_source(),
+      [&](const PackedBatchView& chunk, models::MatrixView<const float> logits, models::MatrixView<float> dlogits,
+          std::size_t index) { loss_of(chunk, logits, dlogits, chunks > 1 ? part_losses_.data() + index : loss); });
+  end_step(chunks, loss);
+  counters_.moved(item.epoch, {.copied_bytes = moved});
 }
 
 void BatchPath::end_step(std::size_t parts, double* loss) {
@@ -326,7 +346,7 @@ void BatchPath::train(const Item& item) {
   for (const BatchLayout& layout : item.layouts) {
     for (const BlockSections& b : layout.blocks) c.edges += static_cast<int64_t>(b.indices.bytes / sizeof(graph::NodeId));
   }
-  if (!retried && item.admission != nullptr) governor_->observe(*item.admission, allocator_.in_use_bytes_on(train_stream_));
+  if (!retried && item.admission != nullptr && !layerwise(item)) governor_->observe(*item.admission, allocator_.in_use_bytes_on(train_stream_));
   counters_.count(item.epoch, c);
   s_.recorder.record(Stage::kTrain, item.epoch, item.spec.index, t0, s_.recorder.now());
   if (s_.on_step) s_.on_step(item.epoch, item.spec.index, item.batches, c.seeds);
@@ -343,6 +363,10 @@ bool BatchPath::compute_gradients(const Item& item, double* loss) {
   const std::size_t parts = item.layouts.size();
   try {
     if (item.admission != nullptr && item.admission->trim) release_train_arrays();
+    if (layerwise(item)) {
+      run_layerwise(item, loss);
+      return false;
+    }
     begin_step(parts);
     if (parts == 1) {
       run_part(item, item.layouts[0], device_slots_[dev].data(), 0, 1, loss);
@@ -365,6 +389,7 @@ bool BatchPath::compute_gradients(const Item& item, double* loss) {
     }
     end_step(parts, loss);
   } catch (const core::OutOfBudget& e) {
+    if (layerwise(item)) throw;  // its chunks were sized to fit: a misprediction, not a batch to split
     core::logger().info("memory: {} ran out of budget in its step ({}); splitting it further and running it again",
                         describe(item), e.message());
     retry(item, loss);
@@ -387,6 +412,7 @@ const std::byte* BatchPath::pack_part(const graph::MiniBatch& part, const BatchL
 
 void BatchPath::release_train_arrays() {
   s_.model.release_arrays();
+  layerwise_.release();
   for (models::DeviceArray<double>* a : {&loss_scratch_, &part_losses_, &ones_}) a->release(train_stream_);
   dlogits_.release(train_stream_);
   if (!gathered_.resident.load(std::memory_order_acquire)) {  // the resident batch's rows stay for the run

@@ -21,6 +21,7 @@
 #include "gnnpipe/pipeline/training_run.hpp"
 #include "gnnpipe/samplers/parallel_sampler.hpp"
 #include "input_placement.hpp"
+#include "layerwise_step.hpp"
 #include "memory_governor.hpp"
 #include "run_counters.hpp"
 #include "run_item.hpp"
@@ -106,6 +107,13 @@ class BatchPath {
   void run_part(const Item& item, const BatchLayout& layout, std::byte* base, std::size_t part, std::size_t parts,
                 double* loss);
   void end_step(std::size_t parts, double* loss);
+  // The loss of `logits` over the packed batch's loss rows into *target, its gradient into dlogits.
+  void loss_of(const PackedBatchView& view, models::MatrixView<const float> logits, models::MatrixView<float> dlogits,
+               double* target);
+  // A layer-wise admission's step (MemoryAction::kLayerwise): the gradients of its batch, chunk by
+  // chunk, with every last-layer chunk's loss in a slot of its own.
+  void run_layerwise(const Item& item, double* loss);
+  static bool layerwise(const Item& item) { return item.admission != nullptr && item.admission->layerwise.has_value(); }
   // The step of `item` ran out of budget: split its parts further and run them one at a time
   // through the device slot; throws the last OutOfBudget when even single-row parts do not fit.
   void retry(const Item& item, double* loss);
@@ -134,6 +142,7 @@ class BatchPath {
   // batch whose micro-batches were not packed ahead).
   core::Buffer<std::byte> part_staging_;
   InputScratch gathered_;  // the train stream's input rows
+  LayerwiseStep layerwise_;  // layer-wise admissions' steps
   std::optional<MemoryGovernor> governor_;
   std::optional<std::size_t> whole_eval_bound_;  // see start_governing
   // The resident batch: written once by govern (epoch 1) before resident_ is set (release); read

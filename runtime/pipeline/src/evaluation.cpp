@@ -31,7 +31,8 @@ Evaluation::Evaluation(const TrainingSetup& s, memory::CachingAllocator& allocat
       epoch_end_(device_),
       snapshot_done_(device_),
       eval_model_(s.model_options, s.data.features.cols(), s.data.labels.num_classes, s.seed, eval_ctx_,
-                  s.model.embedding().rows) {}
+                  s.model.embedding().rows),
+      chunk_(std::max(1, s.eval_chunk_nodes)) {}
 
 void Evaluation::place_eval_graph() {
   const EvalGraph wanted = s_.pipeline.eval_graph;
@@ -147,7 +148,7 @@ std::size_t Evaluation::bound() const {
   const graph::CsrGraph& g = s_.data.graph;
   const int64_t n = g.num_nodes();
   if (n == 0) return 0;
-  const int64_t chunk = std::min<int64_t>(std::max(1, s_.eval_chunk_nodes), n);
+  const int64_t chunk = std::min<int64_t>(std::max(1, chunk_), n);
   int64_t edges = 0;
   for (int64_t begin = 0; begin < n; begin += chunk) {
     const int64_t end = std::min(n, begin + chunk);
@@ -198,7 +199,7 @@ void Evaluation::evaluate_once(EpochResult& r, const std::optional<WholeGraphBat
     logits = whole_graph_logits({.layout = &eval_graph_layout_, .base = eval_graph_.data(), .kept_rows = nullptr});
   } else {
     layerwise = infer_layerwise(eval_model_, s_.data.graph, layerwise_input(eval_model_, s_.data.features, eval_stream_, embedding_host_),
-                                {.chunk_nodes = s_.eval_chunk_nodes,
+                                {.chunk_nodes = chunk_,
                                  .parallel_chunks = s_.pipeline.sampler_threads,
                                  .chunks = nullptr,
                                  .cut = {},
@@ -292,7 +293,26 @@ void Evaluation::restore_snapshot() {
   train_stream_.synchronize();
 }
 
+void Evaluation::fit_chunk(std::size_t share) {
+  if (eval_graph_resident_ || bound() <= share) return;
+  // The largest halving that gets there; else the one with the smallest bound (the largest of
+  // those that tie: a chunk's sources stop shrinking once they are every node).
+  int best = chunk_;
+  std::size_t best_bound = bound();
+  for (int c = chunk_ / 2; c >= kMinChunk; c /= 2) {
+    chunk_ = c;
+    const std::size_t b = bound();
+    if (b < best_bound) {
+      best = c;
+      best_bound = b;
+    }
+    if (b <= share) break;
+  }
+  chunk_ = best;
+}
+
 void Evaluation::describe(MemoryPlan& p) const {
+  p.eval_chunk_nodes = chunk_;
   const std::size_t eval_resident = allocator_.in_use_bytes_on(eval_stream_);
   p.eval_twin = eval_resident - std::min(eval_resident, eval_ctx_.library_workspace_bytes());
   p.eval_graph = eval_graph_resident_ ? memory::CachingAllocator::size_class(eval_graph_.capacity()) : 0;

@@ -41,6 +41,11 @@ class Evaluation {
   void choose_eval_outputs(const Probe& probe, const PredictProbe& predict);
   // Evaluation's arrays at most, as placed now (the governor reserves it).
   std::size_t bound() const;
+  // Halves layer-wise evaluation's chunk (sampler.eval_chunk_nodes at most, kMinChunk at least)
+  // while bound() is above `share` of the budget: the reservation adapts to the budget before any
+  // batch is split or run layer-wise (smaller chunks cost evaluation time, not memory).
+  void fit_chunk(std::size_t share);
+  int chunk_nodes() const { return chunk_; }
   // Evaluation over a whole-graph batch at most (whole_graph_logits).
   std::size_t whole_graph_bound() const;
 
@@ -90,6 +95,8 @@ class Evaluation {
   // pipeline.eval_graph layerwise_device: layer-wise evaluation with every layer's outputs on the
   // device (choose_eval_outputs).
   bool eval_outputs_on_device_ = false;
+  static constexpr int kMinChunk = 64;
+  int chunk_;  // layer-wise evaluation's destinations per chunk (fit_chunk)
   models::DeviceArray<std::byte> eval_graph_;
   BatchLayout eval_graph_layout_;
   models::DeviceArray<float> eval_activations_[2];  // whole_graph_logits' alternating layer outputs

@@ -14,11 +14,6 @@
 namespace gnnpipe::pipeline::detail {
 namespace {
 
-// Where the epoch's loss slots sit among a step's array requests (estimate's order: the model's
-// arrays, then the loss gradient, the loss scratch, the epoch's loss slots, the split's two): the
-// one array a trim keeps, since it holds the epoch's losses so far.
-std::size_t epoch_losses_position(const std::vector<std::size_t>& needs) { return needs.size() - 3; }
-
 
 // Micro-batch counts the split tries, smallest first: 2, 3, 4, 6, 8, 12, 16, ... and finally one
 // micro-batch per loss row.
@@ -52,6 +47,7 @@ MemoryCounters counters_of(const Admission& a) {
     case MemoryAction::kSplit: c.split = 1; c.micro_batches = static_cast<int64_t>(a.parts.size()); break;
     case MemoryAction::kResample: c.resampled = 1; break;
     case MemoryAction::kCut: c.cut = 1; c.edges_cut = a.edges_removed; break;
+    case MemoryAction::kLayerwise: c.layerwise = 1; c.chunks = a.layerwise ? a.layerwise->total_chunks() : 0; break;
   }
   return c;
 }
@@ -109,6 +105,7 @@ MemoryGovernor::Estimate MemoryGovernor::estimate(std::span<const PartSize> part
     const std::size_t split_bytes = parts.size() > 1 ? parts.size() * sizeof(double) : 0;
     needs.push_back(split_bytes);
     needs.push_back(split_bytes);
+    needs.insert(needs.end(), kLayerwiseArrays, 0);  // the layer-wise step's arrays (not used here)
     e.needs.push_back(std::move(needs));
     e.slot = std::max(e.slot, part.packed);
     e.nodes += part.nodes;
@@ -203,6 +200,17 @@ Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool re
     }
     // No draw fit: the sampled batch is split rather than lost.
   }
+  if (s_.options.policy == memory::MemoryPolicy::kLayerwise) {
+    std::size_t least = 0;
+    if (try_layerwise(a, sampled, batches, &least)) return a;
+    GNNPIPE_CHECK_AS(OutOfBudget, least > 0,
+                     "memory.policy: layerwise cannot run this model (model.embedding: the table is the input); use split");
+    GNNPIPE_THROW(OutOfBudget,
+                  "memory.limit: batch {} of epoch {} does not fit the budget of {} even one layer at a time in chunks of "
+                  "one row (predicted {}); it fits from memory.limit {} under memory.policy layerwise",
+                  sampled.index, sampled.epoch, core::format_bytes(s_.budget), core::format_bytes(least),
+                  core::format_bytes(limit_for(least)));
+  }
   std::size_t cut_least = 0;
   if (s_.options.policy == memory::MemoryPolicy::kCut && try_cut(a, sampled, batches, &cut_least)) return a;
   GNNPIPE_CHECK_AS(OutOfBudget, !sampled.loss_rows.empty(),
@@ -271,8 +279,23 @@ void MemoryGovernor::split(Admission& a, const graph::MiniBatch& sampled, int64_
   // sizes are exact, so the chosen count is the one building every candidate would choose.
   Estimate last;
   int last_parts = 1;
+  // Splitting stops helping when the trees of a few loss rows already cover most of the batch (a
+  // dense graph, a full batch): a candidate with at least 4x the parts of an earlier one whose
+  // largest part is still 9/10 as large, and half the batch's edges or more. The batch then runs
+  // layer-wise where that fits; the search goes on only where it does not.
+  int64_t batch_edges = 0;
+  for (const graph::Block& b : sampled.blocks) batch_edges += b.num_edges();
+  int reference_parts = 0;
+  int64_t reference_edges = 0;
+  bool tried_layerwise = false;
+  std::size_t layerwise_least = 0;
+  if (layerwise_memo_.contains(key)) {  // went layer-wise before: no split search again
+    tried_layerwise = true;
+    if (try_layerwise(a, sampled, batches, &layerwise_least)) return;
+  }
   for (int parts : candidates) {
-    if (std::optional<Estimate> e = admissible(split_estimate(sampled, parts, batches, true), batches, &last)) {
+    const std::vector<PartSize> sized = split_estimate(sampled, parts, batches, true);
+    if (std::optional<Estimate> e = admissible(sized, batches, &last)) {
       std::vector<graph::MiniBatch> micro = graph::split_batch(sampled, s_.model.num_layers(), parts);
       std::optional<Estimate> built = admissible(sizes_of(micro), batches);
       GNNPIPE_CHECK(built.has_value() && built->total == e->total,
@@ -287,7 +310,21 @@ void MemoryGovernor::split(Admission& a, const graph::MiniBatch& sampled, int64_
       return;
     }
     last_parts = parts;
+    int64_t largest = 0;
+    for (const PartSize& p : sized) largest = std::max(largest, p.edges);
+    if (reference_parts == 0) {
+      reference_parts = parts;
+      reference_edges = largest;
+    } else if (parts >= 4 * reference_parts) {
+      if (!tried_layerwise && largest * 10 >= reference_edges * 9 && largest * 2 >= batch_edges) {
+        tried_layerwise = true;
+        if (try_layerwise(a, sampled, batches, &layerwise_least)) return;
+      }
+      reference_parts = parts;
+      reference_edges = largest;
+    }
   }
+  if (!tried_layerwise && try_layerwise(a, sampled, batches, &layerwise_least)) return;
   // No split fits. The smallest workable budget: one micro-batch per loss row, every part of which
   // lies inside a part of any other split (a row's tree is inside the tree of every set holding
   // it), so no split needs less (up to the split's 16 bytes a part). Sized in full, once.
@@ -297,7 +334,9 @@ void MemoryGovernor::split(Admission& a, const graph::MiniBatch& sampled, int64_
   const auto largest = std::max_element(singles.begin(), singles.end(), [](const PartSize& x, const PartSize& y) {
     return std::pair(x.nodes, x.edges) < std::pair(y.nodes, y.edges);
   });
-  const std::size_t need = cut_least > 0 ? std::min(cut_least, least.total) : least.total;
+  std::size_t need = cut_least > 0 ? std::min(cut_least, least.total) : least.total;
+  const bool layerwise_least_of_all = layerwise_least > 0 && layerwise_least < need;
+  if (layerwise_least_of_all) need = layerwise_least;
   GNNPIPE_THROW(OutOfBudget,
                 "memory.limit: batch {} of epoch {} does not fit the budget of {} even split into {} micro-batches "
                 "(predicted {}: {} resident, {} for evaluation, {} of device slots); it fits from memory.limit {} under "
@@ -306,7 +345,8 @@ void MemoryGovernor::split(Admission& a, const graph::MiniBatch& sampled, int64_
                 sampled.index, sampled.epoch, core::format_bytes(s_.budget), last_parts, core::format_bytes(last.total),
                 core::format_bytes(s_.resident_other + s_.train_fixed), core::format_bytes(s_.eval_bound),
                 core::format_bytes(slot_bound(last.slot)), core::format_bytes(limit_for(need)),
-                s_.options.policy == memory::MemoryPolicy::kCut ? "cut, then split" : "split",
+                layerwise_least_of_all ? "split (run layer-wise)"
+                : s_.options.policy == memory::MemoryPolicy::kCut ? "cut, then split" : "split",
                 largest == singles.end() ? 0 : largest->nodes, largest == singles.end() ? 0 : largest->edges);
 }
 

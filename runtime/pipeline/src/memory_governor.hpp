@@ -2,7 +2,8 @@
 // MemoryGovernor: the memory governor of docs/DESIGN.md §4 for the training pipeline. Before a batch is
 // copied it predicts the device memory the run will hold while the batch trains, and decides:
 //   fits      -> the batch runs as sampled;
-//   too big   -> memory.policy: split (k micro-batches with exactly the sampled computation trees of
+//   too big   -> memory.policy: layerwise (one layer at a time over chunks of rows, every
+//                layer's outputs on the host: layerwise_step.hpp; exact), split (k micro-batches with exactly the sampled computation trees of
 //                their loss targets, gradients accumulated into one optimizer step: nothing is
 //                dropped), resample (draw another batch, up to memory.max_tries, then split), or
 //                cut (remove the fewest lowest-scored edges that make it fit, found by binary search).
@@ -37,6 +38,7 @@
 #include "gnnpipe/memory/peak_predictor.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/pipeline/memory_report.hpp"
+#include "layerwise_step.hpp"
 
 namespace gnnpipe::pipeline::detail {
 
@@ -56,6 +58,8 @@ struct Admission {
   // and evaluation runs over it in one piece (its whole-graph bound fit beside it).
   bool keep_resident = false;
   bool whole_eval = false;
+  // MemoryAction::kLayerwise: the chunks of parts.front(), run by LayerwiseStep.
+  std::optional<LayerwisePlan> layerwise;
 };
 
 // What admit() is to decide beyond the split: whether a batch that may stay on the device for the
@@ -158,6 +162,17 @@ class MemoryGovernor {
   // sized by graph::split_sizes before any is built (only the chosen split is); throws OutOfBudget
   // naming the smallest memory.limit that works when none does, or when splitting stops helping.
   void split(Admission& a, const graph::MiniBatch& sampled, int64_t batches, std::size_t cut_least);
+  // memory.policy layerwise (and where splitting cannot shrink a batch's trees): the largest chunks
+  // of rows that fit (memory_governor_layerwise.cpp), or false with `least` the smallest total
+  // predicted (one row a chunk) when none do, or 0 when the model cannot run layer-wise.
+  bool try_layerwise(Admission& a, const graph::MiniBatch& sampled, int64_t batches, std::size_t* least);
+  Estimate estimate_layerwise(const LayerwisePlan& plan, int64_t batches, bool trim) const;
+  std::optional<Estimate> admissible_layerwise(const LayerwisePlan& plan, int64_t batches, Estimate* last = nullptr) const;
+  // The estimate's needs positions (the model's arrays, the train stage's, the layer-wise step's):
+  // the epoch's loss slots, which a trim keeps.
+  static std::size_t epoch_losses_position(const std::vector<std::size_t>& needs) {
+    return needs.size() - 3 - kLayerwiseArrays;
+  }
   // The parts of split_batch(batch, .., parts), sized without building them (equal to sizes_of
   // them); with `prune`, only up to the first part that does not fit alone (the split cannot fit).
   std::vector<PartSize> split_estimate(const graph::MiniBatch& batch, int parts, int64_t batches, bool prune) const;
@@ -182,6 +197,8 @@ class MemoryGovernor {
   static BatchKey key_of(const graph::MiniBatch& batch);
   static constexpr std::size_t kSplitMemoEntries = 4096;
   std::map<BatchKey, int> split_memo_;
+  // The chunk rows a batch ran layer-wise with (tried first when it comes back).
+  std::map<BatchKey, int64_t> layerwise_memo_;
 
   GovernorSetup s_;
   memory::GrowOnlyFootprint train_arrays_;  // what the train stream's arrays have served so far

@@ -12,6 +12,7 @@ std::string_view to_string(MemoryAction action) {
     case MemoryAction::kSplit: return "split";
     case MemoryAction::kResample: return "resample";
     case MemoryAction::kCut: return "cut";
+    case MemoryAction::kLayerwise: return "layerwise";
   }
   return "?";
 }
@@ -24,6 +25,8 @@ void MemoryCounters::add(const MemoryCounters& o) {
   cut += o.cut;
   edges_cut += o.edges_cut;
   retried += o.retried;
+  layerwise += o.layerwise;
+  chunks += o.chunks;
   peak_bytes = std::max(peak_bytes, o.peak_bytes);
   reserved_bytes = std::max(reserved_bytes, o.reserved_bytes);
   seeds += o.seeds;
@@ -42,10 +45,13 @@ std::vector<std::string> MemoryPlan::lines() const {
                             "library workspaces {}, other {}",
                             format_bytes(parameters), format_bytes(optimizer), format_bytes(eval_twin),
                             format_bytes(library), format_bytes(other)));
-  out.push_back(fmt::format("  per batch: {} device slot{} ({} in all), evaluation arrays at most {}", device_slot_count,
-                            device_slot_count == 1 ? "" : "s", format_bytes(device_slots), format_bytes(evaluation)));
+  out.push_back(fmt::format("  per batch: {} device slot{} ({} in all), evaluation arrays at most {}{}", device_slot_count,
+                            device_slot_count == 1 ? "" : "s", format_bytes(device_slots), format_bytes(evaluation),
+                            eval_graph == 0 && eval_chunk_nodes > 0
+                                ? fmt::format(" (layer-wise in chunks of {} nodes)", eval_chunk_nodes)
+                                : std::string()));
   std::string action;
-  if (counters.split + counters.cut + counters.resampled == 0) {
+  if (counters.split + counters.cut + counters.resampled + counters.layerwise == 0) {
     action = fmt::format("all {} batches fit", batches);
   } else {
     action = fmt::format("{} of {} batches fit", counters.fit, batches);
@@ -55,6 +61,11 @@ std::vector<std::string> MemoryPlan::lines() const {
     }
     if (counters.resampled > 0) action += fmt::format(", {} resampled", counters.resampled);
     if (counters.cut > 0) action += fmt::format(", {} cut ({} edges removed)", counters.cut, counters.edges_cut);
+    if (counters.layerwise > 0) {
+      action += fmt::format(", {} layer-wise (strategy layerwise: at most {} chunks of {} rows a step, {} moved between "
+                            "host and device a step; every layer's outputs on the host)",
+                            counters.layerwise, layerwise_chunks, layerwise_chunk_rows, format_bytes(layerwise_moved));
+    }
   }
   out.push_back(fmt::format("  host: dataset {} (read once), staging slots at most {} ({} x the largest packed batch)",
                             format_bytes(host_dataset), format_bytes(host_staging), staging_slots));

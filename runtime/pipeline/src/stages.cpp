@@ -42,6 +42,13 @@ Stages::Stages(const TrainingSetup& s)
   std::size_t largest = 0;  // packed with every feature row: the most any placement packs
   for (const graph::MiniBatch& b : probe.batches) largest = std::max(largest, packed_bytes(b));
   batch_.plan_device_slots(largest);
+  // Evaluation's reservation adapts to the budget before any batch is split or run layer-wise:
+  // where the probed batches (packed with their features: the most any placement packs) do not
+  // fit unsplit beside it, its chunks shrink until it takes at most a quarter of the budget.
+  if (probe.batches.empty() ||
+      !predict_probe(probe, s.data.features.cols(), false, evaluation_.bound()).has_value()) {
+    evaluation_.fit_chunk(allocator_.budget() / 4);
+  }
   // What stays resident for the run, in this order: each step measures what the ones before it
   // placed (the governor's predictions below ask the governor, they do not change it).
   placement_.place_features(probe, evaluation_.bound(), [&](int64_t packed_cols, bool gathers_on_device) {

@@ -65,6 +65,11 @@ MemoryPlan plan_memory(const TrainingSetup& s) {
       plan.counters.add(detail::counters_of(a));
       plan.largest_batch_peak = std::max(plan.largest_batch_peak, a.predicted_total);
       plan.largest_split = std::max(plan.largest_split, static_cast<int>(a.parts.size()));
+      if (a.layerwise) {
+        plan.layerwise_chunks = std::max(plan.layerwise_chunks, a.layerwise->total_chunks());
+        plan.layerwise_chunk_rows = std::max(plan.layerwise_chunk_rows, a.layerwise->chunk_rows);
+        plan.layerwise_moved = std::max(plan.layerwise_moved, a.layerwise->moved_bytes);
+      }
     }
   }
   plan.device_slots = stages.governor().slot_capacity_bound();

@@ -131,15 +131,27 @@ TEST_CASE("governor: a dense graph's plan answers at a half and a quarter of its
   for (const double factor : {0.5, 0.25}) {
     INFO("memory.limit at " << factor << " of " << need);
     const auto limit = static_cast<std::size_t>(static_cast<double>(need) * factor);
-    const std::optional<std::string> failed = plan_fails(kDense, limit);
-    // One row's 3-hop tree is most of the graph: no split fits, and the plan says what would.
-    REQUIRE(failed.has_value());
-    CHECK_THAT(*failed, Catch::StartsWith("memory.limit: batch 0 of epoch 1 does not fit the budget"));
-    CHECK_THAT(*failed, Catch::Contains("under memory.policy split") && Catch::Contains("splitting cannot shrink"));
-    const std::size_t named = named_limit(*failed);
-    CHECK(named > limit);
-    CHECK(named >= need * 9 / 10);  // splitting saves little here
+    // One row's 3-hop tree is most of the graph: splitting stops helping, and the batch runs one
+    // layer at a time over chunks of rows instead (memory.policy split's fallback).
+    const pipeline::MemoryPlan plan = test::plan_experiment(kDense, {"memory.limit=" + std::to_string(limit)});
+    CHECK(plan.counters.layerwise == 1);
+    CHECK(plan.counters.split == 0);
+    CHECK(plan.largest_batch_peak <= limit);
   }
+  // Further down nothing fits, and the plan says what would.
+  std::optional<std::string> failed;
+  std::size_t limit = need / 4;
+  while (!failed && limit > need / 100) {
+    limit = limit * 7 / 10;
+    failed = plan_fails(kDense, limit);
+  }
+  REQUIRE(failed.has_value());
+  INFO(*failed);
+  CHECK_THAT(*failed, Catch::StartsWith("memory.limit: batch 0 of epoch 1 does not fit the budget"));
+  CHECK_THAT(*failed, Catch::Contains("under memory.policy split (run layer-wise)"));
+  const std::size_t named = named_limit(*failed);
+  CHECK(named > limit);
+  CHECK_FALSE(plan_fails(kDense, named).has_value());
 }
 
 TEST_CASE("governor: the smallest memory.limit an OutOfBudget names is accepted", "[pipeline][governor]") {
@@ -154,7 +166,13 @@ TEST_CASE("governor: the smallest memory.limit an OutOfBudget names is accepted"
   CHECK(named < need);  // here splitting helps
   const std::optional<std::string> at_named = plan_fails(kSparse, named);
   CHECK_FALSE(at_named.has_value());
-  if (!at_named) CHECK(test::plan_experiment(kSparse, {"memory.limit=" + std::to_string(named)}).counters.split == 1);
-  // And it is the least any split needs, up to the split's own arrays (16 bytes a loss row).
+  if (!at_named) {
+    // Split, or layer-wise where that needs less than the least split (the message says which).
+    const pipeline::MemoryCounters c = test::plan_experiment(kSparse, {"memory.limit=" + std::to_string(named)}).counters;
+    CHECK(c.split + c.layerwise == 1);
+    CHECK(c.layerwise == (failed->find("(run layer-wise)") != std::string::npos ? 1 : 0));
+  }
+  // And it is the least any split (or layer-wise step) needs, up to the split's own arrays (16
+  // bytes a loss row).
   CHECK(plan_fails(kSparse, named * 97 / 100).has_value());
 }

@@ -103,11 +103,12 @@ TEST_CASE("features on the device train bit for bit as gathered on the host, for
 TEST_CASE("features on the device: split batches gather each micro-batch's rows", "[pipeline]") {
   test::TempDir dir;
   const std::size_t need = plan({"memory.features=device"}).largest_batch_peak;
-  const std::string limit = "memory.limit=" + std::to_string(need * 8 / 10);
+  // (At 80 % every batch fits since evaluation's chunks shrink to a quarter of the budget.)
+  const std::string limit = "memory.limit=" + std::to_string(need * 6 / 10);
   const Run host = train({"memory.features=host", limit}, dir, "host");
   const Run device = train({"memory.features=device", limit}, dir, "device");
   CHECK(device.summary["memory"]["batches_split"].get<int64_t>() > 0);
-  CHECK(device.summary["memory"]["peak_device_bytes"].get<std::size_t>() <= need * 8 / 10);
+  CHECK(device.summary["memory"]["peak_device_bytes"].get<std::size_t>() <= need * 6 / 10);
   // Host placement packs the rows and holds more per batch: it may split differently, but a
   // split is exact, so the parameters still agree up to the sums' order; both learn.
   CHECK(device.summary["test_accuracy"].get<double>() > 0.6);

@@ -81,6 +81,28 @@ class GnnModel {
   // Accumulates parameter gradients for d(loss)/d(logits) of the last forward.
   void backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits);
 
+  // Layer-wise chunked training (memory.policy layerwise: pipeline/src/layerwise_step.hpp): layer
+  // l alone, in training mode, on the block of a chunk of its destinations. forward_layer: x
+  // [block.num_src x in_dim(l)] holds the layer's input rows before dropout and row_ids their
+  // global ids (in the context's memory); it applies layer l's dropout (keyed as forward() keys
+  // it, so the same global ids draw the same masks), the layer, and the activation after it (not
+  // after the last layer nor between GGNN's steps), and returns the outputs
+  // [block.num_dst x out_dim(l)], valid until the next call. backward_layer: the gradient of the
+  // last forward_layer (the same l and block): dy [num_dst x out_dim(l)] (overwritten) -> dx
+  // [num_src x in_dim(l)] with respect to x before dropout (null data: not formed; required for
+  // l == 0, which keeps no mask); parameter gradients accumulate. Each row computes exactly what
+  // forward()/backward() compute for it, so chunks covering every destination give the whole
+  // step's loss and gradients up to the order of the sums over chunks. A model with
+  // model.embedding throws (its table's rows are not an input a chunk can carry). x must stay
+  // valid and unchanged until the matching backward_layer (a layer may read it there).
+  MatrixView<const T> forward_layer(std::size_t l, const graph::Block& block, MatrixView<const T> x,
+                                    std::span<const graph::NodeId> row_ids, core::RngKey dropout_key);
+  void backward_layer(std::size_t l, const graph::Block& block, MatrixView<T> dy, MatrixView<T> dx);
+  // The arrays forward_layer(l) and backward_layer(l) (with dx when l > 0) grow on a block of
+  // `shape`, in training_arrays' positions (0 for every other array).
+  std::vector<std::size_t> layer_training_arrays(std::size_t l, const BlockShape& shape) const;
+  int64_t layer_in_dim(std::size_t l) const { return layers_.at(l)->in_dim(); }
+
   // The memory governor's arithmetic: the bytes each grow-only array of the model (its own and its
   // layers', see Layer::training_arrays) needs for a forward (with `training`) and backward on
   // blocks of these shapes (one per layer), in a fixed order. The memory a model holds after a

@@ -7,7 +7,10 @@
 // [num_dst x in] array (A_hat x, in h_'s memory) instead of two [num_src x out] ones, and backward
 // needs no SpMM (dW = (A_hat x)^T dy; no input gradient is formed). A forward whose
 // LayerContext::input_tag matches the last one's reuses A_hat x: a resident full batch aggregates
-// its features once per run, not twice per epoch.
+// its features once per run, not twice per epoch. A chunk of a layer-wise step (LayerContext::chunk)
+// aggregates first too, whatever the layer: its sources are many times its destinations, so
+// (A_hat x) W transforms num_dst rows where x W would transform every source; its backward then
+// forms dx = A_hat^T (dy W^T) when asked (dh_ holds dy W^T [num_dst x in]).
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/layers/layer.hpp"
 #include "gnnpipe/models/layers/layer_input.hpp"
@@ -34,6 +37,7 @@ class GcnLayer final : public Layer<T> {
   void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) override;
   void training_arrays(const BlockShape& s, bool training, bool has_dx, std::vector<std::size_t>& bytes) const override;
   void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const override;
+  void chunk_training_arrays(const BlockShape& s, bool has_dx, std::vector<std::size_t>& bytes) const override;
   void release_arrays() override {
     h_.release(ctx_.stream()); dh_.release(ctx_.stream());
     aggregated_ = {};
@@ -48,6 +52,7 @@ class GcnLayer final : public Layer<T> {
   void forward_aggregated(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, uint64_t tag);
 
   bool aggregate_first_;
+  bool aggregated_last_ = false;  // the last forward aggregated first (aggregate_first_ or a chunk)
   LayerInput<T> x_{};  // input of the last forward (owned by the caller until backward)
   DeviceArray<T> h_, dh_;    // x W [num_src x out] and its gradient; aggregate_first: A_hat x [num_dst x in], unused
   // What h_ holds in aggregate_first mode: the tag, input and block shape it was computed from

@@ -35,6 +35,10 @@ struct LayerContext {
   // Nonzero: the input and block hold what they held in the last forward with this tag (the
   // layer may reuse what it derived from them; GnnModel::forward's input_tag).
   uint64_t input_tag = 0;
+  // A chunk of a layer-wise step (GnnModel::forward_layer): the block's sources are most of the
+  // rows it reads, several times its destinations, so a layer that can aggregate before it
+  // transforms does (GcnLayer), rather than transform every source.
+  bool chunk = false;
 };
 
 template <class T>
@@ -74,6 +78,10 @@ class Layer {
   // them against the allocator.
   virtual void training_arrays(const BlockShape& s, bool training, bool has_dx, std::vector<std::size_t>& bytes) const = 0;
   virtual void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const = 0;
+  // training_arrays of a forward with LayerContext::chunk set (and training) and its backward.
+  virtual void chunk_training_arrays(const BlockShape& s, bool has_dx, std::vector<std::size_t>& bytes) const {
+    training_arrays(s, true, has_dx, bytes);
+  }
   // Gives every grow-only array back (capacity 0, freed in the order of the layer's stream): what
   // the layer kept from the last forward is gone, so no backward may follow until a forward.
   virtual void release_arrays() = 0;

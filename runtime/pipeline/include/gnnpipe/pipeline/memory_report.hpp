@@ -11,7 +11,7 @@
 namespace gnnpipe::pipeline {
 
 // What the governor did with one batch.
-enum class MemoryAction { kFit, kSplit, kResample, kCut };
+enum class MemoryAction { kFit, kSplit, kResample, kCut, kLayerwise };
 std::string_view to_string(MemoryAction action);
 
 struct MemoryCounters {
@@ -22,6 +22,8 @@ struct MemoryCounters {
   int64_t cut = 0;            // batches that lost edges
   int64_t edges_cut = 0;      // edges those lost
   int64_t retried = 0;        // steps that still ran out of budget and were split and run again
+  int64_t layerwise = 0;      // batches run one layer at a time over chunks of rows (memory.policy layerwise)
+  int64_t chunks = 0;         // the chunks those ran (every layer's)
   std::size_t peak_bytes = 0; // the allocator's peak (all streams)
   std::size_t reserved_bytes = 0;  // the most the driver held for the allocator after a step (AllocatorStats::held_bytes)
   // The work the steps did (with the governor's counts, as both are gathered per step):
@@ -33,7 +35,7 @@ struct MemoryCounters {
 
   void add(const MemoryCounters& other);
   // The batches the governor admitted, however it admitted them.
-  int64_t batches() const { return fit + split + resampled + cut; }
+  int64_t batches() const { return fit + split + resampled + cut + layerwise; }
 };
 
 // Where device memory goes, and what will happen to epoch 1's batches (`gnnpipe run --plan`).
@@ -51,6 +53,7 @@ struct MemoryPlan {
   std::size_t library = 0;         // cuBLAS workspaces
   std::size_t other = 0;           // anything else in use at start (loss slots)
   std::size_t evaluation = 0;      // evaluation's arrays at most (the largest inference chunk)
+  int eval_chunk_nodes = 0;        // layer-wise evaluation's destinations per chunk (fit to the budget)
   std::size_t device_slots = 0;    // the device slots, grown for epoch 1's largest step
   int device_slot_count = 0;       // how many (memory::plan_device_slots)
   // Epoch 1, batch by batch through the governor (without training).
@@ -58,6 +61,10 @@ struct MemoryPlan {
   MemoryCounters counters;
   std::size_t largest_batch_peak = 0;  // the predicted peak while the largest batch trains
   int largest_split = 1;               // the most micro-batches one batch needs
+  // Layer-wise batches: the most chunks one step runs, their rows, and the bytes one step moves
+  // between host and device at most.
+  int64_t layerwise_chunks = 0, layerwise_chunk_rows = 0;
+  std::size_t layerwise_moved = 0;
   // pipeline.resident: epoch 1's one fixed batch fits unsplit, so it is copied once and stays.
   bool resident_batch = false;
   // memory.features as decided: "device" (device_features bytes, copied once) or "host".

@@ -1,0 +1,91 @@
+// GnnModel's layer-wise training entry points (memory.policy layerwise): one layer on a chunk of
+// its destinations, mirroring forward()/backward() for that layer row for row.
+#include "gnnpipe/models/gnn_model.hpp"
+
+#include <algorithm>
+#include "gnnpipe/models/ops/ops.hpp"
+
+namespace gnnpipe::models {
+
+template <class T>
+MatrixView<const T> GnnModel<T>::forward_layer(std::size_t l, const graph::Block& block, MatrixView<const T> x,
+                                               std::span<const graph::NodeId> row_ids, core::RngKey dropout_key) {
+  GNNPIPE_CHECK_CONFIG(!has_embedding(),
+                       "memory.policy: layer-wise training does not take model.embedding (its table is the input)");
+  GNNPIPE_CHECK(l < layers_.size(), "layer {} of a {}-layer model", l, layers_.size());
+  GNNPIPE_CHECK(x.rows == block.num_src && x.cols == layers_[l]->in_dim() &&
+                    static_cast<int64_t>(row_ids.size()) == x.rows,
+                "forward_layer {}: x {} with {} ids for a block of {} sources (in {})", l, shape_str(x), row_ids.size(),
+                block.num_src, layers_[l]->in_dim());
+  training_ = true;
+  first_input_sparse_ = false;
+  const T p = static_cast<T>(options_.dropout_at(l));
+  const bool dropped = p > T{0} && (l == 0 || !chained_);
+  const MatrixView<T> z = outputs_[l].matrix(ctx_, block.num_dst, layers_[l]->out_dim());
+  const LayerContext context{true, dropout_key.with(l).with(1), row_ids, 0, /*chunk=*/true};
+  input_views_[l] = x;
+  if (dropped) {
+    const MatrixView<T> a = inputs_[l].matrix(ctx_, x.rows, x.cols);
+    ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, x, row_ids, a,
+                            keeps_mask(l) ? masks_[l].ensure(ctx_, dropout_mask_bytes(x.rows, x.cols)) : nullptr);
+    input_views_[l] = a;
+    layers_[l]->forward(block, a, z, context);
+  } else {
+    layers_[l]->forward(block, x, z, context);
+  }
+  if (l + 1 < layers_.size() && !chained_) activate(z);
+  return z;
+}
+
+template <class T>
+void GnnModel<T>::backward_layer(std::size_t l, const graph::Block& block, MatrixView<T> dy, MatrixView<T> dx) {
+  GNNPIPE_CHECK(l < layers_.size() && training_, "backward_layer {}: no forward_layer of a {}-layer model before it", l,
+                layers_.size());
+  const int64_t out = layers_[l]->out_dim();
+  GNNPIPE_CHECK(dy.rows == block.num_dst && dy.cols == out, "backward_layer: gradient {} for layer {} of [{} x {}]",
+                shape_str(dy), l, block.num_dst, out);
+  GNNPIPE_CHECK(dx.data != nullptr || l == 0, "backward_layer {}: only layer 0 may skip its input gradient", l);
+  GNNPIPE_CHECK(dx.data == nullptr || l > 0, "backward_layer 0: the first layer forms no input gradient");
+  if (l + 1 < layers_.size() && !chained_) activate_backward(outputs_[l].view(block.num_dst, out), dy);
+  if (dx.data == nullptr) {
+    layers_[l]->backward(block, dy, MatrixView<T>{nullptr, block.num_src, layers_[l]->in_dim()});
+    return;
+  }
+  GNNPIPE_CHECK(dx.rows == block.num_src && dx.cols == layers_[l]->in_dim(),
+                "backward_layer {}: input gradient {} for a block of {} sources (in {})", l, shape_str(dx),
+                block.num_src, layers_[l]->in_dim());
+  layers_[l]->backward(block, dy, dx);
+  const T p = static_cast<T>(options_.dropout_at(l));
+  if (p > T{0} && !chained_) ops::dropout_backward<T>(ctx_, masks_[l].data(), p, dx, dx);
+}
+
+template <class T>
+std::vector<std::size_t> GnnModel<T>::layer_training_arrays(std::size_t l, const BlockShape& shape) const {
+  GNNPIPE_CHECK(l < layers_.size(), "layer {} of a {}-layer model", l, layers_.size());
+  const auto t = [](int64_t elements) { return static_cast<std::size_t>(elements) * sizeof(T); };
+  std::vector<std::size_t> bytes;
+  for (std::size_t j = 0; j < layers_.size(); ++j) {
+    const std::size_t begin = bytes.size();
+    const int64_t in = layers_[j]->in_dim();
+    const bool dropped = options_.dropout_at(j) > 0 && (j == 0 || !chained_);
+    bytes.push_back(dropped ? t(shape.num_src * in) : 0);                                  // inputs_[j]
+    bytes.push_back(dropped && keeps_mask(j) ? dropout_mask_bytes(shape.num_src, in) : 0);  // masks_[j]
+    bytes.push_back(t(shape.num_dst * layers_[j]->out_dim()));                              // outputs_[j]
+    layers_[j]->chunk_training_arrays(j == l ? shape : BlockShape{}, j > 0, bytes);
+    if (j != l) std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(begin), bytes.end(), 0);
+  }
+  bytes.insert(bytes.end(), 3, 0);  // grad_, next_, embedded_: not used layer by layer
+  return bytes;
+}
+
+// Member instantiations only: the class itself is instantiated in gnn_model.cpp.
+#define GNNPIPE_LAYERWISE_MEMBERS(T)                                                                             \
+  template MatrixView<const T> GnnModel<T>::forward_layer(std::size_t, const graph::Block&, MatrixView<const T>, \
+                                                          std::span<const graph::NodeId>, core::RngKey);        \
+  template void GnnModel<T>::backward_layer(std::size_t, const graph::Block&, MatrixView<T>, MatrixView<T>);     \
+  template std::vector<std::size_t> GnnModel<T>::layer_training_arrays(std::size_t, const BlockShape&) const;
+GNNPIPE_LAYERWISE_MEMBERS(float)
+GNNPIPE_LAYERWISE_MEMBERS(double)
+#undef GNNPIPE_LAYERWISE_MEMBERS
+
+}  // namespace gnnpipe::models

@@ -1,0 +1,119 @@
+// MemoryGovernor's layer-wise admission (memory.policy layerwise, and split's fallback): the
+// largest chunks of destination rows whose step fits (layerwise_step.hpp).
+#include <algorithm>
+#include <cmath>
+
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/log.hpp"
+#include "gnnpipe/core/units.hpp"
+#include "memory_governor.hpp"
+
+namespace gnnpipe::pipeline::detail {
+
+MemoryGovernor::Estimate MemoryGovernor::estimate_layerwise(const LayerwisePlan& plan, int64_t batches, bool trim) const {
+  Estimate e;
+  e.trim = trim;
+  const std::size_t layers = s_.model.num_layers();
+  const int64_t loss_chunks = plan.chunks.back();
+  for (std::size_t l = 0; l < layers; ++l) {
+    std::vector<std::size_t> needs = s_.model.layer_training_arrays(l, plan.largest[l]);
+    const bool top = l + 1 == layers;
+    // The train stage's arrays in estimate()'s positions: no input rows of its own (the step's), no
+    // loss gradient (the step's output gradient holds it), the loss's per-row scratch, the epoch's
+    // loss slots, the per-chunk losses and their sum's ones.
+    needs.insert(needs.end(), 3, 0);
+    needs.push_back(top ? plan.loss_rows * sizeof(double) : 0);
+    needs.push_back(static_cast<std::size_t>(batches) * sizeof(double));
+    const std::size_t split_bytes = loss_chunks > 1 ? static_cast<std::size_t>(loss_chunks) * sizeof(double) : 0;
+    needs.push_back(split_bytes);
+    needs.push_back(split_bytes);
+    const std::vector<std::size_t> own = layerwise_arrays(s_.model, plan, l);
+    needs.insert(needs.end(), own.begin(), own.end());
+    e.needs.push_back(std::move(needs));
+    e.nodes += plan.largest[l].num_src;
+    e.edges += plan.largest[l].edges;
+  }
+  memory::GrowOnlyFootprint arrays = train_arrays_;
+  if (trim) arrays.release_all_but(epoch_losses_position(e.needs.front()));
+  e.analytical_train = static_cast<double>(s_.train_fixed + arrays.bytes_after_all(e.needs));
+  // No fitted correction: the fit describes whole-batch steps (a layer-wise step is not observed).
+  e.predicted_train = e.analytical_train;
+  e.total = s_.resident_other + s_.eval_bound + slot_bound(0) + static_cast<std::size_t>(std::ceil(e.predicted_train));
+  return e;
+}
+
+std::optional<MemoryGovernor::Estimate> MemoryGovernor::admissible_layerwise(const LayerwisePlan& plan, int64_t batches,
+                                                                             Estimate* last) const {
+  Estimate as_is = estimate_layerwise(plan, batches, false);
+  if (fits(as_is)) return as_is;
+  Estimate trimmed = estimate_layerwise(plan, batches, true);
+  const bool smaller = trimmed.total < as_is.total;
+  if (smaller && fits(trimmed)) return trimmed;
+  if (last != nullptr) *last = smaller ? std::move(trimmed) : std::move(as_is);
+  return std::nullopt;
+}
+
+bool MemoryGovernor::try_layerwise(Admission& a, const graph::MiniBatch& sampled, int64_t batches, std::size_t* least) {
+  *least = 0;
+  if (s_.model.has_embedding()) return false;
+  const BatchKey key = key_of(sampled);
+  int64_t widest = 0;
+  for (const graph::Block* b : sampled.layer_blocks(s_.model.num_layers())) widest = std::max<int64_t>(widest, b->num_dst);
+  if (widest == 0) return false;
+  const auto admit_plan = [&](LayerwisePlan plan, Estimate e) {
+    // The step runs on the sampled batch, which admit() keeps as the admission's one part.
+    GNNPIPE_CHECK(a.parts.size() == 1 && &a.parts.front() == &sampled,
+                  "layer-wise: batch {} is not the admission's one part", sampled.index);
+    a.action = MemoryAction::kLayerwise;
+    a.edges_removed = 0;
+    admit_estimate(a, std::move(e));
+    if (layerwise_memo_.size() >= kSplitMemoEntries) layerwise_memo_.clear();
+    layerwise_memo_[key] = plan.chunk_rows;
+    a.layerwise = std::move(plan);
+    return true;
+  };
+  // Where this batch ran layer-wise before, its chunks come first.
+  if (auto it = layerwise_memo_.find(key); it != layerwise_memo_.end()) {
+    LayerwisePlan plan = plan_chunks(s_.model, sampled, it->second, true);
+    if (std::optional<Estimate> e = admissible_layerwise(plan, batches)) return admit_plan(std::move(plan), std::move(*e));
+  }
+  // One row a chunk is the least a layer-wise step can need.
+  Estimate smallest;
+  LayerwisePlan plan = plan_chunks(s_.model, sampled, 1, true);
+  std::optional<Estimate> e = admissible_layerwise(plan, batches, &smallest);
+  if (!e) {
+    *least = smallest.total;
+    return false;
+  }
+  // The most rows a chunk by the bound (a chunk's sources counted as its destinations plus its
+  // edges: O(chunks) a candidate), then doubled while the exact count (O(edges)) still fits.
+  int64_t lo = 1, hi = widest;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (admissible_layerwise(plan_chunks(s_.model, sampled, mid, false), batches)) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (lo > 1) {
+    LayerwisePlan bounded = plan_chunks(s_.model, sampled, lo, true);
+    std::optional<Estimate> be = admissible_layerwise(bounded, batches);
+    if (be) {  // the exact count is at most the bound's: it fits
+      plan = std::move(bounded);
+      e = std::move(be);
+    }
+  }
+  while (plan.chunk_rows < widest) {
+    LayerwisePlan wider = plan_chunks(s_.model, sampled, std::min(widest, plan.chunk_rows * 2), true);
+    std::optional<Estimate> we = admissible_layerwise(wider, batches);
+    if (!we) break;
+    plan = std::move(wider);
+    e = std::move(we);
+  }
+  core::logger().debug("memory: batch {} of epoch {} runs layer-wise: {} chunks of {} rows, predicted {}", sampled.index,
+                       sampled.epoch, plan.total_chunks(), plan.chunk_rows, core::format_bytes(e->total));
+  return admit_plan(std::move(plan), std::move(*e));
+}
+
+}  // namespace gnnpipe::pipeline::detail
