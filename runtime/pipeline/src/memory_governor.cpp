@@ -124,9 +124,14 @@ MemoryGovernor::Estimate MemoryGovernor::estimate(std::span<const PartSize> part
 
 std::optional<MemoryGovernor::Estimate> MemoryGovernor::admissible(std::span<const PartSize> parts, int64_t batches,
                                                                    Estimate* last) const {
-  Estimate as_is = estimate(parts, batches);
+  return admissible_by([&](bool trim) { return estimate(parts, batches, trim); }, last);
+}
+
+std::optional<MemoryGovernor::Estimate> MemoryGovernor::admissible_by(const std::function<Estimate(bool trim)>& estimate_of,
+                                                                      Estimate* last) const {
+  Estimate as_is = estimate_of(false);
   if (fits(as_is)) return as_is;
-  Estimate trimmed = estimate(parts, batches, true);
+  Estimate trimmed = estimate_of(true);
   const bool smaller = trimmed.total < as_is.total;
   if (smaller && fits(trimmed)) return trimmed;
   if (last != nullptr) *last = smaller ? std::move(trimmed) : std::move(as_is);

@@ -154,6 +154,8 @@ class MemoryGovernor {
   // The estimate of `parts` as the arrays are, or after a trim where only that fits; nothing
   // when neither fits (`last` gets the smaller estimate, for the error message).
   std::optional<Estimate> admissible(std::span<const PartSize> parts, int64_t batches, Estimate* last = nullptr) const;
+  // The same for any estimate (estimate_of(trim)): as the arrays are, else after a trim.
+  std::optional<Estimate> admissible_by(const std::function<Estimate(bool trim)>& estimate_of, Estimate* last) const;
   // memory.policy cut: the batch without the fewest lowest-ranked edges that make it fit, or
   // nothing when removing every removable edge is not enough.
   // `least` gets the smallest total predicted (every removable edge removed) when that fails too.

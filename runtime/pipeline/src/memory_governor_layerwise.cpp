@@ -44,13 +44,7 @@ MemoryGovernor::Estimate MemoryGovernor::estimate_layerwise(const LayerwisePlan&
 
 std::optional<MemoryGovernor::Estimate> MemoryGovernor::admissible_layerwise(const LayerwisePlan& plan, int64_t batches,
                                                                              Estimate* last) const {
-  Estimate as_is = estimate_layerwise(plan, batches, false);
-  if (fits(as_is)) return as_is;
-  Estimate trimmed = estimate_layerwise(plan, batches, true);
-  const bool smaller = trimmed.total < as_is.total;
-  if (smaller && fits(trimmed)) return trimmed;
-  if (last != nullptr) *last = smaller ? std::move(trimmed) : std::move(as_is);
-  return std::nullopt;
+  return admissible_by([&](bool trim) { return estimate_layerwise(plan, batches, trim); }, last);
 }
 
 bool MemoryGovernor::try_layerwise(Admission& a, const graph::MiniBatch& sampled, int64_t batches, std::size_t* least) {

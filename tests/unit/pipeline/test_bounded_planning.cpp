@@ -20,6 +20,7 @@
 #include "gnnpipe/samplers/full_batch_sampler.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
 #include "experiment_helpers.hpp"
+#include "named_limit.hpp"
 #include "sampler_helpers.hpp"
 
 using namespace gnnpipe;
@@ -98,22 +99,6 @@ std::optional<std::string> plan_fails(const char* yaml, std::size_t limit) {
   }
 }
 
-// The memory.limit an OutOfBudget message names ("fits from memory.limit 93.55 MiB"), in bytes,
-// rounded up past the message's two decimals.
-std::size_t named_limit(const std::string& message) {
-  // Parsed by hand: std::regex trips GCC 12's -Wmaybe-uninitialized in the ASan build (-O1 -Werror).
-  const std::string lead = "fits from memory.limit ";
-  const std::size_t at = message.find(lead);
-  REQUIRE(at != std::string::npos);
-  std::istringstream in(message.substr(at + lead.size()));
-  double value = 0;
-  std::string unit;
-  REQUIRE(static_cast<bool>(in >> value >> unit));
-  const double scale = unit == "B" ? 1 : unit == "KiB" ? 1024.0 : unit == "MiB" ? 1024.0 * 1024 : 1024.0 * 1024 * 1024;
-  REQUIRE((unit == "B" || unit == "KiB" || unit == "MiB" || unit == "GiB"));
-  return static_cast<std::size_t>(std::ceil((value + 0.005) * scale));
-}
-
 }  // namespace
 
 TEST_CASE("governor: a split is sized before it is built, exactly", "[pipeline][governor]") {
@@ -149,7 +134,7 @@ TEST_CASE("governor: a dense graph's plan answers at a half and a quarter of its
   INFO(*failed);
   CHECK_THAT(*failed, Catch::StartsWith("memory.limit: batch 0 of epoch 1 does not fit the budget"));
   CHECK_THAT(*failed, Catch::Contains("under memory.policy split (run layer-wise)"));
-  const std::size_t named = named_limit(*failed);
+  const std::size_t named = test::named_limit(*failed);
   CHECK(named > limit);
   CHECK_FALSE(plan_fails(kDense, named).has_value());
 }
@@ -161,7 +146,7 @@ TEST_CASE("governor: the smallest memory.limit an OutOfBudget names is accepted"
     failed = plan_fails(kSparse, static_cast<std::size_t>(static_cast<double>(need) * factor));
   }
   REQUIRE(failed.has_value());
-  const std::size_t named = named_limit(*failed);
+  const std::size_t named = test::named_limit(*failed);
   INFO(*failed);
   CHECK(named < need);  // here splitting helps
   const std::optional<std::string> at_named = plan_fails(kSparse, named);

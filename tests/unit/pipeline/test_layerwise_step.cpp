@@ -15,6 +15,7 @@
 
 #include "gnnpipe/core/error.hpp"
 #include "experiment_helpers.hpp"
+#include "named_limit.hpp"
 #include "temp_dir.hpp"
 
 using namespace gnnpipe;
@@ -46,19 +47,6 @@ std::vector<double> losses(const test::ExperimentRun& run) {
   return out;
 }
 
-// The memory.limit an OutOfBudget message names ("fits from memory.limit 93.55 MiB"), in bytes,
-// rounded up past the message's two decimals (parsed by hand: no std::regex in the ASan build).
-std::size_t named_limit(const std::string& message) {
-  const std::string lead = "fits from memory.limit ";
-  const std::size_t at = message.find(lead);
-  REQUIRE(at != std::string::npos);
-  std::istringstream in(message.substr(at + lead.size()));
-  double value = 0;
-  std::string unit;
-  REQUIRE(static_cast<bool>(in >> value >> unit));
-  const double scale = unit == "B" ? 1 : unit == "KiB" ? 1024.0 : unit == "MiB" ? 1024.0 * 1024 : 1024.0 * 1024 * 1024;
-  return static_cast<std::size_t>(std::ceil((value + 0.005) * scale));
-}
 
 }  // namespace
 
@@ -114,7 +102,7 @@ TEST_CASE("layer-wise: a budget below the least workable fails at once naming it
   INFO(message);
   CHECK_THAT(message, Catch::Contains("even one layer at a time in chunks of one row") &&
                           Catch::Contains("under memory.policy layerwise"));
-  const std::size_t named = named_limit(message);
+  const std::size_t named = test::named_limit(message);
   const pipeline::MemoryPlan plan =
       test::plan_experiment(yaml, {"memory.limit=" + std::to_string(named), "memory.policy=layerwise"});
   CHECK(plan.counters.layerwise == 1);
