@@ -158,20 +158,11 @@ template <class T>
 void spmm_mean_backward(const graph::Block& block, ConstView<T> dy, MatrixView<T> dx) {
   check_shape(dy, block.num_dst, dy.cols, "spmm_mean_backward: dy (num_dst x F)");
   check_shape(dx, block.num_src, dy.cols, "spmm_mean_backward: dx (num_src x F)");
-  const int64_t f = dy.cols;
-  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_src);
-  detail::parallel_rows(block.num_src, detail::grain_for(avg * f), [&](int64_t begin, int64_t end) {
-    for (int64_t u = begin; u < end; ++u) {
-      const std::span<T> out = dx.row(u);
-      std::fill(out.begin(), out.end(), T{0});
-      for (int64_t k = block.t_offsets[u]; k < block.t_offsets[u + 1]; ++k) {
-        const int64_t v = block.t_indices[k];
-        const T inv = T{1} / static_cast<T>(block.offsets[v + 1] - block.offsets[v]);
-        const T* in = dy.row(v).data();
-        for (int64_t c = 0; c < f; ++c) out[c] += inv * in[c];
-      }
-    }
-  });
+  detail::weighted_rows(block.num_src, block.t_offsets.data(), block.t_indices.data(), block.num_edges(), dy, dx,
+                        [&](int64_t k) {
+                          const int64_t v = block.t_indices[k];
+                          return T{1} / static_cast<T>(block.offsets[v + 1] - block.offsets[v]);
+                        });
 }
 
 template <class T>

@@ -3,6 +3,7 @@
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 
@@ -44,6 +45,26 @@ void check_row_list(std::span<const int32_t> rows, int64_t n, const char* what);
 template <class T>
 inline T edge_weight(const graph::Block& block, int64_t e) {
   return block.weighted() ? static_cast<T>(block.weights[static_cast<std::size_t>(e)]) : T{1};
+}
+
+// out[r] = sum over the entries k of CSR row r (offsets, neighbor) of weight(k) * in[neighbor[k]],
+// for every row, one task per range of rows (no atomics, each row summed in entry order): SpMM
+// over the destination CSR, and its backward over the transpose.
+template <class T, class Weight>
+void weighted_rows(int64_t rows, const graph::EdgeOffset* offsets, const graph::NodeId* neighbor, int64_t entries,
+                   ConstView<T> in, MatrixView<T> out, Weight weight) {
+  const int64_t f = in.cols;
+  parallel_rows(rows, grain_for(edges_per_row(entries, rows) * f), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const std::span<T> o = out.row(r);
+      std::fill(o.begin(), o.end(), T{0});
+      for (int64_t k = offsets[r]; k < offsets[r + 1]; ++k) {
+        const T w = weight(k);
+        const T* src = in.row(neighbor[k]).data();
+        for (int64_t c = 0; c < f; ++c) o[c] += w * src[c];
+      }
+    }
+  });
 }
 
 }  // namespace gnnpipe::models::cpu::detail

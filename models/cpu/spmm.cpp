@@ -9,38 +9,16 @@ template <class T>
 void spmm(const graph::Block& block, ConstView<T> x, MatrixView<T> y) {
   check_shape(x, block.num_src, x.cols, "spmm: x (num_src x F)");
   check_shape(y, block.num_dst, x.cols, "spmm: y (num_dst x F)");
-  const int64_t f = x.cols;
-  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_dst);
-  detail::parallel_rows(block.num_dst, detail::grain_for(avg * f), [&](int64_t begin, int64_t end) {
-    for (int64_t v = begin; v < end; ++v) {
-      const std::span<T> out = y.row(v);
-      std::fill(out.begin(), out.end(), T{0});
-      for (int64_t e = block.offsets[v]; e < block.offsets[v + 1]; ++e) {
-        const T w = detail::edge_weight<T>(block, e);
-        const T* in = x.row(block.indices[e]).data();
-        for (int64_t c = 0; c < f; ++c) out[c] += w * in[c];
-      }
-    }
-  });
+  detail::weighted_rows(block.num_dst, block.offsets.data(), block.indices.data(), block.num_edges(), x, y,
+                        [&](int64_t e) { return detail::edge_weight<T>(block, e); });
 }
 
 template <class T>
 void spmm_backward(const graph::Block& block, ConstView<T> dy, MatrixView<T> dx) {
   check_shape(dy, block.num_dst, dy.cols, "spmm_backward: dy (num_dst x F)");
   check_shape(dx, block.num_src, dy.cols, "spmm_backward: dx (num_src x F)");
-  const int64_t f = dy.cols;
-  const int64_t avg = detail::edges_per_row(block.num_edges(), block.num_src);
-  detail::parallel_rows(block.num_src, detail::grain_for(avg * f), [&](int64_t begin, int64_t end) {
-    for (int64_t u = begin; u < end; ++u) {
-      const std::span<T> out = dx.row(u);
-      std::fill(out.begin(), out.end(), T{0});
-      for (int64_t k = block.t_offsets[u]; k < block.t_offsets[u + 1]; ++k) {
-        const T w = detail::edge_weight<T>(block, block.t_edges[k]);
-        const T* in = dy.row(block.t_indices[k]).data();
-        for (int64_t c = 0; c < f; ++c) out[c] += w * in[c];
-      }
-    }
-  });
+  detail::weighted_rows(block.num_src, block.t_offsets.data(), block.t_indices.data(), block.num_edges(), dy, dx,
+                        [&](int64_t k) { return detail::edge_weight<T>(block, block.t_edges[k]); });
 }
 
 namespace {

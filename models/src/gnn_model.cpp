@@ -109,8 +109,6 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
   first_input_sparse_ = false;
   MatrixView<const T> h = has_embedding() ? embed(x, row_ids) : x;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
-    const graph::Block& block = *blocks[l];
-    const T p = static_cast<T>(options_.dropout_at(l));
     // This layer's input rows (its block's sources) are the first h.rows nodes of the batch.
     std::span<const graph::NodeId> ids;
     if (training) {
@@ -118,38 +116,58 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
                     x.rows);
       ids = row_ids.first(static_cast<std::size_t>(h.rows));
     }
-    const MatrixView<T> z = outputs_[l].matrix(ctx_, block.num_dst, layers_[l]->out_dim());
-    const bool dropped = training && p > T{0} && (l == 0 || !chained_);
-    // The caller's tag reaches layer 0 only while its input is the caller's x as it is.
-    const uint64_t tag = l == 0 && !dropped && !has_embedding() ? input_tag : 0;
-    const LayerContext context{training, dropout_key.with(l).with(1), ids, tag};
-    input_views_[l] = h;
-    if (dropped) {
-      const MatrixView<T> a = inputs_[l].matrix(ctx_, h.rows, h.cols);
-      // Layer 0's mask is never read (backward forms no input gradient there) unless the input is a
-      // learned embedding: otherwise none is kept, and on the CPU sparse features take a sparse
-      // path (ops/sparse_input.hpp): the layer gets the kept non-zeros in CSR form, in a's memory.
-      std::optional<SparseRowsView<T>> sparse;
-      if (!keeps_mask(l) && layers_[l]->takes_sparse_input()) {
-        sparse = ops::dropout_forward_sparse<T>(ctx_, dropout_key.with(l), p, h, ids, a);
-      }
-      if (sparse) {
-        first_input_sparse_ = true;
-        input_views_[l] = {};
-        layers_[l]->forward_sparse(block, *sparse, z, context);
-      } else {
-        ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, h, ids, a,
-                                keeps_mask(l) ? masks_[l].ensure(ctx_, dropout_mask_bytes(h.rows, h.cols)) : nullptr);
-        input_views_[l] = a;
-        layers_[l]->forward(block, a, z, context);
-      }
-    } else {
-      layers_[l]->forward(block, h, z, context);
-    }
-    if (l + 1 < layers_.size() && !chained_) activate(z);  // in place: z now holds act(z)
-    h = z;
+    h = run_layer(l, *blocks[l], h, ids, training, dropout_key, input_tag, /*chunk=*/false);
   }
   return h;
+}
+
+template <class T>
+MatrixView<T> GnnModel<T>::run_layer(std::size_t l, const graph::Block& block, MatrixView<const T> h,
+                                     std::span<const graph::NodeId> ids, bool training, core::RngKey dropout_key,
+                                     uint64_t input_tag, bool chunk) {
+  const T p = static_cast<T>(options_.dropout_at(l));
+  const MatrixView<T> z = outputs_[l].matrix(ctx_, block.num_dst, layers_[l]->out_dim());
+  const bool dropped = training && p > T{0} && (l == 0 || !chained_);
+  // The caller's tag reaches layer 0 only while its input is the caller's x as it is.
+  const uint64_t tag = l == 0 && !dropped && !has_embedding() ? input_tag : 0;
+  const LayerContext context{training, dropout_key.with(l).with(1), ids, tag, chunk};
+  input_views_[l] = h;
+  if (dropped) {
+    const MatrixView<T> a = inputs_[l].matrix(ctx_, h.rows, h.cols);
+    // Layer 0's mask is never read (backward forms no input gradient there) unless the input is a
+    // learned embedding: otherwise none is kept, and on the CPU sparse features take a sparse
+    // path (ops/sparse_input.hpp): the layer gets the kept non-zeros in CSR form, in a's memory
+    // (not in a chunk, whose layer forms an input gradient).
+    std::optional<SparseRowsView<T>> sparse;
+    if (!chunk && !keeps_mask(l) && layers_[l]->takes_sparse_input()) {
+      sparse = ops::dropout_forward_sparse<T>(ctx_, dropout_key.with(l), p, h, ids, a);
+    }
+    if (sparse) {
+      first_input_sparse_ = true;
+      input_views_[l] = {};
+      layers_[l]->forward_sparse(block, *sparse, z, context);
+    } else {
+      ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, h, ids, a,
+                              keeps_mask(l) ? masks_[l].ensure(ctx_, dropout_mask_bytes(h.rows, h.cols)) : nullptr);
+      input_views_[l] = a;
+      layers_[l]->forward(block, a, z, context);
+    }
+  } else {
+    layers_[l]->forward(block, h, z, context);
+  }
+  if (l + 1 < layers_.size() && !chained_) activate(z);  // in place: z now holds act(z)
+  return z;
+}
+
+template <class T>
+void GnnModel<T>::backprop_layer(std::size_t l, const graph::Block& block, MatrixView<T> dz, MatrixView<T> da) {
+  // The activation ran in place, so its backward works from the output.
+  if (l + 1 < layers_.size() && !chained_) activate_backward(outputs_[l].view(block.num_dst, layers_[l]->out_dim()), dz);
+  layers_[l]->backward(block, dz, da);
+  const T p = static_cast<T>(options_.dropout_at(l));
+  if (da.data != nullptr && training_ && p > T{0} && (l == 0 || !chained_)) {
+    ops::dropout_backward<T>(ctx_, masks_[l].data(), p, da, da);
+  }
 }
 
 template <class T>
@@ -213,18 +231,12 @@ void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixVi
     const int64_t out = layers_[l]->out_dim();
     GNNPIPE_CHECK(dz.rows == block.num_dst && dz.cols == out, "backward: gradient {} for layer {} of [{} x {}]",
                   shape_str(dz), l, block.num_dst, out);
-    if (l + 1 < layers_.size() && !chained_) {
-      // The activation ran in place, so its backward works from the output.
-      activate_backward(outputs_[l].view(block.num_dst, out), dz);
-    }
     if (l == 0 && !has_embedding()) {
-      layers_[l]->backward(block, dz, MatrixView<T>{nullptr, block.num_src, layers_[l]->in_dim()});
+      backprop_layer(l, block, dz, MatrixView<T>{nullptr, block.num_src, layers_[l]->in_dim()});
       break;
     }
     const MatrixView<T> da = spare->matrix(ctx_, block.num_src, layers_[l]->in_dim());  // overwritten by backward
-    layers_[l]->backward(block, dz, da);
-    const T p = static_cast<T>(options_.dropout_at(l));
-    if (training_ && p > T{0} && (l == 0 || !chained_)) ops::dropout_backward<T>(ctx_, masks_[l].data(), p, da, da);
+    backprop_layer(l, block, dz, da);
     if (l == 0) {
       // The input rows are the table's rows embedded_ids_ (distinct): their gradients add into its gradient.
       ops::add_rows<T>(ctx_, da, params_.grad(embedding_), embedded_ids_);

@@ -3,7 +3,8 @@
 #include "gnnpipe/models/gnn_model.hpp"
 
 #include <algorithm>
-#include "gnnpipe/models/ops/ops.hpp"
+
+#include "gnnpipe/models/ops/dropout_mask.hpp"
 
 namespace gnnpipe::models {
 
@@ -19,22 +20,7 @@ MatrixView<const T> GnnModel<T>::forward_layer(std::size_t l, const graph::Block
                 block.num_src, layers_[l]->in_dim());
   training_ = true;
   first_input_sparse_ = false;
-  const T p = static_cast<T>(options_.dropout_at(l));
-  const bool dropped = p > T{0} && (l == 0 || !chained_);
-  const MatrixView<T> z = outputs_[l].matrix(ctx_, block.num_dst, layers_[l]->out_dim());
-  const LayerContext context{true, dropout_key.with(l).with(1), row_ids, 0, /*chunk=*/true};
-  input_views_[l] = x;
-  if (dropped) {
-    const MatrixView<T> a = inputs_[l].matrix(ctx_, x.rows, x.cols);
-    ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, x, row_ids, a,
-                            keeps_mask(l) ? masks_[l].ensure(ctx_, dropout_mask_bytes(x.rows, x.cols)) : nullptr);
-    input_views_[l] = a;
-    layers_[l]->forward(block, a, z, context);
-  } else {
-    layers_[l]->forward(block, x, z, context);
-  }
-  if (l + 1 < layers_.size() && !chained_) activate(z);
-  return z;
+  return run_layer(l, block, x, row_ids, true, dropout_key, 0, /*chunk=*/true);
 }
 
 template <class T>
@@ -46,17 +32,10 @@ void GnnModel<T>::backward_layer(std::size_t l, const graph::Block& block, Matri
                 shape_str(dy), l, block.num_dst, out);
   GNNPIPE_CHECK(dx.data != nullptr || l == 0, "backward_layer {}: only layer 0 may skip its input gradient", l);
   GNNPIPE_CHECK(dx.data == nullptr || l > 0, "backward_layer 0: the first layer forms no input gradient");
-  if (l + 1 < layers_.size() && !chained_) activate_backward(outputs_[l].view(block.num_dst, out), dy);
-  if (dx.data == nullptr) {
-    layers_[l]->backward(block, dy, MatrixView<T>{nullptr, block.num_src, layers_[l]->in_dim()});
-    return;
-  }
-  GNNPIPE_CHECK(dx.rows == block.num_src && dx.cols == layers_[l]->in_dim(),
+  GNNPIPE_CHECK(dx.data == nullptr || (dx.rows == block.num_src && dx.cols == layers_[l]->in_dim()),
                 "backward_layer {}: input gradient {} for a block of {} sources (in {})", l, shape_str(dx),
                 block.num_src, layers_[l]->in_dim());
-  layers_[l]->backward(block, dy, dx);
-  const T p = static_cast<T>(options_.dropout_at(l));
-  if (p > T{0} && !chained_) ops::dropout_backward<T>(ctx_, masks_[l].data(), p, dx, dx);
+  backprop_layer(l, block, dy, dx.data != nullptr ? dx : MatrixView<T>{nullptr, block.num_src, layers_[l]->in_dim()});
 }
 
 template <class T>

@@ -6,42 +6,12 @@
 #include <catch2/catch.hpp>
 
 #if defined(GNNPIPE_TEST_WITH_CUDA)
-#include <algorithm>
-#include <cmath>
 #include <cstddef>
-#include <cstdint>
-#include <utility>
-#include <vector>
 
-#include "device_helpers.hpp"
 #include "gnnpipe/core/buffer.hpp"
-#include "gnnpipe/core/rng.hpp"
-#include "gnnpipe/models/ops/ops.hpp"
-#include "model_helpers.hpp"
-#include "op_fixtures.hpp"
-
-using namespace gnnpipe;
-using models::Activation;
-using models::ConstView;
-using models::Matrix;
-using models::MatrixView;
-using models::OpContext;
-using models::SpmmImpl;
-using test::bitwise_equal;
-using test::BlockCase;
-using test::compare;
-using test::Cuda;
-using test::elementwise_tolerance;
-using test::poisoned;
-using test::random_values;
-using test::reduction_tolerance;
-using test::to_device;
-using test::to_host;
-namespace ops = models::ops;
+#include "op_test_prelude.hpp"
 
 namespace {
-
-const OpContext& host() { return OpContext::host(); }
 
 // --- grid-stride loops that wrap ----------------------------------------------------------------
 // The launchers (models/cuda/kernel_utils.cuh) start 256-thread blocks, at most kMaxBlocks = 65,535

@@ -119,6 +119,15 @@ class GnnModel {
  private:
   static constexpr double kLeakySlope = 0.01;  // torch's default negative slope
   void activate(MatrixView<T> z) const;
+  // Layer l on `block` over its input rows h (ids: their global ids when training): its dropout
+  // (on the CPU a first layer's sparse form, not in a chunk), the layer, the activation; returns
+  // its outputs (outputs_[l]). The body of forward() and forward_layer().
+  MatrixView<T> run_layer(std::size_t l, const graph::Block& block, MatrixView<const T> h,
+                          std::span<const graph::NodeId> ids, bool training, core::RngKey dropout_key,
+                          uint64_t input_tag, bool chunk);
+  // The gradient through layer l: the activation's backward on dz (in place), the layer's, and
+  // dropout's on da (not formed when da.data is null). The body of backward() and backward_layer().
+  void backprop_layer(std::size_t l, const graph::Block& block, MatrixView<T> dz, MatrixView<T> da);
   void activate_backward(MatrixView<const T> y, MatrixView<T> dz) const;
 
   static constexpr std::size_t kNoEmbedding = ~std::size_t{0};
