@@ -68,4 +68,10 @@ for step in "products_eval_device: skipped" "products_bench_host: skipped" "prod
   "products_cache_3g: skipped" "products_eval_resident: skipped" "gpu_acceptance products: done in"; do
   expect "$tmp/products/products.txt" "$step"
 done
+OUT=$tmp/fullbatch ACCEPT_DEVICE=cpu BUILD_DIR=$build DEADLINE_S=5 bash "$script" fullbatch > "$tmp/fullbatch.log" 2>&1 ||
+  { cat "$tmp/fullbatch.log" >&2; fail "the fullbatch phase past its deadline exits non-zero"; }
+for step in "fullbatch_plan15: skipped" "fullbatch_plan8: skipped" "fullbatch_free: skipped" "fullbatch_limit15: skipped" \
+  "fullbatch_limit8: skipped" "gpu_acceptance fullbatch: done in"; do
+  expect "$tmp/fullbatch/fullbatch.txt" "$step"
+done
 echo ok

@@ -42,7 +42,14 @@
 #             setup), then pipelined runs with the features on the device, as float16 on the
 #             host, with a feature cache, and evaluating over a resident block (PRODUCTS_STEPS
 #             picks them); a second call after `session` (DEADLINE_S=280 fits what 15 minutes leave)
-# Usage: bash tools/device/gpu_acceptance.sh session|tests|sanitize|bench|allocators|placement|checkpoints|products
+#   fullbatch issue #38's GPU figures: the full-batch GCN 3 x 256 on the products-size graph
+#             (configs/products_gcn_fullbatch_16g.yaml, 3 epochs, evaluating once after the last)
+#             without a limit and at memory.limit 15GiB and 8GiB (split falls back to layer-wise
+#             training there), nvidia-smi's memory.used polled every 200 ms beside each (its peak in
+#             the verdict line), and `--plan` alone at each limit, timed. FULLBATCH_STEPS picks them
+#             (default: plan15 plan8 free limit15 limit8). PyG's cached-CSR GCN on the same graph is
+#             not here yet (it needs the synthetic graph exported).
+# Usage: bash tools/device/gpu_acceptance.sh session|tests|sanitize|bench|allocators|placement|checkpoints|products|fullbatch
 #        Carry .deps: its debs (tools/device/prepare.sh cora ogbn-arxiv) and, to skip the build
 #        there, its bin (tools/device/bundle.sh). Without .deps/bin the phase builds first.
 # Output: each verdict line is printed and appended to $OUT/<phase>.txt as it is known; every log
@@ -54,7 +61,7 @@
 set -uo pipefail
 started=$SECONDS
 root=$(cd "$(dirname "$0")/../.." && pwd)
-phases="session|tests|sanitize|bench|allocators|placement|checkpoints|products"
+phases="session|tests|sanitize|bench|allocators|placement|checkpoints|products|fullbatch"
 phase=${1:?usage: gpu_acceptance.sh $phases}
 [[ "|$phases|" == *"|$phase|"* ]] || { echo "gpu_acceptance: unknown phase '$phase' ($phases)"; exit 2; }
 out=${OUT:-/tmp/gnnpipe-out}
@@ -182,6 +189,35 @@ config_run() {
   else
     say "$name: $(summary_fields "$name")"
   fi
+}
+
+# smi_run NAME CAP CONFIG [--set K=V ...]: config_run with nvidia-smi's memory.used polled every
+# 200 ms beside it (on a GPU); a second verdict line gives the peak it saw.
+smi_run() {
+  local name=$1 poll
+  if [ "$device" = cpu ]; then
+    config_run "$@"
+    return
+  fi
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$logs/$name.smi" 2>/dev/null &
+  poll=$!
+  config_run "$@"
+  kill "$poll" 2>/dev/null
+  wait "$poll" 2>/dev/null
+  say "$name: nvidia-smi peak $(sort -n "$logs/$name.smi" | tail -1) MiB"
+}
+
+# plan_run NAME CAP CONFIG [--set K=V ...]: `gnnpipe run CONFIG --plan`, timed; its exit, seconds
+# and the plan's epoch-1 line.
+plan_run() {
+  local name=$1 cap=$2 config=$3 t t0
+  shift 3
+  t=$(slot "$cap" 20) || { skipped "$name"; return; }
+  t0=$(date +%s%N)
+  timeout "$t" "$gnnpipe" run "$root/configs/$config.yaml" --data-dir "$data" --out "$logs/runs/$name" --plan \
+    --set "run.device=$device" "$@" > "$logs/$name.log" 2>&1
+  local rc=$?
+  say "$name: exit $rc in $((($(date +%s%N) - t0) / 1000000)) ms: $(grep -E "epoch 1:" "$logs/$name.log" | cut -c1-220)"
 }
 
 # allocator_runs MODES...: memory.allocator in the order given, on the sampled SAGE bench (many
@@ -467,6 +503,20 @@ case "$phase" in
           grep -E "\] (epoch +[0-9]|  evaluation)" "$logs/products_eval_device.log" | cut -c16-160 | tee -a "$summary" ;;
         *) say "products: unknown step '$step' (PRODUCTS_STEPS)" ;;
       esac
+    done
+    ;;
+  fullbatch)
+    full=(--set run.epochs="${FULLBATCH_EPOCHS:-3}" --set pipeline.eval_every=1000)
+    for step in ${FULLBATCH_STEPS:-plan15 plan8 free limit15 limit8}; do
+      case $step in
+        plan15) plan_run fullbatch_plan15 60 products_gcn_fullbatch_16g --set memory.limit=15GiB ;;
+        plan8) plan_run fullbatch_plan8 60 products_gcn_fullbatch_16g --set memory.limit=8GiB ;;
+        free) smi_run fullbatch_free 120 products_gcn_fullbatch_16g "${full[@]}" --set memory.limit=1000GiB ;;
+        limit15) smi_run fullbatch_limit15 150 products_gcn_fullbatch_16g "${full[@]}" --set memory.limit=15GiB ;;
+        limit8) smi_run fullbatch_limit8 150 products_gcn_fullbatch_16g "${full[@]}" --set memory.limit=8GiB ;;
+        *) say "fullbatch: unknown step '$step' (FULLBATCH_STEPS)" ;;
+      esac
+      grep -E "\] epoch +[0-9]" "$logs/fullbatch_$step.log" 2>/dev/null | cut -c16-220 | tee -a "$summary"
     done
     ;;
   allocators) allocator_runs caching async async caching ;;
