@@ -118,7 +118,7 @@ const std::vector<Key<memory::MemoryOptions>>& memory_keys() {
        .doc = {"string", kAll,
                "split (micro-batches, one optimizer step; where splitting cannot shrink a batch, layer-wise), resample "
                "(redraw), cut (drop the lowest-scored edges) or layerwise (one layer at a time over chunks of rows, "
-               "every layer's outputs on the host; exact)."},
+               "the hidden outputs on the device where they fit, else on the host; exact)."},
        .read =
            [](ConfigMap& s, const std::string& key, O& o) {
              if (auto policy = s.get_optional<std::string>(key)) o.policy = memory::parse_memory_policy(*policy, s.key_path(key));

@@ -55,6 +55,7 @@ nlohmann::json plan_json(const pipeline::MemoryPlan& p) {
             {"layerwise_chunks", p.layerwise_chunks},
             {"layerwise_chunk_rows", p.layerwise_chunk_rows},
             {"layerwise_moved_bytes", p.layerwise_moved},
+            {"layerwise_outputs", p.layerwise_device_outputs ? "device" : "host"},
             {"largest_batch_peak_bytes", p.largest_batch_peak}}},
           {"batch_placement", p.resident_batch ? "resident" : "moved"},
           {"eval_graph_bytes", p.eval_graph},

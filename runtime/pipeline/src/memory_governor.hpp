@@ -2,8 +2,8 @@
 // MemoryGovernor: the memory governor of docs/DESIGN.md §4 for the training pipeline. Before a batch is
 // copied it predicts the device memory the run will hold while the batch trains, and decides:
 //   fits      -> the batch runs as sampled;
-//   too big   -> memory.policy: layerwise (one layer at a time over chunks of rows, every
-//                layer's outputs on the host: layerwise_step.hpp; exact), split (k micro-batches with exactly the sampled computation trees of
+//   too big   -> memory.policy: layerwise (one layer at a time over chunks of rows, the hidden
+//                outputs on the device or the host: layerwise_step.hpp; exact), split (k micro-batches with exactly the sampled computation trees of
 //                their loss targets, gradients accumulated into one optimizer step: nothing is
 //                dropped), resample (draw another batch, up to memory.max_tries, then split), or
 //                cut (remove the fewest lowest-scored edges that make it fit, found by binary search).
@@ -26,6 +26,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gnnpipe/graph/edge_cut.hpp"
@@ -169,6 +170,13 @@ class MemoryGovernor {
   // predicted (one row a chunk) when none do, or 0 when the model cannot run layer-wise.
   bool try_layerwise(Admission& a, const graph::MiniBatch& sampled, int64_t batches, std::size_t* least);
   Estimate estimate_layerwise(const LayerwisePlan& plan, int64_t batches, bool trim) const;
+  // The largest chunks of `sampled` that fit with its outputs on the device or the host, or
+  // nothing (`least` gets the total of one-row chunks).
+  std::optional<std::pair<LayerwisePlan, Estimate>> largest_chunks(const graph::MiniBatch& sampled, int64_t batches,
+                                                                   bool device_outputs, std::size_t* least) const;
+  // Device outputs are taken when they leave chunks of at least this many rows (or the widest
+  // layer's): smaller chunks cost more per chunk than the host's copies save.
+  static constexpr int64_t kMinDeviceChunkRows = 256;
   std::optional<Estimate> admissible_layerwise(const LayerwisePlan& plan, int64_t batches, Estimate* last = nullptr) const;
   // The estimate's needs positions (the model's arrays, the train stage's, the layer-wise step's):
   // the epoch's loss slots, which a trim keeps.
@@ -200,7 +208,7 @@ class MemoryGovernor {
   static constexpr std::size_t kSplitMemoEntries = 4096;
   std::map<BatchKey, int> split_memo_;
   // The chunk rows a batch ran layer-wise with (tried first when it comes back).
-  std::map<BatchKey, int64_t> layerwise_memo_;
+  std::map<BatchKey, std::pair<int64_t, bool>> layerwise_memo_;  // (chunk rows, device outputs)
 
   GovernorSetup s_;
   memory::GrowOnlyFootprint train_arrays_;  // what the train stream's arrays have served so far

@@ -47,6 +47,46 @@ std::optional<MemoryGovernor::Estimate> MemoryGovernor::admissible_layerwise(con
   return admissible_by([&](bool trim) { return estimate_layerwise(plan, batches, trim); }, last);
 }
 
+std::optional<std::pair<LayerwisePlan, MemoryGovernor::Estimate>> MemoryGovernor::largest_chunks(
+    const graph::MiniBatch& sampled, int64_t batches, bool device_outputs, std::size_t* least) const {
+  int64_t widest = 0;
+  for (const graph::Block* b : sampled.layer_blocks(s_.model.num_layers())) widest = std::max<int64_t>(widest, b->num_dst);
+  // One row a chunk is the least a layer-wise step can need.
+  Estimate smallest;
+  LayerwisePlan plan = plan_chunks(s_.model, sampled, 1, true, device_outputs);
+  std::optional<Estimate> e = admissible_layerwise(plan, batches, &smallest);
+  if (!e) {
+    *least = smallest.total;
+    return std::nullopt;
+  }
+  // The most rows a chunk by the bound (a chunk's sources counted as its destinations plus its
+  // edges: O(chunks) a candidate), then doubled while the exact count (O(edges)) still fits.
+  int64_t lo = 1, hi = widest;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (admissible_layerwise(plan_chunks(s_.model, sampled, mid, false, device_outputs), batches)) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  if (lo > 1) {
+    LayerwisePlan bounded = plan_chunks(s_.model, sampled, lo, true, device_outputs);
+    if (std::optional<Estimate> be = admissible_layerwise(bounded, batches)) {  // exact <= the bound: it fits
+      plan = std::move(bounded);
+      e = std::move(be);
+    }
+  }
+  while (plan.chunk_rows < widest) {
+    LayerwisePlan wider = plan_chunks(s_.model, sampled, std::min(widest, plan.chunk_rows * 2), true, device_outputs);
+    std::optional<Estimate> we = admissible_layerwise(wider, batches);
+    if (!we) break;
+    plan = std::move(wider);
+    e = std::move(we);
+  }
+  return std::pair{std::move(plan), std::move(*e)};
+}
+
 bool MemoryGovernor::try_layerwise(Admission& a, const graph::MiniBatch& sampled, int64_t batches, std::size_t* least) {
   *least = 0;
   if (s_.model.has_embedding()) return false;
@@ -62,52 +102,30 @@ bool MemoryGovernor::try_layerwise(Admission& a, const graph::MiniBatch& sampled
     a.edges_removed = 0;
     admit_estimate(a, std::move(e));
     if (layerwise_memo_.size() >= kSplitMemoEntries) layerwise_memo_.clear();
-    layerwise_memo_[key] = plan.chunk_rows;
+    layerwise_memo_[key] = {plan.chunk_rows, plan.device_outputs};
+    core::logger().debug("memory: batch {} of epoch {} runs layer-wise: {} chunks of {} rows, outputs on the {}, "
+                         "predicted {}", sampled.index, sampled.epoch, plan.total_chunks(), plan.chunk_rows,
+                         plan.device_outputs ? "device" : "host", core::format_bytes(a.predicted_total));
     a.layerwise = std::move(plan);
     return true;
   };
   // Where this batch ran layer-wise before, its chunks come first.
   if (auto it = layerwise_memo_.find(key); it != layerwise_memo_.end()) {
-    LayerwisePlan plan = plan_chunks(s_.model, sampled, it->second, true);
+    LayerwisePlan plan = plan_chunks(s_.model, sampled, it->second.first, true, it->second.second);
     if (std::optional<Estimate> e = admissible_layerwise(plan, batches)) return admit_plan(std::move(plan), std::move(*e));
   }
-  // One row a chunk is the least a layer-wise step can need.
-  Estimate smallest;
-  LayerwisePlan plan = plan_chunks(s_.model, sampled, 1, true);
-  std::optional<Estimate> e = admissible_layerwise(plan, batches, &smallest);
-  if (!e) {
-    *least = smallest.total;
-    return false;
+  // Every hidden output and input gradient on the device where they leave room for chunks of a
+  // useful size (nothing then moves but the chunks and layer 0's rows); else on the host.
+  std::size_t least_device = 0;
+  auto on_device = largest_chunks(sampled, batches, true, &least_device);
+  if (on_device && on_device->first.chunk_rows >= std::min(widest, kMinDeviceChunkRows)) {
+    return admit_plan(std::move(on_device->first), std::move(on_device->second));
   }
-  // The most rows a chunk by the bound (a chunk's sources counted as its destinations plus its
-  // edges: O(chunks) a candidate), then doubled while the exact count (O(edges)) still fits.
-  int64_t lo = 1, hi = widest;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (admissible_layerwise(plan_chunks(s_.model, sampled, mid, false), batches)) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
+  if (auto on_host = largest_chunks(sampled, batches, false, least)) {
+    return admit_plan(std::move(on_host->first), std::move(on_host->second));
   }
-  if (lo > 1) {
-    LayerwisePlan bounded = plan_chunks(s_.model, sampled, lo, true);
-    std::optional<Estimate> be = admissible_layerwise(bounded, batches);
-    if (be) {  // the exact count is at most the bound's: it fits
-      plan = std::move(bounded);
-      e = std::move(be);
-    }
-  }
-  while (plan.chunk_rows < widest) {
-    LayerwisePlan wider = plan_chunks(s_.model, sampled, std::min(widest, plan.chunk_rows * 2), true);
-    std::optional<Estimate> we = admissible_layerwise(wider, batches);
-    if (!we) break;
-    plan = std::move(wider);
-    e = std::move(we);
-  }
-  core::logger().debug("memory: batch {} of epoch {} runs layer-wise: {} chunks of {} rows, predicted {}", sampled.index,
-                       sampled.epoch, plan.total_chunks(), plan.chunk_rows, core::format_bytes(e->total));
-  return admit_plan(std::move(plan), std::move(*e));
+  if (on_device) return admit_plan(std::move(on_device->first), std::move(on_device->second));
+  return false;
 }
 
 }  // namespace gnnpipe::pipeline::detail

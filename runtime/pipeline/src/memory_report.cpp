@@ -63,8 +63,9 @@ std::vector<std::string> MemoryPlan::lines() const {
     if (counters.cut > 0) action += fmt::format(", {} cut ({} edges removed)", counters.cut, counters.edges_cut);
     if (counters.layerwise > 0) {
       action += fmt::format(", {} layer-wise (strategy layerwise: at most {} chunks of {} rows a step, {} moved between "
-                            "host and device a step; every layer's outputs on the host)",
-                            counters.layerwise, layerwise_chunks, layerwise_chunk_rows, format_bytes(layerwise_moved));
+                            "host and device a step; every hidden layer's outputs on the {})",
+                            counters.layerwise, layerwise_chunks, layerwise_chunk_rows, format_bytes(layerwise_moved),
+                            layerwise_device_outputs ? "device" : "host");
     }
   }
   out.push_back(fmt::format("  host: dataset {} (read once), staging slots at most {} ({} x the largest packed batch)",

@@ -69,6 +69,7 @@ MemoryPlan plan_memory(const TrainingSetup& s) {
         plan.layerwise_chunks = std::max(plan.layerwise_chunks, a.layerwise->total_chunks());
         plan.layerwise_chunk_rows = std::max(plan.layerwise_chunk_rows, a.layerwise->chunk_rows);
         plan.layerwise_moved = std::max(plan.layerwise_moved, a.layerwise->moved_bytes);
+        plan.layerwise_device_outputs = a.layerwise->device_outputs;
       }
     }
   }

@@ -85,6 +85,29 @@ TEST_CASE("layer-wise: every model trains a dense full batch at half its need wi
   }
 }
 
+TEST_CASE("layer-wise: the hidden outputs live on the device where the budget holds them, on the host below",
+          "[pipeline][layerwise]") {
+  const std::string yaml = dense("{type: sage, layers: 3, hidden: 32, dropout: 0.5}");
+  const std::size_t need = need_of(yaml);
+  test::TempDir dir;
+  const test::ExperimentRun whole = test::run_experiment(yaml, {}, dir.path() / "whole");
+  std::vector<bool> seen;
+  for (const std::size_t limit : {need * 9 / 10, need / 3}) {
+    INFO("memory.limit " << limit << " of " << need);
+    const std::vector<std::string> sets{"memory.limit=" + std::to_string(limit), "memory.policy=layerwise"};
+    const pipeline::MemoryPlan plan = test::plan_experiment(yaml, sets);
+    REQUIRE(plan.counters.layerwise == 1);
+    seen.push_back(plan.layerwise_device_outputs);
+    const test::ExperimentRun run = test::run_experiment(yaml, sets, dir.path() / std::to_string(limit));
+    const std::vector<double> expected = losses(whole), got = losses(run);
+    REQUIRE(got.size() == 3);
+    for (std::size_t e = 0; e < got.size(); ++e) CHECK(got[e] == Approx(expected[e]).epsilon(1e-5));
+    CHECK(run.summary.at("memory").at("peak_device_bytes").get<std::size_t>() <= limit);
+    CHECK(run.summary.at("memory").at("plan").at("epoch1").at("layerwise_outputs") == (plan.layerwise_device_outputs ? "device" : "host"));
+  }
+  CHECK(seen == std::vector<bool>{true, false});
+}
+
 TEST_CASE("layer-wise: a budget below the least workable fails at once naming it, and that one works",
           "[pipeline][layerwise]") {
   const std::string yaml = dense("{type: gcn, layers: 2, hidden: 32, dropout: 0.5}");

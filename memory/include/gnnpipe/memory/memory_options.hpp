@@ -13,8 +13,8 @@ enum class MemoryPolicy {
   kSplit,     // split its loss targets into k micro-batches, accumulate their gradients (exact)
   kResample,  // draw another batch instead, up to max_tries times (the seed paper's behaviour)
   kCut,       // remove the fewest edges needed, lowest-scored first (memory.cut)
-  kLayerwise, // run it one layer at a time over chunks of destination rows, every layer's outputs
-              // on the host (exact; what split falls back to when splitting cannot help)
+  kLayerwise, // run it one layer at a time over chunks of destination rows, the hidden outputs on
+              // the device or the host (exact; what split falls back to when splitting cannot help)
 };
 
 // How edges are scored for `cut`; the lowest-scored edges go first. d = full-graph in-degree + 1,

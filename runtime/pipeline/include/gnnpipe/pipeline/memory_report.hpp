@@ -65,6 +65,7 @@ struct MemoryPlan {
   // between host and device at most.
   int64_t layerwise_chunks = 0, layerwise_chunk_rows = 0;
   std::size_t layerwise_moved = 0;
+  bool layerwise_device_outputs = false;  // every hidden output on the device (else on the host)
   // pipeline.resident: epoch 1's one fixed batch fits unsplit, so it is copied once and stays.
   bool resident_batch = false;
   // memory.features as decided: "device" (device_features bytes, copied once) or "host".
