@@ -83,7 +83,6 @@ GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_d
   inputs_.resize(layers_.size());
   outputs_.resize(layers_.size());
   masks_.resize(layers_.size());
-  input_views_.resize(layers_.size());
 }
 
 template <class T>
@@ -131,9 +130,12 @@ MatrixView<T> GnnModel<T>::run_layer(std::size_t l, const graph::Block& block, M
   // The caller's tag reaches layer 0 only while its input is the caller's x as it is.
   const uint64_t tag = l == 0 && !dropped && !has_embedding() ? input_tag : 0;
   const LayerContext context{training, dropout_key.with(l).with(1), ids, tag, chunk};
-  input_views_[l] = h;
   if (dropped) {
-    const MatrixView<T> a = inputs_[l].matrix(ctx_, h.rows, h.cols);
+    const bool in_place = !chunk && drops_in_place(l);
+    // In place, h is outputs_[l - 1] (forward() chains them).
+    GNNPIPE_CHECK(!in_place || h.data == outputs_[l - 1].data(),
+                  "run_layer {}: an in-place dropout of rows that are not the previous layer's outputs", l);
+    const MatrixView<T> a = in_place ? outputs_[l - 1].view(h.rows, h.cols) : inputs_[l].matrix(ctx_, h.rows, h.cols);
     // Layer 0's mask is never read (backward forms no input gradient there) unless the input is a
     // learned embedding: otherwise none is kept, and on the CPU sparse features take a sparse
     // path (ops/sparse_input.hpp): the layer gets the kept non-zeros in CSR form, in a's memory
@@ -144,12 +146,10 @@ MatrixView<T> GnnModel<T>::run_layer(std::size_t l, const graph::Block& block, M
     }
     if (sparse) {
       first_input_sparse_ = true;
-      input_views_[l] = {};
       layers_[l]->forward_sparse(block, *sparse, z, context);
     } else {
       ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, h, ids, a,
                               keeps_mask(l) ? masks_[l].ensure(ctx_, dropout_mask_bytes(h.rows, h.cols)) : nullptr);
-      input_views_[l] = a;
       layers_[l]->forward(block, a, z, context);
     }
   } else {
@@ -211,7 +211,6 @@ void GnnModel<T>::release_arrays() {
   embedded_ids_ = {};
   grad_.release(ctx_.stream());
   next_.release(ctx_.stream());
-  for (auto& v : input_views_) v = {};
   training_ = false;
   first_input_sparse_ = false;
 }
@@ -256,7 +255,7 @@ std::vector<std::size_t> GnnModel<T>::training_arrays(std::span<const BlockShape
     const BlockShape& s = shapes[l];
     const int64_t in = layers_[l]->in_dim();
     const bool dropped = training && options_.dropout_at(l) > 0 && (l == 0 || !chained_);
-    bytes.push_back(dropped ? t(s.num_src * in) : 0);                                  // inputs_[l]
+    bytes.push_back(dropped && !drops_in_place(l) ? t(s.num_src * in) : 0);            // inputs_[l]
     bytes.push_back(dropped && keeps_mask(l) ? dropout_mask_bytes(s.num_src, in) : 0);         // masks_[l]: bits
     bytes.push_back(t(s.num_dst * layers_[l]->out_dim()));                              // outputs_[l]
     layers_[l]->training_arrays(s, training, l > 0 || has_embedding(), bytes);

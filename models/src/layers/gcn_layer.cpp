@@ -74,35 +74,34 @@ void GcnLayer<T>::backward(const graph::Block& block, MatrixView<const T> dy, Ma
     // dW += (A_hat x)^T dy, from the aggregated input the forward kept; dx = A_hat^T (dy W^T).
     ops::gemm<T>(ctx_, true, false, T{1}, h_.view(block.num_dst, in_), dy, T{1}, params_.grad(weight_));
     if (dx.data != nullptr) {
-      const MatrixView<T> dax = dh_.matrix(ctx_, block.num_dst, in_);
+      // A_hat x is read for the last time above: dy W^T takes its memory (and what h_ held is gone).
+      aggregated_ = {};
+      const MatrixView<T> dax = h_.view(block.num_dst, in_);
       ops::gemm<T>(ctx_, false, true, T{1}, dy, params_.value(weight_), T{0}, dax);
       ops::spmm_backward<T>(ctx_, block, dax, dx);
     }
     return;
   }
-  const MatrixView<T> dh = dh_.matrix(ctx_, block.num_src, out_);
+  // x W is not read by backward: its gradient takes its memory.
+  const MatrixView<T> dh = h_.view(block.num_src, out_);
   ops::spmm_backward<T>(ctx_, block, dy, dh);
   x_.transposed_times_add(ctx_, dh, params_.grad(weight_));  // dW += x^T dh
   if (dx.data != nullptr) ops::gemm<T>(ctx_, false, true, T{1}, dh, params_.value(weight_), T{0}, dx);  // dx = dh W^T
 }
 
-// h_ [num_src x out] in forward, dh_ [num_src x out] in backward; aggregate_first: h_ holds
-// A_hat x [num_dst x in], dh_ is not used.
+// h_ [num_src x out] (x W, then its gradient); aggregate_first: A_hat x [num_dst x in] (then
+// dy W^T when an input gradient is formed). The second position is the retired dh_'s: kept at 0
+// so the arrays' positions stay those of the other layers' pairs.
 template <class T>
 void GcnLayer<T>::training_arrays(const BlockShape& s, bool, bool, std::vector<std::size_t>& bytes) const {
-  if (aggregate_first_) {
-    bytes.push_back(static_cast<std::size_t>(s.num_dst * in_) * sizeof(T));
-    bytes.push_back(0);
-    return;
-  }
-  bytes.push_back(static_cast<std::size_t>(s.num_src * out_) * sizeof(T));
-  bytes.push_back(static_cast<std::size_t>(s.num_src * out_) * sizeof(T));
+  bytes.push_back(static_cast<std::size_t>(aggregate_first_ ? s.num_dst * in_ : s.num_src * out_) * sizeof(T));
+  bytes.push_back(0);
 }
 
 template <class T>
-void GcnLayer<T>::chunk_training_arrays(const BlockShape& s, bool has_dx, std::vector<std::size_t>& bytes) const {
+void GcnLayer<T>::chunk_training_arrays(const BlockShape& s, bool, std::vector<std::size_t>& bytes) const {
   bytes.push_back(static_cast<std::size_t>(s.num_dst * in_) * sizeof(T));
-  bytes.push_back(has_dx ? static_cast<std::size_t>(s.num_dst * in_) * sizeof(T) : 0);
+  bytes.push_back(0);
 }
 
 template <class T>

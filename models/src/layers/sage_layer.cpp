@@ -38,18 +38,19 @@ void SageLayer<T>::backward(const graph::Block& block, MatrixView<const T> dy, M
   ops::gemm<T>(ctx_, true, false, T{1}, agg, dy, T{1}, params_.grad(weight_l_));    // dW_l += agg^T dy
   ops::gemm<T>(ctx_, true, false, T{1}, x_dst, dy, T{1}, params_.grad(weight_r_));  // dW_r += x_dst^T dy
   if (dx.data == nullptr) return;
-  const MatrixView<T> dagg = dagg_.matrix(ctx_, block.num_dst, in_);
+  const MatrixView<T> dagg = agg_.view(block.num_dst, in_);  // agg is read for the last time above
   ops::gemm<T>(ctx_, false, true, T{1}, dy, params_.value(weight_l_), T{0}, dagg);  // dagg = dy W_l^T
   ops::spmm_backward<T>(ctx_, block, dagg, dx);                                     // dx = A^T dagg
   const MatrixView<T> dx_dst{dx.data, block.num_dst, in_};
   ops::gemm<T>(ctx_, false, true, T{1}, dy, params_.value(weight_r_), T{1}, dx_dst);  // dx[:dst] += dy W_r^T
 }
 
-// agg_ [num_dst x in] in forward, dagg_ [num_dst x in] in a backward that computes dx.
+// agg_ [num_dst x in]: the mean of neighbours in forward, its gradient in a backward that computes
+// dx. The second position is the retired dagg_'s, kept at 0 so positions stay paired.
 template <class T>
-void SageLayer<T>::training_arrays(const BlockShape& s, bool, bool has_dx, std::vector<std::size_t>& bytes) const {
+void SageLayer<T>::training_arrays(const BlockShape& s, bool, bool, std::vector<std::size_t>& bytes) const {
   bytes.push_back(static_cast<std::size_t>(s.num_dst * in_) * sizeof(T));
-  bytes.push_back(has_dx ? static_cast<std::size_t>(s.num_dst * in_) * sizeof(T) : 0);
+  bytes.push_back(0);
 }
 
 template <class T>

@@ -87,6 +87,19 @@ std::string limit_at(std::size_t need, double factor) {
   return "memory.limit=" + std::to_string(static_cast<std::size_t>(static_cast<double>(need) * factor));
 }
 
+// The largest budget (in 5% steps from 70% of the unlimited plan's need) under which kBase's
+// batches split (a smaller budget also has fewer device slots and a smaller evaluation chunk, which
+// leave the batches more): a memory.limit setting.
+std::string split_limit() {
+  const std::size_t need = planned_need({});
+  for (double factor = 0.7; factor > 0.2; factor -= 0.05) {
+    const auto config = config::parse_experiment(YAML::Load(kBase), {limit_at(need, factor)});
+    if (plan_experiment(config, load_training_dataset(config, ".")).counters.split > 0) return limit_at(need, factor);
+  }
+  FAIL("no budget from 70% to 20% of the need " << need << " splits a batch");
+  return {};
+}
+
 struct SamplerCase {
   std::string name;
   std::vector<std::string> sets;
@@ -195,15 +208,7 @@ TEST_CASE("governor: the plan before epoch 1 is what epoch 1 does", "[pipeline][
 TEST_CASE("governor: pipelined and sequential runs give identical parameters under a budget",
           "[pipeline][memory][tsan]") {
   test::TempDir dir;
-  // The largest budget (in 5% steps from 70% of the unlimited plan's need) under which batches split
-  // (a smaller budget also has fewer device slots, which leaves the batches more).
-  const std::size_t need = planned_need({});
-  std::string limit;
-  for (double factor = 0.7; factor > 0.2 && limit.empty(); factor -= 0.05) {
-    const auto config = config::parse_experiment(YAML::Load(kBase), {limit_at(need, factor)});
-    if (plan_experiment(config, load_training_dataset(config, ".")).counters.split > 0) limit = limit_at(need, factor);
-  }
-  REQUIRE_FALSE(limit.empty());
+  const std::string limit = split_limit();
   const Run seq = train({limit}, dir, "seq");
   REQUIRE(seq.summary["memory"]["batches_split"].get<int64_t>() > 0);
   for (int threads : {1, 4}) {
@@ -221,7 +226,7 @@ TEST_CASE("governor: memory.allocator async trains the caching allocator's param
           "[pipeline][memory]") {
   test::TempDir dir;
   // A budget under which batches split, so the governor's decisions are tested too.
-  const std::string limit = limit_at(planned_need({}), 0.5);
+  const std::string limit = split_limit();
   for (const std::string mode : {"sequential", "pipelined"}) {
     INFO(mode);
     const Run caching = train({limit, "pipeline.mode=" + mode}, dir, mode + "-caching");

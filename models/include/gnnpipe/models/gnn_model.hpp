@@ -134,6 +134,17 @@ class GnnModel {
   // Whether layer l's dropout keeps its mask: backward reads it where it forms the layer's input
   // gradient (every layer but the first, and the first too with a learned embedding).
   bool keeps_mask(std::size_t l) const { return l > 0 || has_embedding(); }
+  // Whether a whole-batch forward drops layer l's input in place, in the previous layer's outputs,
+  // instead of into inputs_[l]: for l > 0 between activated layers whose activation's backward
+  // reads only the sign of its output (ReLU, leaky ReLU). A kept value is scaled by 1 / (1 - p) >
+  // 1, which keeps its sign (and cannot underflow); a dropped one becomes 0, but its gradient is 0
+  // (dropout's backward runs first), so the activation's backward gives bitwise what it gave on the
+  // undropped output. Saves one [rows x width] array per hidden layer (issue #38, item 3). Not in a
+  // chunk of a layer-wise step, whose input rows are gathered for it.
+  bool drops_in_place(std::size_t l) const {
+    return l > 0 && !chained_ &&
+           (options_.activation == Activation::kRelu || options_.activation == Activation::kLeakyRelu);
+  }
   // The batch's input rows of the table, gathered into embedded_ (ids empty: its first x.rows rows).
   MatrixView<const T> embed(MatrixView<const T> x, std::span<const graph::NodeId> row_ids);
 
@@ -144,11 +155,11 @@ class GnnModel {
   DeviceArray<T> embedded_;               // the batch's rows of the table (forward)
   std::span<const graph::NodeId> embedded_ids_;  // their table rows (empty: 0..n-1), for backward
   std::vector<std::unique_ptr<Layer<T>>> layers_;
-  // Per layer l: the dropped-out input a_l, its mask (layers l > 0: layer 0 forms no input
-  // gradient, so its mask would never be read), the layer output z_l (activated in place).
+  // Per layer l: the dropped-out input a_l (unless dropped in place: drops_in_place), its mask
+  // (layers l > 0: layer 0 forms no input gradient, so its mask would never be read), the layer
+  // output z_l (activated in place).
   std::vector<DeviceArray<T>> inputs_, outputs_;
   std::vector<DeviceArray<uint8_t>> masks_;
-  std::vector<MatrixView<const T>> input_views_;
   DeviceArray<T> grad_, next_;  // backward's gradient buffers, reused across calls
   bool training_ = false;
   bool first_input_sparse_ = false;

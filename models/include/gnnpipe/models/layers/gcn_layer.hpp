@@ -10,7 +10,9 @@
 // its features once per run, not twice per epoch. A chunk of a layer-wise step (LayerContext::chunk)
 // aggregates first too, whatever the layer: its sources are many times its destinations, so
 // (A_hat x) W transforms num_dst rows where x W would transform every source; its backward then
-// forms dx = A_hat^T (dy W^T) when asked (dh_ holds dy W^T [num_dst x in]).
+// forms dx = A_hat^T (dy W^T) when asked. Every gradient a backward forms takes the memory of the
+// forward's array it replaces (h_): x W is not read by backward, and A_hat x is read before
+// dy W^T is formed (issue #38: no array held longer than backward needs it).
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/layers/layer.hpp"
 #include "gnnpipe/models/layers/layer_input.hpp"
@@ -39,7 +41,7 @@ class GcnLayer final : public Layer<T> {
   void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const override;
   void chunk_training_arrays(const BlockShape& s, bool has_dx, std::vector<std::size_t>& bytes) const override;
   void release_arrays() override {
-    h_.release(ctx_.stream()); dh_.release(ctx_.stream());
+    h_.release(ctx_.stream());
     aggregated_ = {};
   }
 
@@ -54,7 +56,8 @@ class GcnLayer final : public Layer<T> {
   bool aggregate_first_;
   bool aggregated_last_ = false;  // the last forward aggregated first (aggregate_first_ or a chunk)
   LayerInput<T> x_{};  // input of the last forward (owned by the caller until backward)
-  DeviceArray<T> h_, dh_;    // x W [num_src x out] and its gradient; aggregate_first: A_hat x [num_dst x in], unused
+  // x W [num_src x out], then its gradient; aggregated: A_hat x [num_dst x in], then dy W^T.
+  DeviceArray<T> h_;
   // What h_ holds in aggregate_first mode: the tag, input and block shape it was computed from
   // (tag 0: nothing reusable).
   struct Aggregated {

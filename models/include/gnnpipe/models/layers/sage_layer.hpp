@@ -23,7 +23,7 @@ class SageLayer final : public Layer<T> {
   void training_arrays(const BlockShape& s, bool training, bool has_dx, std::vector<std::size_t>& bytes) const override;
   void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const override;
   void release_arrays() override {
-    agg_.release(ctx_.stream()); dagg_.release(ctx_.stream());
+    agg_.release(ctx_.stream());
   }
 
  private:
@@ -32,7 +32,7 @@ class SageLayer final : public Layer<T> {
   int64_t in_, out_;
   std::size_t weight_l_, bias_, weight_r_;
   MatrixView<const T> x_{};
-  DeviceArray<T> agg_, dagg_;  // mean of neighbors [num_dst x in] and its gradient
+  DeviceArray<T> agg_;  // mean of neighbors [num_dst x in], then its gradient (backward reads it first)
 };
 
 }  // namespace gnnpipe::models
