@@ -202,6 +202,12 @@ void GnnModel<T>::infer_layer(std::size_t l, const graph::Block& block, MatrixVi
 }
 
 template <class T>
+void GnnModel<T>::release_layer_arrays(std::size_t l) {
+  GNNPIPE_CHECK(l < layers_.size(), "layer {} of a {}-layer model", l, layers_.size());
+  layers_[l]->release_arrays();
+}
+
+template <class T>
 void GnnModel<T>::release_arrays() {
   for (auto& layer : layers_) layer->release_arrays();
   for (auto& a : inputs_) a.release(ctx_.stream());

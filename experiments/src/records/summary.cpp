@@ -60,6 +60,7 @@ nlohmann::json plan_json(const pipeline::MemoryPlan& p) {
           {"batch_placement", p.resident_batch ? "resident" : "moved"},
           {"eval_graph_bytes", p.eval_graph},
           {"eval_outputs_on_device", p.eval_outputs_on_device},
+          {"eval_whole", p.eval_whole},
           {"features", p.features},
           {"device_features_bytes", p.device_features},
           {"cache_rows", p.cache_rows},

@@ -164,8 +164,7 @@ void BatchPath::govern_once(Item& item, samplers::ParallelSampler& sampler) {
   };
   // The governor's whole decision for the batch: how it runs (as sampled, split, resampled or
   // cut) and whether it stays on the device for the run.
-  const Residency residency{.candidate = resident_candidate_ && !has_resident(), .whole_eval_bound = whole_eval_bound_};
-  Admission a = governor_->admit(std::move(*item.sampled), item.batches, s_.sampler.redraws(), redraw, residency);
+  Admission a = governor_->admit(std::move(*item.sampled), item.batches, s_.sampler.redraws(), redraw, residency());
   item.sampled.reset();
   item.governed = counters_of(a);
   if (a.action != MemoryAction::kFit) {

@@ -59,6 +59,11 @@ class BatchPath {
   // skipped, its train step reads the kept device copy. Any thread, before sample.
   bool adopt_resident(Item& item) const;
   bool has_resident() const { return resident_.load(std::memory_order_acquire); }
+  // What the governor is told about the next batch's residency (MemoryGovernor::admit): the plan
+  // asks the same for epoch 1, so it predicts the peak of a kept batch evaluated in one piece.
+  Residency residency() const {
+    return {.candidate = resident_candidate_ && !has_resident(), .whole_eval_bound = whole_eval_bound_};
+  }
   // The kept batch when evaluation runs over it in one piece (the governor's whole_eval), else
   // nothing; its device copy is device slot 0, and the input rows its train step kept.
   std::optional<WholeGraphBatch> resident_for_evaluation() const;

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/log.hpp"
 #include "gnnpipe/core/trace_range.hpp"
 #include "gnnpipe/core/units.hpp"
-#include "gnnpipe/memory/grow_only_footprint.hpp"
 #include "gnnpipe/models/ops/metrics.hpp"
 #include "gnnpipe/pipeline/inference_plan.hpp"
 #include "gnnpipe/samplers/inference_sampler.hpp"
@@ -120,20 +120,27 @@ void Evaluation::choose_eval_outputs(const Probe& probe, const PredictProbe& pre
 }
 
 // Evaluation over a whole-graph batch (whole_graph_logits) at most: every layer's
-// infer_layer on the whole graph (a self-loop per node at most added), growing the twin's arrays
-// layer after layer, plus the two [nodes x widest output] activation buffers it alternates between
-// (and the widened input rows of fp16/bf16 features).
+// infer_layer on the whole graph (a self-loop per node at most added), each layer's arrays given
+// back before the next layer's are taken, plus the two [nodes x widest output] activation buffers
+// it alternates between (and the widened input rows of fp16/bf16 features). A freed block is
+// reused only by a request of its size class (caching_allocator.hpp), so the arrays hold, per size
+// class, as many blocks as the one layer that takes most of that class.
 std::size_t Evaluation::whole_graph_bound() const {
   const graph::CsrGraph& g = s_.data.graph;
   const int64_t n = g.num_nodes();
   const models::BlockShape whole{n, n, g.num_edges() + n};
-  memory::GrowOnlyFootprint arrays;
+  std::map<std::size_t, int> blocks;  // size class -> blocks held
   int64_t widest_out = 0;
   for (std::size_t l = 0; l < eval_model_.num_layers(); ++l) {
-    arrays.grow(eval_model_.inference_arrays(l, whole));
+    std::map<std::size_t, int> layer;
+    for (const std::size_t b : eval_model_.inference_arrays(l, whole)) {
+      if (b > 0) ++layer[memory::CachingAllocator::size_class(b)];
+    }
+    for (const auto& [size, count] : layer) blocks[size] = std::max(blocks[size], count);
     widest_out = std::max(widest_out, eval_model_.layer_out_dim(l));
   }
-  std::size_t bytes = arrays.bytes() + 2 * memory::CachingAllocator::size_class(static_cast<std::size_t>(n * widest_out) * sizeof(float));
+  std::size_t bytes = 2 * memory::CachingAllocator::size_class(static_cast<std::size_t>(n * widest_out) * sizeof(float));
+  for (const auto& [size, count] : blocks) bytes += size * static_cast<std::size_t>(count);
   // fp16/bf16 input rows are widened into a float array of the eval stream's (input_rows).
   const graph::FeatureStore& f = s_.data.features;
   if (f.is_16bit()) bytes += memory::CachingAllocator::size_class(static_cast<std::size_t>(n * f.cols()) * sizeof(float));
@@ -276,6 +283,7 @@ models::MatrixView<const float> Evaluation::whole_graph_logits(const WholeGraphB
     models::DeviceArray<float>& out = eval_activations_[l % 2];
     const auto y = out.matrix(eval_ctx_, n, eval_model_.layer_out_dim(l));
     eval_model_.infer_layer(l, *blocks[l], x, y);
+    eval_model_.release_layer_arrays(l);  // whole_graph_bound: the next layer reuses them
     x = y;
   }
   const auto count = static_cast<std::size_t>(x.rows * x.cols);

@@ -150,12 +150,13 @@ std::optional<std::size_t> MemoryGovernor::predict_unsplit(std::span<const graph
   return most;
 }
 
-bool MemoryGovernor::try_raise_eval_bound(const Admission& admitted, std::size_t bytes) {
+bool MemoryGovernor::try_raise_eval_bound(Admission& admitted, std::size_t bytes) {
   if (bytes <= s_.eval_bound) return true;
   Estimate e;
   e.total = admitted.predicted_total - std::min(admitted.predicted_total, s_.eval_bound) + bytes;
   if (!fits(e)) return false;
   s_.eval_bound = bytes;
+  admitted.predicted_total = e.total;
   return true;
 }
 

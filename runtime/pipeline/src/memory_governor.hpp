@@ -191,8 +191,9 @@ class MemoryGovernor {
   std::size_t limit_for(std::size_t total) const;
   std::size_t slot_bound(std::size_t packed) const;
   // Raises evaluation's bound to `bytes` when `admitted` (the run's only batch: a resident one)
-  // still fits with it; returns whether it does (true, and unchanged, when `bytes` is not more).
-  bool try_raise_eval_bound(const Admission& admitted, std::size_t bytes);
+  // still fits with it, and its predicted total with it; returns whether it does (true, and
+  // unchanged, when `bytes` is not more).
+  bool try_raise_eval_bound(Admission& admitted, std::size_t bytes);
   void admit_estimate(Admission& a, Estimate e);
 
   // The split a batch got, by what identifies a batch that comes back every epoch (a full batch,

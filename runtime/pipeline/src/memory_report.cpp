@@ -47,7 +47,8 @@ std::vector<std::string> MemoryPlan::lines() const {
                             format_bytes(library), format_bytes(other)));
   out.push_back(fmt::format("  per batch: {} device slot{} ({} in all), evaluation arrays at most {}{}", device_slot_count,
                             device_slot_count == 1 ? "" : "s", format_bytes(device_slots), format_bytes(evaluation),
-                            eval_graph == 0 && eval_chunk_nodes > 0
+                            eval_whole ? std::string(" (over the kept full batch, one layer at a time)")
+                            : eval_graph == 0 && eval_chunk_nodes > 0
                                 ? fmt::format(" (layer-wise in chunks of {} nodes)", eval_chunk_nodes)
                                 : std::string()));
   std::string action;

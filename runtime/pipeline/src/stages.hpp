@@ -42,6 +42,7 @@ class Stages {
   int device_slot_count() const { return batch_.device_slot_count(); }
   std::size_t staging_bytes() const { return batch_.staging_bytes(); }
   MemoryGovernor& governor() { return batch_.governor(); }
+  Residency residency() const { return batch_.residency(); }
   // The plan's resident part (budget, resident memory by kind, evaluation bound).
   MemoryPlan resident_plan() const;
 

@@ -61,10 +61,11 @@ MemoryPlan plan_memory(const TrainingSetup& s) {
         return sampler.sample_one(other);
       };
       const detail::Admission a =
-          stages.governor().admit(std::move(batches[i]), plan.batches, s.sampler.redraws(), redraw);
+          stages.governor().admit(std::move(batches[i]), plan.batches, s.sampler.redraws(), redraw, stages.residency());
       plan.counters.add(detail::counters_of(a));
       plan.largest_batch_peak = std::max(plan.largest_batch_peak, a.predicted_total);
       plan.largest_split = std::max(plan.largest_split, static_cast<int>(a.parts.size()));
+      plan.eval_whole = plan.eval_whole || a.whole_eval;
       if (a.layerwise) {
         plan.layerwise_chunks = std::max(plan.layerwise_chunks, a.layerwise->total_chunks());
         plan.layerwise_chunk_rows = std::max(plan.layerwise_chunk_rows, a.layerwise->chunk_rows);
@@ -74,6 +75,8 @@ MemoryPlan plan_memory(const TrainingSetup& s) {
     }
   }
   plan.device_slots = stages.governor().slot_capacity_bound();
+  // A kept full-graph batch evaluated in one piece raised evaluation's bound.
+  plan.evaluation = stages.governor().setup().eval_bound;
   const graph::Dataset& d = s.data;
   plan.host_dataset = d.graph.offsets().size_bytes() + d.graph.indices().size_bytes() +
                       static_cast<std::size_t>(d.features.rows()) * d.features.bytes_per_row() +

@@ -146,6 +146,33 @@ TEST_CASE("resident: the memory plan says whether the batch stays", "[pipeline]"
   CHECK_FALSE(plan({"memory.limit=" + std::to_string(need * 85 / 100)}).resident_batch);
 }
 
+TEST_CASE("resident: the plan of a kept full batch evaluated in one piece predicts the run's peak", "[pipeline]") {
+  // Evaluation after every epoch, over the kept batch one layer at a time (each layer's arrays given
+  // back before the next layer's): the plan counts those arrays, not layer-wise inference's chunks.
+  const std::vector<std::string> sets{"pipeline.eval_every=1", "model.layers=3", "model.hidden=64"};
+  const pipeline::MemoryPlan plan = test::plan_experiment(kBase, sets);
+  REQUIRE(plan.resident_batch);
+  CHECK(plan.eval_whole);
+  const std::vector<std::string> lines = plan.lines();
+  CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& line) {
+          return line.find("evaluation arrays at most") != std::string::npos &&
+                 line.find("(over the kept full batch, one layer at a time)") != std::string::npos;
+        }) == 1);
+  test::TempDir dir;
+  for (const std::string mode : {"sequential", "pipelined"}) {
+    INFO(mode);
+    std::vector<std::string> with_mode = sets;
+    with_mode.push_back("pipeline.mode=" + mode);
+    const Run r = train(with_mode, dir, mode);
+    const auto& memory = r.summary["memory"];
+    CHECK(memory["plan"]["eval_whole"] == true);
+    const auto peak = memory["peak_device_bytes"].get<std::size_t>();
+    CHECK(peak <= plan.largest_batch_peak);
+    // Exact up to the size classes' rounding and the predictor's tolerance: not a loose bound.
+    CHECK(static_cast<double>(peak) >= 0.9 * static_cast<double>(plan.largest_batch_peak));
+  }
+}
+
 TEST_CASE("resident: pipeline.resident takes auto or off", "[pipeline]") {
   test::TempDir dir;
   CHECK_THROWS_WITH(train({"pipeline.resident=always"}, dir, "bad"),

@@ -115,6 +115,10 @@ class GnnModel {
   // context's stream): the memory governor's trim, when a batch fits the budget on its own but
   // not on top of arrays grown for other shapes. No backward() may follow until a forward().
   void release_arrays();
+  // Gives layer l's own arrays back (those inference_arrays(l, ...) counts): after infer_layer(l)
+  // on a whole graph, so the next layer's arrays reuse the memory (same size class) instead of
+  // adding to it.
+  void release_layer_arrays(std::size_t l);
 
  private:
   static constexpr double kLeakySlope = 0.01;  // torch's default negative slope

@@ -54,6 +54,8 @@ struct MemoryPlan {
   std::size_t other = 0;           // anything else in use at start (loss slots)
   std::size_t evaluation = 0;      // evaluation's arrays at most (the largest inference chunk)
   int eval_chunk_nodes = 0;        // layer-wise evaluation's destinations per chunk (fit to the budget)
+  // Evaluation runs over the kept full-graph batch in one piece (its arrays are then `evaluation`).
+  bool eval_whole = false;
   std::size_t device_slots = 0;    // the device slots, grown for epoch 1's largest step
   int device_slot_count = 0;       // how many (memory::plan_device_slots)
   // Epoch 1, batch by batch through the governor (without training).
