@@ -33,6 +33,7 @@
 #include "progress_line.hpp"
 #include "stall_watchdog.hpp"
 #include "thread_plan.hpp"
+#include "records/checkpoint_writer.hpp"
 #include "records/training_checkpoints.hpp"
 #include "records/summary.hpp"
 #include "records/run_stats.hpp"
@@ -252,8 +253,8 @@ nlohmann::json train_experiment(const config::ExperimentConfig& c, const graph::
 
 namespace {
 
-// What checkpoints/last holds, for the message of a stopped run; written by one thread at a time
-// (the evaluation thread, or the train thread once evaluation is idle), read after the run.
+// What checkpoints/last holds, for the message of a stopped run; set by the checkpoint writer's
+// thread once a `last` is on disk, read after the writer is flushed.
 class LastCheckpoint {
  public:
   void set(std::string holds) {
@@ -287,19 +288,22 @@ void resume_training(const config::ExperimentConfig& c, const Checkpoint& resume
   last.set(checkpoint_holds(resume.epoch, setup.resumed_partial));
 }
 
-// run.checkpoint_every > 0: checkpoints/best at every new best, checkpoints/last when due, and
-// run.keep_last's epoch-NNNNNN copies of evaluated epochs. `resources`, `last` and `checkpoints`
-// outlive the run (the callback holds references).
-void write_checkpoints_during(const config::ExperimentConfig& c, const graph::Dataset& d,
-                              const std::filesystem::path& checkpoints, TrainingResources& resources,
-                              LastCheckpoint& last) {
-  if (c.run.checkpoint_every <= 0) return;
+// run.checkpoint_every > 0: checkpoints/best at every new best, checkpoints/last when taken
+// (run.checkpoint_interval), and run.keep_last's epoch-NNNNNN copies of evaluated epochs, written
+// by the returned writer's thread (null: no checkpoints). `resources`, `last` and `checkpoints`
+// outlive the writer (its callback holds references).
+std::unique_ptr<CheckpointWriter> write_checkpoints_during(const config::ExperimentConfig& c, const graph::Dataset& d,
+                                                           const std::filesystem::path& checkpoints,
+                                                           TrainingResources& resources, LastCheckpoint& last,
+                                                           const std::function<void()>& before_write) {
+  if (c.run.checkpoint_every <= 0) return nullptr;
   pipeline::TrainingSetup& setup = resources.setup();
   setup.checkpoint_every = c.run.checkpoint_every;
-  setup.on_checkpoint = [&c, &d, &checkpoints, &resources, &last](const pipeline::CheckpointEvent& e) {
-    const Checkpoint checkpoint = to_checkpoint(e, resources.model().params(), c,
-                                                {d.features.cols(), d.labels.num_classes,
-                                                 resources.model().embedding().rows});
+  const ModelDims dims{d.features.cols(), d.labels.num_classes, resources.model().embedding().rows};
+  const auto write = [&c, &checkpoints, &resources, &last, dims, before_write](const pipeline::CheckpointEvent& e) {
+    if (before_write) before_write();
+    // The parameters' names and shapes are fixed for the run: reading them here races with nothing.
+    const Checkpoint checkpoint = to_checkpoint(e, resources.model().params(), c, dims);
     if (e.best) write_checkpoint(checkpoints / "best", checkpoint);
     if (!e.last) return;
     write_checkpoint(checkpoints / "last", checkpoint);
@@ -310,6 +314,9 @@ void write_checkpoints_during(const config::ExperimentConfig& c, const graph::Da
       keep_newest_epoch_checkpoints(checkpoints, c.run.keep_last);
     }
   };
+  auto writer = std::make_unique<CheckpointWriter>(write, c.run.keep_last > 1 ? 0.0 : c.run.checkpoint_interval_s);
+  setup.on_checkpoint = [w = writer.get()](const pipeline::CheckpointEvent& e) { w->submit(e); };
+  return writer;
 }
 
 // The stall watchdog's default action: a stalled thread cannot be unwound, so record what the run
@@ -343,7 +350,8 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   const std::filesystem::path checkpoints = run_dir.path() / "checkpoints";
   LastCheckpoint last;
   if (options.resume) resume_training(c, *options.resume, checkpoints, resources, last);
-  write_checkpoints_during(c, d, checkpoints, resources, last);
+  const std::unique_ptr<CheckpointWriter> writer =
+      write_checkpoints_during(c, d, checkpoints, resources, last, options.before_checkpoint_write);
   log.info("{}", resources.threads().line());
   const pipeline::MemoryPlan plan = pipeline::plan_memory(setup);
   for (const std::string& line : plan.lines()) log.info("{}", line);
@@ -388,22 +396,34 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   try {
     result = pipeline::run_training(setup, on_epoch);
   } catch (const core::Interrupted& e) {
+    if (writer) writer->flush();  // the stop request's checkpoint is on disk before the message names it
     const std::string holds = last.holds();
     if (holds.empty()) GNNPIPE_THROW(Interrupted, "{}; no checkpoint was written (run.checkpoint_every is 0)", e.message());
     GNNPIPE_THROW(Interrupted, "{}; {} holds {}: go on with gnnpipe run CONFIG --resume {}", e.message(),
                   (checkpoints / "last").string(), holds, run_dir.path().string());
   }
+  if (writer) writer->flush();  // every checkpoint of the run is on disk before its summary
   const double run_time = run_watch.seconds();
   if (options.on_trained) options.on_trained(resources.model());
   if (result.epochs_run < c.run.epochs) log.info("early stop after epoch {}: no better validation accuracy for {} epochs", result.epochs_run, c.run.patience);
   if (options.trace) recorder.write_chrome_trace(run_dir.path() / "trace.json");
 
-  const nlohmann::json summary =
+  nlohmann::json summary =
       run_summary(c, d,
                   FinishedRun{.result = result, .plan = plan, .recorder = recorder, .allocator = resources.allocator(),
                               .budget = resources.budget(), .threads = resources.threads(), .mode = pipe.mode,
                               .num_parameters = resources.model().params().size(), .run_time_s = run_time},
                   epochs);
+  if (writer) {
+    // The writer's own thread: what it wrote, what newer states replaced before it got to them,
+    // and its busy time (training never waits for it).
+    summary["checkpoints"] = {{"written", writer->written()},
+                              {"coalesced", writer->coalesced()},
+                              {"busy_s", writer->busy_seconds()},
+                              {"interval_s", c.run.keep_last > 1 ? 0.0 : c.run.checkpoint_interval_s}};
+    log.info("checkpoints: {} written on their own thread ({:.3f} s busy), {} replaced by newer states before written",
+             writer->written(), writer->busy_seconds(), writer->coalesced());
+  }
   run_dir.write_summary(summary);
   log.info("best epoch {}: val {:.4f}, test {:.4f}; median epoch {:.4f} s, run {:.2f} s; {}", result.best_epoch,
            result.best_val, result.test_at_best, summary["epoch_time_s"].get<double>(), run_time,

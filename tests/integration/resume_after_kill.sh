@@ -21,7 +21,8 @@ model: {type: sage, layers: 2, hidden: 32, dropout: 0.5}
 sampler: {type: neighbor, fanouts: [5, 5], batch_size: 256}
 optimizer: {type: adam, lr: 0.01}
 pipeline: {mode: pipelined, sampler_threads: 2}
-run: {device: ${GNNPIPE_TEST_DEVICE:-cpu}, epochs: 40, seed: 5}
+# checkpoint_interval 0: checkpoints/last after every epoch, so the run can be killed after epoch 3.
+run: {device: ${GNNPIPE_TEST_DEVICE:-cpu}, epochs: 40, seed: 5, checkpoint_interval: 0}
 YAML
 checksum() { grep -o '"params_checksum": *"[0-9a-f]*"' "$1/summary.json" | grep -o '[0-9a-f]\{16\}'; }
 epoch_of() { grep -o '"epoch": *[0-9]*' "$1/checkpoints/last/manifest.json" 2>/dev/null | grep -o '[0-9]*$' || echo 0; }

@@ -264,6 +264,12 @@ const std::vector<Key<RunOptions>>& run_keys() {
        .read = read_at_least<O, &O::checkpoint_every, 0>, .write = write_field<O, &O::checkpoint_every>},
       {.name = "keep_last", .doc = {"integer", kAll, "K > 1 also keeps checkpoints/epoch-NNNNNN of the K newest."},
        .read = read_at_least<O, &O::keep_last, 1>, .write = write_field<O, &O::keep_last>},
+      {.name = "checkpoint_interval",
+       .doc = {"number (seconds)", kAll,
+               "checkpoints/last at most once per this many seconds of the run (the first due epoch, the last epoch and "
+               "a stop request's always); 0: every due epoch. Ignored with keep_last > 1. Checkpoints are written on a "
+               "thread of their own: training and evaluation never wait for a file."},
+       .read = read_at_least<O, &O::checkpoint_interval_s, 0>, .write = write_number<O, &O::checkpoint_interval_s>},
       {.name = "stall_timeout",
        .doc = {"number (seconds)", kAll,
                "No stage beginning or finishing an item for this long ends the run as stalled (exit code 6), naming "

@@ -20,7 +20,8 @@ namespace {
 // The keys config_hash leaves out. Fixed with the checkpoint format: another list would give every
 // earlier checkpoint another hash than its config's, and refuse its resume.
 bool hash_free(const std::string& key) {
-  return key == "run.epochs" || key == "run.checkpoint_every" || key == "run.keep_last";
+  return key == "run.epochs" || key == "run.checkpoint_every" || key == "run.keep_last" ||
+         key == "run.checkpoint_interval";  // added later: hash-free keeps earlier checkpoints' hashes
 }
 
 std::string hash_of(const YAML::Node& resolved) {
@@ -36,7 +37,8 @@ YAML::Node resolved_of(const config::ExperimentConfig& config) {
 }  // namespace
 
 const std::vector<std::string>& resume_changeable_keys() {
-  static const std::vector<std::string> keys{"run.epochs", "run.checkpoint_every", "run.keep_last", "run.patience"};
+  static const std::vector<std::string> keys{"run.epochs", "run.checkpoint_every", "run.keep_last", "run.patience",
+                                             "run.checkpoint_interval"};
   return keys;
 }
 

@@ -20,7 +20,7 @@ const std::vector<std::string>& resume_changeable_keys();
 bool resume_may_change(const std::string& key);
 
 // The config's keys ("model.hidden") with their values as YAML text, without run.epochs,
-// run.checkpoint_every and run.keep_last: equal for two configs that train the same epochs the
+// run.checkpoint_every, run.keep_last and run.checkpoint_interval: equal for two configs that train the same epochs the
 // same way (run.patience is in: the list is fixed with the checkpoint format).
 std::vector<std::pair<std::string, std::string>> resume_relevant_keys(const YAML::Node& resolved);
 // FNV-1a 64 (hex) of resume_relevant_keys: the checkpoint's config_hash.

@@ -52,6 +52,8 @@ struct TrainOptions {
   std::function<void(pipeline::Stage, int, int64_t)> fault;  // failure injection (tests)
   // Failure injection inside a training step (tests): see pipeline::TrainingSetup::step_fault.
   std::function<void(int epoch, int64_t batch, std::size_t part, std::size_t parts)> step_fault;
+  // Called on the checkpoint writer's thread before each checkpoint it writes (tests: a slow disk).
+  std::function<void()> before_checkpoint_write;
   // gnnpipe run --resume: the run directory's checkpoints/last (its config checked against this
   // run's by the caller); training goes on after its epoch.
   std::shared_ptr<const Checkpoint> resume;

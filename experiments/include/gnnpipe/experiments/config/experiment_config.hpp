@@ -38,6 +38,10 @@ struct RunOptions {
   // How many checkpoints of due epochs stay: 1 keeps checkpoints/last alone; K > 1 also keeps
   // checkpoints/epoch-NNNNNN of the K most recent ones (the newest is last's epoch). >= 1.
   int keep_last = 1;
+  // checkpoints/last is taken at most once per this many seconds of the run (the first due
+  // epoch, the last epoch and a stop request's always); 0 = every due epoch. Ignored (0) with
+  // keep_last > 1, whose epoch copies are of every due epoch. Written on a thread of its own.
+  double checkpoint_interval_s = 10;
   // Seconds with no stage beginning or finishing an item before the run is declared stalled
   // (what each thread holds is printed and recorded, exit code 6); 0 = off. Must exceed the
   // longest single item (an evaluation of a large graph).

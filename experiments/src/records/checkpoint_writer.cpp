@@ -1,0 +1,124 @@
+#include "records/checkpoint_writer.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "gnnpipe/core/log.hpp"
+
+namespace gnnpipe::experiments {
+
+CheckpointWriter::CheckpointWriter(Write write, double interval_s)
+    : write_(std::move(write)), interval_s_(interval_s), thread_([this] { loop(); }) {}
+
+CheckpointWriter::~CheckpointWriter() {
+  try {
+    flush();
+  } catch (const std::exception& e) {
+    core::logger().error("a checkpoint could not be written: {}", e.what());
+  }
+  {
+    const std::lock_guard lock(mutex_);
+    quit_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void CheckpointWriter::rethrow_locked() {
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void CheckpointWriter::submit(pipeline::CheckpointEvent event) {
+  {
+    const std::lock_guard lock(mutex_);
+    rethrow_locked();
+    if (interval_s_ > 0) {
+      // A waiting event whose every file the new one rewrites is not written.
+      const auto superseded = [&](const pipeline::CheckpointEvent& old) {
+        return (!old.best || event.best) && (!old.last || event.last);
+      };
+      const auto before = pending_.size();
+      std::erase_if(pending_, superseded);
+      coalesced_ += static_cast<int64_t>(before - pending_.size());
+    }
+    pending_.push_back(std::move(event));
+  }
+  changed_.notify_all();
+}
+
+void CheckpointWriter::flush() {
+  std::unique_lock lock(mutex_);
+  ++flushing_;
+  changed_.notify_all();
+  changed_.wait(lock, [this] { return (pending_.empty() && !writing_) || error_; });
+  --flushing_;
+  rethrow_locked();
+}
+
+int64_t CheckpointWriter::coalesced() const {
+  const std::lock_guard lock(mutex_);
+  return coalesced_;
+}
+
+int64_t CheckpointWriter::written() const {
+  const std::lock_guard lock(mutex_);
+  return written_;
+}
+
+double CheckpointWriter::busy_seconds() const {
+  const std::lock_guard lock(mutex_);
+  return busy_s_;
+}
+
+bool CheckpointWriter::ready_locked(Clock::time_point now, Clock::time_point* at) const {
+  const pipeline::CheckpointEvent& front = pending_.front();
+  if (!front.last || front.partial || interval_s_ <= 0 || !wrote_last_ || flushing_ > 0 || quit_) return true;
+  *at = last_written_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval_s_));
+  return now >= *at;
+}
+
+void CheckpointWriter::loop() {
+  for (;;) {
+    pipeline::CheckpointEvent event;
+    {
+      std::unique_lock lock(mutex_);
+      for (;;) {
+        changed_.wait(lock, [this] { return quit_ || !pending_.empty(); });
+        if (pending_.empty()) return;
+        Clock::time_point at;
+        if (ready_locked(Clock::now(), &at)) break;
+        // Woken early by a flush, a newer event (which may replace this one) or the end.
+        changed_.wait_until(lock, at);
+      }
+      event = std::move(pending_.front());
+      pending_.pop_front();
+      writing_ = true;
+    }
+    const auto t0 = Clock::now();
+    std::exception_ptr failed;
+    try {
+      write_(event);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    const auto t1 = Clock::now();
+    {
+      const std::lock_guard lock(mutex_);
+      writing_ = false;
+      busy_s_ += std::chrono::duration<double>(t1 - t0).count();
+      if (failed) {
+        if (!error_) error_ = failed;
+        pending_.clear();  // after a failed write the run ends; later states are not written
+      } else {
+        ++written_;
+        if (event.last) {
+          wrote_last_ = true;
+          last_written_ = t1;
+        }
+      }
+    }
+    changed_.notify_all();
+  }
+}
+
+}  // namespace gnnpipe::experiments
