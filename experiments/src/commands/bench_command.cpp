@@ -90,6 +90,11 @@ BenchBound pipeline_bound(const std::map<std::string, double>& stage_s, double e
   return b;
 }
 
+double pipelined_floor(double train_s, double eval_s) {
+  GNNPIPE_CHECK(train_s >= 0 && eval_s >= 0, "pipelined_floor: train {} s, evaluation {} s", train_s, eval_s);
+  return std::max(train_s, eval_s);
+}
+
 nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset& d, const std::filesystem::path& out_dir,
                          std::ostream& out) {
   RunDirectoryOptions parent_options;
@@ -131,14 +136,22 @@ nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset
   const int width = std::min(threads, hw);
   const auto seq_stages = per_epoch(seq), pipe_stages = per_epoch(pipe);
   // The sequential run's last evaluation, per epoch (evaluations take about the same time each).
-  const nlohmann::json& evals = seq["stage_detail"]["eval"];
-  const double last_eval = evals["items"].get<int64_t>() > 0
-                               ? evals["busy_s"].get<double>() / static_cast<double>(evals["items"].get<int64_t>()) /
-                                     std::max(1, seq["epochs"].get<int>())
-                               : 0.0;
-  const BenchBound bound = pipeline_bound(seq_stages, base_epoch, std::max(1.0, batches), width, last_eval);
+  // A run's last evaluation, per epoch (evaluations take about the same time each).
+  const auto last_eval_of = [](const nlohmann::json& summary) {
+    const nlohmann::json& evals = summary["stage_detail"]["eval"];
+    return evals["items"].get<int64_t>() > 0
+               ? evals["busy_s"].get<double>() / static_cast<double>(evals["items"].get<int64_t>()) /
+                     std::max(1, summary["epochs"].get<int>())
+               : 0.0;
+  };
+  const BenchBound bound = pipeline_bound(seq_stages, base_epoch, std::max(1.0, batches), width, last_eval_of(seq));
   const double speedup = pipe_epoch > 0 ? base_epoch / pipe_epoch : 0.0;
-  const double efficiency = bound.speedup > 0 ? speedup / bound.speedup : 0.0;
+  // The baseline's stages predict a bound; the pipelined run's own serial threads set one it
+  // cannot beat, whatever the two modes' stages cost (concurrent stages share the cores, caches
+  // warm differently). Efficiency is measured against the latter, so it is at most 1.
+  const double floor_s = pipelined_floor(pipe_stages.at("train"), pipe_stages.at("eval"));
+  const double floor_speedup = floor_s > 0 ? base_epoch / floor_s : 0.0;
+  const double efficiency = pipe_epoch > 0 ? floor_s / pipe_epoch : 0.0;
 
   fmt::print(out, "{}: {} sampler, {} batches per epoch, {} sampler threads ({} hardware threads), {} staging slots\n",
              c.name, samplers::to_string(c.sampler.type), batches, threads, hw, c.pipeline.staging_slots);
@@ -156,9 +169,10 @@ nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset
              "training epoch (std)", seq_times["std"].get<double>(), pipe_times["std"].get<double>(),
              seq_times["n"].get<int>(), warmup);
   fmt::print(out,
-             "speedup {:.2f}x; ideal bound {:.2f}x (1/N + (N-1)/N * max stage fraction, the last evaluation overlapping "
-             "nothing; bottleneck: {}); efficiency {:.2f}\n",
-             speedup, bound.speedup, bound.bottleneck, efficiency);
+             "speedup {:.2f}x; predicted from the baseline's stages {:.2f}x (1/N + (N-1)/N * max stage fraction, the last "
+             "evaluation overlapping nothing; bottleneck: {}); the pipelined run's own train and evaluation threads allow "
+             "{:.2f}x: efficiency {:.2f}\n",
+             speedup, bound.speedup, bound.bottleneck, floor_speedup, efficiency);
   const bool identical = seq["params_checksum"] == pipe["params_checksum"];
   fmt::print(out, "parameters {} (checksum {}); test accuracy {:.4f} / {:.4f}; runs in {}\n",
              identical ? "bitwise identical" : "DIFFER", pipe["params_checksum"].get<std::string>(),
@@ -171,6 +185,8 @@ nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset
       {"speedup", speedup},
       {"bound_speedup", bound.speedup},
       {"bound_bottleneck", bound.bottleneck},
+      {"floor_epoch_s", floor_s},
+      {"floor_speedup", floor_speedup},
       {"efficiency", efficiency},
       {"batches_per_epoch", batches},
       {"sampler_threads", threads},

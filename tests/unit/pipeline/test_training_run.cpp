@@ -23,6 +23,7 @@
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/trainer.hpp"
 #include "gnnpipe/experiments/records/run_dir.hpp"
+#include "datasets.hpp"
 #include "experiment_helpers.hpp"
 #include "temp_dir.hpp"
 
@@ -376,6 +377,45 @@ TEST_CASE("the ideal pipeline bound leaves the last evaluation unoverlapped", "[
   CHECK(products.bottleneck == "sampling, then the last evaluation");
   CHECK(products.speedup == Approx(2.71).margin(0.01));
   CHECK_THROWS_AS(pipeline_bound(stages, 10, 5, 2, -1), core::Error);
+}
+
+TEST_CASE("bench: the pipelined run's floor is the busier of its serial threads", "[pipeline][bench]") {
+  CHECK(pipelined_floor(0.8, 0.3) == 0.8);
+  CHECK(pipelined_floor(0.1, 0.5) == 0.5);
+  CHECK_THROWS_AS(pipelined_floor(-1, 0), core::Error);
+}
+
+namespace {
+
+// gnnpipe bench on a shipped config (its epochs cut to `epochs`): the efficiency it reports is
+// measured against what the pipelined run's own threads allow, so it never exceeds 1, and it is
+// not empty.
+void check_bench_efficiency(const std::filesystem::path& config_file, const graph::DataDir& data, int epochs) {
+  test::TempDir dir;
+  const auto config = config::load_experiment(config_file, {"run.epochs=" + std::to_string(epochs)});
+  const auto dataset = load_training_dataset(config, data);
+  std::ostringstream out;
+  const auto bench = run_bench(config, dataset, dir / "b", out);
+  INFO(out.str());
+  const double floor_s = bench["floor_epoch_s"].get<double>(), pipelined_s = bench["pipelined_epoch_s"].get<double>();
+  CHECK(floor_s > 0);
+  CHECK(floor_s <= pipelined_s);
+  CHECK(bench["efficiency"].get<double>() <= 1.0);
+  CHECK(bench["efficiency"].get<double>() == Approx(floor_s / pipelined_s));
+  CHECK(bench["floor_speedup"].get<double>() == Approx(bench["baseline_epoch_s"].get<double>() / floor_s));
+  CHECK(bench["params_identical"] == true);
+}
+
+}  // namespace
+
+TEST_CASE("bench: efficiency is at most 1 on the shipped quickstart config", "[pipeline][bench]") {
+  check_bench_efficiency(std::filesystem::path(GNNPIPE_SOURCE_DIR) / "configs/quickstart.yaml", ".", 4);
+}
+
+TEST_CASE("bench: efficiency is at most 1 on the shipped arxiv bench config", "[pipeline][bench][dataset]") {
+  GNNPIPE_REQUIRE_DATASET(arxiv, "ogbn-arxiv");
+  check_bench_efficiency(std::filesystem::path(GNNPIPE_SOURCE_DIR) / "configs/bench_arxiv_sage.yaml",
+                         graph::DataDir(arxiv.parent_path()), 1);
 }
 
 TEST_CASE("gnnpipe bench runs both modes, prints the table and writes bench.json", "[pipeline][bench]") {

@@ -39,6 +39,12 @@ struct BenchBound {
 BenchBound pipeline_bound(const std::map<std::string, double>& stage_s, double epoch_s, double batches, int sampling_width,
                           double last_eval_s = 0);
 
+// The least span per epoch a pipelined run's own serial threads allow (issue #39, item 3): the
+// busier of its train thread and its evaluation thread, in busy seconds per epoch. Each thread's
+// busy time lies within the run's span, so the span per epoch is never below it, and the bench's
+// efficiency (speedup / (baseline epoch / floor) = floor / pipelined epoch) is at most 1.
+double pipelined_floor(double train_s, double eval_s);
+
 nlohmann::json run_bench(const config::ExperimentConfig& config, const graph::Dataset& dataset,
                          const std::filesystem::path& out_dir, std::ostream& out);
 
