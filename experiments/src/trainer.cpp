@@ -314,7 +314,8 @@ std::unique_ptr<CheckpointWriter> write_checkpoints_during(const config::Experim
       keep_newest_epoch_checkpoints(checkpoints, c.run.keep_last);
     }
   };
-  auto writer = std::make_unique<CheckpointWriter>(write, c.run.keep_last > 1 ? 0.0 : c.run.checkpoint_interval_s);
+  auto writer = std::make_unique<CheckpointWriter>(write, c.run.keep_last > 1 ? 0.0 : c.run.checkpoint_interval_s,
+                                                   &resources.recorder());
   setup.on_checkpoint = [w = writer.get()](const pipeline::CheckpointEvent& e) { w->submit(e); };
   return writer;
 }

@@ -62,7 +62,7 @@ struct Disk {
 
 }  // namespace
 
-TEST_CASE("checkpoint writer: a slow write makes newer states replace the waiting ones", "[checkpoint]") {
+TEST_CASE("checkpoint writer: a slow write makes newer states replace the waiting ones", "[checkpoint][tsan]") {
   Disk disk;
   CheckpointWriter writer(disk.write(), 3600);
   writer.submit(event(1, true, true));  // written at once: the first `last`
@@ -78,7 +78,7 @@ TEST_CASE("checkpoint writer: a slow write makes newer states replace the waitin
   CHECK(writer.written() == 2);
 }
 
-TEST_CASE("checkpoint writer: a `last` waits out the interval, a stop request's does not", "[checkpoint]") {
+TEST_CASE("checkpoint writer: a `last` waits out the interval, a stop request's does not", "[checkpoint][tsan]") {
   Disk disk;
   disk.release();
   CheckpointWriter writer(disk.write(), 3600);
@@ -99,7 +99,7 @@ TEST_CASE("checkpoint writer: a `last` waits out the interval, a stop request's 
   CHECK(disk.written == std::vector<std::string>{"l1", "b3", "l2"});
 }
 
-TEST_CASE("checkpoint writer: interval 0 writes every state in order, none dropped", "[checkpoint]") {
+TEST_CASE("checkpoint writer: interval 0 writes every state in order, none dropped", "[checkpoint][tsan]") {
   Disk disk;
   CheckpointWriter writer(disk.write(), 0);
   for (int epoch = 1; epoch <= 4; ++epoch) writer.submit(event(epoch, epoch % 2 == 1, true));
@@ -109,7 +109,7 @@ TEST_CASE("checkpoint writer: interval 0 writes every state in order, none dropp
   CHECK(writer.coalesced() == 0);
 }
 
-TEST_CASE("checkpoint writer: a failed write is the next submit's or flush's error", "[checkpoint]") {
+TEST_CASE("checkpoint writer: a failed write is the next submit's or flush's error", "[checkpoint][tsan]") {
   CheckpointWriter writer([](const pipeline::CheckpointEvent& e) {
     GNNPIPE_CHECK(e.epoch != 2, "checkpoints/last: fsync failed: No space left on device");
   }, 0);
@@ -120,7 +120,7 @@ TEST_CASE("checkpoint writer: a failed write is the next submit's or flush's err
   CHECK_NOTHROW(writer.flush());
 }
 
-TEST_CASE("checkpoints: training does not wait for a checkpoint file", "[checkpoint][pipeline]") {
+TEST_CASE("checkpoints: training does not wait for a checkpoint file", "[checkpoint][pipeline][tsan]") {
   const char* yaml = R"(
 name: slow_disk
 dataset: {synthetic: {nodes: 600, avg_degree: 6, features: 12, classes: 3, seed: 4}}
@@ -157,5 +157,7 @@ run: {epochs: 8, seed: 3, checkpoint_every: 1, checkpoint_interval: 0}
     const experiments::Checkpoint last = experiments::read_checkpoint(dir.path() / mode / "checkpoints" / "last");
     CHECK(last.epoch == 8);
     CHECK(run.summary.at("checkpoints").at("written").get<int64_t>() >= 2);
+    // The writer's time is a stage of its own in the summary (and a lane of the trace).
+    CHECK(run.summary.at("stage_busy_s").at("checkpoint").get<double>() > 0);
   }
 }

@@ -7,8 +7,8 @@
 
 namespace gnnpipe::experiments {
 
-CheckpointWriter::CheckpointWriter(Write write, double interval_s)
-    : write_(std::move(write)), interval_s_(interval_s), thread_([this] { loop(); }) {}
+CheckpointWriter::CheckpointWriter(Write write, double interval_s, pipeline::StageRecorder* recorder)
+    : write_(std::move(write)), interval_s_(interval_s), recorder_(recorder), thread_([this] { loop(); }) {}
 
 CheckpointWriter::~CheckpointWriter() {
   try {
@@ -78,6 +78,7 @@ bool CheckpointWriter::ready_locked(Clock::time_point now, Clock::time_point* at
 }
 
 void CheckpointWriter::loop() {
+  if (recorder_ != nullptr) recorder_->lane("checkpoint");
   for (;;) {
     pipeline::CheckpointEvent event;
     {
@@ -95,12 +96,14 @@ void CheckpointWriter::loop() {
       writing_ = true;
     }
     const auto t0 = Clock::now();
+    const double begin_s = recorder_ != nullptr ? recorder_->begin(pipeline::Stage::kCheckpoint, event.epoch, -1) : 0.0;
     std::exception_ptr failed;
     try {
       write_(event);
     } catch (...) {
       failed = std::current_exception();
     }
+    if (recorder_ != nullptr) recorder_->record(pipeline::Stage::kCheckpoint, event.epoch, -1, begin_s, recorder_->now());
     const auto t1 = Clock::now();
     {
       const std::lock_guard lock(mutex_);

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <thread>
 
+#include "gnnpipe/pipeline/stage_stats.hpp"
 #include "gnnpipe/pipeline/training_run.hpp"
 
 namespace gnnpipe::experiments {
@@ -31,7 +32,8 @@ namespace gnnpipe::experiments {
 class CheckpointWriter {
  public:
   using Write = std::function<void(const pipeline::CheckpointEvent&)>;
-  CheckpointWriter(Write write, double interval_s);
+  // `recorder` (may be null) gets each write as Stage::kCheckpoint on a lane "checkpoint".
+  CheckpointWriter(Write write, double interval_s, pipeline::StageRecorder* recorder = nullptr);
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
@@ -53,6 +55,7 @@ class CheckpointWriter {
 
   Write write_;
   double interval_s_;
+  pipeline::StageRecorder* recorder_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<pipeline::CheckpointEvent> pending_;

@@ -212,7 +212,22 @@ std::string evaluations(const WindowStats& w) {
 
 }  // namespace
 
+namespace {
+
+// The checkpoint writer's share of the window, where it wrote: it runs beside the stages (nothing
+// waits for it), so it is said apart and never named as the bound.
+std::string writer_note(const WindowStats& w) {
+  const double writer = w.share(Stage::kCheckpoint);
+  return writer >= 0.5 ? fmt::format("; checkpoint writer {:.0f}% busy (its own thread)", writer) : std::string();
+}
+
+}  // namespace
+
 std::string epoch_verdict(const WindowStats& w, bool pipelined) {
+  return epoch_verdict_of_stages(w, pipelined) + writer_note(w);
+}
+
+std::string epoch_verdict_of_stages(const WindowStats& w, bool pipelined) {
   const double sampling = w.sampling_share(), transfer = w.share(Stage::kTransfer), train = w.share(Stage::kTrain),
                eval = w.share(Stage::kEval);
   if (!pipelined) {

@@ -191,3 +191,22 @@ TEST_CASE("forget() drops what no later window reads and folds old epochs into t
     CHECK(before.busy_s.at(Stage::kEval) == 1.0);
   }
 }
+
+TEST_CASE("the checkpoint writer's busy time is said beside the verdict, never as the bound", "[pipeline][stats]") {
+  // Training works 8 s of a 10 s epoch; the writer's thread writes for 9 s beside it.
+  StageRecorder r;
+  on_lane(r, "train", [&] { r.record(Stage::kTrain, 1, 0, 0.0, 8.0); });
+  on_lane(r, "checkpoint", [&] { r.record(Stage::kCheckpoint, 1, -1, 1.0, 10.0); });
+  const auto w = r.window(0.0, 10.0);
+  CHECK(w.share(Stage::kCheckpoint) == Approx(90.0));
+  CHECK(epoch_verdict(w, true) ==
+        "bound by training: trainer 80% busy, trainer waited 0% of the epoch for data (sampler threads 0% busy); "
+        "checkpoint writer 90% busy (its own thread)");
+  CHECK(epoch_verdict(w, false) ==
+        "sequential: sampling 0%, transfer 0%, training 80%, evaluation 0% of the epoch; checkpoint writer 90% busy "
+        "(its own thread)");
+  // A window the writer did not write in says nothing of it.
+  StageRecorder quiet;
+  on_lane(quiet, "train", [&] { quiet.record(Stage::kTrain, 1, 0, 0.0, 8.0); });
+  CHECK(epoch_verdict(quiet.window(0.0, 10.0), true).find("checkpoint") == std::string::npos);
+}

@@ -17,7 +17,9 @@
 
 namespace gnnpipe::pipeline {
 
-enum class Stage { kSample, kGather, kGovern, kTransfer, kTrain, kEval };
+// kCheckpoint: the checkpoint writer's thread (experiments' CheckpointWriter), beside the run:
+// nothing waits for it until the run's end.
+enum class Stage { kSample, kGather, kGovern, kTransfer, kTrain, kEval, kCheckpoint };
 constexpr std::string_view to_string(Stage s) {
   switch (s) {
     case Stage::kSample: return "sample";
@@ -26,10 +28,12 @@ constexpr std::string_view to_string(Stage s) {
     case Stage::kTransfer: return "transfer";
     case Stage::kTrain: return "train";
     case Stage::kEval: return "eval";
+    case Stage::kCheckpoint: return "checkpoint";
   }
   return "?";
 }
-inline constexpr Stage kStages[] = {Stage::kSample, Stage::kGather, Stage::kGovern, Stage::kTransfer, Stage::kTrain, Stage::kEval};
+inline constexpr Stage kStages[] = {Stage::kSample, Stage::kGather, Stage::kGovern,    Stage::kTransfer,
+                                    Stage::kTrain,  Stage::kEval,   Stage::kCheckpoint};
 
 struct StageEvent {
   Stage stage;
@@ -140,6 +144,10 @@ class StageRecorder {
 // e.g. "bound by sampling: sampler threads 97% busy, trainer waited 41% of the epoch for data".
 // Every share is of the window and at most 100%; an evaluation that ran in the window names the
 // epoch it evaluated. `pipelined` false describes the sequential baseline's split of the epoch.
+// The checkpoint writer, where it wrote in the window, is said after it ("; checkpoint writer 12%
+// busy (its own thread)"): it runs beside the stages and is never the bound.
 std::string epoch_verdict(const WindowStats& w, bool pipelined);
+// The verdict without the writer's note.
+std::string epoch_verdict_of_stages(const WindowStats& w, bool pipelined);
 
 }  // namespace gnnpipe::pipeline
