@@ -126,7 +126,7 @@ class TrainingResources {
                cut_scores(c, d), cut_weights(c, model_.block_norm()),
                options.fault, options.step_fault,
                /*first_epoch=*/1, /*resumed=*/{}, /*resumed_partial=*/{}, /*checkpoint_every=*/0, /*on_checkpoint=*/{},
-               options.stop_request, /*on_step=*/{}} {
+               /*wants_checkpoint=*/{}, options.stop_request, /*on_step=*/{}} {
     if (c.run.device.is_cuda()) {
       for (const auto& gpu : core::list_gpus()) {
         if (gpu.index == c.run.device.index()) {
@@ -317,6 +317,14 @@ std::unique_ptr<CheckpointWriter> write_checkpoints_during(const config::Experim
   auto writer = std::make_unique<CheckpointWriter>(write, c.run.keep_last > 1 ? 0.0 : c.run.checkpoint_interval_s,
                                                    &resources.recorder());
   setup.on_checkpoint = [w = writer.get()](const pipeline::CheckpointEvent& e) { w->submit(e); };
+  // A due epoch's state is taken only where the writer would write it, and always the run's last
+  // epoch's. With run.patience every due epoch's is: the run may stop at any evaluated epoch, and
+  // checkpoints/last must then hold that epoch (a resume with the same patience is refused).
+  if (c.run.patience == 0) {
+    setup.wants_checkpoint = [w = writer.get(), epochs = c.run.epochs](int epoch) {
+      return epoch == epochs || w->wants_last();
+    };
+  }
   return writer;
 }
 
@@ -420,6 +428,7 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
     // and its busy time (training never waits for it).
     summary["checkpoints"] = {{"written", writer->written()},
                               {"coalesced", writer->coalesced()},
+                              {"last_states", writer->last_states()},
                               {"busy_s", writer->busy_seconds()},
                               {"interval_s", c.run.keep_last > 1 ? 0.0 : c.run.checkpoint_interval_s}};
     log.info("checkpoints: {} written on their own thread ({:.3f} s busy), {} replaced by newer states before written",

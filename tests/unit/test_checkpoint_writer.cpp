@@ -99,6 +99,47 @@ TEST_CASE("checkpoint writer: a `last` waits out the interval, a stop request's 
   CHECK(disk.written == std::vector<std::string>{"l1", "b3", "l2"});
 }
 
+TEST_CASE("checkpoint writer: it wants a `last` first, then once the interval passed and none waits", "[checkpoint][tsan]") {
+  Disk disk;
+  disk.release();
+  CheckpointWriter writer(disk.write(), 3600);
+  CHECK(writer.wants_last());  // none written yet
+  writer.submit(event(1, false, true));
+  writer.flush();
+  CHECK_FALSE(writer.wants_last());  // an hour to go
+  writer.submit(event(2, true, false));
+  writer.flush();
+  CHECK_FALSE(writer.wants_last());  // a best changes nothing
+  CheckpointWriter every(disk.write(), 0);
+  every.submit(event(1, false, true));
+  every.flush();
+  CHECK(every.wants_last());
+  CHECK(writer.last_states() == 1);
+}
+
+TEST_CASE("checkpoints: a due epoch's state is taken only where it would be written", "[checkpoint][pipeline]") {
+  const char* yaml = R"(
+name: cadence
+dataset: {synthetic: {nodes: 600, avg_degree: 6, features: 12, classes: 3, seed: 4}}
+model: {type: gcn, layers: 2, hidden: 16, dropout: 0.5}
+sampler: {type: full}
+optimizer: {type: adam, lr: 0.01}
+run: {epochs: 8, seed: 3, checkpoint_every: 1, checkpoint_interval: 3600}
+)";
+  test::TempDir dir;
+  for (const std::string mode : {"pipelined", "sequential"}) {
+    INFO(mode);
+    // An hour between writes: the first due epoch's state and the last epoch's are all it takes.
+    const test::ExperimentRun run = test::run_experiment(yaml, {"pipeline.mode=" + mode}, dir.path() / mode);
+    CHECK(run.summary.at("checkpoints").at("last_states") == 2);
+    CHECK(experiments::read_checkpoint(dir.path() / mode / "checkpoints" / "last").epoch == 8);
+    // With run.patience the run may stop at any evaluated epoch: every due epoch's state is taken.
+    const test::ExperimentRun patient =
+        test::run_experiment(yaml, {"pipeline.mode=" + mode, "run.patience=100"}, dir.path() / (mode + "-patience"));
+    CHECK(patient.summary.at("checkpoints").at("last_states") == 8);
+  }
+}
+
 TEST_CASE("checkpoint writer: interval 0 writes every state in order, none dropped", "[checkpoint][tsan]") {
   Disk disk;
   CheckpointWriter writer(disk.write(), 0);

@@ -32,6 +32,7 @@ void CheckpointWriter::submit(pipeline::CheckpointEvent event) {
   {
     const std::lock_guard lock(mutex_);
     rethrow_locked();
+    if (event.last) ++last_states_;
     if (interval_s_ > 0) {
       // A waiting event whose every file the new one rewrites is not written.
       const auto superseded = [&](const pipeline::CheckpointEvent& old) {
@@ -55,9 +56,24 @@ void CheckpointWriter::flush() {
   rethrow_locked();
 }
 
+bool CheckpointWriter::wants_last() const {
+  const std::lock_guard lock(mutex_);
+  if (interval_s_ <= 0) return true;
+  if (writing_last_ || std::any_of(pending_.begin(), pending_.end(), [](const pipeline::CheckpointEvent& e) { return e.last; })) {
+    return false;
+  }
+  return !wrote_last_ ||
+         Clock::now() - last_written_ >= std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval_s_));
+}
+
 int64_t CheckpointWriter::coalesced() const {
   const std::lock_guard lock(mutex_);
   return coalesced_;
+}
+
+int64_t CheckpointWriter::last_states() const {
+  const std::lock_guard lock(mutex_);
+  return last_states_;
 }
 
 int64_t CheckpointWriter::written() const {
@@ -94,6 +110,7 @@ void CheckpointWriter::loop() {
       event = std::move(pending_.front());
       pending_.pop_front();
       writing_ = true;
+      writing_last_ = event.last;
     }
     const auto t0 = Clock::now();
     const double begin_s = recorder_ != nullptr ? recorder_->begin(pipeline::Stage::kCheckpoint, event.epoch, -1) : 0.0;
@@ -108,6 +125,7 @@ void CheckpointWriter::loop() {
     {
       const std::lock_guard lock(mutex_);
       writing_ = false;
+      writing_last_ = false;
       busy_s_ += std::chrono::duration<double>(t1 - t0).count();
       if (failed) {
         if (!error_) error_ = failed;

@@ -39,10 +39,15 @@ class CheckpointWriter {
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
   void submit(pipeline::CheckpointEvent event);
+  // Whether a `last` handed over now would be written without being replaced first: interval 0,
+  // or no `last` waiting and the interval passed since the last one (or none written yet).
+  bool wants_last() const;
   void flush();
   // Events dropped because a newer one superseded them, and events written.
   int64_t coalesced() const;
   int64_t written() const;
+  // States handed over for checkpoints/last (each one a host copy the train thread made).
+  int64_t last_states() const;
   // Seconds the writer's thread spent writing.
   double busy_seconds() const;
 
@@ -59,12 +64,12 @@ class CheckpointWriter {
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<pipeline::CheckpointEvent> pending_;
-  bool writing_ = false, quit_ = false;
+  bool writing_ = false, writing_last_ = false, quit_ = false;
   int flushing_ = 0;
   bool wrote_last_ = false;
   Clock::time_point last_written_{};
   std::exception_ptr error_;
-  int64_t coalesced_ = 0, written_ = 0;
+  int64_t coalesced_ = 0, written_ = 0, last_states_ = 0;
   double busy_s_ = 0;
   std::thread thread_;
 };

@@ -28,7 +28,7 @@ CheckpointEvent last_state(const TrainingSetup& s, int epoch) {
 bool evaluates(const TrainingSetup& s, int epoch) { return epoch % s.pipeline.eval_every == 0 || epoch == s.epochs; }
 
 std::shared_ptr<CheckpointEvent> capture_checkpoint(const TrainingSetup& s, int epoch) {
-  if (!checkpoint_due(s, epoch)) return nullptr;
+  if (!checkpoint_due(s, epoch) || (s.wants_checkpoint && !s.wants_checkpoint(epoch))) return nullptr;
   return std::make_shared<CheckpointEvent>(last_state(s, epoch));
 }
 

@@ -115,6 +115,10 @@ struct TrainingSetup {
   // the train stream). 0: never.
   int checkpoint_every = 0;
   std::function<void(const CheckpointEvent&)> on_checkpoint;
+  // Asked on the train thread before a due epoch's state is copied to the host: whether it would
+  // be written (the checkpoint writer's cadence); unset: always. A state not taken costs nothing,
+  // so a GPU run does not synchronise its train stream for a checkpoint that would be dropped.
+  std::function<bool(int epoch)> wants_checkpoint;
   // A stop request (the signal number of SIGINT/SIGTERM; 0: none), read before every step: once
   // set, the step in flight finishes, no other starts, and (checkpoint_every > 0) `last` is
   // written at that point of the epoch: on_checkpoint gets an event with `partial` set, after the
