@@ -88,8 +88,11 @@ double CheckpointWriter::busy_seconds() const {
 
 bool CheckpointWriter::ready_locked(Clock::time_point now, Clock::time_point* at) const {
   const pipeline::CheckpointEvent& front = pending_.front();
-  if (!front.last || front.partial || interval_s_ <= 0 || !wrote_last_ || flushing_ > 0 || quit_) return true;
-  *at = last_written_ + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval_s_));
+  if (front.partial || interval_s_ <= 0 || flushing_ > 0 || quit_) return true;
+  const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval_s_));
+  *at = now;
+  if (front.last && wrote_last_) *at = std::max(*at, last_written_ + interval);
+  if (front.best && wrote_best_) *at = std::max(*at, best_written_ + interval);
   return now >= *at;
 }
 
@@ -135,6 +138,10 @@ void CheckpointWriter::loop() {
         if (event.last) {
           wrote_last_ = true;
           last_written_ = t1;
+        }
+        if (event.best) {
+          wrote_best_ = true;
+          best_written_ = t1;
         }
       }
     }

@@ -3,9 +3,10 @@
 // neither the train thread nor the evaluation thread waits for a file. The pipeline hands over a
 // CheckpointEvent (the state already on the host); the writer turns it into files with `write`.
 //  - Cadence: an event that writes checkpoints/last waits until `interval_s` seconds have passed
-//    since the previous `last` was written (the first is written at once; a stop request's
-//    partial-epoch state and flush() never wait). interval_s 0: every event is written as it
-//    comes, none is dropped (run.keep_last > 1: every due epoch gets its epoch copy).
+//    since the previous `last` was written, and one that writes checkpoints/best likewise since
+//    the previous `best` (the first of each is written at once; a stop request's partial-epoch
+//    state and flush() never wait). interval_s 0: every event is written as it comes, none is
+//    dropped (run.keep_last > 1: every due epoch gets its epoch copy).
 //  - Coalescing (interval_s > 0): an event still waiting when a newer one arrives is dropped when
 //    the newer one writes every file it would (a newer `best` replaces an older `best`, a newer
 //    `last` an older `last`), so the newest state is what gets written, and at most one event
@@ -66,8 +67,8 @@ class CheckpointWriter {
   std::deque<pipeline::CheckpointEvent> pending_;
   bool writing_ = false, writing_last_ = false, quit_ = false;
   int flushing_ = 0;
-  bool wrote_last_ = false;
-  Clock::time_point last_written_{};
+  bool wrote_last_ = false, wrote_best_ = false;
+  Clock::time_point last_written_{}, best_written_{};
   std::exception_ptr error_;
   int64_t coalesced_ = 0, written_ = 0, last_states_ = 0;
   double busy_s_ = 0;

@@ -80,7 +80,10 @@ class EvalWorker {
       }
       if (!failure_.failed() && r.epoch <= stop_epoch_.load()) {
         try {
+          StageRecorder& rec = stages_.setup().recorder;
+          double t0 = rec.begin(Stage::kReport, r.epoch, -1);
           r.loss = stages_.epoch_loss();
+          rec.record(Stage::kReport, r.epoch, -1, t0, rec.now());
           if (stages_.setup().model.context().is_cuda()) {
             // The train thread only queues a GPU epoch's work: the device's timeline says how long it took.
             r.epoch_time_s = std::max(r.epoch_time_s, stages_.epoch_device_seconds());
@@ -97,8 +100,10 @@ class EvalWorker {
           // Jobs come in epoch order and later epochs' windows begin after this one's.
           stages_.setup().recorder.forget(r.window_begin_s, r.epoch);
           if (tracker_.add(r)) stop_epoch_.store(r.epoch);
+          t0 = rec.begin(Stage::kReport, r.epoch, -1);
           on_epoch_(r);
           report_checkpoint(stages_.setup(), stages_, tracker_, r, std::move(due));
+          rec.record(Stage::kReport, r.epoch, -1, t0, rec.now());
         } catch (...) {
           if (failure_.record(std::current_exception(), fmt::format("stage eval, epoch {}: ", r.epoch))) graph_.cancel();
         }

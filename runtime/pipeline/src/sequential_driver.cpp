@@ -73,8 +73,10 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
     s.recorder.forget(start, epoch);  // later epochs' windows begin after this one's
     times.push_back(r.epoch_time_s);
     epochs_run = epoch;
+    const double report_begin = s.recorder.begin(Stage::kReport, epoch, -1);
     on_epoch(r);
     report_checkpoint(s, stages, tracker, r, std::move(due));
+    s.recorder.record(Stage::kReport, epoch, -1, report_begin, s.recorder.now());
     if (stop) break;
   }
   stages.drain();

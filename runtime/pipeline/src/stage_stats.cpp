@@ -239,11 +239,16 @@ std::string epoch_verdict_of_stages(const WindowStats& w, bool pipelined) {
   const std::string waits = fmt::format("trainer waited {:.0f}% of the epoch for data{}", wait_data,
                                         wait_eval >= 0.5 ? fmt::format(", {:.0f}% for evaluation", wait_eval) : "");
   const std::string evals = w.eval_s_by_epoch.empty() ? std::string() : "; " + evaluations(w) + " of this epoch";
+  // The evaluation thread evaluates and reports epochs (loss, log line, metrics row, checkpoint
+  // hand-off): the trainer waits for both, so both are its busy time, and the verdict says which.
+  const double report = w.share(Stage::kReport), eval_thread = std::min(100.0, eval + report);
+  const std::string reporting = report >= 0.5 ? fmt::format(" (reporting epochs {:.0f}%)", report) : std::string();
   // The largest share names the bound; evaluation also when the trainer waited on it more than
   // on data (the next snapshot cannot be taken before the evaluation is done).
-  if ((wait_eval >= 10.0 && wait_eval >= wait_data) || (eval > train && eval >= sampling && eval >= transfer)) {
-    return fmt::format("bound by evaluation: evaluation thread {:.0f}% busy, trainer {:.0f}% busy, {}{}", eval, train,
-                       waits, evals);
+  if ((wait_eval >= 10.0 && wait_eval >= wait_data) ||
+      (eval_thread > train && eval_thread >= sampling && eval_thread >= transfer)) {
+    return fmt::format("bound by evaluation: evaluation thread {:.0f}% busy{}, trainer {:.0f}% busy, {}{}", eval_thread,
+                       reporting, train, waits, evals);
   }
   // The trainer waited for data longer than it worked, and no stage feeding it was half busy: the
   // wait is latency (too few batches in flight for each one's path), not a stage's throughput.

@@ -210,3 +210,21 @@ TEST_CASE("the checkpoint writer's busy time is said beside the verdict, never a
   on_lane(quiet, "train", [&] { quiet.record(Stage::kTrain, 1, 0, 0.0, 8.0); });
   CHECK(epoch_verdict(quiet.window(0.0, 10.0), true).find("checkpoint") == std::string::npos);
 }
+
+TEST_CASE("a trainer waiting on the evaluation thread's reporting is bound by it, and the verdict says so",
+          "[pipeline][stats]") {
+  // The evaluation thread evaluates 1 s and reports the epoch (its line, metrics row, checkpoint
+  // hand-off) 5 s of a 10 s epoch; the trainer works 3 s and waits 6 s for that thread.
+  StageRecorder r;
+  on_lane(r, "train", [&] {
+    r.record_wait(Stage::kTrain, 2, 0.0, 6.0, WaitFor::kEvaluation);
+    r.record(Stage::kTrain, 2, 0, 6.0, 9.0);
+  });
+  on_lane(r, "eval", [&] {
+    r.record(Stage::kEval, 1, -1, 0.0, 1.0);
+    r.record(Stage::kReport, 1, -1, 1.0, 6.0);
+  });
+  CHECK(epoch_verdict(r.window(0.0, 10.0), true) ==
+        "bound by evaluation: evaluation thread 60% busy (reporting epochs 50%), trainer 30% busy, trainer waited 0% of "
+        "the epoch for data, 60% for evaluation; evaluation of epoch 1 10% of this epoch");
+}

@@ -18,8 +18,10 @@
 namespace gnnpipe::pipeline {
 
 // kCheckpoint: the checkpoint writer's thread (experiments' CheckpointWriter), beside the run:
-// nothing waits for it until the run's end.
-enum class Stage { kSample, kGather, kGovern, kTransfer, kTrain, kEval, kCheckpoint };
+// nothing waits for it until the run's end. kReport: an epoch's reporting on the evaluation
+// thread (the loss reduced and copied to the host, the epoch's line and metrics.csv row, the
+// checkpoint hand-off), which the trainer waits for as it waits for evaluation.
+enum class Stage { kSample, kGather, kGovern, kTransfer, kTrain, kEval, kCheckpoint, kReport };
 constexpr std::string_view to_string(Stage s) {
   switch (s) {
     case Stage::kSample: return "sample";
@@ -29,11 +31,12 @@ constexpr std::string_view to_string(Stage s) {
     case Stage::kTrain: return "train";
     case Stage::kEval: return "eval";
     case Stage::kCheckpoint: return "checkpoint";
+    case Stage::kReport: return "report";
   }
   return "?";
 }
-inline constexpr Stage kStages[] = {Stage::kSample, Stage::kGather, Stage::kGovern,    Stage::kTransfer,
-                                    Stage::kTrain,  Stage::kEval,   Stage::kCheckpoint};
+inline constexpr Stage kStages[] = {Stage::kSample, Stage::kGather, Stage::kGovern,     Stage::kTransfer,
+                                    Stage::kTrain,  Stage::kEval,   Stage::kCheckpoint, Stage::kReport};
 
 struct StageEvent {
   Stage stage;
