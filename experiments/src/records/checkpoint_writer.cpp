@@ -131,7 +131,10 @@ void CheckpointWriter::loop() {
       writing_last_ = false;
       busy_s_ += std::chrono::duration<double>(t1 - t0).count();
       if (failed) {
-        if (!error_) error_ = failed;
+        // Moved, not copied: this thread keeps no reference to the exception, so the thread that
+        // rethrows it (and reads its message) is the one that frees it.
+        if (!error_) error_ = std::move(failed);
+        failed = nullptr;
         pending_.clear();  // after a failed write the run ends; later states are not written
       } else {
         ++written_;
