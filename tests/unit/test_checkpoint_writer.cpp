@@ -25,6 +25,16 @@ using experiments::CheckpointWriter;
 
 namespace {
 
+// 8 full-batch epochs, each due for a checkpoint (the tests set run.checkpoint_interval).
+const char* kRun = R"(
+name: cadence
+dataset: {synthetic: {nodes: 600, avg_degree: 6, features: 12, classes: 3, seed: 4}}
+model: {type: gcn, layers: 2, hidden: 16, dropout: 0.5}
+sampler: {type: full}
+optimizer: {type: adam, lr: 0.01}
+run: {epochs: 8, seed: 3, checkpoint_every: 1}
+)";
+
 pipeline::CheckpointEvent event(int epoch, bool best, bool last) {
   pipeline::CheckpointEvent e;
   e.epoch = epoch;
@@ -118,24 +128,18 @@ TEST_CASE("checkpoint writer: it wants a `last` first, then once the interval pa
 }
 
 TEST_CASE("checkpoints: a due epoch's state is taken only where it would be written", "[checkpoint][pipeline]") {
-  const char* yaml = R"(
-name: cadence
-dataset: {synthetic: {nodes: 600, avg_degree: 6, features: 12, classes: 3, seed: 4}}
-model: {type: gcn, layers: 2, hidden: 16, dropout: 0.5}
-sampler: {type: full}
-optimizer: {type: adam, lr: 0.01}
-run: {epochs: 8, seed: 3, checkpoint_every: 1, checkpoint_interval: 3600}
-)";
+  const char* yaml = kRun;
   test::TempDir dir;
   for (const std::string mode : {"pipelined", "sequential"}) {
     INFO(mode);
     // An hour between writes: the first due epoch's state and the last epoch's are all it takes.
-    const test::ExperimentRun run = test::run_experiment(yaml, {"pipeline.mode=" + mode}, dir.path() / mode);
+    const test::ExperimentRun run = test::run_experiment(yaml, {"pipeline.mode=" + mode, "run.checkpoint_interval=3600"}, dir.path() / mode);
     CHECK(run.summary.at("checkpoints").at("last_states") == 2);
     CHECK(experiments::read_checkpoint(dir.path() / mode / "checkpoints" / "last").epoch == 8);
     // With run.patience the run may stop at any evaluated epoch: every due epoch's state is taken.
     const test::ExperimentRun patient =
-        test::run_experiment(yaml, {"pipeline.mode=" + mode, "run.patience=100"}, dir.path() / (mode + "-patience"));
+        test::run_experiment(yaml, {"pipeline.mode=" + mode, "run.checkpoint_interval=3600", "run.patience=100"},
+                             dir.path() / (mode + "-patience"));
     CHECK(patient.summary.at("checkpoints").at("last_states") == 8);
   }
 }
@@ -162,14 +166,7 @@ TEST_CASE("checkpoint writer: a failed write is the next submit's or flush's err
 }
 
 TEST_CASE("checkpoints: training does not wait for a checkpoint file", "[checkpoint][pipeline][tsan]") {
-  const char* yaml = R"(
-name: slow_disk
-dataset: {synthetic: {nodes: 600, avg_degree: 6, features: 12, classes: 3, seed: 4}}
-model: {type: gcn, layers: 2, hidden: 16, dropout: 0.5}
-sampler: {type: full}
-optimizer: {type: adam, lr: 0.01}
-run: {epochs: 8, seed: 3, checkpoint_every: 1, checkpoint_interval: 0}
-)";
+  const char* yaml = kRun;
   for (const std::string mode : {"pipelined", "sequential"}) {
     INFO(mode);
     // The first checkpoint's write holds until the last epoch has trained: a run whose training
@@ -192,7 +189,7 @@ run: {epochs: 8, seed: 3, checkpoint_every: 1, checkpoint_interval: 0}
       reached = changed.wait_for(lock, std::chrono::seconds(60), [&] { return trained == 8; });
     };
     test::TempDir dir;
-    const test::ExperimentRun run = test::run_experiment(yaml, {"pipeline.mode=" + mode}, dir.path() / mode, options);
+    const test::ExperimentRun run = test::run_experiment(yaml, {"pipeline.mode=" + mode, "run.checkpoint_interval=0"}, dir.path() / mode, options);
     CHECK(reached);
     // Every checkpoint was written by the end: `last` holds the last epoch.
     const experiments::Checkpoint last = experiments::read_checkpoint(dir.path() / mode / "checkpoints" / "last");

@@ -8,7 +8,11 @@
 namespace gnnpipe::experiments {
 
 CheckpointWriter::CheckpointWriter(Write write, double interval_s, pipeline::StageRecorder* recorder)
-    : write_(std::move(write)), interval_s_(interval_s), recorder_(recorder), thread_([this] { loop(); }) {}
+    : write_(std::move(write)),
+      interval_s_(interval_s),
+      interval_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval_s))),
+      recorder_(recorder),
+      thread_([this] { loop(); }) {}
 
 CheckpointWriter::~CheckpointWriter() {
   try {
@@ -62,8 +66,7 @@ bool CheckpointWriter::wants_last() const {
   if (writing_last_ || std::any_of(pending_.begin(), pending_.end(), [](const pipeline::CheckpointEvent& e) { return e.last; })) {
     return false;
   }
-  return !wrote_last_ ||
-         Clock::now() - last_written_ >= std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval_s_));
+  return !wrote_last_ || Clock::now() - last_written_ >= interval_;
 }
 
 int64_t CheckpointWriter::coalesced() const {
@@ -89,10 +92,9 @@ double CheckpointWriter::busy_seconds() const {
 bool CheckpointWriter::ready_locked(Clock::time_point now, Clock::time_point* at) const {
   const pipeline::CheckpointEvent& front = pending_.front();
   if (front.partial || interval_s_ <= 0 || flushing_ > 0 || quit_) return true;
-  const auto interval = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval_s_));
   *at = now;
-  if (front.last && wrote_last_) *at = std::max(*at, last_written_ + interval);
-  if (front.best && wrote_best_) *at = std::max(*at, best_written_ + interval);
+  if (front.last && wrote_last_) *at = std::max(*at, last_written_ + interval_);
+  if (front.best && wrote_best_) *at = std::max(*at, best_written_ + interval_);
   return now >= *at;
 }
 

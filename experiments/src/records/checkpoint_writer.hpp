@@ -61,6 +61,7 @@ class CheckpointWriter {
 
   Write write_;
   double interval_s_;
+  Clock::duration interval_;  // interval_s_ as a clock duration
   pipeline::StageRecorder* recorder_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
