@@ -106,7 +106,8 @@ namespace {
 class TrainingResources {
  public:
   TrainingResources(const config::ExperimentConfig& c, const graph::Dataset& d, const TrainOptions& options)
-      : threads_(plan_threads(c.pipeline.sampler_threads, c.run.device.is_cuda(), core::usable_cpus())),
+      : threads_(plan_threads(c.pipeline.sampler_threads, c.run.device.is_cuda(), core::usable_cpus(),
+                                c.pipeline.eval_threads)),
         applied_threads_(threads_),
         budget_(budget_for(c)),
         allocator_(c.run.device, budget_.budget, {}, c.memory.allocator),
@@ -155,6 +156,7 @@ class TrainingResources {
     pipe.score = resolve_score(c.run.metric, d.labels.is_multi_label(), d.name);
     if (options.mode) pipe.mode = *options.mode;
     pipe.sampler_threads = threads.sampler_threads;  // auto resolved
+    pipe.eval_threads = threads.eval_threads;
     return pipe;
   }
 

@@ -81,6 +81,11 @@ TEST_CASE("missing sections take the modules' defaults", "[config]") {
   CHECK(parse(kMinimal, {"pipeline.sampler_threads=3"}).pipeline.sampler_threads == 3);
   CHECK_THROWS_WITH(parse(kMinimal, {"pipeline.sampler_threads=many"}),
                     Catch::Contains("pipeline.sampler_threads: 'many' is not a valid integer"));
+  CHECK(c.pipeline.eval_threads == -1);  // auto
+  CHECK(yaml_text(c.resolved).find("eval_threads: auto") != std::string::npos);
+  CHECK(parse(kMinimal, {"pipeline.eval_threads=2"}).pipeline.eval_threads == 2);
+  CHECK_THROWS_WITH(parse(kMinimal, {"pipeline.eval_threads=0"}),
+                    Catch::Contains("pipeline.eval_threads: must be >= 1, got 0"));
   CHECK(c.memory.limit_bytes == defaults.memory.limit_bytes);
   CHECK(c.run.epochs == 10);
   CHECK(c.run.patience == 0);

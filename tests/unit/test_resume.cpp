@@ -267,12 +267,14 @@ TEST_CASE("resume: a damaged stopped-epoch record in the checkpoint is refused n
                     Catch::StartsWith("dir/last: run_state.partial_epoch.counters.seeds is missing ("));
 }
 
-TEST_CASE("resume: run.keep_last and run.checkpoint_every may change, and the resumed run trains bitwise the same",
+TEST_CASE("resume: run.keep_last, run.checkpoint_every and pipeline.eval_threads may change, and the resumed run "
+          "trains bitwise the same",
           "[checkpoint]") {
   test::TempDir dir;
   const auto whole = test::run_experiment(kBase, {}, dir / "whole");
   test::run_experiment(kBase, {"run.epochs=3"}, dir / "part");
-  const nlohmann::json resumed = resume({"run.keep_last=2", "run.checkpoint_every=2"}, dir / "part");
+  const nlohmann::json resumed =
+      resume({"run.keep_last=2", "run.checkpoint_every=2", "pipeline.eval_threads=2"}, dir / "part");
   CHECK(resumed["params_checksum"] == whole.summary["params_checksum"]);
   CHECK(fs::is_directory(dir / "part" / "checkpoints" / "epoch-000006"));
 }

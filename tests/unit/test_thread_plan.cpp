@@ -62,6 +62,17 @@ TEST_CASE("sampler_threads auto: a quarter of the CPUs on the CPU backend, all b
     CHECK(plan_threads(0, false, cpus(16, std::nullopt)).blas_threads == 11);
     CHECK(plan_threads(0, true, cpus(16, std::nullopt)).blas_threads == 16);
   }
+  // Evaluation's own arena: the evaluation thread on the CPU backend, the shared pool on a GPU;
+  // pipeline.eval_threads wins.
+  CHECK(plan.eval_threads == 1);
+  CHECK(plan.eval_auto);
+  CHECK_THAT(plan.line(), Catch::Contains("evaluation 1 of its own"));
+  CHECK(plan_threads(0, true, cpus(16, std::nullopt)).eval_threads == 0);
+  CHECK_THAT(plan_threads(0, true, cpus(16, std::nullopt)).line(), !Catch::Contains("evaluation"));
+  const auto chosen = plan_threads(0, true, cpus(16, std::nullopt), 3);
+  CHECK(chosen.eval_threads == 3);
+  CHECK_FALSE(chosen.eval_auto);
+  CHECK(chosen.json()["eval_threads"] == 3);
   CHECK(plan.json()["usable_cpus"] == 3);
   CHECK(plan.json()["cgroup_quota_cpus"] == 2.5);
   CHECK_THAT(plan.line(), Catch::Contains("1 sampler thread (auto)"));

@@ -26,6 +26,11 @@ std::map<std::string, double> per_epoch(const nlohmann::json& summary) {
   return out;
 }
 
+// Per-epoch on-CPU seconds of the thread that ran a stage (stage_detail's cpu_s).
+double cpu_per_epoch(const nlohmann::json& summary, const char* stage) {
+  return summary["stage_detail"][stage].value("cpu_s", 0.0) / std::max(1, summary["epochs"].get<int>());
+}
+
 // Epoch-time statistics of a run without its first `warmup` epochs (caches, allocator growth,
 // page faults): median, mean +- unbiased std; the warm-up epochs reported apart.
 nlohmann::json epoch_stats(const nlohmann::json& summary, int warmup) {
@@ -157,6 +162,12 @@ nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset
              c.name, samplers::to_string(c.sampler.type), batches, threads, hw, c.pipeline.staging_slots);
   fmt::print(out, "{:<22}{:>14}{:>14}\n", "seconds per epoch", "sequential", "pipelined");
   for (const char* s : kStages) fmt::print(out, "{:<22}{:>14.4f}{:>14.4f}\n", std::string("  ") + s + " (busy)", seq_stages.at(s), pipe_stages.at(s));
+  // Evaluation's work apart from its wall time: the same work has the same CPU seconds in both
+  // modes (its own arena, pipeline.eval_threads), where its busy time also counts the CPUs it
+  // waited for beside training.
+  const double seq_eval_cpu = cpu_per_epoch(seq, "eval"), pipe_eval_cpu = cpu_per_epoch(pipe, "eval");
+  fmt::print(out, "{:<22}{:>14.4f}{:>14.4f}   (on the evaluation thread's CPU)\n", "  eval (CPU)", seq_eval_cpu,
+             pipe_eval_cpu);
   fmt::print(out, "{:<22}{:>14}{:>14.4f}\n", "  trainer waited", "-",
              pipe["trainer_wait_s"].get<double>() / std::max(1, pipe["epochs"].get<int>()));
   fmt::print(out, "{:<22}{:>14.4f}{:>14.4f}   (run span / epochs: training and every evaluation)\n",
@@ -197,6 +208,7 @@ nlohmann::json run_bench(const config::ExperimentConfig& c, const graph::Dataset
       {"hardware_threads", hw},
       {"staging_slots", c.pipeline.staging_slots},
       {"stage_busy_s_per_epoch", {{"sequential", seq_stages}, {"pipelined", pipe_stages}}},
+      {"eval_cpu_s_per_epoch", {{"sequential", seq_eval_cpu}, {"pipelined", pipe_eval_cpu}}},
       {"trainer_wait_s_per_epoch", pipe["trainer_wait_s"].get<double>() / std::max(1, pipe["epochs"].get<int>())},
       {"params_identical", identical},
       {"params_checksum", {{"sequential", seq["params_checksum"]}, {"pipelined", pipe["params_checksum"]}}},

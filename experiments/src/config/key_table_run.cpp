@@ -48,6 +48,22 @@ const std::vector<Key<pipeline::PipelineOptions>>& pipeline_keys() {
              }
            },
        .write = [](const O& o) { return o.sampler_threads > 0 ? YAML::Node(o.sampler_threads) : YAML::Node("auto"); }},
+      // auto (-1): resolved at the start of a run (thread_plan): 1 on the CPU backend, the shared
+      // arena (0) on a GPU.
+      {.name = "eval_threads",
+       .doc = {"integer or auto", kAll,
+               "Threads evaluation runs on, in an arena of its own, in both modes; auto: 1 on the CPU backend "
+               "(the evaluation thread), the shared pool on a GPU."},
+       .read =
+           [](ConfigMap& s, const std::string& key, O& o) {
+             if (s.get<std::string>(key, "auto") == "auto") {
+               o.eval_threads = -1;
+             } else {
+               o.eval_threads = s.get(key, 1);
+               check_at_least(s, key, o.eval_threads, 1);
+             }
+           },
+       .write = [](const O& o) { return o.eval_threads > 0 ? YAML::Node(o.eval_threads) : YAML::Node("auto"); }},
       {.name = "staging_slots", .doc = {"integer", kAll, "Pinned staging slots = batches in flight (>= 1)."},
        .read = read_at_least<O, &O::staging_slots, 1>, .write = write_field<O, &O::staging_slots>},
       {.name = "eval_every", .doc = {"integer", kAll, "Evaluate every N epochs."},

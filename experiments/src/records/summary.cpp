@@ -148,7 +148,7 @@ nlohmann::json run_summary(const config::ExperimentConfig& c, const graph::Datas
   const auto totals = run.recorder.totals();
   for (const auto& [stage, t] : totals) {
     stages[std::string(pipeline::to_string(stage))] = t.busy_s;
-    detail[std::string(pipeline::to_string(stage))] = {{"busy_s", t.busy_s}, {"wait_s", t.wait_s}, {"items", t.items}};
+    detail[std::string(pipeline::to_string(stage))] = {{"busy_s", t.busy_s}, {"wait_s", t.wait_s}, {"items", t.items}, {"cpu_s", t.cpu_s}};
   }
   const std::string metric = metric_name(c, d);
   nlohmann::json summary = {

@@ -21,7 +21,8 @@ namespace {
 // earlier checkpoint another hash than its config's, and refuse its resume.
 bool hash_free(const std::string& key) {
   return key == "run.epochs" || key == "run.checkpoint_every" || key == "run.keep_last" ||
-         key == "run.checkpoint_interval";  // added later: hash-free keeps earlier checkpoints' hashes
+         key == "run.checkpoint_interval" ||  // added later: hash-free keeps earlier checkpoints' hashes
+         key == "pipeline.eval_threads";
 }
 
 std::string hash_of(const YAML::Node& resolved) {
@@ -38,7 +39,7 @@ YAML::Node resolved_of(const config::ExperimentConfig& config) {
 
 const std::vector<std::string>& resume_changeable_keys() {
   static const std::vector<std::string> keys{"run.epochs", "run.checkpoint_every", "run.keep_last", "run.patience",
-                                             "run.checkpoint_interval"};
+                                             "run.checkpoint_interval", "pipeline.eval_threads"};
   return keys;
 }
 

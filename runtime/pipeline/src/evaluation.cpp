@@ -32,7 +32,9 @@ Evaluation::Evaluation(const TrainingSetup& s, memory::CachingAllocator& allocat
       snapshot_done_(device_),
       eval_model_(s.model_options, s.data.features.cols(), s.data.labels.num_classes, s.seed, eval_ctx_,
                   s.model.embedding().rows),
-      chunk_(std::max(1, s.eval_chunk_nodes)) {}
+      chunk_(std::max(1, s.eval_chunk_nodes)) {
+  if (s.pipeline.eval_threads > 0) arena_.emplace(s.pipeline.eval_threads);
+}
 
 void Evaluation::place_eval_graph() {
   const EvalGraph wanted = s_.pipeline.eval_graph;
@@ -185,7 +187,11 @@ void Evaluation::evaluate(EpochResult& r, const std::optional<WholeGraphBatch>& 
   // An attempt reads the snapshot, which nothing changes until the next epoch's, and rewrites
   // every score of `r`.
   const int attempts = retrying(s_, counters_, Stage::kEval, r.epoch, -1, [&](int attempt) {
-    evaluate_once(r, whole);
+    if (arena_) {
+      arena_->execute([&] { evaluate_once(r, whole); });
+    } else {
+      evaluate_once(r, whole);
+    }
     return attempt + 1;
   });
   if (attempts > 1) {

@@ -10,6 +10,8 @@
 #include <optional>
 #include <vector>
 
+#include <tbb/task_arena.h>
+
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/memory/caching_allocator.hpp"
 #include "gnnpipe/models/device_array.hpp"
@@ -82,6 +84,9 @@ class Evaluation {
   RunCounters& counters_;
   const InputPlacement& placement_;
   const bool resident_candidate_;  // a fixed batch evaluates over itself
+  // PipelineOptions::eval_threads > 0: the arena evaluate() runs in (its caller is one of its
+  // threads; none are taken from the samplers' and the trainer's pool).
+  std::optional<tbb::task_arena> arena_;
   core::Stream eval_stream_;
   models::OpContext eval_ctx_;  // the evaluation twin's ops, on the eval stream
   core::Event epoch_end_, snapshot_done_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <ctime>
 #include <fstream>
 #include <set>
 
@@ -19,6 +20,13 @@ thread_local uint64_t tl_recorder = 0;
 thread_local int tl_lane = -1;
 
 double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
+
+// The calling thread's CPU time (a system call of well under a microsecond; a few per batch).
+double thread_cpu_seconds() {
+  timespec t{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return 0;
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 }  // namespace
 
@@ -48,9 +56,10 @@ int StageRecorder::this_lane_locked(Stage stage) {
 
 double StageRecorder::begin(Stage stage, int epoch, int64_t batch) {
   const double t = now();
+  const double cpu = thread_cpu_seconds();
   std::lock_guard lock(mutex_);
   const int lane = this_lane_locked(stage);
-  in_flight_[lane] = InFlight{stage, epoch, batch, lane_names_[static_cast<std::size_t>(lane)], t};
+  in_flight_[lane] = InFlight{stage, epoch, batch, lane_names_[static_cast<std::size_t>(lane)], t, cpu};
   last_activity_s_ = std::max(last_activity_s_, t);
   return t;
 }
@@ -69,15 +78,22 @@ double StageRecorder::last_activity_s() const {
 }
 
 void StageRecorder::record(Stage stage, int epoch, int64_t batch, double begin_s, double end_s) {
+  const double cpu = thread_cpu_seconds();
   std::lock_guard lock(mutex_);
   const int lane = this_lane_locked(stage);
-  in_flight_.erase(lane);
+  double cpu_s = 0;
+  if (const auto it = in_flight_.find(lane); it != in_flight_.end()) {
+    const InFlight& item = it->second;
+    if (item.stage == stage && item.epoch == epoch && item.batch == batch) cpu_s = std::max(0.0, cpu - item.thread_cpu_s);
+    in_flight_.erase(it);
+  }
   last_activity_s_ = std::max(last_activity_s_, end_s);
   events_.push_back(StageEvent{stage, epoch, batch, tl_lane, begin_s, end_s});
   events_end_max_.push_back(std::max(end_s, events_end_max_.empty() ? end_s : events_end_max_.back()));
   StageTotals& t = by_epoch_[{stage, epoch}];
   t.busy_s += end_s - begin_s;
   t.items += 1;
+  t.cpu_s += cpu_s;
 }
 
 void StageRecorder::record_wait(Stage stage, int epoch, double begin_s, double end_s, WaitFor what) {
@@ -101,10 +117,7 @@ std::map<Stage, StageTotals> StageRecorder::totals(int epoch) const {
   }
   for (const auto& [key, t] : by_epoch_) {
     if (epoch >= 0 && key.second != epoch) continue;
-    StageTotals& sum = out[key.first];
-    sum.busy_s += t.busy_s;
-    sum.wait_s += t.wait_s;
-    sum.items += t.items;
+    out[key.first] += t;
   }
   return out;
 }
@@ -116,10 +129,7 @@ void StageRecorder::forget(double before_s, int first_epoch) {
       ++it;
       continue;
     }
-    StageTotals& sum = folded_[it->first.first];
-    sum.busy_s += it->second.busy_s;
-    sum.wait_s += it->second.wait_s;
-    sum.items += it->second.items;
+    folded_[it->first.first] += it->second;
     it = by_epoch_.erase(it);
   }
   if (keep_events_) return;

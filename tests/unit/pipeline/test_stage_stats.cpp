@@ -3,6 +3,8 @@
 // evaluation when evaluation is what the trainer waited for.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <ctime>
 #include <functional>
 #include <string>
 #include <thread>
@@ -227,4 +229,33 @@ TEST_CASE("a trainer waiting on the evaluation thread's reporting is bound by it
   CHECK(epoch_verdict(r.window(0.0, 10.0), true) ==
         "bound by evaluation: evaluation thread 60% busy (reporting epochs 50%), trainer 30% busy, trainer waited 0% of "
         "the epoch for data, 60% for evaluation; evaluation of epoch 1 10% of this epoch");
+}
+
+TEST_CASE("a stage's CPU time is its thread's between begin() and record(), apart from its wall time", "[pipeline][stats]") {
+  StageRecorder r;
+  volatile double sink = 0;
+  on_lane(r, "eval", [&] {
+    // Spins until the thread has had 20 ms of CPU, then sleeps: the sleep is wall time only.
+    const auto thread_cpu = [] {
+      timespec t{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+      return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+    };
+    const double t0 = r.begin(Stage::kEval, 1, -1);
+    const double cpu0 = thread_cpu();
+    while (thread_cpu() < cpu0 + 0.02) sink = sink + 1.0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    r.record(Stage::kEval, 1, -1, t0, r.now());
+    // An item recorded without a begin() has no CPU time; nor one whose begin() was another item's.
+    r.record(Stage::kEval, 2, -1, r.now(), r.now());
+    r.begin(Stage::kEval, 3, -1);
+    r.record(Stage::kEval, 4, -1, r.now(), r.now());
+  });
+  const auto eval = r.totals(1).at(Stage::kEval);
+  CHECK(eval.busy_s >= 0.08);
+  CHECK(eval.cpu_s >= 0.02);               // the spin
+  CHECK(eval.cpu_s < eval.busy_s - 0.05);  // not the sleep
+  CHECK(r.totals(2).at(Stage::kEval).cpu_s == 0.0);
+  CHECK(r.totals(4).at(Stage::kEval).cpu_s == 0.0);
+  CHECK(r.totals().at(Stage::kEval).cpu_s == eval.cpu_s);
 }

@@ -404,6 +404,10 @@ void check_bench_efficiency(const std::filesystem::path& config_file, const grap
   CHECK(bench["efficiency"].get<double>() == Approx(floor_s / pipelined_s));
   CHECK(bench["floor_speedup"].get<double>() == Approx(bench["baseline_epoch_s"].get<double>() / floor_s));
   CHECK(bench["params_identical"] == true);
+  // The evaluation thread's CPU seconds of both modes are reported (their equality is checked
+  // by tests/integration/bench_eval_cost.sh, alone: here other tests share the CPUs).
+  CHECK(bench["eval_cpu_s_per_epoch"]["sequential"].get<double>() > 0);
+  CHECK(bench["eval_cpu_s_per_epoch"]["pipelined"].get<double>() > 0);
 }
 
 }  // namespace

@@ -34,6 +34,11 @@ struct PipelineOptions {
   // auto, the default), which the experiment layer resolves from the usable CPUs before a run.
   int sampler_threads = 0;
   int staging_slots = 4;    // pinned staging slots = batches in flight, >= 1
+  // Threads evaluation's CPU work runs on, in an arena of its own, in both modes (issue #39 item
+  // 3: the sequential baseline's evaluation gets the resources the pipelined run's has, so the
+  // modes' stages compare). 0: the shared arena (auto on a GPU, whose evaluation is the device's
+  // work); -1 in a config means auto (pipeline.eval_threads), resolved by the experiment layer.
+  int eval_threads = -1;
   int eval_every = 1;       // evaluate every N epochs, >= 1
   // pipeline.resident (auto | off). auto: a sampler's fixed batch (Sampler::fixed_batch) that fits
   // unsplit is built, packed and copied in epoch 1 and stays on the device for the run; later

@@ -50,6 +50,19 @@ struct StageTotals {
   double busy_s = 0;  // summed durations
   double wait_s = 0;  // time the stage's dedicated thread waited for input
   int64_t items = 0;
+  // On-CPU time of the threads that ran the items (CLOCK_THREAD_CPUTIME_ID from begin() to
+  // record() on that thread; threads the item handed work to are not counted, nor items recorded
+  // without a begin()). Beside busy_s it tells work from waiting for a CPU: a stage whose work is
+  // the same in two runs has the same cpu_s however its threads were contended.
+  double cpu_s = 0;
+
+  StageTotals& operator+=(const StageTotals& o) {
+    busy_s += o.busy_s;
+    wait_s += o.wait_s;
+    items += o.items;
+    cpu_s += o.cpu_s;
+    return *this;
+  }
 };
 
 // What a dedicated thread waited for: its input (the trainer: data), or the evaluation thread (the
@@ -95,6 +108,7 @@ class StageRecorder {
     int64_t batch;
     std::string lane;
     double since_s;
+    double thread_cpu_s;  // the thread's CPU time at begin()
   };
   // The items threads are working on now, oldest first.
   std::vector<InFlight> in_flight() const;
