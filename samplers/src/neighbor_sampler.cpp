@@ -6,6 +6,8 @@
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/samplers/neighbor_draw.hpp"
+#include "neighbor_batch.hpp"
 
 namespace gnnpipe::samplers {
 namespace {
@@ -14,7 +16,6 @@ using graph::EdgeOffset;
 using graph::NodeId;
 
 constexpr uint64_t kPlanStream = 0x706c616e;    // "plan"
-constexpr uint64_t kSampleStream = 0x73616d70;  // "samp"
 
 // How far ahead each of a hop's passes (below) prefetches what it will read: far enough that that
 // many loads are in flight while one item is worked on, near enough that the lines are still in
@@ -49,29 +50,6 @@ NodeId local_id(NeighborWorkspace& ws, NodeId u) {
   return slot;
 }
 
-// Appends the positions in the graph's index array of `fanout` picks from the row [begin, begin +
-// degree): all when fanout is -1 or >= degree (without replacement), distinct ones by Floyd's
-// algorithm otherwise, or independent draws with replacement.
-void pick(core::Rng& rng, EdgeOffset begin, EdgeOffset degree, int fanout, bool replace, std::vector<EdgeOffset>& out) {
-  if (degree == 0) return;
-  if (fanout < 0 || (!replace && degree <= fanout)) {
-    for (EdgeOffset k = 0; k < degree; ++k) out.push_back(begin + k);
-    return;
-  }
-  if (replace) {
-    for (int k = 0; k < fanout; ++k) {
-      out.push_back(begin + static_cast<EdgeOffset>(rng.below(static_cast<uint64_t>(degree))));
-    }
-    return;
-  }
-  const auto first = static_cast<std::ptrdiff_t>(out.size());  // this row's picks so far: out[first..]
-  for (EdgeOffset j = degree - fanout; j < degree; ++j) {  // Floyd: a uniform fanout-subset
-    const EdgeOffset t = begin + static_cast<EdgeOffset>(rng.below(static_cast<uint64_t>(j + 1)));
-    const bool seen = std::find(out.begin() + first, out.end(), t) != out.end();
-    out.push_back(seen ? begin + j : t);
-  }
-}
-
 }  // namespace
 
 NeighborSampler::NeighborSampler(const graph::CsrGraph& graph, std::vector<NodeId> train_nodes,
@@ -86,12 +64,11 @@ NeighborSampler::NeighborSampler(const graph::CsrGraph& graph, std::vector<NodeI
   for (NodeId v : train_) {
     GNNPIPE_CHECK_DATA(v >= 0 && v < graph_.num_nodes(), "training node {} is outside [0, {})", v, graph_.num_nodes());
   }
-  if (o_.norm == graph::BlockNorm::kGcn) {
-    inv_sqrt_degree_.resize(static_cast<std::size_t>(graph_.num_nodes()));
-    for (NodeId v = 0; v < graph_.num_nodes(); ++v) {
-      inv_sqrt_degree_[static_cast<std::size_t>(v)] = static_cast<float>(1.0 / std::sqrt(static_cast<double>(graph_.in_degree(v) + 1)));
-    }
+  for (NodeId v = 0; v < graph_.num_nodes(); ++v) {
+    GNNPIPE_CHECK_DATA(graph_.in_degree(v) <= kMaxDrawDegree, "node {} has {} in-neighbors; the neighbor sampler draws from at most {}",
+                       v, graph_.in_degree(v), kMaxDrawDegree);
   }
+  if (o_.norm == graph::BlockNorm::kGcn) inv_sqrt_degree_ = inverse_sqrt_degrees(graph_);
 }
 
 std::vector<BatchSpec> NeighborSampler::plan_epoch(int64_t epoch) const {
@@ -137,15 +114,13 @@ graph::MiniBatch NeighborSampler::sample(const BatchSpec& spec, SamplerWorkspace
   std::size_t expanded = 0;
   for (std::size_t h = 0; h < o_.fanouts.size(); ++h) {
     const std::size_t num_dst = ws.nodes.size();
-    core::RngKey key = core::rng_key(o_.seed, {kSampleStream, static_cast<uint64_t>(spec.epoch), static_cast<uint64_t>(spec.index), h});
-    if (spec.attempt > 0) key = key.with(static_cast<uint64_t>(spec.attempt));  // the plan's batch keeps its stream
-    core::Rng rng(key);
+    const core::RngKey key = neighbor_hop_key(o_.seed, spec.epoch, spec.index, h, spec.attempt);
     // The hop in three passes, each a stream of independent loads that it prefetches ahead. The
     // graph is far larger than the caches, and one pass over the nodes waited on three dependent
     // misses per node (offsets -> neighbour ids -> local ids): on the products-size graph 93 % of
-    // its own time sat on the first two loads. The draws, the order of first reaches and so every
-    // local id are those of that single pass: batches are bitwise what they were.
-    // 1. Each node's picks, in node order (the rng's order), as positions in the index array.
+    // its own time sat on the first two loads. The order of first reaches, and so every local id,
+    // is that of one pass over the nodes in order and each node's picks in draw order.
+    // 1. Each node's picks (from its own stream: neighbor_draw.hpp), as positions in the index array.
     const std::span<const EdgeOffset> offsets = graph_.offsets();
     const std::span<const NodeId> indices = graph_.indices();
     ws.pick_positions.clear();
@@ -153,7 +128,11 @@ graph::MiniBatch NeighborSampler::sample(const BatchSpec& spec, SamplerWorkspace
     for (std::size_t p = expanded; p < num_dst; ++p) {
       if (p + kAheadNodes < num_dst) __builtin_prefetch(&offsets[static_cast<std::size_t>(ws.nodes[p + kAheadNodes])]);
       const auto v = static_cast<std::size_t>(ws.nodes[p]);
-      pick(rng, offsets[v], offsets[v + 1] - offsets[v], o_.fanouts[h], o_.replace, ws.pick_positions);
+      const EdgeOffset begin = offsets[v], degree = offsets[v + 1] - begin;
+      const std::size_t first = ws.pick_positions.size();
+      ws.pick_positions.resize(first + static_cast<std::size_t>(neighbor_pick_count(degree, o_.fanouts[h], o_.replace)));
+      neighbor_picks(key, static_cast<int64_t>(v), degree, o_.fanouts[h], o_.replace, ws.pick_positions.data() + first);
+      for (std::size_t k = first; k < ws.pick_positions.size(); ++k) ws.pick_positions[k] += begin;
       ws.pick_ends.push_back(ws.pick_positions.size());
     }
     // 2. The picked neighbours' global ids.
@@ -185,35 +164,12 @@ graph::MiniBatch NeighborSampler::sample(const BatchSpec& spec, SamplerWorkspace
     src_counts.push_back(static_cast<NodeId>(ws.nodes.size()));
   }
 
-  graph::MiniBatch batch;
-  batch.epoch = spec.epoch;
-  batch.index = spec.index;
-  // Blocks input side first: the deepest hop is blocks[0].
-  for (std::size_t h = o_.fanouts.size(); h-- > 0;) {
-    const auto nd = static_cast<std::size_t>(dst_counts[h]);
-    graph::HostArray<EdgeOffset> offsets(std::vector<EdgeOffset>(ws.row_offsets.begin(), ws.row_offsets.begin() + static_cast<std::ptrdiff_t>(nd + 1)));
-    graph::HostArray<NodeId> indices(std::vector<NodeId>(ws.row_indices.begin(), ws.row_indices.begin() + offsets[nd]));
-    graph::HostArray<float> weights;
-    if (o_.norm == graph::BlockNorm::kMean || o_.norm == graph::BlockNorm::kGcn) {
-      weights = graph::HostArray<float>(indices.size());
-      for (std::size_t v = 0; v < nd; ++v) {
-        for (auto e = offsets[v]; e < offsets[v + 1]; ++e) {
-          const auto k = static_cast<std::size_t>(e);
-          weights[k] = o_.norm == graph::BlockNorm::kMean
-                           ? 1.0f / static_cast<float>(offsets[v + 1] - offsets[v])
-                           : inv_sqrt_degree_[static_cast<std::size_t>(ws.nodes[static_cast<std::size_t>(indices[k])])] *
-                                 inv_sqrt_degree_[static_cast<std::size_t>(ws.nodes[v])];
-        }
-      }
-    }
-    batch.blocks.push_back(graph::Block::from_csr(dst_counts[h], src_counts[h], std::move(offsets), std::move(indices),
-                                                  std::move(weights), "sampled block"));
-  }
-  batch.input_nodes = graph::HostArray<NodeId>(std::vector<NodeId>(ws.nodes.begin(), ws.nodes.end()));
-  batch.targets = graph::HostArray<NodeId>(std::vector<NodeId>(spec.seeds.begin(), spec.seeds.end()));
-  batch.loss_rows = graph::HostArray<int32_t>(spec.seeds.size());
-  for (std::size_t i = 0; i < spec.seeds.size(); ++i) batch.loss_rows[i] = static_cast<int32_t>(i);
-  batch.compute_shape(0, o_.fanouts.size());
+  graph::MiniBatch batch = assemble_neighbor_batch(spec, {.dst_counts = dst_counts,
+                                                          .src_counts = src_counts,
+                                                          .row_offsets = ws.row_offsets,
+                                                          .row_indices = ws.row_indices,
+                                                          .nodes = ws.nodes},
+                                                   o_.norm, inv_sqrt_degree_);
   for (NodeId v : ws.nodes) ws.local_of[static_cast<std::size_t>(v)] = -1;  // clean for the next batch
   return batch;
 }

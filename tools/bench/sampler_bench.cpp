@@ -1,6 +1,6 @@
 // gnnpipe_bench_sampler (Google Benchmark): neighbor-sampler throughput on one core and with two
 // batches sampled at once on two threads (`_TwoThreads`), batches of 1,024 seeds, as batches/s and
-// sampled edges/s:
+// sampled edges/s (`NeighborTwin*`: the GPU sampler's data-parallel twin on the CPU, same batches):
 //   NeighborArxiv/<fanouts>    the real ogbn-arxiv graph (symmetrized), from $GNNPIPE_DATA_DIR or
 //                              ../shared/datasets; skipped when absent
 //   NeighborProducts/<fanouts> the products-size synthetic graph (2,449,029 nodes, ~61.9 M
@@ -11,10 +11,12 @@
 #include <tbb/global_control.h>
 
 #include <algorithm>
+#include <memory>
 #include <span>
 
 #include "bench_graphs.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
+#include "gnnpipe/samplers/neighbor_twin.hpp"
 #include "gnnpipe/samplers/parallel_sampler.hpp"
 
 namespace {
@@ -26,15 +28,22 @@ using bench::products;
 
 // `threads` batches per iteration, sampled concurrently by samplers::ParallelSampler (one
 // workspace per thread) under a oneTBB limit of `threads`; 1 = one batch on the calling thread.
-void run(benchmark::State& state, const Graph* g, std::vector<int> fanouts, int threads = 1) {
+// `twin`: the data-parallel twin of the GPU sampler (same batches), its phases on the threads.
+void run(benchmark::State& state, const Graph* g, std::vector<int> fanouts, int threads = 1, bool twin = false) {
   if (g == nullptr) {
     state.SkipWithError("dataset not found (set GNNPIPE_DATA_DIR)");
     return;
   }
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
-  const samplers::NeighborSampler sampler(g->graph, g->train, {.fanouts = fanouts, .batch_size = 1024, .seed = 1});
-  const auto plan = sampler.plan_epoch(0);
-  samplers::ParallelSampler parallel(sampler);
+  const samplers::NeighborSamplerOptions options{.fanouts = fanouts, .batch_size = 1024, .seed = 1};
+  std::unique_ptr<samplers::Sampler> sampler;
+  if (twin) {
+    sampler = std::make_unique<samplers::NeighborSamplerTwin>(g->graph, g->train, options);
+  } else {
+    sampler = std::make_unique<samplers::NeighborSampler>(g->graph, g->train, options);
+  }
+  const auto plan = sampler->plan_epoch(0);
+  samplers::ParallelSampler parallel(*sampler);
   const auto width = static_cast<std::size_t>(threads);
   std::size_t i = 0;
   int64_t edges = 0, nodes = 0, batches = 0;
@@ -56,6 +65,7 @@ void run(benchmark::State& state, const Graph* g, std::vector<int> fanouts, int 
 
 void NeighborArxiv_15_10_5(benchmark::State& s) { run(s, arxiv(), {15, 10, 5}); }
 void NeighborArxiv_15_10_5_TwoThreads(benchmark::State& s) { run(s, arxiv(), {15, 10, 5}, 2); }
+void NeighborTwinArxiv_15_10_5(benchmark::State& s) { run(s, arxiv(), {15, 10, 5}, 1, true); }
 void NeighborProducts_10_5(benchmark::State& s) { run(s, products(), {10, 5}); }
 void NeighborProducts_10_5_TwoThreads(benchmark::State& s) { run(s, products(), {10, 5}, 2); }
 void NeighborProducts_15_10_5(benchmark::State& s) { run(s, products(), {15, 10, 5}); }
@@ -65,6 +75,7 @@ void NeighborProducts_15_10_5_TwoThreads(benchmark::State& s) { run(s, products(
 
 BENCHMARK(NeighborArxiv_15_10_5)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(NeighborArxiv_15_10_5_TwoThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(NeighborTwinArxiv_15_10_5)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(NeighborProducts_10_5)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(NeighborProducts_10_5_TwoThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(NeighborProducts_15_10_5)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -1,0 +1,126 @@
+// The data-parallel neighbor sampler (issue #40) against the CPU sampler: every batch bit for bit
+// (blocks, weights, transposes, input nodes), on Cora, ogbn-arxiv, a power-law synthetic graph and
+// a directed multigraph with self-loops, for every norm, with and without replacement, for
+// resampled attempts, and whatever the number of threads its phases run on. The twin runs the
+// element functions the GPU kernels run, so this is the CI check of the GPU sampler's logic.
+#include <catch2/catch.hpp>
+
+#include <tbb/task_arena.h>
+
+#include <string>
+#include <vector>
+
+#include "datasets.hpp"
+#include "gnnpipe/graph/io/load.hpp"
+#include "gnnpipe/graph/synthetic.hpp"
+#include "gnnpipe/samplers/neighbor_draw.hpp"
+#include "gnnpipe/samplers/neighbor_sampler.hpp"
+#include "gnnpipe/samplers/neighbor_twin.hpp"
+#include "sampler_helpers.hpp"
+
+using namespace gnnpipe;
+using graph::NodeId;
+using samplers::NeighborSampler;
+using samplers::NeighborSamplerOptions;
+using samplers::NeighborSamplerTwin;
+
+namespace {
+
+// Compares the first `max_batches` batches of epochs 1 and 2 (and attempt 1 of each epoch's first
+// batch) of the two samplers on `g`, for every norm and both replacement modes.
+void check_twin(const graph::CsrGraph& g, const std::vector<NodeId>& train, std::vector<int> fanouts,
+                std::size_t max_batches, int batch_size) {
+  for (const auto norm : {graph::BlockNorm::kMean, graph::BlockNorm::kGcn, graph::BlockNorm::kSelfLoops,
+                          graph::BlockNorm::kNone}) {
+    for (const bool replace : {false, true}) {
+      INFO("norm " << static_cast<int>(norm) << ", replace " << replace);
+      const NeighborSamplerOptions o{.fanouts = fanouts, .batch_size = batch_size, .replace = replace, .seed = 11, .norm = norm};
+      const NeighborSampler cpu(g, train, o);
+      const NeighborSamplerTwin twin(g, train, o);
+      const auto cpu_ws = cpu.make_workspace();
+      const auto twin_ws = twin.make_workspace();
+      for (int64_t epoch : {1, 2}) {
+        const auto plan = cpu.plan_epoch(epoch);
+        const auto twin_plan = twin.plan_epoch(epoch);
+        REQUIRE(plan.size() == twin_plan.size());
+        for (std::size_t b = 0; b < std::min(max_batches, plan.size()); ++b) {
+          INFO("epoch " << epoch << ", batch " << b);
+          CHECK(twin_plan[b].seeds == plan[b].seeds);
+          const graph::MiniBatch expected = cpu.sample(plan[b], *cpu_ws);
+          const graph::MiniBatch got = twin.sample(plan[b], *twin_ws);
+          CHECK(test::vec(got.input_nodes) == test::vec(expected.input_nodes));
+          CHECK(test::fingerprint(got) == test::fingerprint(expected));
+        }
+        samplers::BatchSpec again = plan[0];
+        again.attempt = 1;
+        CHECK(test::fingerprint(twin.sample(again, *twin_ws)) == test::fingerprint(cpu.sample(again, *cpu_ws)));
+        CHECK(test::fingerprint(twin.sample(again, *twin_ws)) != test::fingerprint(twin.sample(plan[0], *twin_ws)));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("neighbor twin: the CPU sampler's batches on a directed multigraph with self-loops, any thread count",
+          "[samplers][neighbor][twin][tsan]") {
+  // Repeated edges and self-loops: picks of a node itself are dropped where the norm adds its own.
+  const graph::CsrGraph g = test::random_graph(300, 2400, 5, /*directed=*/true);
+  REQUIRE(g.count_self_loops() > 0);
+  check_twin(g, test::all_nodes(200), {4, 3, -1}, 4, 32);
+  // The phases' order does not matter: one thread and four give the same batches.
+  const NeighborSamplerOptions o{.fanouts = {6, 4}, .batch_size = 64, .seed = 3};
+  const NeighborSamplerTwin twin(g, test::all_nodes(300), o);
+  const auto plan = twin.plan_epoch(1);
+  std::vector<uint64_t> one, two;
+  for (auto [threads, out] : {std::pair{1, &one}, std::pair{2, &two}}) {
+    tbb::task_arena arena(threads);
+    arena.execute([&, out = out] {
+      const auto ws = twin.make_workspace();
+      for (const auto& spec : plan) out->push_back(test::fingerprint(twin.sample(spec, *ws)));
+    });
+  }
+  CHECK(one == two);
+}
+
+TEST_CASE("neighbor twin: the CPU sampler's batches on a power-law synthetic graph", "[samplers][neighbor][twin]") {
+  const graph::SyntheticGraph s = graph::make_synthetic_graph({.nodes = 20000, .avg_degree = 12, .seed = 4});
+  check_twin(s.graph, test::all_nodes(12000), {15, 10, 5}, 3, 512);
+}
+
+TEST_CASE("neighbor twin: the CPU sampler's batches on Cora", "[samplers][neighbor][twin][dataset]") {
+  GNNPIPE_REQUIRE_DATASET(dir, "cora/converted");
+  const graph::Dataset d = graph::io::load_dataset(dir, graph::io::DatasetFormat::kPlanetoidNpy);
+  check_twin(d.graph, test::vec(d.splits.train), {10, 10}, 8, 32);
+}
+
+TEST_CASE("neighbor twin: the CPU sampler's batches on ogbn-arxiv", "[samplers][neighbor][twin][dataset]") {
+  GNNPIPE_REQUIRE_DATASET(dir, "ogbn-arxiv/netbenchmark");
+  const graph::Dataset d = graph::io::load_dataset(dir);
+  check_twin(d.graph, test::vec(d.splits.train), {15, 10, 5}, 2, 1024);
+}
+
+TEST_CASE("neighbor draws: a node's picks are a function of (hop, node) alone", "[samplers][neighbor][twin]") {
+  // Positional: the same node in the same hop draws the same, whatever was drawn before.
+  const core::RngKey hop = samplers::neighbor_hop_key(7, 1, 0, 0, 0);
+  std::vector<int64_t> a(5), b(5), c(5);
+  samplers::neighbor_picks(hop, 42, 100, 5, false, a.data());
+  samplers::neighbor_picks(hop, 41, 100, 5, false, c.data());
+  samplers::neighbor_picks(hop, 42, 100, 5, false, b.data());
+  CHECK(a == b);
+  CHECK(a != c);
+  // Without replacement: distinct offsets in range; the whole row when the fanout covers it.
+  std::sort(a.begin(), a.end());
+  CHECK(std::adjacent_find(a.begin(), a.end()) == a.end());
+  CHECK(a.front() >= 0);
+  CHECK(a.back() < 100);
+  std::vector<int64_t> all(3);
+  samplers::neighbor_picks(hop, 42, 3, 5, false, all.data());
+  CHECK(all == std::vector<int64_t>{0, 1, 2});
+  CHECK(samplers::neighbor_pick_count(3, 5, true) == 5);
+  CHECK(samplers::neighbor_pick_count(0, 5, true) == 0);
+  CHECK(samplers::neighbor_pick_count(9, -1, false) == 9);
+  // Another attempt of the batch draws anew.
+  CHECK(samplers::neighbor_hop_key(7, 1, 0, 0, 1).stream != hop.stream);
+  CHECK(samplers::neighbor_hop_key(7, 1, 0, 1, 0).stream != hop.stream);
+}
