@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/samplers/saint_draw.hpp"
 
 namespace gnnpipe::samplers::detail {
 
@@ -22,19 +23,15 @@ class AliasTable {
 
   std::size_t size() const { return entries_.size(); }
 
-  // One index, consuming two u32 from `rng` (more only on the rare rejection inside Rng::below).
-  uint32_t draw(core::Rng& rng) const {
-    const auto slot = static_cast<uint32_t>(rng.below(entries_.size()));
-    const Entry& e = entries_[slot];
-    return rng.next_u32() < e.threshold ? slot : e.alias;
+  // One index, from `draws` (saint::alias_draw, the kernels' draw).
+  uint32_t draw(DrawCursor& draws) const {
+    return saint::alias_draw(entries_.data(), static_cast<uint32_t>(entries_.size()), draws);
   }
+  // The slots, as a device sampler uploads them.
+  const std::vector<saint::AliasEntry>& entries() const { return entries_; }
 
  private:
-  struct Entry {
-    uint32_t threshold = 0;  // keep the slot when a uniform u32 is < threshold (always: alias == slot)
-    uint32_t alias = 0;
-  };
-  std::vector<Entry> entries_;
+  std::vector<saint::AliasEntry> entries_;
 };
 
 }  // namespace gnnpipe::samplers::detail

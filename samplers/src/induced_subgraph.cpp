@@ -44,7 +44,8 @@ void induced_rows(const graph::CsrGraph& graph, std::span<const NodeId> nodes, s
     const EdgeOffset begin = offsets[static_cast<std::size_t>(v)];
     const EdgeOffset end = offsets[static_cast<std::size_t>(v) + 1];
     if (add_self_loops) {
-      const EdgeOffset split = std::lower_bound(indices + begin, indices + end, v) - indices;
+      // Before the first in-neighbor >= v (induced_phases.hpp; for a sorted row, its lower bound).
+      const EdgeOffset split = std::find_if(indices + begin, indices + end, [v](NodeId u) { return u >= v; }) - indices;
       scan(begin, split, v);
       kept_local[n] = static_cast<NodeId>(i);
       kept_edge[n] = -1;
@@ -56,6 +57,23 @@ void induced_rows(const graph::CsrGraph& graph, std::span<const NodeId> nodes, s
     out.offsets[i + 1] = static_cast<EdgeOffset>(n);
   }
   out.num_edges = n;
+}
+
+graph::MiniBatch assemble_subgraph_batch(const BatchSpec& spec, std::span<const NodeId> nodes,
+                                         graph::HostArray<EdgeOffset> offsets, graph::HostArray<NodeId> indices,
+                                         graph::HostArray<float> weights, std::vector<int32_t> loss_rows,
+                                         std::vector<float> loss_weights, std::size_t num_layers, std::string_view what) {
+  graph::MiniBatch batch;
+  batch.epoch = spec.epoch;
+  batch.index = spec.index;
+  const auto k = static_cast<NodeId>(nodes.size());
+  batch.blocks.push_back(graph::Block::from_csr(k, k, std::move(offsets), std::move(indices), std::move(weights), what));
+  batch.input_nodes = graph::HostArray<NodeId>(std::vector<NodeId>(nodes.begin(), nodes.end()));
+  batch.targets = batch.input_nodes;  // one shared array: the block is square
+  batch.loss_rows = graph::HostArray<int32_t>(std::move(loss_rows));
+  batch.loss_weights = graph::HostArray<float>(std::move(loss_weights));
+  batch.compute_shape(0, num_layers);
+  return batch;
 }
 
 }  // namespace gnnpipe::samplers::detail

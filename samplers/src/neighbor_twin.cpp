@@ -1,19 +1,17 @@
 #include "gnnpipe/samplers/neighbor_twin.hpp"
 
-#include <tbb/parallel_for.h>
-
-#include <atomic>
-#include <numeric>
-
 #include "gnnpipe/core/check.hpp"
-#include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/samplers/neighbor_hop.hpp"
 #include "neighbor_batch.hpp"
+#include "twin_phases.hpp"
 
 namespace gnnpipe::samplers {
 namespace {
 
 using graph::EdgeOffset;
+using twin::atomic_min;
+using twin::exclusive_scan;
+using twin::phase;
 using graph::NodeId;
 
 // The arrays a kernel sequence would hold on the device: per graph node (local_of -1 and first
@@ -30,31 +28,6 @@ class TwinWorkspace final : public SamplerWorkspace {
   std::vector<EdgeOffset> row_offsets;
   std::vector<int32_t> row_indices;
 };
-
-// A phase: fn(i) for every i in [0, n), in any order, on the pool's threads (a kernel launch).
-template <class Fn>
-void phase(int64_t n, Fn&& fn) {
-  using Range = tbb::blocked_range<int64_t>;
-  tbb::parallel_for(Range(0, n, 512), core::tsan::fork_join([&](const Range& r) {
-    for (int64_t i = r.begin(); i != r.end(); ++i) fn(i);
-  }));
-}
-
-// out[i] = init + in[0] + ... + in[i - 1] for i in [0, n]; out has n + 1 entries.
-template <class In, class Out>
-void exclusive_scan(const std::vector<In>& in, std::vector<Out>& out, Out init) {
-  out.resize(in.size() + 1);
-  out[0] = init;
-  for (std::size_t i = 0; i < in.size(); ++i) out[i + 1] = out[i] + static_cast<Out>(in[i]);
-}
-
-// atomicMin on the host.
-void atomic_min(int64_t* slot, int64_t value) {
-  std::atomic_ref<int64_t> a(*slot);
-  int64_t seen = a.load(std::memory_order_relaxed);
-  while (value < seen && !a.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
-  }
-}
 
 }  // namespace
 

@@ -45,54 +45,31 @@ NodeSetDrawer::NodeSetDrawer(const graph::CsrGraph& graph, SaintMode mode, int b
   }
 }
 
-void NodeSetDrawer::draw(core::Rng& rng, NodeSetScratch& scratch) const {
+void NodeSetDrawer::draw(core::RngKey key, NodeSetScratch& scratch) const {
   switch (mode_) {
     case SaintMode::kNode:
-      for (int i = 0; i < budget_; ++i) scratch.choose(static_cast<NodeId>(table_.draw(rng)));
+      for (int i = 0; i < budget_; ++i) {
+        DrawCursor draws = saint::draw_cursor(key, i);
+        scratch.choose(static_cast<NodeId>(table_.draw(draws)));
+      }
       return;
     case SaintMode::kEdge: {
       const auto offsets = graph_.offsets();
       for (int i = 0; i < budget_; ++i) {
-        const EdgeOffset e = table_.draw(rng);
-        // The destination is the row holding position e: it lies between the rows holding the
-        // first positions of e's block and of the next one, a search over a few adjacent offsets
-        // (about 64 / mean degree) instead of all V.
-        const std::size_t b = static_cast<std::size_t>(e) >> kRowBlockShift;
-        const std::size_t lo = static_cast<std::size_t>(row_of_block_[b]);
-        const std::size_t hi = b + 1 < row_of_block_.size() ? static_cast<std::size_t>(row_of_block_[b + 1])
-                                                            : static_cast<std::size_t>(graph_.num_nodes()) - 1;
-        const auto row = std::upper_bound(offsets.begin() + static_cast<std::ptrdiff_t>(lo) + 1,
-                                          offsets.begin() + static_cast<std::ptrdiff_t>(hi) + 2, e) - offsets.begin() - 1;
+        DrawCursor draws = saint::draw_cursor(key, i);
+        const EdgeOffset e = table_.draw(draws);
         scratch.choose(graph_.indices()[static_cast<std::size_t>(e)]);
-        scratch.choose(static_cast<NodeId>(row));
+        scratch.choose(saint::row_of_position(offsets.data(), row_of_block_.data(), static_cast<int64_t>(row_of_block_.size()),
+                                              graph_.num_nodes(), e, kRowBlockShift));
       }
       return;
     }
-    case SaintMode::kRandomWalk: {
-      // All walks advance in lockstep, one step at a time: the steps of different walks are
-      // independent loads that the CPU overlaps, where one walk after another would wait on a
-      // cache miss per step. The order of draws is still fixed (roots, then step 1 of every live
-      // walk, ...), so the set depends only on the key.
-      std::vector<NodeId>& at = scratch.walk_heads;
-      at.resize(static_cast<std::size_t>(budget_));
-      const auto n = static_cast<uint64_t>(graph_.num_nodes());
-      for (NodeId& v : at) {
-        v = static_cast<NodeId>(rng.below(n));
-        scratch.choose(v);
-      }
-      for (int step = 0; step < walk_length_ && !at.empty(); ++step) {
-        std::size_t live = 0;
-        for (const NodeId v : at) {
-          const auto neighbors = graph_.in_neighbors(v);
-          if (neighbors.empty()) continue;  // a dead end stops the walk
-          const NodeId u = neighbors[rng.below(neighbors.size())];
-          scratch.choose(u);
-          at[live++] = u;
-        }
-        at.resize(live);
+    case SaintMode::kRandomWalk:
+      for (int w = 0; w < budget_; ++w) {
+        saint::random_walk(key, w, graph_.offsets().data(), graph_.indices().data(), graph_.num_nodes(), walk_length_,
+                           [&](NodeId v) { scratch.choose(v); });
       }
       return;
-    }
   }
 }
 

@@ -33,7 +33,6 @@ struct NodeSetScratch {
 
   std::vector<graph::NodeId> local_of;
   std::vector<graph::NodeId> nodes;
-  std::vector<graph::NodeId> walk_heads;  // kRandomWalk: where each live walk stands
 };
 
 class NodeSetDrawer {
@@ -43,8 +42,13 @@ class NodeSetDrawer {
   NodeSetDrawer(const graph::CsrGraph& graph, SaintMode mode, int budget, int walk_length);
 
   // Draws one node set into the empty `scratch` (scratch.nodes unsorted, each node once, and
-  // marked in local_of). Consumes `rng` in a fixed order, so the set depends only on its key.
-  void draw(core::Rng& rng, NodeSetScratch& scratch) const;
+  // marked in local_of). Positional draws (saint_draw.hpp): the set depends only on the key.
+  void draw(core::RngKey key, NodeSetScratch& scratch) const;
+
+  // What a device sampler uploads: the alias table (kNode, kEdge) and kEdge's row directory.
+  const AliasTable& table() const { return table_; }
+  const std::vector<graph::NodeId>& row_of_block() const { return row_of_block_; }
+  static constexpr int kRowBlockShift = 6;
 
  private:
   const graph::CsrGraph& graph_;
@@ -54,7 +58,6 @@ class NodeSetDrawer {
   AliasTable table_;  // kNode: node ids; kEdge: edge positions
   // kEdge: a directory from edge positions to rows, one entry per 2^kRowBlockShift positions (E/16
   // bytes): a drawn position finds its destination row without a binary search over all rows.
-  static constexpr int kRowBlockShift = 6;
   std::vector<graph::NodeId> row_of_block_;
 };
 

@@ -12,6 +12,8 @@
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/core/tsan_annotations.hpp"
+#include "gnnpipe/samplers/induced_phases.hpp"
+#include "gnnpipe/samplers/neighbor_draw.hpp"
 #include "induced_subgraph.hpp"
 #include "node_set_drawer.hpp"
 
@@ -23,17 +25,13 @@ using detail::NodeSetScratch;
 using graph::EdgeOffset;
 using graph::NodeId;
 
-constexpr uint64_t kBatchStream = 0x73626174;  // "sbat": training batch (epoch, index)
 constexpr uint64_t kNormStream = 0x736e726d;   // "snrm": pre-sample subgraph i
 constexpr int64_t kPilotSubgraphs = 16;        // subgraphs whose mean size resolves the "auto" options
 constexpr double kCoverage = 50;               // auto norm_samples: each node covered ~50 times (PyG)
 constexpr int kMaxAutoNormSamples = 10000;
-constexpr double kMaxAlphaInv = 1e4;           // PyG clamps C_v / C_{u,v} to [0, 1e4]
 constexpr std::size_t kDenseScanRatio = 32;    // a node set of >= V / 32 nodes is ordered by a scan
 constexpr std::size_t kPrefetchRows = 8;       // rows ahead whose counts the weight loop prefetches
 
-// A pre-sample count as the norms read it: zero (never sampled) becomes 0.1, as in PyG.
-double count_or_floor(uint32_t count) { return count == 0 ? 0.1 : static_cast<double>(count); }
 
 const char* mode_name(SaintMode mode) {
   switch (mode) {
@@ -82,8 +80,7 @@ void for_each_presample(const NodeSetDrawer& drawer, NodeId num_nodes, uint64_t 
   tbb::parallel_for(Range(0, count), core::tsan::fork_join([&](const Range& r) {
     SaintWorkspace& ws = workspaces.local();
     for (int64_t i = r.begin(); i < r.end(); ++i) {
-      core::Rng rng(seed, {kNormStream, static_cast<uint64_t>(i)});
-      drawer.draw(rng, ws.set);
+      drawer.draw(core::rng_key(seed, {kNormStream, static_cast<uint64_t>(i)}), ws.set);
       visit(i, ws);
       ws.set.reset();
     }
@@ -108,6 +105,12 @@ SaintSampler::SaintSampler(const graph::CsrGraph& graph, std::vector<NodeId> tra
                        mode_name(o_.mode));
   GNNPIPE_CHECK_CONFIG(o_.mode != SaintMode::kEdge || graph_.num_edges() < (int64_t{1} << 32),
                        "sampler.type: saint_edge supports fewer than 2^32 edges, the graph has {}", graph_.num_edges());
+  if (o_.mode == SaintMode::kRandomWalk) {
+    for (NodeId v = 0; v < n; ++v) {
+      GNNPIPE_CHECK_DATA(graph_.in_degree(v) <= kMaxDrawDegree, "node {} has {} in-neighbors; saint_rw walks through at most {}",
+                         v, graph_.in_degree(v), kMaxDrawDegree);
+    }
+  }
   is_train_.assign(static_cast<std::size_t>(n), 0);
   for (NodeId v : train_nodes) {
     GNNPIPE_CHECK_DATA(v >= 0 && v < n, "training node {} is outside [0, {})", v, n);
@@ -173,21 +176,32 @@ std::unique_ptr<SamplerWorkspace> SaintSampler::make_workspace() const {
   return std::make_unique<SaintWorkspace>(graph_.num_nodes());
 }
 
+induced::SaintWeightView SaintSampler::weight_view(std::span<const NodeId> nodes, const detail::InducedRows& r,
+                                                  std::vector<double>& inv_sqrt_degree) const {
+  return {.normalize = o_.normalize,
+          .gcn = o_.norm == graph::BlockNorm::kGcn,
+          .graph_offsets = graph_.offsets().data(),
+          .nodes = nodes.data(),
+          .row_start = r.offsets.data(),
+          .row_indices = r.indices.data(),
+          .edge_ids = r.edge_ids.data(),
+          .node_counts = node_counts_.data(),
+          .edge_counts = edge_counts_.data(),
+          .full_inv_sqrt = inv_sqrt_degree_.data(),
+          .inv_sqrt = inv_sqrt_degree.data()};
+}
+
 graph::HostArray<float> SaintSampler::edge_weights(std::span<const NodeId> nodes, const detail::InducedRows& r,
                                                   std::vector<double>& inv_sqrt_degree) const {
   if (o_.norm != graph::BlockNorm::kMean && o_.norm != graph::BlockNorm::kGcn) return {};
   const std::size_t k = nodes.size();
   graph::HostArray<float> weights(r.num_edges);
-  const bool gcn = o_.norm == graph::BlockNorm::kGcn;
-  if (gcn) {  // per local node: (d + 1)^-1/2 of the full graph, or gcn_norm's on the subgraph
-    inv_sqrt_degree.resize(k);
-    for (std::size_t i = 0; i < k; ++i) {
-      inv_sqrt_degree[i] = o_.normalize ? inv_sqrt_degree_[static_cast<std::size_t>(nodes[i])]
-                                        : 1.0 / std::sqrt(static_cast<double>(r.offsets[i + 1] - r.offsets[i]));
-    }
+  inv_sqrt_degree.resize(o_.norm == graph::BlockNorm::kGcn ? k : 0);
+  const induced::SaintWeightView view = weight_view(nodes, r, inv_sqrt_degree);
+  if (view.gcn) {
+    for (std::size_t i = 0; i < k; ++i) induced::inv_sqrt_of(view, static_cast<int64_t>(i));
   }
   for (std::size_t i = 0; i < k; ++i) {
-    const auto v = static_cast<std::size_t>(nodes[i]);
     if (o_.normalize && i + kPrefetchRows < k) {
       // The counts of a row lie far from the previous row's: ask for them a few rows ahead
       // (a cache miss per row was half of this loop's time on arxiv).
@@ -196,16 +210,8 @@ graph::HostArray<float> SaintSampler::edge_weights(std::span<const NodeId> nodes
       const auto end = static_cast<std::size_t>(graph_.offsets()[ahead + 1]);
       for (auto e = static_cast<std::size_t>(graph_.offsets()[ahead]); e < end; e += 16) __builtin_prefetch(&edge_counts_[e]);
     }
-    const double mean_base =
-        1.0 / static_cast<double>(o_.normalize ? graph_.in_degree(nodes[i]) : r.offsets[i + 1] - r.offsets[i]);
-    const double c_v = o_.normalize ? count_or_floor(node_counts_[v]) : 0.0;
-    for (auto e = static_cast<std::size_t>(r.offsets[i]); e < static_cast<std::size_t>(r.offsets[i + 1]); ++e) {
-      const double base = gcn ? inv_sqrt_degree[static_cast<std::size_t>(r.indices[e])] * inv_sqrt_degree[i] : mean_base;
-      const EdgeOffset full = r.edge_ids[e];
-      const double alpha_inv = o_.normalize && full >= 0
-                                   ? std::min(c_v / count_or_floor(edge_counts_[static_cast<std::size_t>(full)]), kMaxAlphaInv)
-                                   : 1.0;  // no normalisation, or an added self-loop
-      weights[e] = static_cast<float>(base * alpha_inv);
+    for (auto e = r.offsets[i]; e < r.offsets[i + 1]; ++e) {
+      weights[static_cast<std::size_t>(e)] = induced::saint_weight(view, static_cast<int64_t>(i), e);
     }
   }
   return weights;
@@ -214,10 +220,7 @@ graph::HostArray<float> SaintSampler::edge_weights(std::span<const NodeId> nodes
 graph::MiniBatch SaintSampler::sample(const BatchSpec& spec, SamplerWorkspace& workspace) const {
   auto& ws = dynamic_cast<SaintWorkspace&>(workspace);
   const ResetOnExit reset{ws.set};
-  core::RngKey key = core::rng_key(o_.seed, {kBatchStream, static_cast<uint64_t>(spec.epoch), static_cast<uint64_t>(spec.index)});
-  if (spec.attempt > 0) key = key.with(static_cast<uint64_t>(spec.attempt));  // the plan's batch keeps its stream
-  core::Rng rng(key);
-  drawer_->draw(rng, ws.set);
+  drawer_->draw(saint::batch_key(o_.seed, spec.epoch, spec.index, spec.attempt), ws.set);
   order_ascending(ws.set);  // local order = ascending global id
   const std::vector<NodeId>& nodes = ws.set.nodes;
   for (std::size_t i = 0; i < nodes.size(); ++i) ws.set.local_of[static_cast<std::size_t>(nodes[i])] = static_cast<NodeId>(i);
@@ -228,32 +231,30 @@ graph::MiniBatch SaintSampler::sample(const BatchSpec& spec, SamplerWorkspace& w
 
   graph::HostArray<float> weights = edge_weights(nodes, r, ws.inv_sqrt_degree);
 
-  graph::MiniBatch batch;
-  batch.epoch = spec.epoch;
-  batch.index = spec.index;
-  batch.blocks.push_back(graph::Block::from_csr(static_cast<NodeId>(k), static_cast<NodeId>(k),
-                                                graph::HostArray<EdgeOffset>(r.offsets),
-                                                graph::HostArray<NodeId>(std::vector<NodeId>(
-                                                    r.indices.begin(), r.indices.begin() + static_cast<std::ptrdiff_t>(r.num_edges))),
-                                                std::move(weights),
-                                                "GraphSAINT subgraph"));
-  batch.input_nodes = graph::HostArray<NodeId>(nodes);
-  batch.targets = batch.input_nodes;  // one shared array: the block is square
   std::vector<int32_t> loss_rows;
   std::vector<float> loss_weights;
   for (std::size_t i = 0; i < k; ++i) {
     const auto v = static_cast<std::size_t>(nodes[i]);
     if (is_train_[v] == 0) continue;
     loss_rows.push_back(static_cast<int32_t>(i));
-    // N / (C_v |train|): E[sum over the batch] = the mean loss over the training nodes.
     if (o_.normalize) {
-      loss_weights.push_back(static_cast<float>(norm_samples_ / (count_or_floor(node_counts_[v]) * static_cast<double>(num_train_))));
+      loss_weights.push_back(induced::saint_loss_weight(norm_samples_, node_counts_[v], static_cast<double>(num_train_)));
     }
   }
-  batch.loss_rows = graph::HostArray<int32_t>(std::move(loss_rows));
-  batch.loss_weights = graph::HostArray<float>(std::move(loss_weights));
-  batch.compute_shape(0, o_.num_layers);
-  return batch;
+  return detail::assemble_subgraph_batch(spec, nodes, graph::HostArray<EdgeOffset>(r.offsets),
+                                         graph::HostArray<NodeId>(std::vector<NodeId>(
+                                             r.indices.begin(), r.indices.begin() + static_cast<std::ptrdiff_t>(r.num_edges))),
+                                         std::move(weights), std::move(loss_rows), std::move(loss_weights), o_.num_layers,
+                                         "GraphSAINT subgraph");
+}
+
+SaintSampler::Tables SaintSampler::tables() const {
+  return {.alias = drawer_->table().entries(),
+          .row_of_block = drawer_->row_of_block(),
+          .row_block_shift = detail::NodeSetDrawer::kRowBlockShift,
+          .is_train = is_train_,
+          .num_train = static_cast<double>(num_train_),
+          .full_inv_sqrt = inv_sqrt_degree_};
 }
 
 }  // namespace gnnpipe::samplers

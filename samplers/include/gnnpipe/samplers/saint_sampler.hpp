@@ -33,6 +33,8 @@
 
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/graph/csr_graph.hpp"
+#include "gnnpipe/samplers/induced_phases.hpp"
+#include "gnnpipe/samplers/saint_draw.hpp"
 #include "gnnpipe/samplers/sampler.hpp"
 
 namespace gnnpipe::samplers {
@@ -90,10 +92,26 @@ class SaintSampler final : public Sampler {
   std::span<const uint32_t> node_counts() const { return node_counts_; }
   std::span<const uint32_t> edge_counts() const { return edge_counts_; }
 
+  // The read-only arrays a batch reads beside the graph: what a device sampler uploads once, and
+  // what the data-parallel twin (saint_twin.hpp) reads.
+  struct Tables {
+    std::span<const saint::AliasEntry> alias;     // kNode: over nodes; kEdge: over CSR positions
+    std::span<const graph::NodeId> row_of_block;  // kEdge: the row of every 2^row_block_shift-th position
+    int row_block_shift = 0;
+    std::span<const uint8_t> is_train;            // [num_nodes]
+    double num_train = 0;                         // distinct training nodes
+    std::span<const double> full_inv_sqrt;        // kGcn with normalize: per node
+  };
+  Tables tables() const;
+  const SaintSamplerOptions& options() const { return o_; }
+  const graph::CsrGraph& graph() const { return graph_; }
+
  private:
   // The block's edge weights (empty for kNone / kSelfLoops), indexed like rows.indices;
   // inv_sqrt_degree is per-thread scratch.
   graph::HostArray<float> edge_weights(std::span<const graph::NodeId> nodes, const detail::InducedRows& rows,
+                                       std::vector<double>& inv_sqrt_degree) const;
+  induced::SaintWeightView weight_view(std::span<const graph::NodeId> nodes, const detail::InducedRows& rows,
                                        std::vector<double>& inv_sqrt_degree) const;
 
   const graph::CsrGraph& graph_;

@@ -1,4 +1,4 @@
-// The data-parallel neighbor sampler (issue #40) against the CPU sampler: every batch bit for bit
+// The data-parallel twins of the GPU samplers (issue #40) against the CPU samplers: every batch bit for bit
 // (blocks, weights, transposes, input nodes), on Cora, ogbn-arxiv, a power-law synthetic graph and
 // a directed multigraph with self-loops, for every norm, with and without replacement, for
 // resampled attempts, and whatever the number of threads its phases run on. The twin runs the
@@ -16,6 +16,8 @@
 #include "gnnpipe/samplers/neighbor_draw.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
 #include "gnnpipe/samplers/neighbor_twin.hpp"
+#include "gnnpipe/samplers/saint_sampler.hpp"
+#include "gnnpipe/samplers/saint_twin.hpp"
 #include "sampler_helpers.hpp"
 
 using namespace gnnpipe;
@@ -123,4 +125,51 @@ TEST_CASE("neighbor draws: a node's picks are a function of (hop, node) alone", 
   // Another attempt of the batch draws anew.
   CHECK(samplers::neighbor_hop_key(7, 1, 0, 0, 1).stream != hop.stream);
   CHECK(samplers::neighbor_hop_key(7, 1, 0, 1, 0).stream != hop.stream);
+}
+
+namespace {
+
+// The GraphSAINT twin against the sampler it reads, for every mode, norm and normalisation: the
+// first `max_batches` batches of epochs 1 and 2 and a resampled attempt.
+void check_saint_twin(const graph::CsrGraph& g, const std::vector<NodeId>& train, int budget, std::size_t max_batches) {
+  for (const auto mode : {samplers::SaintMode::kNode, samplers::SaintMode::kEdge, samplers::SaintMode::kRandomWalk}) {
+    for (const auto norm : {graph::BlockNorm::kMean, graph::BlockNorm::kGcn, graph::BlockNorm::kSelfLoops}) {
+      for (const bool normalize : {true, false}) {
+        INFO("mode " << static_cast<int>(mode) << ", norm " << static_cast<int>(norm) << ", normalize " << normalize);
+        const samplers::SaintSampler cpu(g, train, {.mode = mode, .budget = budget, .walk_length = 3, .steps_per_epoch = 4,
+                                                    .norm_samples = 40, .normalize = normalize, .seed = 5, .norm = norm});
+        const samplers::SaintSamplerTwin twin(cpu);
+        const auto cpu_ws = cpu.make_workspace();
+        const auto twin_ws = twin.make_workspace();
+        for (int64_t epoch : {1, 2}) {
+          const auto plan = twin.plan_epoch(epoch);
+          for (std::size_t b = 0; b < std::min(max_batches, plan.size()); ++b) {
+            INFO("epoch " << epoch << ", batch " << b);
+            CHECK(test::fingerprint(twin.sample(plan[b], *twin_ws)) == test::fingerprint(cpu.sample(plan[b], *cpu_ws)));
+          }
+          samplers::BatchSpec again = plan[0];
+          again.attempt = 2;
+          CHECK(test::fingerprint(twin.sample(again, *twin_ws)) == test::fingerprint(cpu.sample(again, *cpu_ws)));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("saint twin: the CPU sampler's batches on a directed multigraph and a power-law graph",
+          "[samplers][saint][twin][tsan]") {
+  check_saint_twin(test::random_graph(300, 2400, 5, /*directed=*/true), test::all_nodes(200), 40, 4);
+  const graph::SyntheticGraph s = graph::make_synthetic_graph({.nodes = 20000, .avg_degree = 12, .seed = 4});
+  check_saint_twin(s.graph, test::all_nodes(12000), 1500, 2);
+}
+
+TEST_CASE("saint twin: the CPU sampler's batches on Cora and ogbn-arxiv", "[samplers][saint][twin][dataset]") {
+  GNNPIPE_REQUIRE_DATASET(cora, "cora/converted");
+  const graph::Dataset c = graph::io::load_dataset(cora, graph::io::DatasetFormat::kPlanetoidNpy);
+  check_saint_twin(c.graph, test::vec(c.splits.train), 300, 4);
+  GNNPIPE_REQUIRE_DATASET(arxiv, "ogbn-arxiv/netbenchmark");
+  const graph::Dataset a = graph::io::load_dataset(arxiv);
+  check_saint_twin(a.graph, test::vec(a.splits.train), 3000, 1);
 }
