@@ -210,9 +210,7 @@ graph::HostArray<float> SaintSampler::edge_weights(std::span<const NodeId> nodes
       const auto end = static_cast<std::size_t>(graph_.offsets()[ahead + 1]);
       for (auto e = static_cast<std::size_t>(graph_.offsets()[ahead]); e < end; e += 16) __builtin_prefetch(&edge_counts_[e]);
     }
-    for (auto e = r.offsets[i]; e < r.offsets[i + 1]; ++e) {
-      weights[static_cast<std::size_t>(e)] = induced::saint_weight(view, static_cast<int64_t>(i), e);
-    }
+    induced::saint_row_weights(view, static_cast<int64_t>(i), weights.data());
   }
   return weights;
 }

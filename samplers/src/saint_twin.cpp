@@ -129,11 +129,7 @@ graph::MiniBatch SaintSamplerTwin::sample(const BatchSpec& spec, SamplerWorkspac
                                      .full_inv_sqrt = t.full_inv_sqrt.data(),
                                      .inv_sqrt = ws.inv_sqrt.data()};
     if (w.gcn) phase(k, [&](int64_t i) { induced::inv_sqrt_of(w, i); });
-    phase(k, [&](int64_t i) {
-      for (int64_t e = ws.row_start[static_cast<std::size_t>(i)]; e < ws.row_start[static_cast<std::size_t>(i) + 1]; ++e) {
-        weights[static_cast<std::size_t>(e)] = induced::saint_weight(w, i, e);
-      }
-    });
+    phase(k, [&](int64_t i) { induced::saint_row_weights(w, i, weights.data()); });
   }
 
   // 5. The loss rows: the training nodes, compacted in order.

@@ -91,21 +91,36 @@ GNNPIPE_HD void inv_sqrt_of(const SaintWeightView& w, int64_t i) {
                               : 1.0 / sqrt(static_cast<double>(w.row_start[i + 1] - w.row_start[i]));
 }
 
-// The weight of entry e of row i: the full-graph (normalize) or subgraph base weight times
-// alpha^-1 = C_v / C_{u,v} (1 for an added self-loop or without normalize).
-GNNPIPE_HD float saint_weight(const SaintWeightView& w, int64_t i, int64_t e) {
+// Row i's terms of its weights: the full-graph (normalize) or subgraph mean weight, and C_v.
+struct SaintRowTerms {
+  double mean_base;
+  double c_v;
+};
+GNNPIPE_HD SaintRowTerms saint_row_terms(const SaintWeightView& w, int64_t i) {
   const int32_t v = w.nodes[i];
-  const double mean_base = 1.0 / static_cast<double>(w.normalize ? w.graph_offsets[v + 1] - w.graph_offsets[v]
-                                                                 : w.row_start[i + 1] - w.row_start[i]);
-  const double c_v = w.normalize ? count_or_floor(w.node_counts[v]) : 0.0;
-  const double base = w.gcn ? w.inv_sqrt[w.row_indices[e]] * w.inv_sqrt[i] : mean_base;
+  return {1.0 / static_cast<double>(w.normalize ? w.graph_offsets[v + 1] - w.graph_offsets[v]
+                                                : w.row_start[i + 1] - w.row_start[i]),
+          w.normalize ? count_or_floor(w.node_counts[v]) : 0.0};
+}
+
+// The weight of entry e of row i (terms: saint_row_terms(w, i)): the base weight (kMean: the mean
+// weight; kGcn: (d_u d_v)^-1/2) times alpha^-1 = C_v / C_{u,v} (1 for an added self-loop or
+// without normalize).
+GNNPIPE_HD float saint_weight(const SaintWeightView& w, const SaintRowTerms& row, int64_t i, int64_t e) {
+  const double base = w.gcn ? w.inv_sqrt[w.row_indices[e]] * w.inv_sqrt[i] : row.mean_base;
   const int64_t full = w.edge_ids[e];
   double alpha_inv = 1.0;
   if (w.normalize && full >= 0) {
-    alpha_inv = c_v / count_or_floor(w.edge_counts[full]);
+    alpha_inv = row.c_v / count_or_floor(w.edge_counts[full]);
     alpha_inv = alpha_inv < kMaxAlphaInv ? alpha_inv : kMaxAlphaInv;
   }
   return static_cast<float>(base * alpha_inv);
+}
+
+// Row i's weights into weights[row_start[i]..row_start[i + 1]).
+GNNPIPE_HD void saint_row_weights(const SaintWeightView& w, int64_t i, float* weights) {
+  const SaintRowTerms row = saint_row_terms(w, i);
+  for (int64_t e = w.row_start[i]; e < w.row_start[i + 1]; ++e) weights[e] = saint_weight(w, row, i, e);
 }
 
 // The loss weight of training node v: N / (C_v |train|), so the expected batch loss is the mean

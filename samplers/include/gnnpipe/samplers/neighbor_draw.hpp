@@ -1,8 +1,8 @@
 #pragma once
 // One node's neighbor draws in one hop (issue #40): which of its in-neighbors a node gets, as
-// offsets into its CSR row. The draws are positional: node v's come from its own Philox stream,
-// the hop's key with v's global id appended, so they do not depend on which nodes were expanded
-// before it, on the thread that expands it, or on the device. The CPU sampler
+// offsets into its CSR row. The draws are positional: node v's come from its own range of the
+// hop's Philox stream (blocks v * 2^32 onwards: DrawCursor::at), so they do not depend on which
+// nodes were expanded before it, on the thread that expands it, or on the device. The CPU sampler
 // (neighbor_sampler.cpp), its data-parallel twin (neighbor_twin.hpp) and the CUDA kernels all
 // call these functions, so the three draw the same bits.
 #include <cstddef>
@@ -21,7 +21,11 @@ struct DrawCursor {
   core::PhiloxCounter buffer{};
   unsigned lane = 4;
 
-  GNNPIPE_HD explicit DrawCursor(core::RngKey k) : key(k) {}
+  GNNPIPE_HD explicit DrawCursor(core::RngKey k, uint64_t first_block = 0) : key(k), block(first_block) {}
+  // The cursor of item `i` of a positional draw: blocks [i * 2^32, (i + 1) * 2^32) of the stream
+  // are item i's (2^34 values, more than any item reads), so items need no key of their own: a
+  // counter-based stream is addressed, not derived (no hashing per item).
+  GNNPIPE_HD static DrawCursor at(core::RngKey key, uint64_t i) { return DrawCursor(key, i << 32); }
 
   GNNPIPE_HD uint32_t next_u32() {
     if (lane == 4) {
@@ -62,9 +66,6 @@ inline core::RngKey neighbor_hop_key(uint64_t seed, int64_t epoch, int64_t index
   return attempt > 0 ? key.with(static_cast<uint64_t>(attempt)) : key;
 }
 
-// The stream of node v's draws in the hop keyed `hop` (seed, epoch, batch, hop[, attempt]).
-GNNPIPE_HD core::RngKey node_draw_key(core::RngKey hop, int64_t v) { return hop.with(static_cast<uint64_t>(v)); }
-
 // Writes node v's picks, neighbor_pick_count(degree, fanout, replace) of them, as offsets in
 // [0, degree) into out[0..count): every offset in order when it takes the whole row; else
 // independent uniform draws with replacement, or a uniform fanout-subset by Floyd's algorithm
@@ -76,7 +77,7 @@ GNNPIPE_HD void neighbor_picks(core::RngKey hop, int64_t v, int64_t degree, int 
     for (int64_t k = 0; k < degree; ++k) out[k] = k;
     return;
   }
-  DrawCursor draws(node_draw_key(hop, v));
+  DrawCursor draws = DrawCursor::at(hop, static_cast<uint64_t>(v));
   const auto n = static_cast<uint32_t>(degree);
   if (replace) {
     for (int64_t k = 0; k < count; ++k) out[k] = draws.below(n);

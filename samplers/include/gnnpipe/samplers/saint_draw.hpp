@@ -1,6 +1,6 @@
 #pragma once
 // GraphSAINT's draws, positional (issue #40): draw i of a subgraph (a node, or an edge's two
-// endpoints) comes from the stream key.with(i), random walk w from key.with(w), so the node set
+// endpoints) and random walk w read their own ranges of the batch's stream (DrawCursor::at), so the node set
 // depends only on the key, not on which draws ran first or where. The CPU sampler
 // (node_set_drawer.cpp), its data-parallel twin (saint_twin.cpp) and the CUDA kernels call these.
 #include <cstdint>
@@ -53,7 +53,7 @@ inline core::RngKey batch_key(uint64_t seed, int64_t epoch, int64_t index, int a
 }
 
 // The stream of draw (or walk) i of the subgraph keyed `key`.
-GNNPIPE_HD DrawCursor draw_cursor(core::RngKey key, int64_t i) { return DrawCursor(key.with(static_cast<uint64_t>(i))); }
+GNNPIPE_HD DrawCursor draw_cursor(core::RngKey key, int64_t i) { return DrawCursor::at(key, static_cast<uint64_t>(i)); }
 
 // Walk w: a root uniform over the nodes, then up to walk_length steps each to a uniform
 // in-neighbor, stopping at a node without one; visit(v) for the root and every step.
