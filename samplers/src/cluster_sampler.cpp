@@ -7,6 +7,8 @@
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/samplers/graph_partition.hpp"
+#include "gnnpipe/samplers/induced_phases.hpp"
+#include "induced_subgraph.hpp"
 
 namespace gnnpipe::samplers {
 namespace {
@@ -154,75 +156,49 @@ graph::MiniBatch ClusterSampler::sample(const BatchSpec& spec, SamplerWorkspace&
   const LocalIdsGuard guard(ws);
   for (std::size_t i = 0; i < ws.nodes.size(); ++i) ws.local_of[static_cast<std::size_t>(ws.nodes[i])] = static_cast<NodeId>(i);
 
-  // The induced rows. Local ids grow with global ids, so sorted graph rows stay sorted; the
-  // self-loop (when added) goes in at its sorted place, and the graph's own u -> u is dropped so
-  // that there is exactly one.
-  const bool self_loops = o_.norm == BlockNorm::kGcn || o_.norm == BlockNorm::kSelfLoops;
+  // The induced rows (induced_phases.hpp: local ids grow with global ids, so sorted graph rows
+  // stay sorted; the self-loop, when added, goes in at its sorted place and the graph's own u -> u
+  // is dropped so that there is exactly one).
+  const induced::InducedView view{.graph_offsets = graph_.offsets().data(),
+                                  .graph_indices = graph_.indices().data(),
+                                  .nodes = ws.nodes.data(),
+                                  .local_of = ws.local_of.data(),
+                                  .self_loops = o_.norm == BlockNorm::kGcn || o_.norm == BlockNorm::kSelfLoops,
+                                  .lengths = nullptr,
+                                  .row_start = nullptr,
+                                  .row_indices = nullptr,
+                                  .edge_ids = nullptr};
   ws.row_offsets.assign(1, 0);
   ws.row_indices.clear();
   for (std::size_t i = 0; i < ws.nodes.size(); ++i) {
-    const NodeId v = ws.nodes[i];
-    const auto local_v = static_cast<NodeId>(i);
-    bool loop_placed = !self_loops;
-    for (NodeId u : graph_.in_neighbors(v)) {
-      const NodeId local_u = ws.local_of[static_cast<std::size_t>(u)];
-      if (local_u < 0) continue;
-      if (self_loops && u == v) continue;
-      if (!loop_placed && local_u > local_v) {
-        ws.row_indices.push_back(local_v);
-        loop_placed = true;
-      }
-      ws.row_indices.push_back(local_u);
-    }
-    if (!loop_placed) ws.row_indices.push_back(local_v);
+    induced::for_each_entry(view, static_cast<int64_t>(i), [&](NodeId local, int64_t) { ws.row_indices.push_back(local); });
     ws.row_offsets.push_back(static_cast<EdgeOffset>(ws.row_indices.size()));
   }
 
   const std::size_t n = ws.nodes.size();
-  graph::HostArray<EdgeOffset> offsets(std::vector<EdgeOffset>(ws.row_offsets.begin(), ws.row_offsets.end()));
-  graph::HostArray<NodeId> indices(std::vector<NodeId>(ws.row_indices.begin(), ws.row_indices.end()));
   graph::HostArray<float> weights;
-  auto degree = [&](std::size_t v) { return static_cast<double>(offsets[v + 1] - offsets[v]); };
   if (o_.norm == BlockNorm::kMean || o_.norm == BlockNorm::kGcn) {
-    weights = graph::HostArray<float>(indices.size());
-    // kGcn: degrees include the self-loop; as in PyG's gcn_norm both ends use the in-degree.
-    std::vector<double> inv_sqrt;
-    if (o_.norm == BlockNorm::kGcn && o_.diag_lambda == 0.0f) {
-      inv_sqrt.resize(n);
-      for (std::size_t v = 0; v < n; ++v) inv_sqrt[v] = 1.0 / std::sqrt(degree(v));  // >= 1: the self-loop
+    weights = graph::HostArray<float>(ws.row_indices.size());
+    std::vector<double> inv_sqrt(n);
+    const induced::ClusterWeightView w{.gcn = o_.norm == BlockNorm::kGcn,
+                                       .diag_lambda = o_.diag_lambda,
+                                       .row_start = ws.row_offsets.data(),
+                                       .row_indices = ws.row_indices.data(),
+                                       .inv_sqrt = inv_sqrt.data()};
+    if (w.gcn && w.diag_lambda == 0.0f) {
+      for (std::size_t i = 0; i < n; ++i) induced::cluster_inv_sqrt_of(w, static_cast<int64_t>(i));
     }
-    for (std::size_t v = 0; v < n; ++v) {
-      for (auto e = offsets[v]; e < offsets[v + 1]; ++e) {
-        const auto k = static_cast<std::size_t>(e);
-        const auto u = static_cast<std::size_t>(indices[k]);
-        double w = 0.0;
-        if (o_.norm == BlockNorm::kMean) {
-          w = 1.0 / degree(v);
-        } else if (o_.diag_lambda > 0.0f) {  // (D + I)^-1 (A + I), the diagonal times (1 + lambda)
-          w = (u == v ? 1.0 + static_cast<double>(o_.diag_lambda) : 1.0) / degree(v);
-        } else {
-          w = inv_sqrt[u] * inv_sqrt[v];
-        }
-        weights[k] = static_cast<float>(w);
-      }
-    }
+    for (std::size_t i = 0; i < n; ++i) induced::cluster_row_weights(w, static_cast<int64_t>(i), weights.data());
   }
-
-  graph::MiniBatch batch;
-  batch.epoch = spec.epoch;
-  batch.index = spec.index;
-  const auto num = static_cast<NodeId>(n);
-  batch.blocks.push_back(
-      graph::Block::from_csr(num, num, std::move(offsets), std::move(indices), std::move(weights), "cluster block"));
-  batch.input_nodes = graph::HostArray<NodeId>(std::vector<NodeId>(ws.nodes.begin(), ws.nodes.end()));
-  batch.targets = graph::HostArray<NodeId>(std::vector<NodeId>(ws.nodes.begin(), ws.nodes.end()));
   std::vector<int32_t> loss_rows;
   for (std::size_t i = 0; i < n; ++i) {
     if (is_train_[static_cast<std::size_t>(ws.nodes[i])] != 0) loss_rows.push_back(static_cast<int32_t>(i));
   }
-  batch.loss_rows = graph::HostArray<int32_t>(std::move(loss_rows));
-  batch.compute_shape(0, o_.num_layers);
-  return batch;
+  return detail::assemble_subgraph_batch(spec, ws.nodes, graph::HostArray<EdgeOffset>(ws.row_offsets),
+                                         graph::HostArray<NodeId>(ws.row_indices), std::move(weights), std::move(loss_rows),
+                                         {}, o_.num_layers, "cluster block");
 }
+
+ClusterSampler::Tables ClusterSampler::tables() const { return {.part_offsets = part_offsets_, .part_nodes = part_nodes_, .is_train = is_train_}; }
 
 }  // namespace gnnpipe::samplers

@@ -13,12 +13,15 @@
 #include "datasets.hpp"
 #include "gnnpipe/graph/io/load.hpp"
 #include "gnnpipe/graph/synthetic.hpp"
+#include "gnnpipe/samplers/cluster_sampler.hpp"
+#include "gnnpipe/samplers/cluster_twin.hpp"
 #include "gnnpipe/samplers/neighbor_draw.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
 #include "gnnpipe/samplers/neighbor_twin.hpp"
 #include "gnnpipe/samplers/saint_sampler.hpp"
 #include "gnnpipe/samplers/saint_twin.hpp"
 #include "sampler_helpers.hpp"
+#include "temp_dir.hpp"
 
 using namespace gnnpipe;
 using graph::NodeId;
@@ -172,4 +175,54 @@ TEST_CASE("saint twin: the CPU sampler's batches on Cora and ogbn-arxiv", "[samp
   GNNPIPE_REQUIRE_DATASET(arxiv, "ogbn-arxiv/netbenchmark");
   const graph::Dataset a = graph::io::load_dataset(arxiv);
   check_saint_twin(a.graph, test::vec(a.splits.train), 3000, 1);
+}
+
+namespace {
+
+// The Cluster-GCN twin against the sampler it reads, for every norm (and the diagonal
+// enhancement): every batch of epochs 1 and 2, up to `max_batches`.
+void check_cluster_twin(const graph::CsrGraph& g, const std::vector<NodeId>& train, int parts, int per_batch,
+                        std::size_t max_batches) {
+  const test::TempDir cache;  // one METIS partition for every case
+  struct Case {
+    graph::BlockNorm norm;
+    float diag_lambda;
+  };
+  for (const Case c : {Case{graph::BlockNorm::kMean, 0.0f}, Case{graph::BlockNorm::kGcn, 0.0f}, Case{graph::BlockNorm::kGcn, 0.5f},
+                       Case{graph::BlockNorm::kSelfLoops, 0.0f}, Case{graph::BlockNorm::kNone, 0.0f}}) {
+    INFO("norm " << static_cast<int>(c.norm) << ", diag_lambda " << c.diag_lambda);
+    const samplers::ClusterSampler cpu(g, train, {.num_parts = parts, .parts_per_batch = per_batch, .diag_lambda = c.diag_lambda,
+                                                  .cache_dir = cache.path(), .seed = 3, .norm = c.norm});
+    const samplers::ClusterSamplerTwin twin(cpu);
+    const auto cpu_ws = cpu.make_workspace();
+    const auto twin_ws = twin.make_workspace();
+    for (int64_t epoch : {1, 2}) {
+      const auto plan = twin.plan_epoch(epoch);
+      for (std::size_t b = 0; b < std::min(max_batches, plan.size()); ++b) {
+        INFO("epoch " << epoch << ", batch " << b);
+        CHECK(test::fingerprint(twin.sample(plan[b], *twin_ws)) == test::fingerprint(cpu.sample(plan[b], *cpu_ws)));
+      }
+    }
+    // A part listed twice is refused, as by the CPU sampler.
+    samplers::BatchSpec twice{1, 0, {}, {0, 0}};
+    CHECK_THROWS_WITH(twin.sample(twice, *twin_ws), Catch::Contains("part 0 appears twice") || Catch::Contains("a part appears twice"));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cluster twin: the CPU sampler's batches on a directed multigraph and a power-law graph",
+          "[samplers][cluster][twin][tsan]") {
+  check_cluster_twin(test::random_graph(300, 2400, 5, /*directed=*/true), test::all_nodes(200), 6, 2, 3);
+  const graph::SyntheticGraph s = graph::make_synthetic_graph({.nodes = 20000, .avg_degree = 12, .seed = 4});
+  check_cluster_twin(s.graph, test::all_nodes(12000), 40, 4, 3);
+}
+
+TEST_CASE("cluster twin: the CPU sampler's batches on Cora and ogbn-arxiv", "[samplers][cluster][twin][dataset]") {
+  GNNPIPE_REQUIRE_DATASET(cora, "cora/converted");
+  const graph::Dataset c = graph::io::load_dataset(cora, graph::io::DatasetFormat::kPlanetoidNpy);
+  check_cluster_twin(c.graph, test::vec(c.splits.train), 20, 3, 4);
+  GNNPIPE_REQUIRE_DATASET(arxiv, "ogbn-arxiv/netbenchmark");
+  const graph::Dataset a = graph::io::load_dataset(arxiv);
+  check_cluster_twin(a.graph, test::vec(a.splits.train), 150, 20, 2);
 }

@@ -71,6 +71,17 @@ class ClusterSampler final : public Sampler {
   // The part of each node, in [0, num_parts).
   std::span<const int32_t> parts() const { return parts_; }
 
+  // The read-only arrays a batch reads beside the graph: what a device sampler uploads once, and
+  // what the data-parallel twin (cluster_twin.hpp) reads.
+  struct Tables {
+    std::span<const graph::NodeId> part_offsets;  // [num_parts + 1] into part_nodes
+    std::span<const graph::NodeId> part_nodes;    // nodes by part, ascending within each
+    std::span<const uint8_t> is_train;            // [num_nodes]
+  };
+  Tables tables() const;
+  const ClusterSamplerOptions& options() const { return o_; }
+  const graph::CsrGraph& graph() const { return graph_; }
+
  private:
   const graph::CsrGraph& graph_;
   ClusterSamplerOptions o_;

@@ -129,4 +129,37 @@ GNNPIPE_HD float saint_loss_weight(int norm_samples, uint32_t node_count, double
   return static_cast<float>(norm_samples / (count_or_floor(node_count) * num_train));
 }
 
+// Cluster-GCN's weights (cluster_sampler.hpp), from the batch's rows alone: kMean 1 / d_v;
+// kGcn (D^-1/2 (A + I) D^-1/2 with the self-loops counted in d), or with diag_lambda > 0 the
+// diagonal enhancement (D + I)^-1 (A + I), its diagonal times (1 + lambda).
+struct ClusterWeightView {
+  bool gcn;                   // kGcn, else kMean
+  float diag_lambda;
+  const int64_t* row_start;
+  const int32_t* row_indices;
+  double* inv_sqrt;           // kGcn without diag_lambda: per local node (cluster_inv_sqrt_of)
+};
+
+GNNPIPE_HD double row_degree(const int64_t* row_start, int64_t i) {
+  return static_cast<double>(row_start[i + 1] - row_start[i]);
+}
+GNNPIPE_HD void cluster_inv_sqrt_of(const ClusterWeightView& w, int64_t i) {
+  w.inv_sqrt[i] = 1.0 / sqrt(row_degree(w.row_start, i));  // >= 1: the self-loop
+}
+// Row i's weights into weights[row_start[i]..row_start[i + 1]).
+GNNPIPE_HD void cluster_row_weights(const ClusterWeightView& w, int64_t i, float* weights) {
+  for (int64_t e = w.row_start[i]; e < w.row_start[i + 1]; ++e) {
+    const int64_t u = w.row_indices[e];
+    double x = 0.0;
+    if (!w.gcn) {
+      x = 1.0 / row_degree(w.row_start, i);
+    } else if (w.diag_lambda > 0.0f) {
+      x = (u == i ? 1.0 + static_cast<double>(w.diag_lambda) : 1.0) / row_degree(w.row_start, i);
+    } else {
+      x = w.inv_sqrt[u] * w.inv_sqrt[i];
+    }
+    weights[e] = static_cast<float>(x);
+  }
+}
+
 }  // namespace gnnpipe::samplers::induced
