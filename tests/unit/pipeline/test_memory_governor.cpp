@@ -155,15 +155,18 @@ TEST_CASE("governor: every sampler stays within budgets down to the smallest tha
       check_counts(r, sc.batches_per_epoch);
       if (m["batches_split"].get<int64_t>() > 0) ++runs_with_splits;
       // Split-and-accumulate trains the same model: per-epoch losses and accuracies agree, and
-      // the parameters differ by float summation order only. The bound: 1e-5 of the largest
-      // parameter after 3 epochs of Adam (measured on the dev VM: <= 2.8e-7, a few float ulps).
+      // the parameters differ by float summation order only. The bound: 1e-4 of the largest
+      // parameter after 3 epochs of Adam. Adam divides each gradient by its own running magnitude,
+      // so a parameter whose gradient is a near-cancelling sum moves by lr times that sum's
+      // relative rounding error: measured on the dev VM, 2.8e-7 with the batches before issue #40
+      // and 2.9e-5 (one parameter of 1,139; the others within 4e-7) with its positional draws.
       const auto rows = test::metrics_rows(r.metrics);
       REQUIRE(rows.size() == free_rows.size());
       for (std::size_t e = 0; e < rows.size(); ++e) {
         CHECK(rows[e].at("loss") == Approx(free_rows[e].at("loss")).epsilon(1e-4));
         CHECK(std::abs(rows[e].at("test_acc") - free_rows[e].at("test_acc")) <= 0.005);
       }
-      CHECK(relative_difference(params, free_params) <= 1e-5);
+      CHECK(relative_difference(params, free_params) <= 1e-4);
     }
     CHECK(failed);
     CHECK(runs_with_splits >= 1);
