@@ -1,6 +1,7 @@
 // gnnpipe_bench_sampler (Google Benchmark): neighbor-sampler throughput on one core and with two
 // batches sampled at once on two threads (`_TwoThreads`), batches of 1,024 seeds, as batches/s and
-// sampled edges/s (`NeighborTwin*`: the GPU sampler's data-parallel twin on the CPU, same batches):
+// sampled edges/s (`NeighborTwin*`: the GPU sampler's data-parallel twin on the CPU, same batches;
+// `NeighborGpu*`: the GPU sampler on cuda:0, its batches copied back and assembled on the host):
 //   NeighborArxiv/<fanouts>    the real ogbn-arxiv graph (symmetrized), from $GNNPIPE_DATA_DIR or
 //                              ../shared/datasets; skipped when absent
 //   NeighborProducts/<fanouts> the products-size synthetic graph (2,449,029 nodes, ~61.9 M
@@ -15,6 +16,8 @@
 #include <span>
 
 #include "bench_graphs.hpp"
+#include "gnnpipe/core/error.hpp"
+#include "gnnpipe/samplers/gpu_neighbor_sampler.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
 #include "gnnpipe/samplers/neighbor_twin.hpp"
 #include "gnnpipe/samplers/parallel_sampler.hpp"
@@ -28,8 +31,11 @@ using bench::products;
 
 // `threads` batches per iteration, sampled concurrently by samplers::ParallelSampler (one
 // workspace per thread) under a oneTBB limit of `threads`; 1 = one batch on the calling thread.
-// `twin`: the data-parallel twin of the GPU sampler (same batches), its phases on the threads.
-void run(benchmark::State& state, const Graph* g, std::vector<int> fanouts, int threads = 1, bool twin = false) {
+enum class Engine { kCpu, kTwin, kGpu };
+
+// `engine`: the CPU sampler, the data-parallel twin of the GPU sampler (same batches, its phases
+// on the threads), or the GPU sampler on cuda:0 (skipped without one).
+void run(benchmark::State& state, const Graph* g, std::vector<int> fanouts, int threads = 1, Engine engine = Engine::kCpu) {
   if (g == nullptr) {
     state.SkipWithError("dataset not found (set GNNPIPE_DATA_DIR)");
     return;
@@ -37,10 +43,17 @@ void run(benchmark::State& state, const Graph* g, std::vector<int> fanouts, int 
   tbb::global_control limit(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
   const samplers::NeighborSamplerOptions options{.fanouts = fanouts, .batch_size = 1024, .seed = 1};
   std::unique_ptr<samplers::Sampler> sampler;
-  if (twin) {
-    sampler = std::make_unique<samplers::NeighborSamplerTwin>(g->graph, g->train, options);
-  } else {
-    sampler = std::make_unique<samplers::NeighborSampler>(g->graph, g->train, options);
+  try {
+    if (engine == Engine::kTwin) {
+      sampler = std::make_unique<samplers::NeighborSamplerTwin>(g->graph, g->train, options);
+    } else if (engine == Engine::kGpu) {
+      sampler = std::make_unique<samplers::GpuNeighborSampler>(g->graph, g->train, options, core::Device::cuda(0));
+    } else {
+      sampler = std::make_unique<samplers::NeighborSampler>(g->graph, g->train, options);
+    }
+  } catch (const core::CudaError& e) {
+    state.SkipWithError(e.what());
+    return;
   }
   const auto plan = sampler->plan_epoch(0);
   samplers::ParallelSampler parallel(*sampler);
@@ -65,7 +78,9 @@ void run(benchmark::State& state, const Graph* g, std::vector<int> fanouts, int 
 
 void NeighborArxiv_15_10_5(benchmark::State& s) { run(s, arxiv(), {15, 10, 5}); }
 void NeighborArxiv_15_10_5_TwoThreads(benchmark::State& s) { run(s, arxiv(), {15, 10, 5}, 2); }
-void NeighborTwinArxiv_15_10_5(benchmark::State& s) { run(s, arxiv(), {15, 10, 5}, 1, true); }
+void NeighborTwinArxiv_15_10_5(benchmark::State& s) { run(s, arxiv(), {15, 10, 5}, 1, Engine::kTwin); }
+void NeighborGpuArxiv_15_10_5(benchmark::State& s) { run(s, arxiv(), {15, 10, 5}, 1, Engine::kGpu); }
+void NeighborGpuProducts_15_10_5(benchmark::State& s) { run(s, products(), {15, 10, 5}, 1, Engine::kGpu); }
 void NeighborProducts_10_5(benchmark::State& s) { run(s, products(), {10, 5}); }
 void NeighborProducts_10_5_TwoThreads(benchmark::State& s) { run(s, products(), {10, 5}, 2); }
 void NeighborProducts_15_10_5(benchmark::State& s) { run(s, products(), {15, 10, 5}); }
@@ -76,6 +91,8 @@ void NeighborProducts_15_10_5_TwoThreads(benchmark::State& s) { run(s, products(
 BENCHMARK(NeighborArxiv_15_10_5)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(NeighborArxiv_15_10_5_TwoThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(NeighborTwinArxiv_15_10_5)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(NeighborGpuArxiv_15_10_5)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(NeighborGpuProducts_15_10_5)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(NeighborProducts_10_5)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(NeighborProducts_10_5_TwoThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(NeighborProducts_15_10_5)->Unit(benchmark::kMillisecond)->UseRealTime();

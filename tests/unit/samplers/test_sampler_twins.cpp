@@ -15,6 +15,8 @@
 #include "gnnpipe/graph/synthetic.hpp"
 #include "gnnpipe/samplers/cluster_sampler.hpp"
 #include "gnnpipe/samplers/cluster_twin.hpp"
+#include "gnnpipe/core/error.hpp"
+#include "gnnpipe/samplers/gpu_neighbor_sampler.hpp"
 #include "gnnpipe/samplers/neighbor_draw.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
 #include "gnnpipe/samplers/neighbor_twin.hpp"
@@ -225,4 +227,13 @@ TEST_CASE("cluster twin: the CPU sampler's batches on Cora and ogbn-arxiv", "[sa
   GNNPIPE_REQUIRE_DATASET(arxiv, "ogbn-arxiv/netbenchmark");
   const graph::Dataset a = graph::io::load_dataset(arxiv);
   check_cluster_twin(a.graph, test::vec(a.splits.train), 150, 20, 2);
+}
+
+TEST_CASE("GPU neighbor sampler: a CPU device is refused with a one-line CudaError", "[samplers][neighbor]") {
+  const graph::CsrGraph g = test::random_graph(50, 200, 1);
+  CHECK_THROWS_AS(samplers::GpuNeighborSampler(g, test::all_nodes(10), {}, core::Device::cpu()), core::CudaError);
+  CHECK_THROWS_WITH(samplers::GpuNeighborSampler(g, test::all_nodes(10), {}, core::Device::cpu()),
+                    Catch::Contains("needs a GPU device, not cpu"));
+  // The options are checked as the CPU sampler checks them, before any device is touched.
+  CHECK_THROWS_AS(samplers::GpuNeighborSampler(g, test::all_nodes(10), {.fanouts = {}}, core::Device::cpu()), core::ConfigError);
 }
