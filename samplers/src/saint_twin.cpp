@@ -3,6 +3,7 @@
 #include "gnnpipe/samplers/induced_phases.hpp"
 #include "gnnpipe/samplers/saint_draw.hpp"
 #include "induced_subgraph.hpp"
+#include "subgraph_twin.hpp"
 #include "twin_phases.hpp"
 
 namespace gnnpipe::samplers {
@@ -10,34 +11,14 @@ namespace {
 
 using graph::EdgeOffset;
 using graph::NodeId;
-using twin::exclusive_scan;
 using twin::phase;
 
-// What a kernel sequence would hold on the device: marks and local ids per graph node (0 and -1
-// between batches), and the batch's arrays, reused across batches.
+// The set's arrays (subgraph_twin.hpp) and the weights' per-node scratch.
 class SaintTwinWorkspace final : public SamplerWorkspace {
  public:
-  explicit SaintTwinWorkspace(NodeId num_nodes)
-      : mark(static_cast<std::size_t>(num_nodes), 0), local_of(static_cast<std::size_t>(num_nodes), -1) {}
-  std::vector<int32_t> mark, local_of;
-  std::vector<int64_t> rank;
-  std::vector<int32_t> nodes;
-  std::vector<int64_t> lengths, row_start, edge_ids;
-  std::vector<int32_t> row_indices;
+  explicit SaintTwinWorkspace(NodeId num_nodes) : set(num_nodes) {}
+  twin::SubgraphArrays set;
   std::vector<double> inv_sqrt;
-  std::vector<int32_t> is_loss;
-  std::vector<int64_t> loss_start;
-};
-
-// Leaves marks and local ids clean even when a batch throws.
-struct CleanOnExit {
-  SaintTwinWorkspace& ws;
-  ~CleanOnExit() {
-    for (NodeId v : ws.nodes) {
-      ws.mark[static_cast<std::size_t>(v)] = 0;
-      ws.local_of[static_cast<std::size_t>(v)] = -1;
-    }
-  }
 };
 
 }  // namespace
@@ -48,8 +29,9 @@ std::unique_ptr<SamplerWorkspace> SaintSamplerTwin::make_workspace() const {
 
 graph::MiniBatch SaintSamplerTwin::sample(const BatchSpec& spec, SamplerWorkspace& workspace) const {
   auto& ws = dynamic_cast<SaintTwinWorkspace&>(workspace);
-  ws.nodes.clear();
-  const CleanOnExit clean{ws};
+  twin::SubgraphArrays& set = ws.set;
+  set.clear();
+  const twin::ClearOnExit clear{set};
   const graph::CsrGraph& g = cpu_.graph();
   const SaintSamplerOptions& o = cpu_.options();
   const SaintSampler::Tables t = cpu_.tables();
@@ -57,9 +39,9 @@ graph::MiniBatch SaintSamplerTwin::sample(const BatchSpec& spec, SamplerWorkspac
   const int64_t* offsets = g.offsets().data();
   const NodeId* indices = g.indices().data();
   const NodeId n = g.num_nodes();
-  int32_t* mark = ws.mark.data();
+  int32_t* mark = set.mark.data();
 
-  // 1. The draws mark the node set.
+  // 1. The draws mark the node set; 2. the set in ascending order.
   switch (o.mode) {
     case SaintMode::kNode:
       phase(o.budget, [&](int64_t i) {
@@ -82,48 +64,24 @@ graph::MiniBatch SaintSamplerTwin::sample(const BatchSpec& spec, SamplerWorkspac
       });
       break;
   }
-  // 2. The set in ascending order: a scan of the marks over all nodes, each marked node to its rank.
-  exclusive_scan(ws.mark, ws.rank, int64_t{0});
-  const int64_t k = ws.rank.back();
-  ws.nodes.resize(static_cast<std::size_t>(k));
-  phase(n, [&](int64_t v) {
-    if (mark[v] != 0) ws.nodes[static_cast<std::size_t>(ws.rank[static_cast<std::size_t>(v)])] = static_cast<NodeId>(v);
-  });
-  phase(k, [&](int64_t i) { ws.local_of[static_cast<std::size_t>(ws.nodes[static_cast<std::size_t>(i)])] = static_cast<int32_t>(i); });
+  set.compact_marked();
+  const auto k = static_cast<int64_t>(set.nodes.size());
 
-  // 3. The induced rows.
-  ws.lengths.resize(static_cast<std::size_t>(k));
-  induced::InducedView view{.graph_offsets = offsets,
-                            .graph_indices = indices,
-                            .nodes = ws.nodes.data(),
-                            .local_of = ws.local_of.data(),
-                            .self_loops = o.norm == graph::BlockNorm::kGcn || o.norm == graph::BlockNorm::kSelfLoops,
-                            .lengths = ws.lengths.data(),
-                            .row_start = nullptr,
-                            .row_indices = nullptr,
-                            .edge_ids = nullptr};
-  phase(k, [&](int64_t i) { induced::row_length(view, i); });
-  exclusive_scan(ws.lengths, ws.row_start, int64_t{0});
-  const auto num_edges = static_cast<std::size_t>(ws.row_start.back());
-  ws.row_indices.resize(num_edges);
-  ws.edge_ids.resize(num_edges);
-  view.row_start = ws.row_start.data();
-  view.row_indices = ws.row_indices.data();
-  view.edge_ids = ws.edge_ids.data();
-  phase(k, [&](int64_t i) { induced::write_row(view, i); });
+  // 3. The induced rows, with their full-graph edge positions (the norms' counts are by them).
+  set.induced_rows(g, o.norm == graph::BlockNorm::kGcn || o.norm == graph::BlockNorm::kSelfLoops, true);
 
   // 4. The weights (kMean, kGcn).
   graph::HostArray<float> weights;
   if (o.norm == graph::BlockNorm::kMean || o.norm == graph::BlockNorm::kGcn) {
-    weights = graph::HostArray<float>(num_edges);
+    weights = graph::HostArray<float>(set.row_indices.size());
     ws.inv_sqrt.resize(static_cast<std::size_t>(k));
     const induced::SaintWeightView w{.normalize = o.normalize,
                                      .gcn = o.norm == graph::BlockNorm::kGcn,
                                      .graph_offsets = offsets,
-                                     .nodes = ws.nodes.data(),
-                                     .row_start = ws.row_start.data(),
-                                     .row_indices = ws.row_indices.data(),
-                                     .edge_ids = ws.edge_ids.data(),
+                                     .nodes = set.nodes.data(),
+                                     .row_start = set.row_start.data(),
+                                     .row_indices = set.row_indices.data(),
+                                     .edge_ids = set.edge_ids.data(),
                                      .node_counts = cpu_.node_counts().data(),
                                      .edge_counts = cpu_.edge_counts().data(),
                                      .full_inv_sqrt = t.full_inv_sqrt.data(),
@@ -132,26 +90,17 @@ graph::MiniBatch SaintSamplerTwin::sample(const BatchSpec& spec, SamplerWorkspac
     phase(k, [&](int64_t i) { induced::saint_row_weights(w, i, weights.data()); });
   }
 
-  // 5. The loss rows: the training nodes, compacted in order.
-  ws.is_loss.resize(static_cast<std::size_t>(k));
-  phase(k, [&](int64_t i) {
-    ws.is_loss[static_cast<std::size_t>(i)] = t.is_train[static_cast<std::size_t>(ws.nodes[static_cast<std::size_t>(i)])];
-  });
-  exclusive_scan(ws.is_loss, ws.loss_start, int64_t{0});
-  std::vector<int32_t> loss_rows(static_cast<std::size_t>(ws.loss_start.back()));
+  // 5. The loss rows (the training nodes, in order) and, normalised, their weights.
+  std::vector<int32_t> loss_rows = set.loss_rows(t.is_train);
   std::vector<float> loss_weights(o.normalize ? loss_rows.size() : 0);
-  phase(k, [&](int64_t i) {
-    if (ws.is_loss[static_cast<std::size_t>(i)] == 0) return;
-    const auto at = static_cast<std::size_t>(ws.loss_start[static_cast<std::size_t>(i)]);
-    loss_rows[at] = static_cast<int32_t>(i);
-    if (o.normalize) {
-      loss_weights[at] = induced::saint_loss_weight(cpu_.norm_samples(),
-                                                    cpu_.node_counts()[static_cast<std::size_t>(ws.nodes[static_cast<std::size_t>(i)])],
-                                                    t.num_train);
-    }
-  });
-  return detail::assemble_subgraph_batch(spec, ws.nodes, graph::HostArray<EdgeOffset>(ws.row_start),
-                                         graph::HostArray<NodeId>(ws.row_indices), std::move(weights), std::move(loss_rows),
+  if (o.normalize) {
+    phase(static_cast<int64_t>(loss_rows.size()), [&](int64_t j) {
+      const auto v = static_cast<std::size_t>(set.nodes[static_cast<std::size_t>(loss_rows[static_cast<std::size_t>(j)])]);
+      loss_weights[static_cast<std::size_t>(j)] = induced::saint_loss_weight(cpu_.norm_samples(), cpu_.node_counts()[v], t.num_train);
+    });
+  }
+  return detail::assemble_subgraph_batch(spec, set.nodes, graph::HostArray<EdgeOffset>(set.row_start),
+                                         graph::HostArray<NodeId>(set.row_indices), std::move(weights), std::move(loss_rows),
                                          std::move(loss_weights), o.num_layers, "GraphSAINT subgraph");
 }
 
