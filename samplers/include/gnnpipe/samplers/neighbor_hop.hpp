@@ -16,7 +16,7 @@
 //   6 row length (node i)  lengths[i] = the row's entries (a self-loop first, picks of itself dropped)
 //   -  scan      lengths -> row_start
 //   7 write row  (node i)  row entries = local ids, self-loop first
-//   8 reset      (pick j)  first[id] back to kNoPick (the arrays are reused by the next hop)
+//   8 reset      (pick j)  a first reach puts first[id] back to kNoPick (reused by the next hop)
 #include <cstdint>
 
 #include "gnnpipe/core/host_device.hpp"
@@ -120,7 +120,10 @@ GNNPIPE_HD void write_row(const HopView& h, int64_t i) {
   }
 }
 
-// 8. first[] back to kNoPick for pick j's node.
-GNNPIPE_HD void reset(const HopView& h, int64_t j) { h.first[h.picks[j]] = kNoPick; }
+// 8. first[] back to kNoPick for pick j's node, by its first reach alone (one writer per node;
+// only the nodes new in this hop were bid on).
+GNNPIPE_HD void reset(const HopView& h, int64_t j) {
+  if (h.is_new[j] != 0) h.first[h.picks[j]] = kNoPick;
+}
 
 }  // namespace gnnpipe::samplers::hop
