@@ -13,7 +13,8 @@ build=${1:?usage: bundle.sh BUILD_DIR}
 bin=$root/.deps/bin
 rm -rf "$bin"
 mkdir -p "$bin"
-for target in experiments/gnnpipe tests/gnnpipe_gpu_tests tests/gnnpipe_gpu_fault_test tools/bench/gnnpipe_bench_gpu; do
+for target in experiments/gnnpipe tests/gnnpipe_gpu_tests tests/gnnpipe_gpu_fault_test tools/bench/gnnpipe_bench_gpu \
+  tools/bench/gnnpipe_bench_sampler; do
   [ -x "$build/$target" ] || { echo "bundle: $build/$target is missing (build it first)"; exit 1; }
   strip -o "$bin/$(basename "$target")" "$build/$target"
 done

@@ -103,12 +103,13 @@ if [ "$prebuilt" = 1 ]; then
   say "gpu_acceptance $phase: prebuilt binaries of $(tr '\n' ' ' < "$root/.deps/bin/COMMIT")"
   bin=$root/.deps/bin
   gnnpipe=$bin/gnnpipe gpu_tests=$bin/gnnpipe_gpu_tests fault_test=$bin/gnnpipe_gpu_fault_test
-  bench_gpu=$bin/gnnpipe_bench_gpu
+  bench_gpu=$bin/gnnpipe_bench_gpu bench_sampler=$bin/gnnpipe_bench_sampler
 else
   gnnpipe=$build_dir/experiments/gnnpipe
   gpu_tests=$build_dir/tests/gnnpipe_gpu_tests
   fault_test=$build_dir/tests/gnnpipe_gpu_fault_test
   bench_gpu=$build_dir/tools/bench/gnnpipe_bench_gpu
+  bench_sampler=$build_dir/tools/bench/gnnpipe_bench_sampler
   if [ "$device" != cpu ] && { [ "$phase" = tests ] || [ ! -x "$gnnpipe" ] || [ ! -x "$gpu_tests" ]; }; then
     build_targets=""
     [ "$phase" = sanitize ] && build_targets=gnnpipe_gpu_tests
@@ -375,7 +376,7 @@ case "$phase" in
     # 2026-11-24): dropout's draw, add_rows, fp16/bf16 widening, the multi-label loss, GGNN/GaAN's
     # ops and steps, the async pool, and the training steps (aggregate-first GCN).
     if have_sanitizer; then
-      sanitize_with memcheck 600 "${SESSION_MEMCHECK_TESTS:-[gated],[loss],[elementwise]~[wrap],[dropout],[allocator],[training]~[runs]}"
+      sanitize_with memcheck 600 "${SESSION_MEMCHECK_TESTS:-[gated],[loss],[elementwise]~[wrap],[dropout],[allocator],[training]~[runs],[samplers]~[dataset]}"
     fi
     ;;
   tests)
@@ -430,6 +431,13 @@ case "$phase" in
     if t=$(slot 240); then
       GNNPIPE_DATA_DIR=$data timeout "$t" "$bench_gpu" --graph arxiv > "$logs/bench_gpu_arxiv.jsonl" 2>&1
       say "gnnpipe_bench_gpu --graph arxiv: exit $?"
+    fi
+    # Issue #40: the GPU neighbor sampler beside the CPU sampler and its twin (batches of 1,024
+    # seeds, [15, 10, 5]; the GPU test checks the batches are the same).
+    if [ -x "$bench_sampler" ] && t=$(slot 120); then
+      GNNPIPE_DATA_DIR=$data timeout "$t" "$bench_sampler" --benchmark_filter='^Neighbor(Gpu|Twin)?Arxiv_15_10_5' \
+        > "$logs/bench_sampler_arxiv.txt" 2>&1
+      say "gnnpipe_bench_sampler Neighbor*Arxiv: exit $? ($(grep -E '^Neighbor' "$logs/bench_sampler_arxiv.txt" | awk '{print $1, $2, $3}' | tr '\n' ';'))"
     fi
     for tf32 in "" --tf32; do
       t=$(slot 120) || continue
