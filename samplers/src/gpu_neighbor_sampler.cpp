@@ -6,6 +6,7 @@
 #include "gnnpipe/core/memory_kind.hpp"
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/samplers/neighbor_draw.hpp"
+#include "device_arrays.hpp"
 #include "neighbor_batch.hpp"
 #include "neighbor_kernels.hpp"
 
@@ -14,26 +15,8 @@ namespace {
 
 using graph::EdgeOffset;
 using graph::NodeId;
+using detail::GrowingArray;
 using kernels::HopPhase;
-
-// A device array that grows (doubling) and keeps its first `keep` elements when it does.
-template <class T>
-class GrowingArray {
- public:
-  T* reserve(std::size_t n, std::size_t keep, core::Device device, const core::Stream& stream) {
-    if (buffer_.size() < n) {
-      core::Buffer<T> bigger = core::Buffer<T>::on(device, std::max(n, 2 * buffer_.size()));
-      if (keep > 0) core::copy_async(bigger, 0, buffer_, 0, keep, stream);
-      stream.synchronize();  // the old array is read until here
-      buffer_ = std::move(bigger);
-    }
-    return buffer_.data();
-  }
-  T* data() { return buffer_.data(); }
-
- private:
-  core::Buffer<T> buffer_;
-};
 
 // One sampling thread's stream and device arrays: local ids and first reaches per graph node (-1
 // and kNoPick between batches), the batch's nodes and rows, and one hop's arrays.

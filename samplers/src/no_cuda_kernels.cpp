@@ -3,6 +3,7 @@
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/error.hpp"
 #include "neighbor_kernels.hpp"
+#include "subgraph_kernels.hpp"
 
 namespace gnnpipe::samplers::kernels {
 namespace {
@@ -16,5 +17,16 @@ void launch_set_local(int32_t*, const int32_t*, int64_t, int32_t, bool, void*) {
 std::size_t scan_temp_bytes(int64_t) { no_cuda(); }
 void exclusive_scan(const int64_t*, int64_t*, int64_t, int64_t, void*, std::size_t, void*) { no_cuda(); }
 void exclusive_scan(const int32_t*, int32_t*, int64_t, int32_t, void*, std::size_t, void*) { no_cuda(); }
+void launch_saint_mark(const SaintDraws&, int32_t*, void*) { no_cuda(); }
+void launch_parts_mark(const int32_t*, const int64_t*, int64_t, int64_t, const int32_t*, const int32_t*, int32_t*, void*) { no_cuda(); }
+void launch_compact(const int32_t*, const int32_t*, int64_t, int32_t*, void*) { no_cuda(); }
+void launch_clear_set(const int32_t*, int64_t, int32_t*, int32_t*, void*) { no_cuda(); }
+void launch_induced(InducedPhase, const induced::InducedView&, int64_t, void*) { no_cuda(); }
+void launch_saint_weights(const induced::SaintWeightView&, int64_t, float*, void*) { no_cuda(); }
+void launch_cluster_weights(const induced::ClusterWeightView&, int64_t, float*, void*) { no_cuda(); }
+void launch_loss_flags(const int32_t*, int64_t, const uint8_t*, int32_t*, void*) { no_cuda(); }
+void launch_loss_rows(const int32_t*, const int32_t*, const int32_t*, int64_t, int32_t*, float*, int, const uint32_t*, double, void*) {
+  no_cuda();
+}
 
 }  // namespace gnnpipe::samplers::kernels

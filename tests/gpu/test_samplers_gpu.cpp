@@ -1,4 +1,4 @@
-// The GPU neighbor sampler (issue #40) against the CPU sampler, batch by batch: nodes, blocks,
+// The GPU samplers (issue #40) against the CPU samplers, batch by batch: nodes, blocks,
 // weights and transposes bit for bit, for every norm, with and without replacement, resampled
 // attempts, on a power-law synthetic graph, a directed multigraph with self-loops, and Cora and
 // ogbn-arxiv when the datasets are there (GNNPIPE_DATA_DIR). The kernels run the element functions
@@ -16,8 +16,10 @@
 #include "gnnpipe/graph/io/load.hpp"
 #include "gnnpipe/graph/synthetic.hpp"
 #include "gnnpipe/samplers/gpu_neighbor_sampler.hpp"
+#include "gnnpipe/samplers/gpu_subgraph_samplers.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
 #include "sampler_helpers.hpp"
+#include "temp_dir.hpp"
 
 using namespace gnnpipe;
 using graph::NodeId;
@@ -78,6 +80,49 @@ TEST_CASE("GPU neighbor sampler: the CPU sampler's batches on Cora and ogbn-arxi
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("GPU neighbor sampler, arxiv [15, 10, 5] x 1,024 seeds: %.2f ms a batch (%zu batches)\n",
               1e3 * s / static_cast<double>(plan.size()), plan.size());
+}
+
+namespace {
+
+// GraphSAINT and Cluster-GCN on the GPU against their CPU samplers, every mode and norm.
+void check_gpu_subgraph_samplers(const graph::CsrGraph& g, const std::vector<NodeId>& train, int budget, int parts,
+                                 std::size_t max_batches) {
+  for (const auto mode : {samplers::SaintMode::kNode, samplers::SaintMode::kEdge, samplers::SaintMode::kRandomWalk}) {
+    for (const auto norm : {graph::BlockNorm::kMean, graph::BlockNorm::kGcn, graph::BlockNorm::kSelfLoops}) {
+      for (const bool normalize : {true, false}) {
+        INFO("saint mode " << static_cast<int>(mode) << ", norm " << static_cast<int>(norm) << ", normalize " << normalize);
+        const samplers::SaintSampler cpu(g, train, {.mode = mode, .budget = budget, .walk_length = 3, .steps_per_epoch = 4,
+                                                    .norm_samples = 40, .normalize = normalize, .seed = 5, .norm = norm});
+        const samplers::GpuSaintSampler gpu(cpu, core::Device::cuda(0));
+        const auto cpu_ws = cpu.make_workspace();
+        const auto gpu_ws = gpu.make_workspace();
+        const auto plan = cpu.plan_epoch(1);
+        for (std::size_t b = 0; b < std::min(max_batches, plan.size()); ++b) {
+          CHECK(test::fingerprint(gpu.sample(plan[b], *gpu_ws)) == test::fingerprint(cpu.sample(plan[b], *cpu_ws)));
+        }
+      }
+    }
+  }
+  const test::TempDir cache;
+  for (const auto norm : {graph::BlockNorm::kMean, graph::BlockNorm::kGcn, graph::BlockNorm::kSelfLoops, graph::BlockNorm::kNone}) {
+    INFO("cluster norm " << static_cast<int>(norm));
+    const samplers::ClusterSampler cpu(g, train, {.num_parts = parts, .parts_per_batch = 3, .cache_dir = cache.path(), .seed = 3, .norm = norm});
+    const samplers::GpuClusterSampler gpu(cpu, core::Device::cuda(0));
+    const auto cpu_ws = cpu.make_workspace();
+    const auto gpu_ws = gpu.make_workspace();
+    const auto plan = cpu.plan_epoch(1);
+    for (std::size_t b = 0; b < std::min(max_batches, plan.size()); ++b) {
+      CHECK(test::fingerprint(gpu.sample(plan[b], *gpu_ws)) == test::fingerprint(cpu.sample(plan[b], *cpu_ws)));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("GPU GraphSAINT and Cluster-GCN samplers: the CPU samplers' batches, bit for bit", "[gpu][samplers]") {
+  check_gpu_subgraph_samplers(test::random_graph(300, 2400, 5, /*directed=*/true), test::all_nodes(200), 40, 6, 3);
+  const graph::SyntheticGraph s = graph::make_synthetic_graph({.nodes = 20000, .avg_degree = 12, .seed = 4});
+  check_gpu_subgraph_samplers(s.graph, test::all_nodes(12000), 1500, 40, 2);
 }
 
 #endif

@@ -17,6 +17,7 @@
 #include "gnnpipe/samplers/cluster_twin.hpp"
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/samplers/gpu_neighbor_sampler.hpp"
+#include "gnnpipe/samplers/gpu_subgraph_samplers.hpp"
 #include "gnnpipe/samplers/neighbor_draw.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
 #include "gnnpipe/samplers/neighbor_twin.hpp"
@@ -234,6 +235,8 @@ TEST_CASE("GPU neighbor sampler: a CPU device is refused with a one-line CudaErr
   CHECK_THROWS_AS(samplers::GpuNeighborSampler(g, test::all_nodes(10), {}, core::Device::cpu()), core::CudaError);
   CHECK_THROWS_WITH(samplers::GpuNeighborSampler(g, test::all_nodes(10), {}, core::Device::cpu()),
                     Catch::Contains("needs a GPU device, not cpu"));
+  const samplers::SaintSampler saint(g, test::all_nodes(10), {.budget = 10, .steps_per_epoch = 1, .normalize = false});
+  CHECK_THROWS_WITH(samplers::GpuSaintSampler(saint, core::Device::cpu()), Catch::Contains("needs a GPU device, not cpu"));
   // The options are checked as the CPU sampler checks them, before any device is touched.
   CHECK_THROWS_AS(samplers::GpuNeighborSampler(g, test::all_nodes(10), {.fanouts = {}}, core::Device::cpu()), core::ConfigError);
 }
