@@ -75,6 +75,27 @@ MhMasks MhMasks::keep_all(int64_t m, int64_t n) {
   return masks;
 }
 
+float feature_row_factor(const MhMasks& masks, int64_t i) {
+  if (masks.node_keep[static_cast<std::size_t>(i)] == 0) return 0.0f;
+  const auto n = static_cast<double>(masks.node_keep.size());
+  return masks.nodes_masked == 0 ? 1.0f : static_cast<float>(n / (n - static_cast<double>(masks.nodes_masked)));
+}
+
+std::vector<float> masked_features(std::span<const float> features, int64_t cols, const MhMasks& masks) {
+  const auto n = static_cast<int64_t>(masks.node_keep.size());
+  GNNPIPE_CHECK_DATA(cols > 0 && features.size() == static_cast<std::size_t>(n * cols),
+                     "MH-Aug: {} feature values for {} nodes of {} columns", features.size(), n, cols);
+  std::vector<float> out(features.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const float factor = feature_row_factor(masks, i);
+    for (int64_t c = 0; c < cols; ++c) {
+      const auto k = static_cast<std::size_t>(i * cols + c);
+      out[k] = features[k] * factor;
+    }
+  }
+  return out;
+}
+
 MhDeltas deltas(const graph::CsrGraph& graph, std::span<const double> ego, const MhMasks& masks, int k) {
   const std::vector<double> ones(ego.size(), 1.0);
   const std::vector<double> node_mask(masks.node_keep.begin(), masks.node_keep.end());

@@ -159,6 +159,19 @@ TEST_CASE("MH-Aug T2: a proposal drops exactly floor(m delta') entries and floor
     // Positional: the same proposal number draws the same candidate.
     CHECK(chain.propose(t).masks.edge_keep == c.masks.edge_keep);
   }
+  // The view's features: masked rows 0, the others times N / (N - c_V); nodes and their edges stay.
+  const MhCandidate c = chain.propose(7);
+  REQUIRE(c.masks.nodes_masked > 0);
+  const int64_t cols = 3;
+  std::vector<float> x(static_cast<std::size_t>(g.num_nodes() * cols));
+  for (std::size_t k = 0; k < x.size(); ++k) x[k] = static_cast<float>(k % 7) - 2.5f;
+  const std::vector<float> y = masked_features(x, cols, c.masks);
+  const auto scale = static_cast<float>(300.0 / (300.0 - static_cast<double>(c.masks.nodes_masked)));
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    CHECK(y[k] == (c.masks.node_keep[k / cols] == 0 ? 0.0f : x[k] * scale));
+  }
+  CHECK(feature_row_factor(MhMasks::keep_all(5, 4), 2) == 1.0f);
+  CHECK_THROWS_AS(masked_features(std::vector<float>(5), 3, c.masks), core::DataError);
 }
 
 TEST_CASE("MH-Aug T3 and T4: the proposal terms cancel far from the bounds; log A is antisymmetric", "[samplers][mh]") {

@@ -52,6 +52,12 @@ struct MhMasks {
   static MhMasks keep_all(int64_t m, int64_t n);
 };
 
+// The factor a view multiplies node i's feature row by (MH-AUG.md §1.2): 0 for a masked node,
+// else N / (N - c_V) (1 when nothing is masked), so the feature matrix keeps its expected sum. A
+// gather applies it per row; masked_features() applies it to a whole [N x cols] matrix.
+float feature_row_factor(const MhMasks& masks, int64_t i);
+std::vector<float> masked_features(std::span<const float> features, int64_t cols, const MhMasks& masks);
+
 // Per node: Delta e_i = 1 - s(1; kept edges)_i / ego_i and Delta v_i = 1 - s(node mask; all
 // edges)_i / ego_i.
 struct MhDeltas {
