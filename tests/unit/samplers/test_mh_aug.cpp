@@ -174,7 +174,7 @@ TEST_CASE("MH-Aug T2: a proposal drops exactly floor(m delta') entries and floor
   CHECK_THROWS_AS(masked_features(std::vector<float>(5), 3, c.masks), core::DataError);
 }
 
-TEST_CASE("MH-Aug T3 and T4: the proposal terms cancel far from the bounds; log A is antisymmetric", "[samplers][mh]") {
+TEST_CASE("MH-Aug T3 and T4: the proposal terms cancel far from the bounds, and log A is antisymmetric", "[samplers][mh]") {
   MhAugOptions o;  // lambda2 = 0
   const int64_t m = 10000, n = 1000;
   // T3: both ratios more than 5 sigma inside [0, 1].
