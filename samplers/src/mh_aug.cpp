@@ -1,10 +1,14 @@
 #include "gnnpipe/samplers/mh_aug.hpp"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numbers>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 
 namespace gnnpipe::samplers::mh {
 namespace {
@@ -55,14 +59,18 @@ std::vector<double> aggregate(const graph::CsrGraph& graph, std::span<const doub
   const auto offsets = graph.offsets();
   const auto indices = graph.indices();
   std::vector<double> y(x.begin(), x.end()), next(y.size());
+  using Range = tbb::blocked_range<std::size_t>;
   for (int round = 0; round < k; ++round) {
-    for (std::size_t i = 0; i < y.size(); ++i) {
-      double sum = y[i];
-      for (auto e = static_cast<std::size_t>(offsets[i]); e < static_cast<std::size_t>(offsets[i + 1]); ++e) {
-        if (edge_keep.empty() || edge_keep[e] != 0) sum += y[static_cast<std::size_t>(indices[e])];
+    // Rows are independent and each sums in its CSR order: the same bits on any thread count.
+    tbb::parallel_for(Range(0, y.size(), 2048), core::tsan::fork_join([&](const Range& r) {
+      for (std::size_t i = r.begin(); i != r.end(); ++i) {
+        double sum = y[i];
+        for (auto e = static_cast<std::size_t>(offsets[i]); e < static_cast<std::size_t>(offsets[i + 1]); ++e) {
+          if (edge_keep.empty() || edge_keep[e] != 0) sum += y[static_cast<std::size_t>(indices[e])];
+        }
+        next[i] = sum;
       }
-      next[i] = sum;
-    }
+    }));
     y.swap(next);
   }
   return y;

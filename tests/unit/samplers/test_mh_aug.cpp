@@ -120,7 +120,7 @@ TEST_CASE("MH-Aug worked example: setting B, every term of log A = 4.591192", "[
   CHECK(chain.log_acceptance(c, cd, ex.ent()) == Approx(4.591192).margin(1e-6));
 }
 
-TEST_CASE("MH-Aug T1: the aggregator's closed form and its extremes", "[samplers][mh]") {
+TEST_CASE("MH-Aug T1: the aggregator's closed form and its extremes", "[samplers][mh][tsan]") {
   const graph::CsrGraph g = test::random_graph(200, 900, 3);
   MhChain chain(g, {});
   // ego_i = (d_i + 1) + sum over j -> i of (d_j + 1) for K = 2.
