@@ -2,20 +2,16 @@
 // element functions as the twins (saint_twin.cpp, cluster_twin.cpp, subgraph_twin.cpp). A node
 // reached by several draws is marked by several threads with the same value: a plain store.
 #include "cuda_check.hpp"
+#include "grid_loop.cuh"
 #include "subgraph_kernels.hpp"
 
 namespace gnnpipe::samplers::kernels {
 namespace {
 
-constexpr unsigned kThreads = 256;
-constexpr int64_t kMaxBlocks = 65535;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t wanted = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(wanted < kMaxBlocks ? (wanted > 0 ? wanted : 1) : kMaxBlocks);
-}
-__device__ int64_t first_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
-__device__ int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+using core::cuda::blocks_for;
+using core::cuda::first_index;
+using core::cuda::grid_stride;
+constexpr unsigned kThreads = core::cuda::kGridThreads;
 
 __global__ void saint_mark_kernel(SaintDraws d, int32_t* mark) {
   for (int64_t i = first_index(); i < d.budget; i += grid_stride()) {

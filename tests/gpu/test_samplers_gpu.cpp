@@ -18,6 +18,7 @@
 #include "gnnpipe/samplers/gpu_neighbor_sampler.hpp"
 #include "gnnpipe/samplers/gpu_subgraph_samplers.hpp"
 #include "gnnpipe/samplers/neighbor_sampler.hpp"
+#include "sampler_checks.hpp"
 #include "sampler_helpers.hpp"
 #include "temp_dir.hpp"
 
@@ -34,22 +35,7 @@ void check_gpu_sampler(const graph::CsrGraph& g, const std::vector<NodeId>& trai
       INFO("norm " << static_cast<int>(norm) << ", replace " << replace);
       const NeighborSamplerOptions o{.fanouts = fanouts, .batch_size = batch_size, .replace = replace, .seed = 11, .norm = norm};
       const samplers::NeighborSampler cpu(g, train, o);
-      const samplers::GpuNeighborSampler gpu(g, train, o, core::Device::cuda(0));
-      const auto cpu_ws = cpu.make_workspace();
-      const auto gpu_ws = gpu.make_workspace();
-      for (int64_t epoch : {1, 2}) {
-        const auto plan = cpu.plan_epoch(epoch);
-        for (std::size_t b = 0; b < std::min(max_batches, plan.size()); ++b) {
-          INFO("epoch " << epoch << ", batch " << b);
-          const graph::MiniBatch expected = cpu.sample(plan[b], *cpu_ws);
-          const graph::MiniBatch got = gpu.sample(plan[b], *gpu_ws);
-          CHECK(test::vec(got.input_nodes) == test::vec(expected.input_nodes));
-          CHECK(test::fingerprint(got) == test::fingerprint(expected));
-        }
-        samplers::BatchSpec again = plan[0];
-        again.attempt = 1;
-        CHECK(test::fingerprint(gpu.sample(again, *gpu_ws)) == test::fingerprint(cpu.sample(again, *cpu_ws)));
-      }
+      test::check_same_batches(cpu, samplers::GpuNeighborSampler(g, train, o, core::Device::cuda(0)), max_batches, /*attempt=*/1);
     }
   }
 }
@@ -93,13 +79,7 @@ void check_gpu_subgraph_samplers(const graph::CsrGraph& g, const std::vector<Nod
         INFO("saint mode " << static_cast<int>(mode) << ", norm " << static_cast<int>(norm) << ", normalize " << normalize);
         const samplers::SaintSampler cpu(g, train, {.mode = mode, .budget = budget, .walk_length = 3, .steps_per_epoch = 4,
                                                     .norm_samples = 40, .normalize = normalize, .seed = 5, .norm = norm});
-        const samplers::GpuSaintSampler gpu(cpu, core::Device::cuda(0));
-        const auto cpu_ws = cpu.make_workspace();
-        const auto gpu_ws = gpu.make_workspace();
-        const auto plan = cpu.plan_epoch(1);
-        for (std::size_t b = 0; b < std::min(max_batches, plan.size()); ++b) {
-          CHECK(test::fingerprint(gpu.sample(plan[b], *gpu_ws)) == test::fingerprint(cpu.sample(plan[b], *cpu_ws)));
-        }
+        test::check_same_batches(cpu, samplers::GpuSaintSampler(cpu, core::Device::cuda(0)), max_batches, /*attempt=*/2);
       }
     }
   }
@@ -107,13 +87,7 @@ void check_gpu_subgraph_samplers(const graph::CsrGraph& g, const std::vector<Nod
   for (const auto norm : {graph::BlockNorm::kMean, graph::BlockNorm::kGcn, graph::BlockNorm::kSelfLoops, graph::BlockNorm::kNone}) {
     INFO("cluster norm " << static_cast<int>(norm));
     const samplers::ClusterSampler cpu(g, train, {.num_parts = parts, .parts_per_batch = 3, .cache_dir = cache.path(), .seed = 3, .norm = norm});
-    const samplers::GpuClusterSampler gpu(cpu, core::Device::cuda(0));
-    const auto cpu_ws = cpu.make_workspace();
-    const auto gpu_ws = gpu.make_workspace();
-    const auto plan = cpu.plan_epoch(1);
-    for (std::size_t b = 0; b < std::min(max_batches, plan.size()); ++b) {
-      CHECK(test::fingerprint(gpu.sample(plan[b], *gpu_ws)) == test::fingerprint(cpu.sample(plan[b], *cpu_ws)));
-    }
+    test::check_same_batches(cpu, samplers::GpuClusterSampler(cpu, core::Device::cuda(0)), max_batches);
   }
 }
 

@@ -123,6 +123,20 @@ void read_at_least(ConfigMap& section, const std::string& name, Options& o) {
   o.*Field = section.get(name, o.*Field);
   check_at_least(section, name, o.*Field, static_cast<T>(Min));
 }
+// ... an integer >= 1, or "auto" (stored as `Auto`, a value below 1).
+template <class Options, auto Field, int Auto>
+void read_count_or_auto(ConfigMap& section, const std::string& name, Options& o) {
+  if (section.get<std::string>(name, "auto") == "auto") {
+    o.*Field = Auto;
+  } else {
+    o.*Field = section.get(name, 1);
+    check_at_least(section, name, o.*Field, 1);
+  }
+}
+template <class Options, auto Field>
+YAML::Node write_count_or_auto(const Options& o) {
+  return o.*Field > 0 ? YAML::Node(o.*Field) : YAML::Node("auto");
+}
 // ... that must be in [0, 1).
 template <class Options, auto Field>
 void read_fraction(ConfigMap& section, const std::string& name, Options& o) {

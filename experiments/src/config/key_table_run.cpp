@@ -38,32 +38,16 @@ const std::vector<Key<pipeline::PipelineOptions>>& pipeline_keys() {
       {.name = "sampler_threads",
        .doc = {"integer or auto", kAll,
                "Sample + gather threads; auto: a quarter of the usable CPUs on the CPU backend, all but two on a GPU."},
-       .read =
-           [](ConfigMap& s, const std::string& key, O& o) {
-             if (s.get<std::string>(key, "auto") == "auto") {
-               o.sampler_threads = 0;
-             } else {
-               o.sampler_threads = s.get(key, 1);
-               check_at_least(s, key, o.sampler_threads, 1);
-             }
-           },
-       .write = [](const O& o) { return o.sampler_threads > 0 ? YAML::Node(o.sampler_threads) : YAML::Node("auto"); }},
+       .read = read_count_or_auto<O, &O::sampler_threads, 0>,
+       .write = write_count_or_auto<O, &O::sampler_threads>},
       // auto (-1): resolved at the start of a run (thread_plan): 1 on the CPU backend, the shared
       // arena (0) on a GPU.
       {.name = "eval_threads",
        .doc = {"integer or auto", kAll,
                "Threads evaluation runs on, in an arena of its own, in both modes; auto: 1 on the CPU backend "
                "(the evaluation thread), the shared pool on a GPU."},
-       .read =
-           [](ConfigMap& s, const std::string& key, O& o) {
-             if (s.get<std::string>(key, "auto") == "auto") {
-               o.eval_threads = -1;
-             } else {
-               o.eval_threads = s.get(key, 1);
-               check_at_least(s, key, o.eval_threads, 1);
-             }
-           },
-       .write = [](const O& o) { return o.eval_threads > 0 ? YAML::Node(o.eval_threads) : YAML::Node("auto"); }},
+       .read = read_count_or_auto<O, &O::eval_threads, -1>,
+       .write = write_count_or_auto<O, &O::eval_threads>},
       {.name = "staging_slots", .doc = {"integer", kAll, "Pinned staging slots = batches in flight (>= 1)."},
        .read = read_at_least<O, &O::staging_slots, 1>, .write = write_field<O, &O::staging_slots>},
       {.name = "eval_every", .doc = {"integer", kAll, "Evaluate every N epochs."},

@@ -78,13 +78,14 @@ double StageRecorder::last_activity_s() const {
 }
 
 void StageRecorder::record(Stage stage, int epoch, int64_t batch, double begin_s, double end_s) {
-  const double cpu = thread_cpu_seconds();
   std::lock_guard lock(mutex_);
   const int lane = this_lane_locked(stage);
-  double cpu_s = 0;
+  double cpu_s = 0;  // read only for an item begin() marked on this thread (a system call)
   if (const auto it = in_flight_.find(lane); it != in_flight_.end()) {
     const InFlight& item = it->second;
-    if (item.stage == stage && item.epoch == epoch && item.batch == batch) cpu_s = std::max(0.0, cpu - item.thread_cpu_s);
+    if (item.stage == stage && item.epoch == epoch && item.batch == batch) {
+      cpu_s = std::max(0.0, thread_cpu_seconds() - item.thread_cpu_s);
+    }
     in_flight_.erase(it);
   }
   last_activity_s_ = std::max(last_activity_s_, end_s);

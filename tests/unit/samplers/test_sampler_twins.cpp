@@ -23,6 +23,7 @@
 #include "gnnpipe/samplers/neighbor_twin.hpp"
 #include "gnnpipe/samplers/saint_sampler.hpp"
 #include "gnnpipe/samplers/saint_twin.hpp"
+#include "sampler_checks.hpp"
 #include "sampler_helpers.hpp"
 #include "temp_dir.hpp"
 
@@ -34,8 +35,8 @@ using samplers::NeighborSamplerTwin;
 
 namespace {
 
-// Compares the first `max_batches` batches of epochs 1 and 2 (and attempt 1 of each epoch's first
-// batch) of the two samplers on `g`, for every norm and both replacement modes.
+// The twin against the CPU sampler on `g` (test::check_same_batches, attempt 1 too), for every
+// norm and both replacement modes.
 void check_twin(const graph::CsrGraph& g, const std::vector<NodeId>& train, std::vector<int> fanouts,
                 std::size_t max_batches, int batch_size) {
   for (const auto norm : {graph::BlockNorm::kMean, graph::BlockNorm::kGcn, graph::BlockNorm::kSelfLoops,
@@ -45,25 +46,13 @@ void check_twin(const graph::CsrGraph& g, const std::vector<NodeId>& train, std:
       const NeighborSamplerOptions o{.fanouts = fanouts, .batch_size = batch_size, .replace = replace, .seed = 11, .norm = norm};
       const NeighborSampler cpu(g, train, o);
       const NeighborSamplerTwin twin(g, train, o);
-      const auto cpu_ws = cpu.make_workspace();
-      const auto twin_ws = twin.make_workspace();
-      for (int64_t epoch : {1, 2}) {
-        const auto plan = cpu.plan_epoch(epoch);
-        const auto twin_plan = twin.plan_epoch(epoch);
-        REQUIRE(plan.size() == twin_plan.size());
-        for (std::size_t b = 0; b < std::min(max_batches, plan.size()); ++b) {
-          INFO("epoch " << epoch << ", batch " << b);
-          CHECK(twin_plan[b].seeds == plan[b].seeds);
-          const graph::MiniBatch expected = cpu.sample(plan[b], *cpu_ws);
-          const graph::MiniBatch got = twin.sample(plan[b], *twin_ws);
-          CHECK(test::vec(got.input_nodes) == test::vec(expected.input_nodes));
-          CHECK(test::fingerprint(got) == test::fingerprint(expected));
-        }
-        samplers::BatchSpec again = plan[0];
-        again.attempt = 1;
-        CHECK(test::fingerprint(twin.sample(again, *twin_ws)) == test::fingerprint(cpu.sample(again, *cpu_ws)));
-        CHECK(test::fingerprint(twin.sample(again, *twin_ws)) != test::fingerprint(twin.sample(plan[0], *twin_ws)));
-      }
+      test::check_same_batches(cpu, twin, max_batches, /*attempt=*/1);
+      // A resampled batch draws anew.
+      const auto ws = twin.make_workspace();
+      samplers::BatchSpec again = twin.plan_epoch(1)[0];
+      const uint64_t first = test::fingerprint(twin.sample(again, *ws));
+      again.attempt = 1;
+      CHECK(test::fingerprint(twin.sample(again, *ws)) != first);
     }
   }
 }
@@ -144,19 +133,7 @@ void check_saint_twin(const graph::CsrGraph& g, const std::vector<NodeId>& train
         INFO("mode " << static_cast<int>(mode) << ", norm " << static_cast<int>(norm) << ", normalize " << normalize);
         const samplers::SaintSampler cpu(g, train, {.mode = mode, .budget = budget, .walk_length = 3, .steps_per_epoch = 4,
                                                     .norm_samples = 40, .normalize = normalize, .seed = 5, .norm = norm});
-        const samplers::SaintSamplerTwin twin(cpu);
-        const auto cpu_ws = cpu.make_workspace();
-        const auto twin_ws = twin.make_workspace();
-        for (int64_t epoch : {1, 2}) {
-          const auto plan = twin.plan_epoch(epoch);
-          for (std::size_t b = 0; b < std::min(max_batches, plan.size()); ++b) {
-            INFO("epoch " << epoch << ", batch " << b);
-            CHECK(test::fingerprint(twin.sample(plan[b], *twin_ws)) == test::fingerprint(cpu.sample(plan[b], *cpu_ws)));
-          }
-          samplers::BatchSpec again = plan[0];
-          again.attempt = 2;
-          CHECK(test::fingerprint(twin.sample(again, *twin_ws)) == test::fingerprint(cpu.sample(again, *cpu_ws)));
-        }
+        test::check_same_batches(cpu, samplers::SaintSamplerTwin(cpu), max_batches, /*attempt=*/2);
       }
     }
   }
@@ -197,18 +174,10 @@ void check_cluster_twin(const graph::CsrGraph& g, const std::vector<NodeId>& tra
     const samplers::ClusterSampler cpu(g, train, {.num_parts = parts, .parts_per_batch = per_batch, .diag_lambda = c.diag_lambda,
                                                   .cache_dir = cache.path(), .seed = 3, .norm = c.norm});
     const samplers::ClusterSamplerTwin twin(cpu);
-    const auto cpu_ws = cpu.make_workspace();
-    const auto twin_ws = twin.make_workspace();
-    for (int64_t epoch : {1, 2}) {
-      const auto plan = twin.plan_epoch(epoch);
-      for (std::size_t b = 0; b < std::min(max_batches, plan.size()); ++b) {
-        INFO("epoch " << epoch << ", batch " << b);
-        CHECK(test::fingerprint(twin.sample(plan[b], *twin_ws)) == test::fingerprint(cpu.sample(plan[b], *cpu_ws)));
-      }
-    }
+    test::check_same_batches(cpu, twin, max_batches);
     // A part listed twice is refused, as by the CPU sampler.
     samplers::BatchSpec twice{1, 0, {}, {0, 0}};
-    CHECK_THROWS_WITH(twin.sample(twice, *twin_ws), Catch::Contains("part 0 appears twice") || Catch::Contains("a part appears twice"));
+    CHECK_THROWS_WITH(twin.sample(twice, *twin.make_workspace()), Catch::Contains("part 0 appears twice") || Catch::Contains("a part appears twice"));
   }
 }
 
