@@ -127,7 +127,7 @@ class TrainingResources {
                cut_scores(c, d), cut_weights(c, model_.block_norm()),
                options.fault, options.step_fault,
                /*first_epoch=*/1, /*resumed=*/{}, /*resumed_partial=*/{}, /*checkpoint_every=*/0, /*on_checkpoint=*/{},
-               /*wants_checkpoint=*/{}, options.stop_request, /*on_step=*/{}} {
+               /*wants_checkpoint=*/{}, options.stop_request, /*on_step=*/{}, c.augment} {
     if (c.run.device.is_cuda()) {
       for (const auto& gpu : core::list_gpus()) {
         if (gpu.index == c.run.device.index()) {
@@ -202,8 +202,15 @@ std::string checkpoint_holds(int epoch, const pipeline::PartialEpoch& partial) {
 // "mem 53.3 MiB peak" and, when the governor did more than admit batches as sampled, what it did;
 // then what the epoch's batches moved, when they moved anything (issue #14: bytes per batch and a
 // cache's hit rate, each epoch).
-std::string memory_note(const pipeline::MemoryCounters& m, const pipeline::DataMovement& d) {
-  std::string note = fmt::format("mem {} peak", core::format_bytes(m.peak_bytes));
+std::string memory_note(const pipeline::MemoryCounters& m, const pipeline::DataMovement& d,
+                        const std::optional<pipeline::AugmentCounters>& augment) {
+  std::string note;
+  if (augment) {
+    // MH-Aug's chain for this epoch's new view: what it tried, took, and the state it left.
+    note += fmt::format("aug {}/{} accepted, drop e {:.3f} v {:.3f} | ", augment->acceptances, augment->proposals,
+                        augment->delta_e, augment->delta_v);
+  }
+  note += fmt::format("mem {} peak", core::format_bytes(m.peak_bytes));
   if (m.split > 0) note += fmt::format(", {} split into {}", m.split, m.micro_batches);
   if (m.resampled > 0) note += fmt::format(", {} resampled", m.resampled);
   if (m.cut > 0) note += fmt::format(", {} cut ({} edges)", m.cut, m.edges_cut);
@@ -391,15 +398,15 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
     progress.epoch_done(r);
     run_dir.append_metrics(EpochMetrics{r.epoch, r.loss, r.evaluated ? r.train_acc : NAN, r.evaluated ? r.val_acc : NAN,
                                         r.evaluated ? r.test_acc : NAN, r.memory, r.epoch_time_s, {}, r.window,
-                                        r.eval_time_s});
+                                        r.eval_time_s, r.augment});
     if (r.evaluated) {
       // The epoch's time is its training (pipelined: its evaluation overlaps the next epoch's).
       log.info("epoch {:>4} | loss {:.4f} | {}train {:.4f} | val {:.4f} | test {:.4f} | {:.3f} s, eval {:.3f} s{} | {} | {}",
                r.epoch, r.loss, score_label, r.train_acc, r.val_acc, r.test_acc, r.epoch_time_s, r.eval_time_s,
-               pipe.mode == pipeline::PipelineMode::kPipelined ? " (overlapped)" : "", memory_note(r.memory, r.data),
+               pipe.mode == pipeline::PipelineMode::kPipelined ? " (overlapped)" : "", memory_note(r.memory, r.data, r.augment),
                r.verdict);
     } else {
-      log.info("epoch {:>4} | loss {:.4f} | {:.3f} s | {} | {}", r.epoch, r.loss, r.epoch_time_s, memory_note(r.memory, r.data),
+      log.info("epoch {:>4} | loss {:.4f} | {:.3f} s | {} | {}", r.epoch, r.loss, r.epoch_time_s, memory_note(r.memory, r.data, r.augment),
                r.verdict);
     }
   };

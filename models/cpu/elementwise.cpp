@@ -103,15 +103,30 @@ void leaky_relu_backward(ConstView<T> y, ConstView<T> dy, MatrixView<T> dx, std:
   map_backward<T>(y, dy, dx, "leaky_relu_backward", [slope](T out, T g) { return out > T{0} ? g : slope * g; });
 }
 
-#define GNNPIPE_INSTANTIATE(T)                                                         \
-  template void bias_add<T>(MatrixView<T>, std::span<const T>);                        \
-  template void bias_add_backward<T>(ConstView<T>, std::span<T>);                      \
-  template void relu<T>(ConstView<T>, MatrixView<T>);                                  \
-  template void relu_backward<T>(ConstView<T>, ConstView<T>, MatrixView<T>);           \
-  template void elu<T>(ConstView<T>, MatrixView<T>, T);                                \
-  template void elu_backward<T>(ConstView<T>, ConstView<T>, MatrixView<T>, T);         \
-  template void leaky_relu<T>(ConstView<T>, MatrixView<T>, T);                         \
-  template void leaky_relu_backward<T>(ConstView<T>, ConstView<T>, MatrixView<T>, T);
+template <class T>
+void scale_rows(ConstView<T> x, std::span<const float> factors, MatrixView<T> y) {
+  GNNPIPE_CHECK(x.rows == y.rows && x.cols == y.cols && static_cast<int64_t>(factors.size()) == x.rows,
+                "scale_rows: x {}, y {} and {} factors", shape_str(x), shape_str(y), factors.size());
+  detail::parallel_rows(x.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T f = static_cast<T>(factors[static_cast<std::size_t>(r)]);
+      const T* in = x.data + r * x.cols;
+      T* out = y.data + r * y.cols;
+      for (int64_t c = 0; c < x.cols; ++c) out[c] = in[c] * f;
+    }
+  });
+}
+
+#define GNNPIPE_INSTANTIATE(T)                                                        \
+  template void bias_add<T>(MatrixView<T>, std::span<const T>);                       \
+  template void bias_add_backward<T>(ConstView<T>, std::span<T>);                     \
+  template void relu<T>(ConstView<T>, MatrixView<T>);                                 \
+  template void relu_backward<T>(ConstView<T>, ConstView<T>, MatrixView<T>);          \
+  template void elu<T>(ConstView<T>, MatrixView<T>, T);                               \
+  template void elu_backward<T>(ConstView<T>, ConstView<T>, MatrixView<T>, T);        \
+  template void leaky_relu<T>(ConstView<T>, MatrixView<T>, T);                        \
+  template void leaky_relu_backward<T>(ConstView<T>, ConstView<T>, MatrixView<T>, T); \
+  template void scale_rows<T>(ConstView<T>, std::span<const float>, MatrixView<T>);
 GNNPIPE_INSTANTIATE(float)
 GNNPIPE_INSTANTIATE(double)
 #undef GNNPIPE_INSTANTIATE

@@ -307,6 +307,46 @@ void bce_with_logits(const OpContext& ctx, ConstView<T> logits, MatrixView<const
 }
 
 template <class T>
+void softmax_kl(const OpContext& ctx, ConstView<T> p_logits, ConstView<T> q_logits, std::span<const float> weights,
+                std::type_identity_t<T> scale, MatrixView<T> dp, MatrixView<T> dq, double* row_scratch, double* loss) {
+  check_same_shape<T>(p_logits, q_logits, "softmax_kl: p_logits and q_logits");
+  check_same_shape<T>(p_logits, dp, "softmax_kl: p_logits and dp");
+  check_same_shape<T>(p_logits, dq, "softmax_kl: p_logits and dq");
+  GNNPIPE_CHECK(static_cast<int64_t>(weights.size()) == p_logits.rows, "softmax_kl: {} weights for {} rows",
+                weights.size(), p_logits.rows);
+  GNNPIPE_CHECK(loss != nullptr && (p_logits.rows == 0 || row_scratch != nullptr), "softmax_kl: no loss or scratch");
+  launch_softmax_kl<T>(p_logits.data, q_logits.data, p_logits.rows, p_logits.cols, weights.data(), scale, dp.data,
+                       dq.data, row_scratch, loss, stream_of(ctx));
+}
+
+template <class T>
+void softmax_entropy(const OpContext& ctx, ConstView<T> logits, std::span<const float> weights,
+                     std::type_identity_t<T> scale, MatrixView<T> dlogits, double* row_scratch, double* loss) {
+  check_same_shape<T>(logits, dlogits, "softmax_entropy: logits and dlogits");
+  GNNPIPE_CHECK(static_cast<int64_t>(weights.size()) == logits.rows, "softmax_entropy: {} weights for {} rows",
+                weights.size(), logits.rows);
+  GNNPIPE_CHECK(loss != nullptr && (logits.rows == 0 || row_scratch != nullptr), "softmax_entropy: no loss or scratch");
+  launch_softmax_entropy<T>(logits.data, logits.rows, logits.cols, weights.data(), scale, dlogits.data, row_scratch,
+                            loss, stream_of(ctx));
+}
+
+template <class T>
+void softmax_entropy_scatter(const OpContext& ctx, ConstView<T> logits, std::span<const graph::NodeId> ids,
+                             float* out) {
+  GNNPIPE_CHECK(static_cast<int64_t>(ids.size()) == logits.rows, "softmax_entropy_scatter: {} ids for logits {}",
+                ids.size(), shape_str(logits));
+  GNNPIPE_CHECK(logits.rows == 0 || out != nullptr, "softmax_entropy_scatter: no output for {} rows", logits.rows);
+  launch_softmax_entropy_scatter<T>(logits.data, logits.rows, logits.cols, ids.data(), out, stream_of(ctx));
+}
+
+template <class T>
+void scale_rows(const OpContext& ctx, ConstView<T> x, std::span<const float> factors, MatrixView<T> y) {
+  GNNPIPE_CHECK(x.rows == y.rows && x.cols == y.cols && static_cast<int64_t>(factors.size()) == x.rows,
+                "scale_rows: x {}, y {} and {} factors", shape_str(x), shape_str(y), factors.size());
+  launch_scale_rows<T>(x.data, x.rows, x.cols, factors.data(), y.data, stream_of(ctx));
+}
+
+template <class T>
 void gru_cell(const OpContext& ctx, ConstView<T> gi, ConstView<T> gh, ConstView<T> h, MatrixView<T> h_new) {
   const int64_t c = h_new.cols;
   GNNPIPE_CHECK(gi.cols == 3 * c && gh.rows == gi.rows && gh.cols == gi.cols && h.rows == gi.rows && h.cols <= c &&

@@ -209,6 +209,37 @@ void launch_bce_with_logits(const T* logits, int64_t n, int64_t classes, const u
                             int64_t num_rows, const float* weights, T* dlogits, double* row_loss, double* loss,
                             cudaStream_t stream);
 
+// *out = (sum of values[0, n)) * scale in a fixed order (one block: thread t sums t, t + 256, ...
+// in order, then a fixed-shape tree; the result depends only on n): the losses' total over their
+// row values (loss_kernels.cu), shared by the divergence terms. n == 0 gives 0.
+void launch_ordered_total(const double* values, int64_t n, double scale, double* out, cudaStream_t stream);
+
+// --- MH-Aug's consistency terms (cpu twins: ops/divergence.hpp; divergence_kernels.cu) -----------
+// One warp per row, as log_softmax_nll: the row maximum in T, then every sum over the row's columns
+// in double, in column order through shuffles (the CPU twin's order); the row values go to the
+// scratch row_value (rows doubles) and *loss = scale * (their sum by launch_ordered_total).
+// rows == 0 or cols == 0 gives *loss = 0 and writes no gradient.
+// KL: row_value[i] = w_i KL_i, w_i = weights[i] (rows floats); with s_i = scale w_i,
+// dp[i, c] += T(s_i p_c (log p_c - log q_c - KL_i)) (accumulates), dq[i, c] = T(s_i (q_c - p_c)).
+// p_logits, q_logits, dp, dq: rows x cols.
+template <class T>
+void launch_softmax_kl(const T* p_logits, const T* q_logits, int64_t rows, int64_t cols, const float* weights, T scale,
+                       T* dp, T* dq, double* row_value, double* loss, cudaStream_t stream);
+// Entropy: row_value[i] = w_i H_i, H_i = -sum_c p_c log p_c; dlogits[i, c] = T(-s_i p_c (log p_c +
+// H_i)) (overwritten).
+template <class T>
+void launch_softmax_entropy(const T* logits, int64_t rows, int64_t cols, const float* weights, T scale, T* dlogits,
+                            double* row_value, double* loss, cudaStream_t stream);
+// out[ids[r]] = float(H_r / log(cols)) for r < rows (0 when cols <= 1; log(cols) taken on the host,
+// as the CPU twin); ids: rows distinct node ids in device memory, a negative one skipped (the CPU
+// twin throws). Only the listed elements of out are written.
+template <class T>
+void launch_softmax_entropy_scatter(const T* logits, int64_t rows, int64_t cols, const int32_t* ids, float* out,
+                                    cudaStream_t stream);
+// y[r, c] = x[r, c] * T(factors[r]) over rows x cols (cpu twin: ops/elementwise.hpp); y may equal x.
+template <class T>
+void launch_scale_rows(const T* x, int64_t rows, int64_t cols, const float* factors, T* y, cudaStream_t stream);
+
 // --- optimizers (cpu twins: adam.cpp, optimizer.cpp) ----------------------------------------------
 // Adam, element i < n: g = grad[i] + decay[i] * w[i]; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
 // w -= step_size * m / (sqrt(v) / sqrt_c2 + eps).

@@ -117,11 +117,6 @@ __global__ void ordered_total_kernel(const double* __restrict__ values, int64_t 
   if (tid == 0) *out = mul_rn(partial[0], scale);
 }
 
-void launch_ordered_total(const double* values, int64_t n, double scale, double* out, cudaStream_t stream) {
-  ordered_total_kernel<<<1, kTotalThreads, 0, stream>>>(values, n, scale, out);
-  GNNPIPE_CUDA_CHECK(cudaGetLastError());
-}
-
 template <class T>
 void zero_rows(T* dlogits, int64_t n, int64_t classes, cudaStream_t stream) {
   if (n > 0 && classes > 0) {
@@ -130,6 +125,12 @@ void zero_rows(T* dlogits, int64_t n, int64_t classes, cudaStream_t stream) {
 }
 
 }  // namespace
+
+// Declared in kernels.hpp: divergence_kernels.cu totals its row values with it too.
+void launch_ordered_total(const double* values, int64_t n, double scale, double* out, cudaStream_t stream) {
+  ordered_total_kernel<<<1, kTotalThreads, 0, stream>>>(values, n, scale, out);
+  GNNPIPE_CUDA_CHECK(cudaGetLastError());
+}
 
 template <class T>
 void launch_log_softmax_nll(const T* logits, int64_t n, int64_t classes, const int32_t* labels, const int32_t* rows,

@@ -9,7 +9,7 @@ namespace gnnpipe::samplers {
 
 FullBatchSampler::FullBatchSampler(const graph::CsrGraph& graph, std::vector<graph::NodeId> train_nodes,
                                    graph::BlockNorm norm, std::size_t num_layers)
-    : block_(graph::full_graph_block(graph, norm)), num_layers_(num_layers) {
+    : norm_(norm), block_(graph::full_graph_block(graph, norm)), num_layers_(num_layers) {
   GNNPIPE_CHECK_CONFIG(num_layers_ >= 1, "model.layers: must be >= 1, got {}", num_layers_);
   std::sort(train_nodes.begin(), train_nodes.end());
   for (std::size_t i = 0; i < train_nodes.size(); ++i) {

@@ -200,16 +200,17 @@ double MhChain::log_uniform(int64_t t) const {
   return std::log(1.0 - uniform01(draws));  // u in (0, 1]
 }
 
-MhChain::Step MhChain::step(int64_t& t, std::span<const double> ent, int max_tries) {
+MhChain::Step MhChain::step(int64_t& t, std::span<const double> ent, int max_tries, AugmentAccept accept) {
   Step s;
+  if (accept == AugmentAccept::kNever) return s;
+  GNNPIPE_CHECK(ent.size() == static_cast<std::size_t>(n_), "MH-Aug: {} uncertainties for {} nodes", ent.size(), n_);
   while (s.tries < max_tries) {
     MhCandidate c = propose(t);
     MhDeltas cd = deltas(graph_, ego_, c.masks, o_.k);
-    const double log_a = log_acceptance(c, cd, ent);
-    const double log_u = log_uniform(t);
+    const bool take = accept == AugmentAccept::kAlways || log_uniform(t) < log_acceptance(c, cd, ent);
     ++t;
     ++s.tries;
-    if (log_u < log_a) {
+    if (take) {
       state_ = std::move(c.masks);
       state_deltas_ = std::move(cd);
       s.accepted = true;

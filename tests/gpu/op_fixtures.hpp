@@ -1,6 +1,6 @@
 #pragma once
 // Inputs of the CPU-vs-CUDA op tests (test_ops_gpu.cpp, test_pointwise_ops_gpu.cpp,
-// test_edge_cases_gpu.cpp): a CUDA op context on a stream of its own, random matrices, and blocks
+// test_edge_cases_gpu.cpp, test_divergence_ops_gpu.cpp): a CUDA op context on a stream of its own, random matrices, and blocks
 // with the rows that break kernels, each with its device copy; the SpMM parity check they use.
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,7 @@
 #pragma once
-// What the CPU-vs-CUDA op tests (test_ops_gpu.cpp, test_pointwise_ops_gpu.cpp, test_edge_cases_gpu.cpp) share: their
-// includes, names and fixtures' short forms, the host context and the feature widths they sweep.
+// What the CPU-vs-CUDA op tests (test_ops_gpu.cpp, test_pointwise_ops_gpu.cpp, test_edge_cases_gpu.cpp,
+// test_divergence_ops_gpu.cpp) share: their includes, names and fixtures' short forms, the host context and the
+// feature widths they sweep.
 // A test header for one binary: it brings names into the including file's scope on purpose.
 #include <algorithm>
 #include <bit>

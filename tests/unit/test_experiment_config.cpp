@@ -436,3 +436,43 @@ TEST_CASE("memory.cut is read with every policy: infer uses it alone, training o
   CHECK_NOTHROW(gnnpipe::experiments::check_training_supported(with("")));
   CHECK_THROWS_WITH(with("memory: {cut: biggest}"), Contains("memory.cut: 'biggest'"));
 }
+
+TEST_CASE("augment: MH-Aug's keys, their defaults, checks, and no section when off", "[config][augment]") {
+  const auto off = with("");
+  CHECK_FALSE(off.augment.enabled());
+  CHECK_FALSE(to_yaml(off)["augment"]);  // older runs keep their config.yaml and hash
+  const auto mh = with("augment: {type: mh}");
+  CHECK(mh.augment.enabled());
+  CHECK(mh.augment.mh.sigma_delta_e == 0.03);
+  CHECK(mh.augment.mh.mu_e == 0.6);
+  CHECK(mh.augment.mh.mu_v == 0.2);
+  CHECK(mh.augment.mh.a_e == 100);
+  CHECK(mh.augment.mh.k == 2);
+  CHECK(mh.augment.kl == 2.0);
+  CHECK(mh.augment.h == 0.2);
+  CHECK(mh.augment.max_tries == 100);
+  CHECK(parse_experiment(to_yaml(mh)).augment == mh.augment);
+  const auto set = with("augment: {type: mh, mu_e: 0.3, lambda2_v: 1, accept: never, k: 3}");
+  CHECK(set.augment.mh.mu_e == 0.3);
+  CHECK(set.augment.mh.lambda2_v == 1);
+  CHECK(set.augment.accept == samplers::AugmentAccept::kNever);
+  CHECK(set.augment.mh.k == 3);
+  const auto one_line = [](const std::string& extra, const std::string& expected) {
+    try {
+      with(extra);
+      FAIL("no ConfigError for " << extra);
+    } catch (const ConfigError& e) {
+      CHECK_THAT(e.message(), Catch::Contains(expected));
+      CHECK(e.message().find('\n') == std::string::npos);
+    }
+  };
+  one_line("augment: {type: mh, mu_ee: 0.3}", "augment.mu_ee");
+  one_line("augment: {type: mh, mu_e: 1.5}", "augment.mu_e: must be in [0, 1], got 1.5");
+  one_line("augment: {type: mh, sigma_delta_v: 0}", "augment.sigma_delta_v: must be > 0");
+  one_line("augment: {type: mh, k: 0}", "augment.k: must be in [1, 8]");
+  one_line("augment: {type: mh, max_tries: 0}", "augment.max_tries: must be >= 1");
+  one_line("augment: {type: mh, accept: maybe}", "augment.accept: 'maybe' is not one of mh, always, never");
+  one_line("augment: {type: mhh}", "augment.type: 'mhh' is not one of none, mh");
+  one_line("augment: {mu_e: 0.3}", "augment.mu_e: only for augment.type mh");
+  one_line("augment: {type: mh, kl: -1}", "augment.kl: must be >= 0");
+}

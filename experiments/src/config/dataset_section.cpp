@@ -38,7 +38,7 @@ graph::DatasetOptions read_dataset_options(const std::filesystem::path& path) {
     ConfigMap top(root, "");
     GNNPIPE_CHECK_CONFIG(top.has("dataset"), "dataset: missing (every experiment needs a dataset section)");
     graph::DatasetOptions options = parse_dataset_section(top.child("dataset"));
-    top.allow({"name", "model", "sampler", "optimizer", "pipeline", "memory", "run"});
+    top.allow({"name", "model", "sampler", "optimizer", "pipeline", "memory", "run", "augment"});
     top.finish();
     return options;
   } catch (const core::ConfigError& e) {

@@ -11,7 +11,7 @@ namespace gnnpipe::experiments::config {
 namespace {
 
 const std::vector<std::string> kSections{"name",     "dataset", "model", "sampler", "optimizer",
-                                         "pipeline", "memory",  "run",   "sweep"};
+                                         "pipeline", "memory",  "run",   "augment", "sweep"};
 
 std::string trim(const std::string& text) {
   const std::size_t first = text.find_first_not_of(" \t");
@@ -39,6 +39,7 @@ YAML::Node emit(const ExperimentConfig& c, bool every_key) {
   root["pipeline"] = write_keys(c.pipeline, pipeline_keys(), every_key);
   root["memory"] = write_keys(c.memory, memory_keys(), every_key);
   root["run"] = write_keys(c.run, run_keys(), every_key);
+  if (c.augment.enabled() || every_key) root["augment"] = write_keys(c.augment, augment_keys(), every_key);
   if (!c.sweep.empty() || every_key) {
     YAML::Node sweep(YAML::NodeType::Map);
     for (const SweepAxis& axis : c.sweep) {
@@ -201,6 +202,7 @@ ExperimentConfig parse_experiment(const YAML::Node& root_in, const std::vector<s
   c.pipeline = parse_pipeline_section(top.child("pipeline"));
   c.memory = parse_memory_section(top.child("memory"));
   c.run = parse_run_section(top.child("run"));
+  c.augment = parse_augment_section(top.child("augment"));
   c.sweep = parse_sweep(top.child("sweep"), root);
 
   // A neighbor sampler samples one layer per fanout, so it cannot have more fanouts than layers.
@@ -231,7 +233,7 @@ ExperimentConfig parse_experiment(const YAML::Node& root_in, const std::vector<s
 
 bool same_settings(const ExperimentConfig& a, const ExperimentConfig& b) {
   return a.name == b.name && a.dataset == b.dataset && a.model == b.model && a.sampler == b.sampler &&
-         a.optimizer == b.optimizer && a.pipeline == b.pipeline && a.memory == b.memory && a.run == b.run &&
+         a.optimizer == b.optimizer && a.pipeline == b.pipeline && a.memory == b.memory && a.run == b.run && a.augment == b.augment &&
          a.sweep == b.sweep;
 }
 

@@ -48,6 +48,7 @@ const std::vector<std::pair<std::string, KeyText>>& unread_key_docs() {
       {"pipeline", {"section", all, "How the stages run."}},
       {"memory", {"section", all, "The device memory budget and what the governor does with batches over it."}},
       {"run", {"section", all, "The run."}},
+      {"augment", {"section", all, "Graph augmentation during training (MH-Aug); absent or type none: off."}},
       {"sweep",
        {"mapping of key paths to lists", all,
         "A grid of runs: every combination of the listed values of these --set key paths, one run directory each; "

@@ -90,6 +90,7 @@ const std::vector<Key<models::OptimizerOptions>>& optimizer_keys();
 const std::vector<Key<pipeline::PipelineOptions>>& pipeline_keys();
 const std::vector<Key<memory::MemoryOptions>>& memory_keys();
 const std::vector<Key<RunOptions>>& run_keys();
+const std::vector<Key<samplers::AugmentOptions>>& augment_keys();
 
 // The documentation of the keys that no table reads: `name`, `sweep` and the sections themselves
 // (the parser reads them by hand), by key path.

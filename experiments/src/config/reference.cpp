@@ -68,6 +68,8 @@ const std::vector<KeyDoc>& key_docs() {
     add_docs("memory", memory_keys(), out);
     add("run");
     add_docs("run", run_keys(), out);
+    add("augment");
+    add_docs("augment", augment_keys(), out);
     add("sweep");
     return out;
   }();

@@ -81,6 +81,13 @@ RunOptions parse_run_section(ConfigMap s) {
   return o;
 }
 
+samplers::AugmentOptions parse_augment_section(ConfigMap s) {
+  samplers::AugmentOptions o;
+  read_keys(s, o, augment_keys());
+  s.finish();
+  return o;
+}
+
 void check_experiment_name(const std::string& name) {
   bool safe = !name.empty() && name.size() <= 100 && name.front() != '.' && name.front() != '-';
   for (const char c : name) {

@@ -163,8 +163,14 @@ const std::vector<std::string>& RunDirectory::metric_columns() {
 }
 
 RunDirectory::RunDirectory(const config::ExperimentConfig& config, RunDirectoryOptions options)
-    : extra_count_(options.extra_metrics.size()) {
+    : extra_count_(options.extra_metrics.size()), augment_columns_(config.augment.enabled()) {
   std::vector<std::string> header = metric_columns();
+  if (augment_columns_) {
+    for (const char* name : {"aug_proposals", "aug_acceptances", "aug_acceptance_rate", "aug_delta_e", "aug_delta_v",
+                             "aug_chain_s", "aug_wait_s"}) {
+      header.emplace_back(name);
+    }
+  }
   for (const auto& name : options.extra_metrics) {
     check_metric_name(name);
     GNNPIPE_CHECK_CONFIG(std::find(header.begin(), header.end(), name) == header.end(),
@@ -259,6 +265,11 @@ void RunDirectory::append_metrics(const EpochMetrics& row) {
                       w.share_of(w.train_wait_input_s + w.train_wait_eval_s) / 100.0, row.eval_time_s, per_s(m.seeds),
                       per_s(m.edges), m.reserved_bytes, m.stage_retries);
   line += fmt::format(",{},{}", m.layerwise, m.chunks);
+  if (augment_columns_) {
+    const pipeline::AugmentCounters a = row.augment.value_or(pipeline::AugmentCounters{});
+    line += fmt::format(",{},{},{},{},{},{},{}", a.proposals, a.acceptances, a.acceptance_rate(), a.delta_e, a.delta_v,
+                        a.chain_s, a.wait_s);
+  }
   for (const double value : row.extra) line += fmt::format(",{}", value);
   metrics_ << line << '\n';
   rows_appended_ = true;

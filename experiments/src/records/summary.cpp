@@ -185,6 +185,18 @@ nlohmann::json run_summary(const config::ExperimentConfig& c, const graph::Datas
       {"provenance", provenance(c, d, run.threads.json())},
       {"epoch_times_s", result.epoch_times},
   };
+  if (result.augment) {
+    // MH-Aug's chain over the run (issue #41): its last state's realised drop ratios.
+    const pipeline::AugmentCounters& a = *result.augment;
+    summary["augment"] = {{"type", "mh"},
+                          {"proposals", a.proposals},
+                          {"acceptances", a.acceptances},
+                          {"acceptance_rate", a.acceptance_rate()},
+                          {"delta_e", a.delta_e},
+                          {"delta_v", a.delta_v},
+                          {"chain_s", a.chain_s},
+                          {"sample_wait_s", a.wait_s}};
+  }
   if (d.labels.is_multi_label()) {
     const std::lock_guard lock(epochs.mutex);
     if (epochs.best) add_f1_scores(summary, *epochs.best);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gnnpipe/core/tsan_annotations.hpp"
+#include "gnnpipe/models/ops/divergence.hpp"
 #include "gnnpipe/models/ops/dropout.hpp"
 #include "gnnpipe/models/ops/elementwise.hpp"
 #include "gnnpipe/models/ops/gat.hpp"
@@ -226,6 +227,37 @@ void bce_with_logits(const OpContext& ctx, ConstView<T> logits, MatrixView<const
   GNNPIPE_CHECK(loss != nullptr, "bce_with_logits: no loss output");
   (void)row_scratch;
   *loss = static_cast<double>(cpu::bce_with_logits<T>(logits, targets, rows, weights, dlogits));
+}
+
+template <class T>
+void softmax_kl(const OpContext& ctx, ConstView<T> p_logits, ConstView<T> q_logits, std::span<const float> weights,
+                std::type_identity_t<T> scale, MatrixView<T> dp, MatrixView<T> dq, double* row_scratch, double* loss) {
+  GNNPIPE_ON_CUDA(softmax_kl<T>(ctx, p_logits, q_logits, weights, scale, dp, dq, row_scratch, loss));
+  GNNPIPE_CHECK(loss != nullptr, "softmax_kl: no loss output");
+  (void)row_scratch;  // the CPU twin reduces in order without scratch
+  *loss = cpu::softmax_kl<T>(p_logits, q_logits, weights, scale, dp, dq);
+}
+
+template <class T>
+void softmax_entropy(const OpContext& ctx, ConstView<T> logits, std::span<const float> weights,
+                     std::type_identity_t<T> scale, MatrixView<T> dlogits, double* row_scratch, double* loss) {
+  GNNPIPE_ON_CUDA(softmax_entropy<T>(ctx, logits, weights, scale, dlogits, row_scratch, loss));
+  GNNPIPE_CHECK(loss != nullptr, "softmax_entropy: no loss output");
+  (void)row_scratch;
+  *loss = cpu::softmax_entropy<T>(logits, weights, scale, dlogits);
+}
+
+template <class T>
+void softmax_entropy_scatter(const OpContext& ctx, ConstView<T> logits, std::span<const graph::NodeId> ids,
+                             float* out) {
+  GNNPIPE_ON_CUDA(softmax_entropy_scatter<T>(ctx, logits, ids, out));
+  cpu::softmax_entropy_scatter<T>(logits, ids, out);
+}
+
+template <class T>
+void scale_rows(const OpContext& ctx, ConstView<T> x, std::span<const float> factors, MatrixView<T> y) {
+  GNNPIPE_ON_CUDA(scale_rows<T>(ctx, x, factors, y));
+  cpu::scale_rows<T>(x, factors, y);
 }
 
 template <class T>

@@ -28,7 +28,8 @@ std::size_t align_up(std::size_t bytes) { return (bytes + kPartAlign - 1) / kPar
 }  // namespace
 
 BatchPath::BatchPath(const TrainingSetup& s, memory::CachingAllocator& allocator, const core::Stream& copy_stream,
-                     RunCounters& counters, const InputPlacement& placement, bool resident_candidate)
+                     RunCounters& counters, const InputPlacement& placement, bool resident_candidate,
+                     Augmentation* augmentation)
     : s_(s),
       device_(s.model.context().device()),
       allocator_(allocator),
@@ -42,7 +43,9 @@ BatchPath::BatchPath(const TrainingSetup& s, memory::CachingAllocator& allocator
       train_to_copy_(device_),
       copy_to_train_(device_),
       losses_(train_ctx_),
-      layerwise_(s.model, s.data.features) {}
+      layerwise_(s.model, s.data.features),
+      augmentation_(augmentation),
+      augmented_(s) {}
 
 void BatchPath::plan_device_slots(std::size_t largest_packed) {
   const int slots =
@@ -83,6 +86,7 @@ graph::MiniBatch BatchPath::sample(const Item& item, samplers::ParallelSampler& 
     const double t0 = s_.recorder.begin(Stage::kSample, item.epoch, item.spec.index);
     fault(Stage::kSample, item);
     graph::MiniBatch batch = sampler.sample_one(item.spec);
+    if (augmentation_ != nullptr) augmentation_->attach(batch);
     s_.recorder.record(Stage::kSample, item.epoch, item.spec.index, t0, s_.recorder.now());
     return batch;
   });
@@ -264,9 +268,22 @@ void BatchPath::run_part(const Item& item, const BatchLayout& layout, std::byte*
   if (const uint64_t bytes = placement_.device_gathered_bytes(layout); bytes > 0) {
     counters_.moved(item.epoch, {.device_gathered_bytes = bytes});
   }
+  const core::RngKey key =
+      core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)});
+  if (augmentation_ != nullptr) {
+    if (parts > 1 || view.view_blocks.empty()) refuse_augmented(item, "it would have to be split, cut or redrawn");
+    augmented_.run(
+        view, placement_.input_rows(layout, view, train_ctx_, gathered_, false), key, item.spec.index,
+        augmentation_->live_uncertainty(),
+        [&](models::MatrixView<const float> logits, models::MatrixView<float> dlogits, double* target) {
+          loss_of(view, logits, dlogits, target);
+        },
+        loss);
+    return;
+  }
   const auto logits = s_.model.forward(
-      blocks, placement_.input_rows(layout, view, train_ctx_, gathered_, input_tag == 1), view.input_nodes, true,
-      core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)}), input_tag);
+      blocks, placement_.input_rows(layout, view, train_ctx_, gathered_, input_tag == 1), view.input_nodes, true, key,
+      input_tag);
   const auto dlogits = dlogits_.matrix(train_ctx_, logits.rows, logits.cols);
   loss_of(view, logits, dlogits, parts > 1 ? part_losses_.data() + part : loss);
   s_.model.backward(blocks, dlogits);
@@ -289,7 +306,15 @@ void BatchPath::loss_of(const PackedBatchView& view, models::MatrixView<const fl
   }
 }
 
+void BatchPath::refuse_augmented(const Item& item, const std::string& why) const {
+  GNNPIPE_THROW(OutOfBudget,
+                "augment.type mh: {} does not fit memory.limit ({}) whole, and {}; MH-Aug's views are not split: raise "
+                "memory.limit or lower sampler.batch_size",
+                describe(item), core::format_bytes(allocator_.budget()), why);
+}
+
 void BatchPath::run_layerwise(const Item& item, double* loss) {
+  if (augmentation_ != nullptr) refuse_augmented(item, "it would have to run layer by layer");
   const Admission& a = *item.admission;
   const auto chunks = static_cast<std::size_t>(a.layerwise->chunks.back());
   begin_step(chunks);
@@ -389,6 +414,8 @@ bool BatchPath::compute_gradients(const Item& item, double* loss) {
     end_step(parts, loss);
   } catch (const core::OutOfBudget& e) {
     if (layerwise(item)) throw;  // its chunks were sized to fit: a misprediction, not a batch to split
+    if (augmentation_ != nullptr && e.message().starts_with("augment.type")) throw;
+    if (augmentation_ != nullptr) refuse_augmented(item, fmt::format("its step ran out ({})", e.message()));
     core::logger().info("memory: {} ran out of budget in its step ({}); splitting it further and running it again",
                         describe(item), e.message());
     retry(item, loss);
@@ -412,6 +439,7 @@ const std::byte* BatchPath::pack_part(const graph::MiniBatch& part, const BatchL
 void BatchPath::release_train_arrays() {
   s_.model.release_arrays();
   layerwise_.release();
+  augmented_.release(train_stream_);
   for (models::DeviceArray<double>* a : {&loss_scratch_, &part_losses_, &ones_}) a->release(train_stream_);
   dlogits_.release(train_stream_);
   if (!gathered_.resident.load(std::memory_order_acquire)) {  // the resident batch's rows stay for the run

@@ -13,6 +13,8 @@
 #include <span>
 #include <vector>
 
+#include "augmentation.hpp"
+#include "augmented_step.hpp"
 #include "epoch_losses.hpp"
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/memory/caching_allocator.hpp"
@@ -33,7 +35,8 @@ class BatchPath {
   // `copy_stream` (the device slots' stream) outlives this; `placement` packs batches and makes
   // their input rows. The device slots are planned once the first batches were probed.
   BatchPath(const TrainingSetup& s, memory::CachingAllocator& allocator, const core::Stream& copy_stream,
-            RunCounters& counters, const InputPlacement& placement, bool resident_candidate);
+            RunCounters& counters, const InputPlacement& placement, bool resident_candidate,
+            Augmentation* augmentation = nullptr);
 
   // Device slots = batches on the device at once: memory::plan_device_slots from the budget and
   // `largest_packed` (the probed batches' most, packed with every feature row); 1 for a run whose
@@ -122,6 +125,9 @@ class BatchPath {
   // The step of `item` ran out of budget: split its parts further and run them one at a time
   // through the device slot; throws the last OutOfBudget when even single-row parts do not fit.
   void retry(const Item& item, double* loss);
+  // MH-Aug: an OutOfBudget for a batch the governor would have to split, cut or redraw (its views
+  // are not), naming the batch and what to change.
+  [[noreturn]] void refuse_augmented(const Item& item, const std::string& why) const;
 
   const TrainingSetup& s_;
   core::Device device_;  // the model's op context's
@@ -148,6 +154,8 @@ class BatchPath {
   core::Buffer<std::byte> part_staging_;
   InputScratch gathered_;  // the train stream's input rows
   LayerwiseStep layerwise_;  // layer-wise admissions' steps
+  Augmentation* augmentation_;  // MH-Aug (null: off): views at sample, uncertainties at train
+  AugmentedStep augmented_;     // its steps
   std::optional<MemoryGovernor> governor_;
   std::optional<std::size_t> whole_eval_bound_;  // see start_governing
   // The resident batch: written once by govern (epoch 1) before resident_ is set (release); read

@@ -60,17 +60,19 @@ PackedCounts counts_of(const graph::MiniBatch& batch, std::span<const int64_t> b
                  .loss_rows = static_cast<int64_t>(batch.loss_rows.size()),
                  .loss_weights = static_cast<int64_t>(batch.loss_weights.size()),
                  .blocks = {}};
-  for (std::size_t i = 0; i < batch.blocks.size(); ++i) {
-    const graph::Block& b = batch.blocks[i];
-    c.blocks.push_back({.num_dst = b.num_dst,
-                        .num_src = b.num_src,
-                        .edges = block_edges[i],
-                        .weighted = !b.weights.empty(),
-                        .offsets = static_cast<int64_t>(b.offsets.size()),
-                        .t_offsets = static_cast<int64_t>(b.t_offsets.size()),
-                        .t_indices = !b.t_indices.empty(),
-                        .t_edges = !b.t_edges.empty()});
-  }
+  const auto counts = [](const graph::Block& b, int64_t edges) {
+    return PackedCounts::BlockCounts{.num_dst = b.num_dst,
+                                     .num_src = b.num_src,
+                                     .edges = edges,
+                                     .weighted = !b.weights.empty(),
+                                     .offsets = static_cast<int64_t>(b.offsets.size()),
+                                     .t_offsets = static_cast<int64_t>(b.t_offsets.size()),
+                                     .t_indices = !b.t_indices.empty(),
+                                     .t_edges = !b.t_edges.empty()};
+  };
+  for (std::size_t i = 0; i < batch.blocks.size(); ++i) c.blocks.push_back(counts(batch.blocks[i], block_edges[i]));
+  for (const graph::MiniBatch::AugmentedView& v : batch.views) c.view_blocks.push_back(counts(v.block, v.block.num_edges()));
+  c.node_weights = static_cast<int64_t>(batch.node_weights.size());
   return c;
 }
 
@@ -93,7 +95,7 @@ BatchLayout lay_out(const PackedCounts& c, int64_t feature_cols, graph::FeatureD
   l.labels = p.add<int32_t>(static_cast<std::size_t>(c.targets));
   l.loss_rows = p.add<int32_t>(static_cast<std::size_t>(c.loss_rows));
   l.loss_weights = p.add<float>(static_cast<std::size_t>(c.loss_weights));
-  for (const PackedCounts::BlockCounts& b : c.blocks) {
+  const auto block_sections = [&](const PackedCounts::BlockCounts& b) {
     const auto edges = static_cast<std::size_t>(b.edges);
     BlockSections s;
     s.num_dst = b.num_dst;
@@ -104,8 +106,14 @@ BatchLayout lay_out(const PackedCounts& c, int64_t feature_cols, graph::FeatureD
     s.t_offsets = p.add<graph::EdgeOffset>(static_cast<std::size_t>(b.t_offsets));
     s.t_indices = p.add<graph::NodeId>(b.t_indices ? edges : 0);
     s.t_edges = p.add<graph::EdgeOffset>(b.t_edges ? edges : 0);
-    l.blocks.push_back(s);
+    return s;
+  };
+  for (const PackedCounts::BlockCounts& b : c.blocks) l.blocks.push_back(block_sections(b));
+  for (const PackedCounts::BlockCounts& b : c.view_blocks) {
+    l.view_blocks.push_back(block_sections(b));
+    l.view_factors.push_back(p.add<float>(static_cast<std::size_t>(c.inputs)));
   }
+  l.node_weights = p.add<float>(static_cast<std::size_t>(c.node_weights));
   if (l.cached) {
     l.cache_hits = p.add<int32_t>(static_cast<std::size_t>(l.cached_rows));
     l.cache_slots = p.add<int32_t>(static_cast<std::size_t>(l.cached_rows));
@@ -207,16 +215,22 @@ void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& featur
   }
   put(dst, layout.loss_rows, batch.loss_rows);
   put(dst, layout.loss_weights, batch.loss_weights);
-  for (std::size_t k = 0; k < batch.blocks.size(); ++k) {
-    const graph::Block& b = batch.blocks[k];
-    const BlockSections& s = layout.blocks[k];
+  const auto put_block = [&](const graph::Block& b, const BlockSections& s) {
     put(dst, s.offsets, b.offsets);
     put(dst, s.indices, b.indices);
     put(dst, s.weights, b.weights);
     put(dst, s.t_offsets, b.t_offsets);
     put(dst, s.t_indices, b.t_indices);
     put(dst, s.t_edges, b.t_edges);
+  };
+  for (std::size_t k = 0; k < batch.blocks.size(); ++k) put_block(batch.blocks[k], layout.blocks[k]);
+  GNNPIPE_CHECK(batch.views.size() == layout.view_blocks.size(), "pack: {} augmented views for a layout of {}",
+                batch.views.size(), layout.view_blocks.size());
+  for (std::size_t k = 0; k < batch.views.size(); ++k) {
+    put_block(batch.views[k].block, layout.view_blocks[k]);
+    put(dst, layout.view_factors[k], batch.views[k].row_factors);
   }
+  put(dst, layout.node_weights, batch.node_weights);
 }
 
 PackedBatchView PackedBatchView::of(const BatchLayout& layout, std::shared_ptr<const void> owner, std::byte* base) {
@@ -240,7 +254,7 @@ PackedBatchView PackedBatchView::of(const BatchLayout& layout, std::shared_ptr<c
     v.cache_slots = ints(layout.cache_slots);
     v.cache_misses = ints(layout.cache_misses);
   }
-  for (const BlockSections& s : layout.blocks) {
+  const auto block_of = [&](const BlockSections& s) {
     graph::Block b;
     b.num_dst = s.num_dst;
     b.num_src = s.num_src;
@@ -250,8 +264,17 @@ PackedBatchView PackedBatchView::of(const BatchLayout& layout, std::shared_ptr<c
     b.t_offsets = view<graph::EdgeOffset>(owner, base, s.t_offsets);
     b.t_indices = view<graph::NodeId>(owner, base, s.t_indices);
     b.t_edges = view<graph::EdgeOffset>(owner, base, s.t_edges);
-    v.blocks.push_back(std::move(b));
+    return b;
+  };
+  const auto floats = [&](Section s) {
+    return std::span<const float>(reinterpret_cast<const float*>(base + s.offset), s.bytes / sizeof(float));
+  };
+  for (const BlockSections& s : layout.blocks) v.blocks.push_back(block_of(s));
+  for (std::size_t k = 0; k < layout.view_blocks.size(); ++k) {
+    v.view_blocks.push_back(block_of(layout.view_blocks[k]));
+    v.view_factors.push_back(floats(layout.view_factors[k]));
   }
+  v.node_weights = floats(layout.node_weights);
   return v;
 }
 

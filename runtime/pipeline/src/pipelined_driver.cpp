@@ -99,7 +99,10 @@ class EvalWorker {
           }
           // Jobs come in epoch order and later epochs' windows begin after this one's.
           stages_.setup().recorder.forget(r.window_begin_s, r.epoch);
-          if (tracker_.add(r)) stop_epoch_.store(r.epoch);
+          if (tracker_.add(r)) {
+            stop_epoch_.store(r.epoch);
+            stages_.stop_augment();  // no state past the stop is due: a wait for one ends
+          }
           t0 = rec.begin(Stage::kReport, r.epoch, -1);
           on_epoch_(r);
           report_checkpoint(stages_.setup(), stages_, tracker_, r, std::move(due));
@@ -219,6 +222,7 @@ class PipelinedRun {
   static bool holds_staging(const Item& item) { return item.layouts.size() > 1; }
   void fail(const std::string& where, int64_t order = Failure::kNoBatch) {
     if (failure_.record(std::current_exception(), where, order)) g_.cancel();
+    stages_.stop_augment();  // the input node may wait for the chain
   }
 
   // A message a dedicated thread (transfer, train: outside oneTBB's arena) puts into the graph:
@@ -243,7 +247,10 @@ class PipelinedRun {
           try {
             plan_ = s_.sampler.plan_epoch(epoch_);
             next_ = first_batch(s_, epoch_, plan_.size());
+            stages_.prepare_augment(epoch_);  // MH-Aug: the epoch's states (waits for the chain)
           } catch (...) {
+            // A run that stopped let the chain go: no error of its own.
+            if (epoch_ > stop_epoch_.load() || failure_.failed()) break;
             fail(fmt::format("planning epoch {}: ", epoch_));
             break;
           }
@@ -383,12 +390,14 @@ class PipelinedRun {
     r.evaluated = evaluates(s_, epoch);
     r.memory = stages_.take_epoch_counters(epoch);
     r.data = stages_.take_epoch_movement(epoch);
+    r.augment = stages_.augment_counters(epoch);
     times_.push_back(r.epoch_time_s);
     last_trained_epoch_ = epoch;
     // The evaluation twin and the loss copy are free once the previous epoch is reported.
     const double wait_begin = eval_worker_->wait_idle();
     s_.recorder.record_wait(Stage::kTrain, epoch + 1, wait_begin, s_.recorder.now(), WaitFor::kEvaluation);
     stages_.end_epoch_losses();
+    stages_.end_epoch_augment(epoch);
     if (epoch > stop_epoch_.load()) return;
     std::shared_ptr<CheckpointEvent> due = capture_checkpoint(s_, epoch);
     if (r.evaluated) stages_.snapshot();

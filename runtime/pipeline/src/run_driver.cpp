@@ -90,6 +90,11 @@ RunResult finish(const TrainingSetup& s, const EvalTracker& tracker, const Stage
   r.staging_bytes = stages.staging_bytes();
   r.memory = stages.total_counters();
   r.data = stages.data_movement();
+  if (stages.augment_counters(1).has_value()) {
+    AugmentCounters total;
+    for (int epoch = s.first_epoch; epoch <= epochs_run; ++epoch) total.add(*stages.augment_counters(epoch));
+    r.augment = total;
+  }
   return r;
 }
 

@@ -24,6 +24,7 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
   for (int epoch = s.first_epoch; epoch <= s.epochs; ++epoch) {
     const double start = s.recorder.now();
     const std::vector<BatchSpec> plan = s.sampler.plan_epoch(epoch);
+    run_guarded(stages, fmt::format("stage augment, epoch {}: ", epoch), [&] { stages.prepare_augment(epoch); });
     for (std::size_t i = first_batch(s, epoch, plan.size()); i < plan.size(); ++i) {
       const BatchSpec& spec = plan[i];
       Item item;
@@ -50,10 +51,12 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
     r.epoch = epoch;
     r.loss = run_guarded(stages, fmt::format("stage train, end of epoch {}: ", epoch), [&] {
       stages.end_epoch_losses();
+      stages.end_epoch_augment(epoch);
       return stages.epoch_loss();
     });
     r.memory = stages.take_epoch_counters(epoch);
     r.data = stages.take_epoch_movement(epoch);
+    r.augment = stages.augment_counters(epoch);
     bool stop = false;
     std::shared_ptr<CheckpointEvent> due;
     if (evaluates(s, epoch)) {

@@ -17,7 +17,8 @@ memory::CachingAllocator& allocator_of(const models::OpContext& ctx) {
 }
 
 bool may_be_resident(const TrainingSetup& s) {
-  return s.pipeline.resident && s.sampler.fixed_batch() && s.sampler.plan_epoch(1).size() == 1;
+  // An augmented batch's views change every epoch.
+  return s.pipeline.resident && !s.augment.enabled() && s.sampler.fixed_batch() && s.sampler.plan_epoch(1).size() == 1;
 }
 
 }  // namespace
@@ -32,8 +33,9 @@ Stages::Stages(const TrainingSetup& s)
       copy_stream_(device_),
       counters_(allocator_),
       placement_(s, allocator_, copy_stream_, resident_candidate_),
+      augmentation_(s.augment.enabled() ? std::make_unique<Augmentation>(s) : nullptr),
       evaluation_(s, allocator_, copy_stream_, counters_, placement_, resident_candidate_),
-      batch_(s, allocator_, copy_stream_, counters_, placement_, resident_candidate_) {
+      batch_(s, allocator_, copy_stream_, counters_, placement_, resident_candidate_, augmentation_.get()) {
   // Epoch 1's first batches, sampled here once to plan the device slots and the feature placement
   // (a batch that may stay resident is the run's only one and has one slot: it is sampled only for
   // memory.features auto, which moves its features only where the batch fits beside them).
@@ -140,6 +142,7 @@ void Stages::drain() {
 }
 
 void Stages::drain_after_failure() noexcept {
+  if (augmentation_) augmentation_->stop();
   for (const core::Stream* stream :
        std::initializer_list<const core::Stream*>{&copy_stream_, &train_stream_, &evaluation_.stream()}) {
     try {

@@ -13,9 +13,11 @@
 // govern/transfer/train serially in batch order); the sequential mode calls them in turn.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
+#include "augmentation.hpp"
 #include "batch_path.hpp"
 #include "evaluation.hpp"
 #include "gnnpipe/core/stream.hpp"
@@ -69,6 +71,22 @@ class Stages {
   void start_timeline() { batch_.losses().start_timeline(); }
   // At an epoch's end, on the train thread: queue the copy of its losses (read later by epoch_loss()).
   void end_epoch_losses() { batch_.losses().end_epoch(); }
+  // MH-Aug (augmentation.hpp), when on: before `epoch`'s first batch is sampled, its states; after
+  // its last step (train thread), its uncertainties' snapshot; its chain's counters.
+  void prepare_augment(int epoch) {
+    if (augmentation_) augmentation_->prepare_epoch(epoch);
+  }
+  void end_epoch_augment(int epoch) {
+    if (augmentation_) augmentation_->end_epoch(epoch);
+  }
+  // Lets the chain go (a run that stops): a wait for a state ends with an error.
+  void stop_augment() noexcept {
+    if (augmentation_) augmentation_->stop();
+  }
+  std::optional<AugmentCounters> augment_counters(int epoch) const {
+    if (!augmentation_) return std::nullopt;
+    return augmentation_->counters(epoch);
+  }
   // The epoch's mean loss (waits for its copy; any thread, once per end_epoch_losses()).
   double epoch_loss() { return batch_.losses().mean(); }
   // The last epoch_loss()'s epoch as the train stream's timeline saw it (seconds).
@@ -114,6 +132,7 @@ class Stages {
   core::Stream copy_stream_;
   RunCounters counters_;
   InputPlacement placement_;
+  std::unique_ptr<Augmentation> augmentation_;  // augment on; its arrays are resident
   Evaluation evaluation_;  // before batch_: the setup allocates the twin first
   BatchPath batch_;
 };

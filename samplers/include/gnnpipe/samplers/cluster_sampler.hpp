@@ -67,6 +67,12 @@ class ClusterSampler final : public Sampler {
   // All parts in one group: every epoch's one batch is the subgraph induced by every node (the
   // shuffle only reorders the group, which is sorted).
   bool fixed_batch() const override { return o_.parts_per_batch >= o_.num_parts; }
+  // The weights count the batch's rows; the diagonal enhancement's (1 + lambda) / d_v is a mean's
+  // form (a view scales it by d_v / d'_v).
+  std::optional<mh::ViewSupport> augment_support() const override {
+    return mh::ViewSupport{.norm = o_.diag_lambda > 0.0f ? graph::BlockNorm::kMean : o_.norm,
+                           .degrees = mh::ViewDegrees::kBatchRows};
+  }
 
   // The part of each node, in [0, num_parts).
   std::span<const int32_t> parts() const { return parts_; }

@@ -24,8 +24,13 @@ class FullBatchSampler final : public Sampler {
   bool redraws() const override { return false; }  // the plan fixes every batch
   bool fixed_batch() const override { return true; }
   bool full_graph_batch() const override { return true; }
+  // The block's weights count its own rows (the self-looped graph's in-degrees).
+  std::optional<mh::ViewSupport> augment_support() const override {
+    return mh::ViewSupport{.norm = norm_, .degrees = mh::ViewDegrees::kBatchRows};
+  }
 
  private:
+  graph::BlockNorm norm_;
   graph::Block block_;
   graph::HostArray<graph::NodeId> all_nodes_;
   graph::HostArray<int32_t> train_rows_;

@@ -14,20 +14,11 @@
 
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/graph/csr_graph.hpp"
+#include "gnnpipe/samplers/augment_options.hpp"
 #include "gnnpipe/samplers/neighbor_draw.hpp"
 
 namespace gnnpipe::samplers::mh {
 
-// The `augment: {type: mh}` keys of MH-AUG.md §2-§4 (defaults of the official code).
-struct MhAugOptions {
-  double sigma_delta_e = 0.03, sigma_delta_v = 0.03;  // proposal sd of the drop ratios
-  double mu_e = 0.6, mu_v = 0.2;                      // target change of the ego-aggregates
-  double lambda1_e = 1, lambda1_v = 1;                // weight of the target
-  double lambda2_e = 0, lambda2_v = 0;                // weight of the subset term in q
-  double a_e = 100, a_v = 100, b_e = 1, b_v = 1;      // sigma_i = a ent_i + b
-  int k = 2;                                          // aggregation rounds
-  uint64_t seed = 0;
-};
 
 // log of the normal density N(mu, sigma) truncated to [0, 1], at x (its normaliser included).
 double log_truncated_normal(double x, double mu, double sigma);
@@ -107,7 +98,9 @@ class MhChain {
     int tries = 0;
     bool accepted = false;
   };
-  Step step(int64_t& t, std::span<const double> ent, int max_tries);
+  // `accept` forces the test for diagnostics: kAlways takes the first proposal, kNever makes
+  // none (the state stays; tries 0).
+  Step step(int64_t& t, std::span<const double> ent, int max_tries, AugmentAccept accept = AugmentAccept::kMh);
   // log u of proposal t's acceptance test.
   double log_uniform(int64_t t) const;
 

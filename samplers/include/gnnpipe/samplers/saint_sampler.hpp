@@ -83,6 +83,12 @@ class SaintSampler final : public Sampler {
   // chosen nodes + block transpose).
   graph::MiniBatch sample(const BatchSpec& spec, SamplerWorkspace& workspace) const override;
   std::size_t num_layers() const override { return o_.num_layers; }
+  // With normalisation the weights count the full graph's in-degrees and the loss reads C_v.
+  std::optional<mh::ViewSupport> augment_support() const override {
+    if (!o_.normalize) return mh::ViewSupport{.norm = o_.norm, .degrees = mh::ViewDegrees::kBatchRows};
+    return mh::ViewSupport{.norm = o_.norm, .degrees = mh::ViewDegrees::kFullGraph, .node_counts = node_counts_,
+                           .norm_samples = norm_samples_};
+  }
 
   int steps_per_epoch() const { return steps_per_epoch_; }  // resolved
   int norm_samples() const { return norm_samples_; }        // resolved; 0 without `normalize`

@@ -5,9 +5,11 @@
 // thread-safe for different workspaces; a workspace is reused across batches by one thread.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "gnnpipe/graph/mini_batch.hpp"
+#include "gnnpipe/samplers/view_support.hpp"
 
 namespace gnnpipe::samplers {
 
@@ -47,6 +49,10 @@ class Sampler {
   // full-neighbour forward of the model uses (full batch): an eval-mode forward of it gives the
   // logits layer-wise inference gives (up to the order of floating-point sums).
   virtual bool full_graph_batch() const { return false; }
+  // MH-Aug (issue #41): how this sampler's one shared square block is weighted, so that an
+  // augmented view re-weights its kept entries (mh_views.hpp); nullopt when its batches take no
+  // augmentation (layer-wise blocks: neighbor sampling).
+  virtual std::optional<mh::ViewSupport> augment_support() const { return std::nullopt; }
 };
 
 }  // namespace gnnpipe::samplers

@@ -17,6 +17,7 @@
 #include "gnnpipe/models/op_context.hpp"
 #include "gnnpipe/models/optimizer_options.hpp"
 #include "gnnpipe/pipeline/pipeline_options.hpp"
+#include "gnnpipe/samplers/augment_options.hpp"
 #include "gnnpipe/samplers/sampler_options.hpp"
 
 namespace gnnpipe::experiments::config {
@@ -69,6 +70,8 @@ struct ExperimentConfig {
   pipeline::PipelineOptions pipeline;
   memory::MemoryOptions memory;
   RunOptions run;
+  // augment: MH-Aug (issue #41); absent from config.yaml when off, so older runs keep their hash.
+  samplers::AugmentOptions augment;
   // sweep: {model.hidden: [64, 128], optimizer.lr: [0.01, 0.003]}: the grid of runs (every
   // combination, the first key varying slowest), each the config with those keys set (sweep.hpp).
   // Every combination is parsed with the rest of the config (errors before any run).

@@ -26,6 +26,8 @@ pipeline::PipelineOptions parse_pipeline_section(ConfigMap section);
 memory::MemoryOptions parse_memory_section(ConfigMap section);
 //   run: {device: cpu, epochs: 10, seed: 0, patience: 0}   # cpu | cuda | cuda:N
 RunOptions parse_run_section(ConfigMap section);
+//   augment: {type: mh, sigma_delta_e: 0.03, mu_e: 0.6, ..., kl: 2.0, h: 0.2, max_tries: 100}
+samplers::AugmentOptions parse_augment_section(ConfigMap section);
 
 // The `type:`/`mode:` names; ConfigError "<key>: '<text>' is not one of <names>" otherwise.
 models::ModelType parse_model_type(const std::string& text, const std::string& key);

@@ -10,7 +10,9 @@
 //                 train_wait_data_s,train_wait_eval_s), trainer_wait_share (of the epoch),
 //                 eval_time_s (its evaluation's own), seeds_per_s, edges_per_s (trained on),
 //                 reserved_device_bytes, stage_retries (stage executions run again after a
-//                 transient error: pipeline.stage_retries)[,extra...]
+//                 transient error: pipeline.stage_retries), batches_layerwise, layerwise_chunks,
+//                 with augment on MH-Aug's chain (aug_proposals, aug_acceptances,
+//                 aug_acceptance_rate, aug_delta_e, aug_delta_v, aug_chain_s, aug_wait_s)[,extra...]
 //   summary.json  written only by an explicit write_summary() call, atomically (temp file + rename),
 //                 so a run that fails before its end leaves no summary.json that claims success.
 //   .lock         the DirectoryLock every RunDirectory holds while it lives (one process at a time)
@@ -23,11 +25,13 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/records/dir_lock.hpp"
+#include "gnnpipe/pipeline/augment_counters.hpp"
 #include "gnnpipe/pipeline/memory_report.hpp"
 #include "gnnpipe/pipeline/stage_stats.hpp"
 
@@ -88,6 +92,9 @@ struct EpochMetrics {
   // Where the epoch's wall time went (its window), and its evaluation's own time.
   pipeline::WindowStats window;
   double eval_time_s = 0;
+  // With augment on (the columns follow the fixed ones: aug_proposals, aug_acceptances,
+  // aug_acceptance_rate, aug_delta_e, aug_delta_v, aug_chain_s, aug_wait_s).
+  std::optional<pipeline::AugmentCounters> augment{};
 };
 
 // The status a job stopped by `e` records: "interrupted" for core::Interrupted (a signal), else
@@ -141,6 +148,7 @@ class RunDirectory {
   std::shared_ptr<const DirectoryLock> lock_;  // first: released last
   std::filesystem::path path_;
   std::size_t extra_count_ = 0;
+  bool augment_columns_ = false;
   std::ofstream metrics_;
   std::vector<std::string> header_;
   std::string kept_rows_;  // a resumed run's rows, below the header

@@ -40,4 +40,9 @@ void leaky_relu(ConstView<T> x, MatrixView<T> y, std::type_identity_t<T> slope);
 template <class T>
 void leaky_relu_backward(ConstView<T> y, ConstView<T> dy, MatrixView<T> dx, std::type_identity_t<T> slope);
 
+// y[r, c] = x[r, c] * T(factors[r]): per-row weights (MH-Aug's acceptance weights on a batch's
+// rows). x and y share one shape and may be the same matrix; factors.size() must be x.rows.
+template <class T>
+void scale_rows(ConstView<T> x, std::span<const float> factors, MatrixView<T> y);
+
 }  // namespace gnnpipe::models::cpu

@@ -13,8 +13,8 @@
 //    returned; row lists are not validated on the device (the sampler built them; the CPU twin
 //    checks them on the host);
 //  - results match the CPU twin up to floating-point reassociation (per-op bounds in
-//    tests/gpu/test_ops_gpu.cpp and test_pointwise_ops_gpu.cpp), and two runs are bitwise equal (no
-//    floating-point atomics).
+//    tests/gpu/test_ops_gpu.cpp, test_pointwise_ops_gpu.cpp and test_divergence_ops_gpu.cpp), and
+//    two runs are bitwise equal (no floating-point atomics).
 #include <cstdint>
 #include <optional>
 #include <span>

@@ -29,6 +29,17 @@ struct MiniBatch {
   HostArray<int32_t> loss_rows;    // positions in `targets` that carry loss, ascending
   HostArray<float> loss_weights;   // [loss_rows.size()] or empty (mean over loss_rows)
   memory::BatchShape shape;
+  // MH-Aug (issue #41, samplers/mh_views.hpp): the previous and the new augmented views of the
+  // shared block (empty without augmentation; the block above is the original view), each with the
+  // factor of every input row's features (0 for a masked node, else N / (N - masked)), and each
+  // target's weight in the KL and entropy terms. A batch the memory governor splits, cuts or
+  // redraws has none (the train stage refuses it).
+  struct AugmentedView {
+    Block block;
+    HostArray<float> row_factors;  // [blocks[0].num_src]
+  };
+  std::vector<AugmentedView> views;
+  HostArray<float> node_weights;  // [targets.size()] when views are set
 
   MiniBatch() = default;
   MiniBatch(MiniBatch&&) = default;

@@ -45,6 +45,10 @@ struct BatchLayout {
   Section features, input_nodes, labels, loss_rows, loss_weights;
   Section cache_hits, cache_slots, cache_misses;
   std::vector<BlockSections> blocks;  // as in MiniBatch::blocks (one shared block stays one)
+  // MH-Aug's views (MiniBatch::views): per view its block and its row factors; node_weights.
+  std::vector<BlockSections> view_blocks;
+  std::vector<Section> view_factors;
+  Section node_weights;
   std::size_t total_bytes = 0;
 
   static BatchLayout of(const graph::MiniBatch& batch, int64_t feature_cols, std::span<const int32_t> cache_slot_of = {},
@@ -70,6 +74,8 @@ struct PackedCounts {
   };
   int64_t inputs = 0, targets = 0, loss_rows = 0, loss_weights = 0;
   std::vector<BlockCounts> blocks;
+  std::vector<BlockCounts> view_blocks{};  // MH-Aug's views, each with `inputs` row factors
+  int64_t node_weights = 0;
 };
 // BatchLayout::of(batch, feature_cols, {}, dtype).total_bytes of a batch with these counts.
 std::size_t packed_bytes(const PackedCounts& counts, int64_t feature_cols,
@@ -100,6 +106,10 @@ struct PackedBatchView {
   std::span<const float> loss_weights;
   std::span<const int32_t> cache_hits, cache_slots, cache_misses;  // layout.cached
   std::vector<graph::Block> blocks;
+  // MH-Aug (BatchLayout::view_blocks): the views' blocks, their row factors, the node weights.
+  std::vector<graph::Block> view_blocks;
+  std::vector<std::span<const float>> view_factors;
+  std::span<const float> node_weights;
 
   static PackedBatchView of(const BatchLayout& layout, std::shared_ptr<const void> owner, std::byte* base);
 };

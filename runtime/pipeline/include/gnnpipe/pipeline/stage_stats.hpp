@@ -21,7 +21,9 @@ namespace gnnpipe::pipeline {
 // nothing waits for it until the run's end. kReport: an epoch's reporting on the evaluation
 // thread (the loss reduced and copied to the host, the epoch's line and metrics.csv row, the
 // checkpoint hand-off), which the trainer waits for as it waits for evaluation.
-enum class Stage { kSample, kGather, kGovern, kTransfer, kTrain, kEval, kCheckpoint, kReport };
+// kAugment: MH-Aug's chain (issue #41) on its own thread (pipelined) or before an epoch's first
+// batch (sequential).
+enum class Stage { kSample, kGather, kGovern, kTransfer, kTrain, kEval, kCheckpoint, kReport, kAugment };
 constexpr std::string_view to_string(Stage s) {
   switch (s) {
     case Stage::kSample: return "sample";
@@ -32,11 +34,13 @@ constexpr std::string_view to_string(Stage s) {
     case Stage::kEval: return "eval";
     case Stage::kCheckpoint: return "checkpoint";
     case Stage::kReport: return "report";
+    case Stage::kAugment: return "augment";
   }
   return "?";
 }
 inline constexpr Stage kStages[] = {Stage::kSample, Stage::kGather, Stage::kGovern,     Stage::kTransfer,
-                                    Stage::kTrain,  Stage::kEval,   Stage::kCheckpoint, Stage::kReport};
+                                    Stage::kTrain,  Stage::kEval,   Stage::kCheckpoint, Stage::kReport,
+                                    Stage::kAugment};
 
 struct StageEvent {
   Stage stage;

@@ -26,11 +26,13 @@
 #include "gnnpipe/graph/edge_cut.hpp"
 #include "gnnpipe/graph/node_scores.hpp"
 #include "gnnpipe/memory/memory_options.hpp"
+#include "gnnpipe/pipeline/augment_counters.hpp"
 #include "gnnpipe/pipeline/memory_report.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/models/optimizer.hpp"
 #include "gnnpipe/pipeline/pipeline_options.hpp"
 #include "gnnpipe/pipeline/stage_stats.hpp"
+#include "gnnpipe/samplers/augment_options.hpp"
 #include "gnnpipe/samplers/sampler.hpp"
 
 namespace gnnpipe::pipeline {
@@ -128,7 +130,10 @@ struct TrainingSetup {
   // Called on the train thread after every step (the progress line): epoch, the batch's position,
   // the epoch's batch count, the seeds it trained.
   std::function<void(int epoch, int64_t batch, int64_t batches, int64_t seeds)> on_step;
+  // augment: MH-Aug (issue #41, docs/AUGMENT.md); its seed is `seed`.
+  samplers::AugmentOptions augment;
 };
+
 
 // Multi-label scores of a split: micro- and macro-F1 at threshold 0.5 and with each node's true
 // number of labels (top-k, the DeepWalk protocol). NaN for an empty split or a single-label run.
@@ -175,6 +180,7 @@ struct EpochResult {
   WindowStats window;     // what ran within it, per stage
   MemoryCounters memory;  // what the governor did with this epoch's batches
   DataMovement data;      // what this epoch's batches moved (a resident batch: epoch 1 only)
+  std::optional<AugmentCounters> augment;  // with augment on
 };
 
 struct RunResult {
@@ -191,6 +197,7 @@ struct RunResult {
   std::size_t staging_bytes = 0; // host staging memory at the end
   MemoryCounters memory;         // the governor over the whole run
   DataMovement data;
+  std::optional<AugmentCounters> augment;  // with augment on: over the run
   double predictor_mape = 0;     // mean absolute percentage error of its predictions (train stream)
   double predictor_max_error = 0;
   int64_t predictor_observations = 0;

@@ -1,0 +1,135 @@
+#include "gnnpipe/models/ops/divergence.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cpu/parallel.hpp"
+
+namespace gnnpipe::models::cpu {
+namespace {
+
+// log sum_c exp(x[c]): the maximum (in T) subtracted, the sum in double in column order. The CUDA
+// twins (divergence_kernels.cu) fold in the same order.
+template <class T>
+double log_sum_exp(const T* x, int64_t cols) {
+  const double max = *std::max_element(x, x + cols);
+  double sum = 0;
+  for (int64_t c = 0; c < cols; ++c) sum += std::exp(static_cast<double>(x[c]) - max);
+  return max + std::log(sum);
+}
+
+// H = -sum_c p_c log p_c of softmax(x) over a row of cols >= 1 values, log_z its log_sum_exp.
+template <class T>
+double row_entropy(const T* x, int64_t cols, double log_z) {
+  double plogp = 0;
+  for (int64_t c = 0; c < cols; ++c) {
+    const double lp = static_cast<double>(x[c]) - log_z;
+    plogp += std::exp(lp) * lp;
+  }
+  return -plogp;
+}
+
+// The sum of `values` in index order.
+double ordered_sum(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  return sum;
+}
+
+}  // namespace
+
+template <class T>
+double softmax_kl(ConstView<T> p_logits, ConstView<T> q_logits, std::span<const float> weights,
+                  std::type_identity_t<T> scale, MatrixView<T> dp, MatrixView<T> dq) {
+  GNNPIPE_CHECK(q_logits.rows == p_logits.rows && q_logits.cols == p_logits.cols && dp.rows == p_logits.rows &&
+                    dp.cols == p_logits.cols && dq.rows == p_logits.rows && dq.cols == p_logits.cols,
+                "softmax_kl: p_logits {}, q_logits {}, dp {} and dq {} differ in shape", shape_str(p_logits),
+                shape_str(q_logits), shape_str(dp), shape_str(dq));
+  GNNPIPE_CHECK(static_cast<int64_t>(weights.size()) == p_logits.rows, "softmax_kl: {} weights for {} rows",
+                weights.size(), p_logits.rows);
+  const int64_t rows = p_logits.rows, cols = p_logits.cols;
+  if (rows == 0 || cols == 0) return 0.0;
+  std::vector<double> row_kl(static_cast<std::size_t>(rows));
+  detail::parallel_rows(rows, detail::grain_for(6 * cols), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const T* xp = p_logits.row(i).data();
+      const T* xq = q_logits.row(i).data();
+      const double lzp = log_sum_exp(xp, cols), lzq = log_sum_exp(xq, cols);
+      double kl = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double lp = static_cast<double>(xp[c]) - lzp, lq = static_cast<double>(xq[c]) - lzq;
+        kl += std::exp(lp) * (lp - lq);
+      }
+      const double w = weights[static_cast<std::size_t>(i)];
+      const double s = static_cast<double>(scale) * w;
+      T* gp = dp.row(i).data();
+      T* gq = dq.row(i).data();
+      for (int64_t c = 0; c < cols; ++c) {
+        const double lp = static_cast<double>(xp[c]) - lzp, lq = static_cast<double>(xq[c]) - lzq;
+        const double p = std::exp(lp);
+        gp[c] += static_cast<T>(s * p * ((lp - lq) - kl));
+        gq[c] = static_cast<T>(s * (std::exp(lq) - p));
+      }
+      row_kl[static_cast<std::size_t>(i)] = w * kl;
+    }
+  });
+  return ordered_sum(row_kl) * static_cast<double>(scale);
+}
+
+template <class T>
+double softmax_entropy(ConstView<T> logits, std::span<const float> weights, std::type_identity_t<T> scale,
+                       MatrixView<T> dlogits) {
+  GNNPIPE_CHECK(dlogits.rows == logits.rows && dlogits.cols == logits.cols,
+                "softmax_entropy: dlogits {} does not match logits {}", shape_str(dlogits), shape_str(logits));
+  GNNPIPE_CHECK(static_cast<int64_t>(weights.size()) == logits.rows, "softmax_entropy: {} weights for {} rows",
+                weights.size(), logits.rows);
+  const int64_t rows = logits.rows, cols = logits.cols;
+  if (rows == 0 || cols == 0) return 0.0;
+  std::vector<double> row_h(static_cast<std::size_t>(rows));
+  detail::parallel_rows(rows, detail::grain_for(4 * cols), [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const T* x = logits.row(i).data();
+      const double log_z = log_sum_exp(x, cols);
+      const double h = row_entropy(x, cols, log_z);
+      const double w = weights[static_cast<std::size_t>(i)];
+      const double neg_s = -(static_cast<double>(scale) * w);
+      T* d = dlogits.row(i).data();
+      for (int64_t c = 0; c < cols; ++c) {
+        const double lp = static_cast<double>(x[c]) - log_z;
+        d[c] = static_cast<T>(neg_s * std::exp(lp) * (lp + h));
+      }
+      row_h[static_cast<std::size_t>(i)] = w * h;
+    }
+  });
+  return ordered_sum(row_h) * static_cast<double>(scale);
+}
+
+template <class T>
+void softmax_entropy_scatter(ConstView<T> logits, std::span<const graph::NodeId> ids, float* out) {
+  GNNPIPE_CHECK(static_cast<int64_t>(ids.size()) == logits.rows, "softmax_entropy_scatter: {} ids for logits {}",
+                ids.size(), shape_str(logits));
+  const auto bad = std::find_if(ids.begin(), ids.end(), [](graph::NodeId v) { return v < 0; });
+  GNNPIPE_CHECK_DATA(bad == ids.end(), "softmax_entropy_scatter: id {} (position {}) is negative",
+                     bad == ids.end() ? 0 : *bad, bad - ids.begin());
+  const int64_t rows = logits.rows, cols = logits.cols;
+  GNNPIPE_CHECK(rows == 0 || out != nullptr, "softmax_entropy_scatter: no output for {} rows", rows);
+  const double log_cols = cols > 1 ? std::log(static_cast<double>(cols)) : 0.0;
+  detail::parallel_rows(rows, detail::grain_for(3 * cols), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const T* x = logits.row(r).data();
+      const double h = cols > 1 ? row_entropy(x, cols, log_sum_exp(x, cols)) / log_cols : 0.0;
+      out[ids[static_cast<std::size_t>(r)]] = static_cast<float>(h);
+    }
+  });
+}
+
+#define GNNPIPE_INSTANTIATE(T)                                                                                        \
+  template double softmax_kl<T>(ConstView<T>, ConstView<T>, std::span<const float>, T, MatrixView<T>, MatrixView<T>); \
+  template double softmax_entropy<T>(ConstView<T>, std::span<const float>, T, MatrixView<T>);                         \
+  template void softmax_entropy_scatter<T>(ConstView<T>, std::span<const graph::NodeId>, float*);
+GNNPIPE_INSTANTIATE(float)
+GNNPIPE_INSTANTIATE(double)
+#undef GNNPIPE_INSTANTIATE
+
+}  // namespace gnnpipe::models::cpu

@@ -1,0 +1,49 @@
+#pragma once
+// AugmentedStep: the gradients of one optimizer step over a batch with MH-Aug's views
+// (../shared/reference/MH-AUG.md §3; docs/AUGMENT.md):
+//   L = CE(z^t) + kl * KL(softmax z^t || softmax z') + h * H(softmax z),
+// z the logits of the original view, z^t of the previous augmented view, z' of the new one, CE
+// over the batch's loss rows with its loss weights (GraphSAINT's), KL and H per target weighted by
+// the batch's node weights, gradients through every view. The model keeps the activations of one
+// forward, so the views run one after another:
+//   1 original: forward, the entropy term's gradient, the uncertainties, backward (skipped at h 0);
+//   2 new:      forward, its logits kept;
+//   3 previous: forward, CE and KL (gradients for both sides), backward;
+//   4 new:      forward again (bitwise the same), backward of KL's gradient;
+// 2 and 4 are skipped at kl 0. The views share the batch's dropout key, so views of equal graphs
+// give equal logits (a kept state: KL exactly 0). No host round trip: every term is an op on the
+// train stream, summed into the batch's loss slot there.
+#include <functional>
+#include <span>
+
+#include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/models/device_array.hpp"
+#include "gnnpipe/pipeline/packed_batch.hpp"
+#include "gnnpipe/pipeline/training_run.hpp"
+
+namespace gnnpipe::pipeline::detail {
+
+class AugmentedStep {
+ public:
+  // The cross-entropy of `logits` over the batch's loss rows into *loss, its gradient into
+  // `dlogits` (every row written).
+  using CrossEntropy =
+      std::function<void(models::MatrixView<const float> logits, models::MatrixView<float> dlogits, double* loss)>;
+
+  explicit AugmentedStep(const TrainingSetup& s) : s_(s) {}
+
+  // `view`: the packed batch with its views (square: targets are its input rows); `x` its input
+  // rows (the original view's features); `uncertainty`: the per-node array the original view's
+  // normalised entropies go to. Gradients accumulate into the model's; the loss goes to *loss.
+  void run(const PackedBatchView& view, models::MatrixView<const float> x, core::RngKey key, int64_t batch,
+           float* uncertainty, const CrossEntropy& cross_entropy, double* loss);
+  // Gives the step's arrays back (the memory governor's trim).
+  void release(const core::Stream& stream);
+
+ private:
+  const TrainingSetup& s_;
+  models::DeviceArray<float> x_view_, dz_, new_logits_, dz_new_;
+  models::DeviceArray<double> scratch_, terms_, ones_;
+};
+
+}  // namespace gnnpipe::pipeline::detail
