@@ -15,14 +15,14 @@ namespace {
 
 using Range = tbb::blocked_range<int64_t>;
 
-// The batch's one square block, checked.
-const graph::Block& square_block(const graph::MiniBatch& batch) {
-  GNNPIPE_CHECK(batch.blocks.size() == 1 && batch.blocks[0].num_dst == batch.blocks[0].num_src &&
-                    batch.input_nodes.size() == static_cast<std::size_t>(batch.blocks[0].num_src) &&
-                    batch.targets.size() == batch.input_nodes.size(),
-                "MH-Aug: batch {} of epoch {} is not one square block over its targets ({} blocks)", batch.index,
-                batch.epoch, batch.blocks.size());
-  return batch.blocks[0];
+// Checks that every block's local ids are input_nodes' numbering.
+void check_blocks(const graph::MiniBatch& batch) {
+  GNNPIPE_CHECK(!batch.blocks.empty(), "MH-Aug: batch {} of epoch {} has no blocks", batch.index, batch.epoch);
+  for (const graph::Block& b : batch.blocks) {
+    GNNPIPE_CHECK(static_cast<std::size_t>(b.num_src) <= batch.input_nodes.size() && b.num_dst <= b.num_src,
+                  "MH-Aug: batch {} of epoch {}: a block of {} sources over {} input nodes", batch.index, batch.epoch,
+                  b.num_src, batch.input_nodes.size());
+  }
 }
 
 }  // namespace
@@ -57,8 +57,7 @@ ViewBuilder::ViewBuilder(const graph::CsrGraph& graph, const graph::CsrGraph& ch
                 chain.num_nodes(), graph.num_nodes());
 }
 
-std::vector<int64_t> ViewBuilder::chain_entries(const graph::MiniBatch& batch) const {
-  const graph::Block& b = square_block(batch);
+std::vector<int64_t> ViewBuilder::block_entries(const graph::MiniBatch& batch, const graph::Block& b) const {
   const auto ids = batch.input_nodes.span();
   const auto chain_offsets = chain_.offsets();
   const auto chain_indices = chain_.indices();
@@ -81,9 +80,12 @@ std::vector<int64_t> ViewBuilder::chain_entries(const graph::MiniBatch& batch) c
           entry[static_cast<std::size_t>(e)] = -1;
           continue;
         }
-        const auto at = std::lower_bound(row_begin, row_end, u) + occurrence;
-        GNNPIPE_CHECK_DATA(at < row_end && *at == u, "MH-Aug: batch {} has the entry {} -> {}, which the graph lacks",
+        const auto first = std::lower_bound(row_begin, row_end, u);
+        GNNPIPE_CHECK_DATA(first < row_end && *first == u, "MH-Aug: batch {} has the entry {} -> {}, which the graph lacks",
                            batch.index, u, v);
+        // The k-th copy of a repeated entry (a multigraph) is the graph's k-th; a neighbor drawn
+        // more often than the graph holds it (with replacement) reads its first copy again.
+        const auto at = first + occurrence < row_end && *(first + occurrence) == u ? first + occurrence : first;
         entry[static_cast<std::size_t>(e)] = at - chain_indices.begin();
       }
     }
@@ -91,9 +93,15 @@ std::vector<int64_t> ViewBuilder::chain_entries(const graph::MiniBatch& batch) c
   return entry;
 }
 
-graph::MiniBatch::AugmentedView ViewBuilder::view(const graph::MiniBatch& batch, std::span<const int64_t> chain_entry,
-                                                  const ViewState& state) const {
-  const graph::Block& b = square_block(batch);
+std::vector<std::vector<int64_t>> ViewBuilder::chain_entries(const graph::MiniBatch& batch) const {
+  check_blocks(batch);
+  std::vector<std::vector<int64_t>> entries;
+  for (const graph::Block& b : batch.blocks) entries.push_back(block_entries(batch, b));
+  return entries;
+}
+
+graph::Block ViewBuilder::view_block(const graph::MiniBatch& batch, const graph::Block& b,
+                                     std::span<const int64_t> chain_entry, const ViewState& state) const {
   const auto n = static_cast<std::size_t>(b.num_dst);
   const auto ids = batch.input_nodes.span();
   const auto keeps = [&](int64_t e) {
@@ -116,11 +124,15 @@ graph::MiniBatch::AugmentedView ViewBuilder::view(const graph::MiniBatch& batch,
   // A node's degree as the sampler's weights counted it, and without the dropped entries.
   const auto degrees = [&](std::size_t local) -> std::pair<double, double> {
     if (support_.degrees == ViewDegrees::kBatchRows) {
+      GNNPIPE_CHECK(local < n, "MH-Aug: batch {}: a row degree of source {}, which has no row ({} rows)", batch.index,
+                    local, n);
       return {static_cast<double>(b.offsets[local + 1] - b.offsets[local]),
               static_cast<double>(offsets[local + 1] - offsets[local])};
     }
     const graph::NodeId v = ids[local];
-    const double d = gcn ? static_cast<double>(chain_.in_degree(v)) + 1.0 : static_cast<double>(graph_.in_degree(v));
+    const double d = !gcn                       ? static_cast<double>(graph_.in_degree(v))
+                     : support_.counts_self_loops ? static_cast<double>(graph_.in_degree(v)) + 1.0
+                                                  : static_cast<double>(chain_.in_degree(v)) + 1.0;
     return {d, d - state.dropped_in[static_cast<std::size_t>(v)]};
   };
   tbb::parallel_for(Range(0, static_cast<int64_t>(n), 256), core::tsan::fork_join([&](const Range& r) {
@@ -146,11 +158,24 @@ graph::MiniBatch::AugmentedView ViewBuilder::view(const graph::MiniBatch& batch,
       }
     }
   }));
+  return graph::Block::from_csr(b.num_dst, b.num_src, std::move(offsets), std::move(indices), std::move(weights),
+                                "MH-Aug view", graph::Block::RowOrder::kKeep);
+}
+
+graph::MiniBatch::AugmentedView ViewBuilder::view(const graph::MiniBatch& batch,
+                                                  const std::vector<std::vector<int64_t>>& chain_entries,
+                                                  const ViewState& state) const {
+  check_blocks(batch);
+  GNNPIPE_CHECK(chain_entries.size() == batch.blocks.size(), "MH-Aug: {} entry lists for {} blocks",
+                chain_entries.size(), batch.blocks.size());
   graph::MiniBatch::AugmentedView view;
-  view.block = graph::Block::from_csr(b.num_dst, b.num_src, std::move(offsets), std::move(indices), std::move(weights),
-                                      "MH-Aug view", graph::Block::RowOrder::kKeep);
-  view.row_factors = graph::HostArray<float>(n);
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t k = 0; k < batch.blocks.size(); ++k) {
+    view.blocks.push_back(view_block(batch, batch.blocks[k], chain_entries[k], state));
+  }
+  const auto ids = batch.input_nodes.span();
+  const auto rows = static_cast<std::size_t>(batch.blocks.front().num_src);
+  view.row_factors = graph::HostArray<float>(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
     view.row_factors[i] = state.masks.node_keep[static_cast<std::size_t>(ids[i])] != 0 ? state.feature_factor : 0.0f;
   }
   return view;
@@ -171,7 +196,7 @@ graph::HostArray<float> ViewBuilder::node_weights(const graph::MiniBatch& batch)
 }
 
 void ViewBuilder::attach(graph::MiniBatch& batch, const ViewState& previous, const ViewState& next) const {
-  const std::vector<int64_t> entry = chain_entries(batch);
+  const std::vector<std::vector<int64_t>> entry = chain_entries(batch);
   std::vector<graph::MiniBatch::AugmentedView> views;
   views.push_back(view(batch, entry, previous));
   views.push_back(view(batch, entry, next));

@@ -13,8 +13,8 @@ namespace {
 samplers::mh::ViewSupport support_of(const TrainingSetup& s) {
   const std::optional<samplers::mh::ViewSupport> support = s.sampler.augment_support();
   GNNPIPE_CHECK_CONFIG(support.has_value(),
-                       "augment.type: mh needs batches of one block shared by every layer (sampler.type full, "
-                       "saint_node, saint_edge, saint_rw or cluster); this sampler builds one block per layer");
+                       "augment.type: mh: this sampler's batches take no augmented views (sampler.type full, "
+                       "neighbor, saint_node, saint_edge, saint_rw or cluster do)");
   GNNPIPE_CHECK_CONFIG(!s.data.labels.is_multi_label(),
                        "augment.type: mh's KL and entropy terms are over softmax predictions; {} is multi-label",
                        s.data.name);

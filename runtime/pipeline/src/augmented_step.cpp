@@ -13,15 +13,16 @@ namespace ops = models::ops;
 
 void AugmentedStep::run(const PackedBatchView& view, MatrixView<const float> x, core::RngKey key, int64_t batch,
                         float* uncertainty, const CrossEntropy& cross_entropy, double* loss) {
-  GNNPIPE_CHECK(view.view_blocks.size() == 2 && view.view_factors.size() == 2 && view.blocks.size() == 1,
-                "MH-Aug: batch {} carries {} views and {} blocks, not 2 and 1", batch, view.view_blocks.size(),
-                view.blocks.size());
+  const std::size_t blocks = view.blocks.size();
+  GNNPIPE_CHECK(view.view_factors.size() == 2 && view.view_blocks.size() == 2 * blocks,
+                "MH-Aug: batch {} carries {} views of {} blocks for {} blocks, not 2", batch, view.view_factors.size(),
+                view.view_blocks.size(), blocks);
   models::GnnModel<float>& model = s_.model;
   const models::OpContext& ctx = model.context();
   const std::size_t layers = model.num_layers();
   const auto original = graph::layer_blocks(view.blocks, layers, batch);
-  const auto previous = graph::layer_blocks(std::span(view.view_blocks).subspan(0, 1), layers, batch);
-  const auto next = graph::layer_blocks(std::span(view.view_blocks).subspan(1, 1), layers, batch);
+  const auto previous = graph::layer_blocks(std::span(view.view_blocks).subspan(0, blocks), layers, batch);
+  const auto next = graph::layer_blocks(std::span(view.view_blocks).subspan(blocks, blocks), layers, batch);
   const auto ids = view.input_nodes;
   const double kl = s_.augment.kl, h = s_.augment.h;
   double* terms = terms_.ensure(ctx, 3);  // h H, CE, kl KL
@@ -29,12 +30,13 @@ void AugmentedStep::run(const PackedBatchView& view, MatrixView<const float> x, 
 
   // 1. The original view: the entropy term and the uncertainties the chain reads.
   const MatrixView<const float> z = model.forward(original, x, ids, true, key);
-  GNNPIPE_CHECK(z.rows == static_cast<int64_t>(view.node_weights.size()) && z.rows == x.rows,
+  GNNPIPE_CHECK(z.rows == static_cast<int64_t>(view.node_weights.size()) && z.rows <= static_cast<int64_t>(ids.size()),
                 "MH-Aug: batch {}: {} logits rows for {} node weights and {} input rows", batch, z.rows,
-                view.node_weights.size(), x.rows);
+                view.node_weights.size(), ids.size());
   double* scratch = scratch_.ensure(ctx, static_cast<std::size_t>(z.rows));
   const MatrixView<float> dz = dz_.matrix(ctx, z.rows, z.cols);
-  ops::softmax_entropy_scatter<float>(ctx, z, ids, uncertainty);
+  // The targets are the first input rows (destinations are a prefix of sources).
+  ops::softmax_entropy_scatter<float>(ctx, z, ids.first(static_cast<std::size_t>(z.rows)), uncertainty);
   if (h > 0) {
     ops::softmax_entropy<float>(ctx, z, view.node_weights, static_cast<float>(h), dz, scratch, terms);
     model.backward(original, dz);

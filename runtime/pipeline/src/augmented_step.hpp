@@ -32,7 +32,7 @@ class AugmentedStep {
 
   explicit AugmentedStep(const TrainingSetup& s) : s_(s) {}
 
-  // `view`: the packed batch with its views (square: targets are its input rows); `x` its input
+  // `view`: the packed batch with its views (its targets are its first input rows); `x` its input
   // rows (the original view's features); `uncertainty`: the per-node array the original view's
   // normalised entropies go to. Gradients accumulate into the model's; the loss goes to *loss.
   void run(const PackedBatchView& view, models::MatrixView<const float> x, core::RngKey key, int64_t batch,

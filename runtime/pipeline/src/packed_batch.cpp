@@ -71,7 +71,10 @@ PackedCounts counts_of(const graph::MiniBatch& batch, std::span<const int64_t> b
                                      .t_edges = !b.t_edges.empty()};
   };
   for (std::size_t i = 0; i < batch.blocks.size(); ++i) c.blocks.push_back(counts(batch.blocks[i], block_edges[i]));
-  for (const graph::MiniBatch::AugmentedView& v : batch.views) c.view_blocks.push_back(counts(v.block, v.block.num_edges()));
+  for (const graph::MiniBatch::AugmentedView& v : batch.views) {
+    for (const graph::Block& b : v.blocks) c.view_blocks.push_back(counts(b, b.num_edges()));
+  }
+  c.views = static_cast<int64_t>(batch.views.size());
   c.node_weights = static_cast<int64_t>(batch.node_weights.size());
   return c;
 }
@@ -109,10 +112,8 @@ BatchLayout lay_out(const PackedCounts& c, int64_t feature_cols, graph::FeatureD
     return s;
   };
   for (const PackedCounts::BlockCounts& b : c.blocks) l.blocks.push_back(block_sections(b));
-  for (const PackedCounts::BlockCounts& b : c.view_blocks) {
-    l.view_blocks.push_back(block_sections(b));
-    l.view_factors.push_back(p.add<float>(static_cast<std::size_t>(c.inputs)));
-  }
+  for (const PackedCounts::BlockCounts& b : c.view_blocks) l.view_blocks.push_back(block_sections(b));
+  for (int64_t v = 0; v < c.views; ++v) l.view_factors.push_back(p.add<float>(static_cast<std::size_t>(c.inputs)));
   l.node_weights = p.add<float>(static_cast<std::size_t>(c.node_weights));
   if (l.cached) {
     l.cache_hits = p.add<int32_t>(static_cast<std::size_t>(l.cached_rows));
@@ -224,10 +225,15 @@ void pack_batch(const graph::MiniBatch& batch, const graph::FeatureStore& featur
     put(dst, s.t_edges, b.t_edges);
   };
   for (std::size_t k = 0; k < batch.blocks.size(); ++k) put_block(batch.blocks[k], layout.blocks[k]);
-  GNNPIPE_CHECK(batch.views.size() == layout.view_blocks.size(), "pack: {} augmented views for a layout of {}",
-                batch.views.size(), layout.view_blocks.size());
+  GNNPIPE_CHECK(batch.views.size() == layout.view_factors.size(), "pack: {} augmented views for a layout of {}",
+                batch.views.size(), layout.view_factors.size());
+  std::size_t block = 0;
   for (std::size_t k = 0; k < batch.views.size(); ++k) {
-    put_block(batch.views[k].block, layout.view_blocks[k]);
+    for (const graph::Block& b : batch.views[k].blocks) {
+      GNNPIPE_CHECK(block < layout.view_blocks.size(), "pack: more view blocks than the layout's {}",
+                    layout.view_blocks.size());
+      put_block(b, layout.view_blocks[block++]);
+    }
     put(dst, layout.view_factors[k], batch.views[k].row_factors);
   }
   put(dst, layout.node_weights, batch.node_weights);
@@ -270,10 +276,8 @@ PackedBatchView PackedBatchView::of(const BatchLayout& layout, std::shared_ptr<c
     return std::span<const float>(reinterpret_cast<const float*>(base + s.offset), s.bytes / sizeof(float));
   };
   for (const BlockSections& s : layout.blocks) v.blocks.push_back(block_of(s));
-  for (std::size_t k = 0; k < layout.view_blocks.size(); ++k) {
-    v.view_blocks.push_back(block_of(layout.view_blocks[k]));
-    v.view_factors.push_back(floats(layout.view_factors[k]));
-  }
+  for (const BlockSections& s : layout.view_blocks) v.view_blocks.push_back(block_of(s));
+  for (const Section& s : layout.view_factors) v.view_factors.push_back(floats(s));
   v.node_weights = floats(layout.node_weights);
   return v;
 }

@@ -8,6 +8,7 @@
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/samplers/full_batch_sampler.hpp"
 #include "gnnpipe/samplers/mh_views.hpp"
+#include "gnnpipe/samplers/neighbor_sampler.hpp"
 #include "gnnpipe/samplers/saint_sampler.hpp"
 
 using gnnpipe::graph::Block;
@@ -84,9 +85,10 @@ TEST_CASE("MH-Aug views: the chain's graph has no self-loops, and keeping everyt
     builder.attach(b, all, all);
     REQUIRE(b.views.size() == 2);
     for (const auto& v : b.views) {
-      CHECK(vec(v.block.offsets) == vec(b.blocks[0].offsets));
-      CHECK(vec(v.block.indices) == vec(b.blocks[0].indices));
-      CHECK(vec(v.block.weights) == vec(b.blocks[0].weights));  // bitwise: every factor is exactly 1
+      REQUIRE(v.blocks.size() == 1);
+      CHECK(vec(v.blocks[0].offsets) == vec(b.blocks[0].offsets));
+      CHECK(vec(v.blocks[0].indices) == vec(b.blocks[0].indices));
+      CHECK(vec(v.blocks[0].weights) == vec(b.blocks[0].weights));  // bitwise: every factor is exactly 1
       CHECK(vec(v.row_factors) == std::vector<float>(6, 1.0f));
     }
     CHECK(vec(b.node_weights) == std::vector<float>(6, 1.0f / 6.0f));
@@ -109,10 +111,10 @@ TEST_CASE("MH-Aug views: a full batch's view is the block of the kept graph, re-
     const auto entries = builder.chain_entries(b);
     const auto v = builder.view(b, entries, view_state);
     const Block expected = gnnpipe::graph::full_graph_block(kept_graph(g, chain, state), norm);
-    REQUIRE(vec(v.block.offsets) == vec(expected.offsets));
-    REQUIRE(vec(v.block.indices) == vec(expected.indices));
+    REQUIRE(vec(v.blocks[0].offsets) == vec(expected.offsets));
+    REQUIRE(vec(v.blocks[0].indices) == vec(expected.indices));
     for (std::size_t e = 0; e < expected.weights.size(); ++e) {
-      CHECK(v.block.weights[e] == Approx(expected.weights[e]).epsilon(1e-6));
+      CHECK(v.blocks[0].weights[e] == Approx(expected.weights[e]).epsilon(1e-6));
     }
     const float factor = 6.0f / 4.0f;
     CHECK(vec(v.row_factors) == std::vector<float>{factor, factor, 0.0f, factor, factor, 0.0f});
@@ -145,17 +147,17 @@ TEST_CASE("MH-Aug views: GraphSAINT's normalised weights keep alpha and take the
     std::size_t out = 0;
     for (NodeId i = 0; i < block.num_dst; ++i) {
       for (auto e = block.offsets[static_cast<std::size_t>(i)]; e < block.offsets[static_cast<std::size_t>(i) + 1]; ++e) {
-        const int64_t c = entries[static_cast<std::size_t>(e)];
+        const int64_t c = entries[0][static_cast<std::size_t>(e)];
         if (c >= 0 && state.masks.edge_keep[static_cast<std::size_t>(c)] == 0) continue;
         const NodeId u = b.input_nodes[static_cast<std::size_t>(block.indices[static_cast<std::size_t>(e)])];
         const NodeId w = b.input_nodes[static_cast<std::size_t>(i)];
         const double expected = block.weights[static_cast<std::size_t>(e)] * std::sqrt(d(u) * d(w) / (kept(u) * kept(w)));
-        REQUIRE(out < v.block.weights.size());
-        CHECK(v.block.weights[out] == Approx(expected).epsilon(1e-6));
+        REQUIRE(out < v.blocks[0].weights.size());
+        CHECK(v.blocks[0].weights[out] == Approx(expected).epsilon(1e-6));
         ++out;
       }
     }
-    CHECK(out == v.block.weights.size());
+    CHECK(out == v.blocks[0].weights.size());
     // Node weights N_pre / (C_v N): the batch's share of a mean over all nodes.
     for (std::size_t k = 0; k < b.targets.size(); ++k) {
       const double c_v = std::max(0.1, static_cast<double>(sampler.node_counts()[static_cast<std::size_t>(b.targets[k])]));
@@ -171,4 +173,60 @@ TEST_CASE("MH-Aug views: a batch entry the graph lacks is a DataError naming it"
   const CsrGraph other = CsrGraph::from_coo(6, std::vector<NodeId>{5}, std::vector<NodeId>{0});
   const mh::ViewBuilder builder(other, mh::chain_graph(other), {});
   CHECK_THROWS_AS(builder.chain_entries(b), gnnpipe::core::DataError);
+}
+
+TEST_CASE("MH-Aug views: a neighbor batch's views filter every layer's block and re-weight GCN's full-graph degrees",
+          "[samplers][mh_views]") {
+  const CsrGraph g = small_graph();
+  const CsrGraph chain = mh::chain_graph(g);
+  const gnnpipe::samplers::NeighborSampler sampler(
+      g, {0, 1, 2, 3, 4, 5}, {.fanouts = {3, 2}, .batch_size = 2, .seed = 4, .norm = BlockNorm::kGcn});
+  const auto support = sampler.augment_support();
+  REQUIRE(support.has_value());
+  const mh::ViewBuilder builder(g, chain, *support);
+  const mh::ViewState all = mh::ViewState::of(chain, mh::MhMasks::keep_all(chain.num_edges(), chain.num_nodes()));
+  std::vector<int64_t> dropped;
+  for (auto e = chain.offsets()[0]; e < chain.offsets()[6]; e += 2) dropped.push_back(e);  // every other entry
+  const mh::ViewState state = mh::ViewState::of(chain, drop(chain, dropped, {1}));
+  auto ws = sampler.make_workspace();
+  for (const auto& spec : sampler.plan_epoch(1)) {
+    MiniBatch b = sampler.sample(spec, *ws);
+    builder.attach(b, all, state);
+    REQUIRE(b.views.size() == 2);
+    REQUIRE(b.views[0].blocks.size() == b.blocks.size());
+    for (std::size_t l = 0; l < b.blocks.size(); ++l) {
+      CHECK(vec(b.views[0].blocks[l].indices) == vec(b.blocks[l].indices));  // everything kept
+      CHECK(vec(b.views[0].blocks[l].weights) == vec(b.blocks[l].weights));
+      CHECK(b.views[1].blocks[l].num_dst == b.blocks[l].num_dst);
+      CHECK(b.views[1].blocks[l].num_src == b.blocks[l].num_src);
+      CHECK(b.views[1].blocks[l].num_edges() <= b.blocks[l].num_edges());
+    }
+    CHECK(b.node_weights.size() == b.targets.size());
+    CHECK(b.node_weights[0] == 1.0f / static_cast<float>(b.targets.size()));
+    CHECK(b.views[1].row_factors.size() == static_cast<std::size_t>(b.blocks[0].num_src));
+    // Entries kept in the new view: their weight is the original's times sqrt(d_u d_v / (d'_u d'_v)),
+    // d = the full graph's in-degree + 1 (its self-loop on 4 counted).
+    const auto entries = builder.chain_entries(b);
+    for (std::size_t l = 0; l < b.blocks.size(); ++l) {
+      const gnnpipe::graph::Block& block = b.blocks[l];
+      const gnnpipe::graph::Block& view = b.views[1].blocks[l];
+      std::size_t out = 0;
+      for (NodeId i = 0; i < block.num_dst; ++i) {
+        for (auto e = block.offsets[static_cast<std::size_t>(i)]; e < block.offsets[static_cast<std::size_t>(i) + 1]; ++e) {
+          const int64_t c = entries[l][static_cast<std::size_t>(e)];
+          if (c >= 0 && state.masks.edge_keep[static_cast<std::size_t>(c)] == 0) continue;
+          const auto degree = [&](NodeId x) { return static_cast<double>(g.in_degree(x)) + 1.0; };
+          const auto kept = [&](NodeId x) { return degree(x) - state.dropped_in[static_cast<std::size_t>(x)]; };
+          const NodeId u = b.input_nodes[static_cast<std::size_t>(block.indices[static_cast<std::size_t>(e)])];
+          const NodeId w = b.input_nodes[static_cast<std::size_t>(i)];
+          REQUIRE(out < view.weights.size());
+          CHECK(view.weights[out] == Approx(block.weights[static_cast<std::size_t>(e)] *
+                                            std::sqrt(degree(u) * degree(w) / (kept(u) * kept(w))))
+                                         .epsilon(1e-6));
+          ++out;
+        }
+      }
+      CHECK(out == view.weights.size());
+    }
+  }
 }

@@ -1,9 +1,10 @@
 #pragma once
 // MH-Aug's views of a batch (issue #41; ../shared/reference/MH-AUG.md §3, §7.6): the chain's
 // states are keep-masks over the entries of the chain's graph (the training graph without its
-// self-loops, rows sorted), and a batch of a subgraph sampler (one square block shared by every
-// layer: full batch, GraphSAINT, Cluster-GCN) gets, from its one node sample, the view of the
-// previous state and the view of the new one:
+// self-loops, rows sorted), and a batch (one square block shared by every layer: full batch,
+// GraphSAINT, Cluster-GCN; or one block per layer: neighbor sampling, whose local ids are one
+// numbering, input_nodes) gets, from its one node sample, the view of the previous state and the
+// view of the new one, block by block:
 //   - the block's entries whose graph entry the state keeps (self-loops always stay: the
 //     aggregator adds one per node, and none is ever dropped), in the original order;
 //   - each kept entry's weight re-normalised from the state's kept in-degrees (MH-AUG.md §3 (b),
@@ -15,7 +16,8 @@
 //     global N and count).
 // And each target's weight in the KL and entropy terms (§3 (a)): GraphSAINT with normalisation
 // N_pre / (C_v N), so that a batch's expected sum is the mean over all nodes; otherwise the mean
-// over the batch (1 / |V_s|; the full batch: 1 / N).
+// over the batch's targets (1 / |V_s|; the full batch: 1 / N; neighbor sampling: 1 / seeds).
+// A neighbor drawn twice (with replacement) reads its entry's flag twice.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -46,19 +48,24 @@ class ViewBuilder {
   // `graph`: the sampler's graph; `chain`: chain_graph(graph). Both must outlive the builder.
   ViewBuilder(const graph::CsrGraph& graph, const graph::CsrGraph& chain, ViewSupport support);
 
-  // Sets batch.views to {view of `previous`, view of `next`} and batch.node_weights. The batch
-  // must have one square block over global ids input_nodes == targets; an entry of it that is not
-  // in the graph is a DataError naming the batch.
+  // Sets batch.views to {view of `previous`, view of `next`} and batch.node_weights. Local id j
+  // of every block is global id input_nodes[j]; an entry that is not in the graph is a DataError
+  // naming the batch.
   void attach(graph::MiniBatch& batch, const ViewState& previous, const ViewState& next) const;
 
-  // The view of one state (attach's parts; tests). chain_entry: per block entry its chain entry
-  // (-1: a self-loop), from chain_entries().
-  std::vector<int64_t> chain_entries(const graph::MiniBatch& batch) const;
-  graph::MiniBatch::AugmentedView view(const graph::MiniBatch& batch, std::span<const int64_t> chain_entry,
+  // The view of one state (attach's parts; tests). chain_entries: per block, per entry its chain
+  // entry (-1: a self-loop).
+  std::vector<std::vector<int64_t>> chain_entries(const graph::MiniBatch& batch) const;
+  graph::MiniBatch::AugmentedView view(const graph::MiniBatch& batch,
+                                       const std::vector<std::vector<int64_t>>& chain_entries,
                                        const ViewState& state) const;
   graph::HostArray<float> node_weights(const graph::MiniBatch& batch) const;
 
  private:
+  std::vector<int64_t> block_entries(const graph::MiniBatch& batch, const graph::Block& b) const;
+  graph::Block view_block(const graph::MiniBatch& batch, const graph::Block& b, std::span<const int64_t> chain_entry,
+                          const ViewState& state) const;
+
   const graph::CsrGraph& graph_;
   const graph::CsrGraph& chain_;
   ViewSupport support_;

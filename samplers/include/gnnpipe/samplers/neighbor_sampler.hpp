@@ -38,6 +38,14 @@ class NeighborSampler final : public Sampler {
   std::unique_ptr<SamplerWorkspace> make_workspace() const override;
   graph::MiniBatch sample(const BatchSpec& spec, SamplerWorkspace& workspace) const override;
   std::size_t num_layers() const override { return o_.fanouts.size(); }
+  // kGcn weighs with the full graph's in-degrees + 1 (self-loops counted), kMean with the sampled
+  // rows.
+  std::optional<mh::ViewSupport> augment_support() const override {
+    const bool gcn = o_.norm == graph::BlockNorm::kGcn;
+    return mh::ViewSupport{.norm = o_.norm,
+                           .degrees = gcn ? mh::ViewDegrees::kFullGraph : mh::ViewDegrees::kBatchRows,
+                           .counts_self_loops = true};
+  }
 
  private:
   const graph::CsrGraph& graph_;

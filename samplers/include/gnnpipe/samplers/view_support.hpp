@@ -21,6 +21,9 @@ struct ViewSupport {
   ViewDegrees degrees = ViewDegrees::kBatchRows;
   std::span<const uint32_t> node_counts{};  // GraphSAINT's C_v with normalisation; else empty
   int norm_samples = 0;                     // its N_pre
+  // kFullGraph with kGcn: whether d counts the graph's own self-loops (neighbor sampling: the raw
+  // in-degree + 1) or not (GraphSAINT: without them, + 1).
+  bool counts_self_loops = false;
 };
 
 }  // namespace gnnpipe::samplers::mh

@@ -30,12 +30,12 @@ struct MiniBatch {
   HostArray<float> loss_weights;   // [loss_rows.size()] or empty (mean over loss_rows)
   memory::BatchShape shape;
   // MH-Aug (issue #41, samplers/mh_views.hpp): the previous and the new augmented views of the
-  // shared block (empty without augmentation; the block above is the original view), each with the
+  // blocks (empty without augmentation; the blocks above are the original view), each with the
   // factor of every input row's features (0 for a masked node, else N / (N - masked)), and each
   // target's weight in the KL and entropy terms. A batch the memory governor splits, cuts or
   // redraws has none (the train stage refuses it).
   struct AugmentedView {
-    Block block;
+    std::vector<Block> blocks;     // as `blocks`, over the same nodes
     HostArray<float> row_factors;  // [blocks[0].num_src]
   };
   std::vector<AugmentedView> views;

@@ -45,7 +45,8 @@ struct BatchLayout {
   Section features, input_nodes, labels, loss_rows, loss_weights;
   Section cache_hits, cache_slots, cache_misses;
   std::vector<BlockSections> blocks;  // as in MiniBatch::blocks (one shared block stays one)
-  // MH-Aug's views (MiniBatch::views): per view its block and its row factors; node_weights.
+  // MH-Aug's views (MiniBatch::views): every view's blocks (view after view, each as many as
+  // `blocks`), per view its row factors; node_weights.
   std::vector<BlockSections> view_blocks;
   std::vector<Section> view_factors;
   Section node_weights;
@@ -74,7 +75,8 @@ struct PackedCounts {
   };
   int64_t inputs = 0, targets = 0, loss_rows = 0, loss_weights = 0;
   std::vector<BlockCounts> blocks;
-  std::vector<BlockCounts> view_blocks{};  // MH-Aug's views, each with `inputs` row factors
+  std::vector<BlockCounts> view_blocks{};  // MH-Aug's views' blocks, view after view
+  int64_t views = 0;                      // each with `inputs` row factors
   int64_t node_weights = 0;
 };
 // BatchLayout::of(batch, feature_cols, {}, dtype).total_bytes of a batch with these counts.
@@ -106,7 +108,8 @@ struct PackedBatchView {
   std::span<const float> loss_weights;
   std::span<const int32_t> cache_hits, cache_slots, cache_misses;  // layout.cached
   std::vector<graph::Block> blocks;
-  // MH-Aug (BatchLayout::view_blocks): the views' blocks, their row factors, the node weights.
+  // MH-Aug (BatchLayout::view_blocks): the views' blocks (view after view), their row factors, the
+  // node weights.
   std::vector<graph::Block> view_blocks;
   std::vector<std::span<const float>> view_factors;
   std::span<const float> node_weights;
