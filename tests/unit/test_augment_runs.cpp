@@ -119,3 +119,17 @@ TEST_CASE("augment: neighbor sampling trains its views, pipelined equal to seque
       dir / "plain");
   CHECK(checksum(pipelined) != checksum(plain));
 }
+
+TEST_CASE("augment: a batch that would need splitting is an OutOfBudget naming it, in both modes, no hang", "[augment]") {
+  gnnpipe::test::TempDir dir;
+  for (const char* mode : {"pipelined", "sequential"}) {
+    INFO(mode);
+    try {
+      run_experiment(kFull, {"memory.limit=300KiB", std::string("pipeline.mode=") + mode}, dir / mode);
+      FAIL("no OutOfBudget");
+    } catch (const gnnpipe::core::OutOfBudget& e) {
+      CHECK_THAT(e.message(), Catch::Contains("augment.type mh: batch 0 of epoch 1 does not fit memory.limit"));
+      CHECK_THAT(e.message(), Catch::Contains("raise memory.limit or lower sampler.batch_size"));
+    }
+  }
+}

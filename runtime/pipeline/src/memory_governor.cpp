@@ -1,6 +1,7 @@
 #include "memory_governor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -106,6 +107,16 @@ MemoryGovernor::Estimate MemoryGovernor::estimate(std::span<const PartSize> part
     needs.push_back(split_bytes);
     needs.push_back(split_bytes);
     needs.insert(needs.end(), kLayerwiseArrays, 0);  // the layer-wise step's arrays (not used here)
+    // MH-Aug's step (augmented_step.cpp): the scaled input rows, the original view's gradient, the
+    // new view's logits and their gradient [targets x classes] each, a scratch per target, the
+    // three loss terms and their ones.
+    const auto target_values = static_cast<std::size_t>(part.shapes.back().num_dst * s_.classes);
+    const auto targets = static_cast<std::size_t>(part.shapes.back().num_dst);
+    const std::array<std::size_t, kAugmentArrays> augment{
+        values * sizeof(float),         target_values * sizeof(float), target_values * sizeof(float),
+        target_values * sizeof(float), targets * sizeof(double),      3 * sizeof(double),
+        3 * sizeof(double)};
+    for (const std::size_t bytes : augment) needs.push_back(s_.augment ? bytes : 0);
     e.needs.push_back(std::move(needs));
     e.slot = std::max(e.slot, part.packed);
     e.nodes += part.nodes;

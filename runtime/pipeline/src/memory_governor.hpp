@@ -43,6 +43,9 @@
 
 namespace gnnpipe::pipeline::detail {
 
+// MH-Aug's step's arrays, last in an estimate's needs (estimate() says which).
+inline constexpr std::size_t kAugmentArrays = 7;
+
 // How one batch runs.
 struct Admission {
   MemoryAction action = MemoryAction::kFit;
@@ -99,6 +102,9 @@ struct GovernorSetup {
   graph::NodeScores cut_scores;
   graph::CutWeights cut_weights = graph::CutWeights::kKeep;
   uint64_t seed = 0;
+  // augment on: a step also grows MH-Aug's arrays (augmented_step.hpp); the views' blocks are in
+  // the packed batch (BatchLayout).
+  bool augment = false;
 };
 
 class MemoryGovernor {
@@ -181,7 +187,7 @@ class MemoryGovernor {
   // The estimate's needs positions (the model's arrays, the train stage's, the layer-wise step's):
   // the epoch's loss slots, which a trim keeps.
   static std::size_t epoch_losses_position(const std::vector<std::size_t>& needs) {
-    return needs.size() - 3 - kLayerwiseArrays;
+    return needs.size() - 3 - kLayerwiseArrays - kAugmentArrays;
   }
   // The parts of split_batch(batch, .., parts), sized without building them (equal to sizes_of
   // them); with `prune`, only up to the first part that does not fit alone (the split cannot fit).

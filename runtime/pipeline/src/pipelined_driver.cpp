@@ -144,6 +144,7 @@ class PipelinedRun {
  public:
   using Transfer = detail::DedicatedStage<std::tuple<Item, int>, Item>;
   using Train = detail::DedicatedStage<Item, tbb::flow::continue_msg>;
+  using AugmentGate = detail::DedicatedStage<std::tuple<Item, int>, std::tuple<Item, int>>;
 
   PipelinedRun(const TrainingSetup& s, const std::function<void(const EpochResult&)>& on_epoch)
       : s_(s),
@@ -166,7 +167,17 @@ class PipelinedRun {
     using namespace tbb::flow;
     make_edge(specs_, input_port<0>(take_slot_));
     make_edge(slot_tokens_, input_port<1>(take_slot_));
-    make_edge(take_slot_, sample_);
+    if (s.augment.enabled()) {
+      // MH-Aug: a batch is sampled once its epoch's states exist. The wait for the chain (which
+      // waits for training) is on a thread of its own: a oneTBB worker must not block on work
+      // that other tasks have to finish.
+      make_augment_gate();
+      make_edge(take_slot_, augment_gate_->node);
+      make_edge(augment_gate_->node, sample_);
+      failure_.add_waker([this] { stages_.stop_augment(); });
+    } else {
+      make_edge(take_slot_, sample_);
+    }
     make_edge(sample_, in_order_);
     make_edge(in_order_, govern_);
     make_edge(govern_, governed_);
@@ -247,10 +258,7 @@ class PipelinedRun {
           try {
             plan_ = s_.sampler.plan_epoch(epoch_);
             next_ = first_batch(s_, epoch_, plan_.size());
-            stages_.prepare_augment(epoch_);  // MH-Aug: the epoch's states (waits for the chain)
           } catch (...) {
-            // A run that stopped let the chain go: no error of its own.
-            if (epoch_ > stop_epoch_.load() || failure_.failed()) break;
             fail(fmt::format("planning epoch {}: ", epoch_));
             break;
           }
@@ -281,7 +289,8 @@ class PipelinedRun {
               const int now = ++in_flight_;
               for (int seen = max_in_flight_.load(); now > seen && !max_in_flight_.compare_exchange_weak(seen, now);) {
               }
-              if (!failure_.failed() && !stages_.adopt_resident(item)) {
+              // A batch past an early stop is not sampled (MH-Aug's chain has no state for it).
+              if (!failure_.failed() && active(item) && !stages_.adopt_resident(item)) {
                 Stage stage = Stage::kSample;
                 try {
                   graph::MiniBatch batch = stages_.sample(item, sampler_);
@@ -314,6 +323,27 @@ class PipelinedRun {
   }
 
   // Copies the slot to the device on the copy stream; its own thread (it waits on CUDA events).
+  // MH-Aug: waits until the batch's epoch has its states (Augmentation::prepare_epoch), in run
+  // order. A wait that a stop ended lets the batch pass unsampled (it is past the stop).
+  void make_augment_gate() {
+    augment_gate_.emplace(
+        g_, "augment gate", Stage::kAugment, s_.recorder, failure_,
+        [this](const std::tuple<Item, int>& in, AugmentGate::Gateway& gateway) {
+          const Item& item = std::get<0>(in);
+          if (!failure_.failed() && active(item)) {
+            try {
+              stages_.prepare_augment(item.epoch);
+            } catch (...) {
+              if (active(item) && !failure_.failed()) throw;
+            }
+          }
+          gateway.try_put(in);
+        },
+        [](const std::tuple<Item, int>& in) { return describe(std::get<0>(in)); },
+        [](const std::tuple<Item, int>& in) { return std::get<0>(in).epoch; },
+        [](const std::tuple<Item, int>& in) { return std::get<0>(in).seq; });
+  }
+
   Transfer build_transfer() {
     return Transfer(
         g_, "transfer", Stage::kTransfer, s_.recorder, failure_,
@@ -446,6 +476,7 @@ class PipelinedRun {
   tbb::flow::join_node<std::tuple<Item, int>, tbb::flow::reserving> take_device_slot_;
   Transfer transfer_;
   Train train_;
+  std::optional<AugmentGate> augment_gate_;  // augment on
   std::optional<EvalWorker> eval_worker_;  // last: its thread stops before the nodes go
 };
 }  // namespace

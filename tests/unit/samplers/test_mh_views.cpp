@@ -171,7 +171,8 @@ TEST_CASE("MH-Aug views: a batch entry the graph lacks is a DataError naming it"
   const CsrGraph chain = mh::chain_graph(g);
   MiniBatch b = full_batch(g, BlockNorm::kNone);
   const CsrGraph other = CsrGraph::from_coo(6, std::vector<NodeId>{5}, std::vector<NodeId>{0});
-  const mh::ViewBuilder builder(other, mh::chain_graph(other), {});
+  const CsrGraph other_chain = mh::chain_graph(other);  // the builder keeps references
+  const mh::ViewBuilder builder(other, other_chain, {});
   CHECK_THROWS_AS(builder.chain_entries(b), gnnpipe::core::DataError);
 }
 
