@@ -417,6 +417,11 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
     if (writer) writer->flush();  // the stop request's checkpoint is on disk before the message names it
     const std::string holds = last.holds();
     if (holds.empty()) GNNPIPE_THROW(Interrupted, "{}; no checkpoint was written (run.checkpoint_every is 0)", e.message());
+    if (c.augment.enabled()) {
+      // The chain's state is not in checkpoints: the parameters are, but --resume refuses the run.
+      GNNPIPE_THROW(Interrupted, "{}; {} holds {} (for gnnpipe infer; an augment.type mh run cannot be resumed yet)",
+                    e.message(), (checkpoints / "last").string(), holds);
+    }
     GNNPIPE_THROW(Interrupted, "{}; {} holds {}: go on with gnnpipe run CONFIG --resume {}", e.message(),
                   (checkpoints / "last").string(), holds, run_dir.path().string());
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "cpu/parallel.hpp"
@@ -30,12 +31,6 @@ double row_entropy(const T* x, int64_t cols, double log_z) {
   return -plogp;
 }
 
-// The sum of `values` in index order.
-double ordered_sum(const std::vector<double>& values) {
-  double sum = 0;
-  for (double v : values) sum += v;
-  return sum;
-}
 
 }  // namespace
 
@@ -74,7 +69,7 @@ double softmax_kl(ConstView<T> p_logits, ConstView<T> q_logits, std::span<const 
       row_kl[static_cast<std::size_t>(i)] = w * kl;
     }
   });
-  return ordered_sum(row_kl) * static_cast<double>(scale);
+  return std::accumulate(row_kl.begin(), row_kl.end(), 0.0) * static_cast<double>(scale);
 }
 
 template <class T>
@@ -102,7 +97,7 @@ double softmax_entropy(ConstView<T> logits, std::span<const float> weights, std:
       row_h[static_cast<std::size_t>(i)] = w * h;
     }
   });
-  return ordered_sum(row_h) * static_cast<double>(scale);
+  return std::accumulate(row_h.begin(), row_h.end(), 0.0) * static_cast<double>(scale);
 }
 
 template <class T>

@@ -46,6 +46,21 @@ Key<O> mh_key(const char* name, const char* meaning) {
 
 using M = samplers::mh::MhAugOptions;
 
+// A loss weight (kl, h): a number >= 0.
+template <auto Field>
+Key<O> weight_key(const char* name, const char* meaning) {
+  return {.name = name,
+          .doc = {"number", kMh, meaning},
+          .read =
+              [](ConfigMap& s, const std::string& key, O& o) {
+                o.*Field = s.get(key, o.*Field);
+                GNNPIPE_CHECK_CONFIG(o.*Field >= 0, "{}: must be >= 0, got {}", s.key_path(key), o.*Field);
+              },
+          .write = [](const O& o) { return number(o.*Field); },
+          .applies = is_mh,
+          .only_for = kMh};
+}
+
 }  // namespace
 
 const std::vector<Key<O>>& augment_keys() {
@@ -86,22 +101,9 @@ const std::vector<Key<O>>& augment_keys() {
              GNNPIPE_CHECK_CONFIG(o.mh.k >= 1 && o.mh.k <= 8, "{}: must be in [1, 8], got {}", s.key_path(key), o.mh.k);
            },
        .write = [](const O& o) { return YAML::Node(o.mh.k); }, .applies = is_mh, .only_for = kMh},
-      {.name = "kl",
-       .doc = {"number", kMh, "Weight of the KL divergence from the previous view's predictions to the new view's in the loss (>= 0)."},
-       .read =
-           [](ConfigMap& s, const std::string& key, O& o) {
-             o.kl = s.get(key, o.kl);
-             GNNPIPE_CHECK_CONFIG(o.kl >= 0, "{}: must be >= 0, got {}", s.key_path(key), o.kl);
-           },
-       .write = [](const O& o) { return number(o.kl); }, .applies = is_mh, .only_for = kMh},
-      {.name = "h",
-       .doc = {"number", kMh, "Weight of the mean entropy of the original view's predictions in the loss (>= 0)."},
-       .read =
-           [](ConfigMap& s, const std::string& key, O& o) {
-             o.h = s.get(key, o.h);
-             GNNPIPE_CHECK_CONFIG(o.h >= 0, "{}: must be >= 0, got {}", s.key_path(key), o.h);
-           },
-       .write = [](const O& o) { return number(o.h); }, .applies = is_mh, .only_for = kMh},
+      weight_key<&O::kl>(
+          "kl", "Weight of the KL divergence from the previous view's predictions to the new view's in the loss (>= 0)."),
+      weight_key<&O::h>("h", "Weight of the mean entropy of the original view's predictions in the loss (>= 0)."),
       {.name = "max_tries",
        .doc = {"integer", kMh,
                "Proposals per epoch; when none is accepted the state is kept (a valid MH rejection: the new view "
