@@ -127,7 +127,7 @@ class TrainingResources {
                cut_scores(c, d), cut_weights(c, model_.block_norm()),
                options.fault, options.step_fault,
                /*first_epoch=*/1, /*resumed=*/{}, /*resumed_partial=*/{}, /*checkpoint_every=*/0, /*on_checkpoint=*/{},
-               /*wants_checkpoint=*/{}, options.stop_request, /*on_step=*/{}, c.augment} {
+               /*wants_checkpoint=*/{}, options.stop_request, /*on_step=*/{}, c.augment, /*resumed_augment=*/{}} {
     if (c.run.device.is_cuda()) {
       for (const auto& gpu : core::list_gpus()) {
         if (gpu.index == c.run.device.index()) {
@@ -288,6 +288,7 @@ void resume_training(const config::ExperimentConfig& c, const Checkpoint& resume
   setup.resumed = restore_checkpoint(resume, (checkpoints / "last").string(), resources.model(), resources.optimizer());
   setup.first_epoch = resume.epoch + 1;
   setup.resumed_partial = checkpoint_partial_epoch(resume, (checkpoints / "last").string());
+  setup.resumed_augment = checkpoint_augment(resume, (checkpoints / "last").string());
   core::logger().info("resuming after epoch {} of {}{} (best so far: epoch {}, val {:.4f})", resume.epoch, c.run.epochs,
                       setup.resumed_partial.epoch > 0
                           ? fmt::format(", at batch {} of epoch {}'s {}", setup.resumed_partial.batches_done,
@@ -417,11 +418,6 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
     if (writer) writer->flush();  // the stop request's checkpoint is on disk before the message names it
     const std::string holds = last.holds();
     if (holds.empty()) GNNPIPE_THROW(Interrupted, "{}; no checkpoint was written (run.checkpoint_every is 0)", e.message());
-    if (c.augment.enabled()) {
-      // The chain's state is not in checkpoints: the parameters are, but --resume refuses the run.
-      GNNPIPE_THROW(Interrupted, "{}; {} holds {} (for gnnpipe infer; an augment.type mh run cannot be resumed yet)",
-                    e.message(), (checkpoints / "last").string(), holds);
-    }
     GNNPIPE_THROW(Interrupted, "{}; {} holds {}: go on with gnnpipe run CONFIG --resume {}", e.message(),
                   (checkpoints / "last").string(), holds, run_dir.path().string());
   }

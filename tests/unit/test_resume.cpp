@@ -75,6 +75,9 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& sampler_cas
       {"full", {"sampler={type: full}", "model.type=gcn"}},
       {"saint", {"sampler={type: saint_rw, batch_size: 60, walk_length: 2}"}},
       {"cluster", {"sampler={type: cluster, num_parts: 8, batch_size: 2}"}},
+      // MH-Aug (issue #41): the chain's state, its uncertainties and the live array go on.
+      {"full-mh", {"sampler={type: full}", "model.type=gcn", "augment={type: mh, sigma_delta_e: 0.1, sigma_delta_v: 0.1}"}},
+      {"saint-mh", {"sampler={type: saint_rw, batch_size: 60, walk_length: 2}", "augment={type: mh, accept: always}"}},
   };
   return cases;
 }
@@ -171,7 +174,8 @@ TEST_CASE("resume: a stop request writes last at the step it stopped before, and
   test::TempDir dir;
   // The batch of epoch 4 whose step sees the request come in (the run stops before the next
   // step): full has one batch, so it stops before epoch 5's.
-  const std::map<std::string, int64_t> signal_batches{{"neighbor", 2}, {"saint", 1}, {"cluster", 0}, {"full", 0}};
+  const std::map<std::string, int64_t> signal_batches{{"neighbor", 2}, {"saint", 1},   {"cluster", 0},
+                                                      {"full", 0},     {"full-mh", 0}, {"saint-mh", 1}};
   for (const auto& [name, sets] : sampler_cases()) {
     const int64_t signal_batch = signal_batches.at(name);
     for (const char* mode : {"sequential", "pipelined"}) {

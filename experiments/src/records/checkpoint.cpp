@@ -223,6 +223,7 @@ static void write_partial(const fs::path& partial, const Checkpoint& c) {
   m["parameters"] = write_arrays(partial, "params", c.parameters);
   m["optimizer"] = {{"type", c.optimizer}, {"steps", c.optimizer_steps},
                     {"arrays", write_arrays(partial, "optimizer", c.optimizer_state)}};
+  if (!c.augment.empty()) m["augment"] = write_arrays(partial, "augment", c.augment);
   m["run_state"] = c.run_state;
   {
     const fs::path file = partial / "manifest.json";
@@ -266,6 +267,7 @@ Checkpoint read_checkpoint(const fs::path& dir) {
     c.optimizer_steps = opt.integer<int64_t>("steps");
     GNNPIPE_CHECK_DATA(c.optimizer_steps >= 0, "{}: optimizer.steps {} is negative", file, c.optimizer_steps);
     c.optimizer_state = read_arrays(dir, opt.at("arrays"), "optimizer.arrays");
+    if (m.contains("augment")) c.augment = read_arrays(dir, top.at("augment"), "augment");
     c.run_state = top.at("run_state");
     GNNPIPE_CHECK_DATA(c.run_state.is_object(), "{}: run_state is not an object", file);
     return c;

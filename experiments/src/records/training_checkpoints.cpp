@@ -133,7 +133,48 @@ Checkpoint to_checkpoint(const pipeline::CheckpointEvent& event, const models::P
                  {"patience", config.run.patience},
                  {"model", {{"in_dim", dims.in_dim}, {"out_dim", dims.out_dim}, {"embedding_rows", dims.embedding_rows}}}};
   if (event.partial) c.run_state["partial_epoch"] = partial_epoch_json(*event.partial);
+  if (const auto& a = event.augment) {
+    // The keep flags as float32 0/1 (the checkpoint's one array type), the uncertainties as they are.
+    const auto flags = [](const std::vector<uint8_t>& keep) { return std::vector<float>(keep.begin(), keep.end()); };
+    const auto array = [](const char* name, std::vector<float> values) {
+      return CheckpointArray{name, {static_cast<int64_t>(values.size())}, std::move(values)};
+    };
+    c.augment = {array("edge_keep", flags(a->edge_keep)), array("node_keep", flags(a->node_keep)),
+                 array("ent_previous", a->ent_previous), array("ent_last", a->ent_last), array("live", a->live)};
+    c.run_state["augment"] = {{"epoch", a->epoch}, {"next_proposal", a->next_proposal}};
+  }
   return c;
+}
+
+std::optional<pipeline::AugmentCheckpoint> checkpoint_augment(const Checkpoint& c, const std::string& source) {
+  if (!c.run_state.is_object() || !c.run_state.contains("augment")) return std::nullopt;
+  const JsonSection j = JsonSection{c.run_state, source, "run_state"}.section("augment");
+  pipeline::AugmentCheckpoint a;
+  a.epoch = j.integer<int>("epoch");
+  a.next_proposal = j.integer<int64_t>("next_proposal");
+  GNNPIPE_CHECK_DATA(a.epoch == c.epoch && a.next_proposal >= 0,
+                     "{}: run_state.augment: epoch {} (the checkpoint's is {}), next proposal {}", source, a.epoch,
+                     c.epoch, a.next_proposal);
+  const auto find = [&](const char* name) -> const std::vector<float>& {
+    for (const CheckpointArray& array : c.augment) {
+      if (array.name == name) return array.values;
+    }
+    GNNPIPE_THROW(DataError, "{}: augment: the array {} is missing", source, name);
+  };
+  const auto flags = [&](const char* name) {
+    std::vector<uint8_t> keep;
+    for (const float v : find(name)) {
+      GNNPIPE_CHECK_DATA(v == 0.0f || v == 1.0f, "{}: augment.{}: a flag {} is neither 0 nor 1", source, name, v);
+      keep.push_back(v != 0.0f ? 1 : 0);
+    }
+    return keep;
+  };
+  a.edge_keep = flags("edge_keep");
+  a.node_keep = flags("node_keep");
+  a.ent_previous = find("ent_previous");
+  a.ent_last = find("ent_last");
+  a.live = find("live");
+  return a;
 }
 
 pipeline::PartialEpoch checkpoint_partial_epoch(const Checkpoint& c, const std::string& source) {

@@ -1,6 +1,7 @@
 #pragma once
 // What a training run puts into its checkpoints and takes back from one (issue #15), between the
 // pipeline's CheckpointEvent / TrainingSetup and the on-disk Checkpoint (checkpoint.hpp).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,9 @@ ModelDims checkpoint_model_dims(const Checkpoint& checkpoint, const std::string&
 // The best-epoch tracker of a checkpoint (run_state.tracker); DataError naming `source` and the key
 // when it is missing, not a number, or does not fit the checkpoint (best epoch after it, negative).
 pipeline::TrackerState checkpoint_tracker(const Checkpoint& checkpoint, const std::string& source);
+// MH-Aug's chain as the checkpoint holds it (run_state.augment and the augment arrays); nothing
+// when it holds none. DataError naming `source` for a damaged record.
+std::optional<pipeline::AugmentCheckpoint> checkpoint_augment(const Checkpoint& checkpoint, const std::string& source);
 
 // Puts a checkpoint's parameters into `model`. DataError naming `source` when the arrays do not
 // fit the model (another architecture or other widths), naming the first array that differs.

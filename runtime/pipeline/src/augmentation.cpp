@@ -1,5 +1,6 @@
 #include "augmentation.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <exception>
 
@@ -18,9 +19,9 @@ samplers::mh::ViewSupport support_of(const TrainingSetup& s) {
   GNNPIPE_CHECK_CONFIG(!s.data.labels.is_multi_label(),
                        "augment.type: mh's KL and entropy terms are over softmax predictions; {} is multi-label",
                        s.data.name);
-  GNNPIPE_CHECK_CONFIG(s.first_epoch == 1 && s.resumed_partial.epoch == 0,
-                       "augment.type: mh: resuming is not supported yet (the chain's state is not in checkpoints); "
-                       "start the run again");
+  GNNPIPE_CHECK_DATA((s.first_epoch == 1 && s.resumed_partial.epoch == 0) || s.resumed_augment.has_value(),
+                     "augment.type: mh: the checkpoint holds no state of MH-Aug's chain (written by an older gnnpipe?); "
+                     "start the run again");
   return *support;
 }
 
@@ -44,6 +45,72 @@ Augmentation::Augmentation(const TrainingSetup& s)
   const models::OpContext& ctx = s.model.context();
   float* live = live_.ensure(ctx, n);
   core::fill_bytes_async(live, n, sizeof(float), std::bit_cast<uint32_t>(1.0f), ctx.stream());
+  if (s.resumed_augment) restore(*s.resumed_augment);
+}
+
+void Augmentation::restore(const AugmentCheckpoint& c) {
+  const auto n = static_cast<std::size_t>(chain_graph_.num_nodes());
+  GNNPIPE_CHECK_DATA(c.edge_keep.size() == static_cast<std::size_t>(chain_graph_.num_edges()) &&
+                         c.node_keep.size() == n && c.ent_previous.size() == n && c.ent_last.size() == n &&
+                         c.live.size() == n && c.epoch >= 0 && c.next_proposal >= 0,
+                     "MH-Aug: the checkpoint's chain state (epoch {}: {} edge and {} node flags, uncertainties {} / {} / "
+                     "{}) does not fit this graph ({} entries, {} nodes)",
+                     c.epoch, c.edge_keep.size(), c.node_keep.size(), c.ent_previous.size(), c.ent_last.size(),
+                     c.live.size(), chain_graph_.num_edges(), n);
+  samplers::mh::MhMasks masks;
+  masks.edge_keep = c.edge_keep;
+  masks.node_keep = c.node_keep;
+  chain_.set_state(masks);  // counts what is dropped
+  next_proposal_ = c.next_proposal;
+  states_[c.epoch] = std::make_shared<const samplers::mh::ViewState>(samplers::mh::ViewState::of(chain_graph_, chain_.state()));
+  computed_ = c.epoch;
+  proposals_after_[c.epoch] = c.next_proposal;
+  const models::OpContext& ctx = s_.model.context();
+  for (const auto& [epoch, values] : {std::pair{c.epoch - 1, &c.ent_previous}, std::pair{c.epoch, &c.ent_last}}) {
+    if (epoch < 1) continue;
+    Snapshot snapshot;
+    snapshot.host = core::Buffer<float>(n, core::MemoryKind::kStaging, ctx.stream().device());
+    std::copy(values->begin(), values->end(), snapshot.host.data());
+    snapshots_[epoch] = std::move(snapshot);
+  }
+  core::copy_from_host_sync(live_.data(), c.live.data(), n * sizeof(float), ctx.stream());
+}
+
+std::vector<float> Augmentation::snapshot_values(int epoch) {
+  const auto n = static_cast<std::size_t>(chain_graph_.num_nodes());
+  if (epoch < 1) return std::vector<float>(n, 1.0f);
+  Snapshot* snapshot = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = snapshots_.find(epoch);
+    GNNPIPE_CHECK(it != snapshots_.end(), "MH-Aug: epoch {}'s uncertainties are gone", epoch);
+    snapshot = &it->second;  // map nodes stay put; only the chain's thread erases, and not this one
+  }
+  if (snapshot->copied) snapshot->copied->synchronize();
+  return std::vector<float>(snapshot->host.data(), snapshot->host.data() + n);
+}
+
+AugmentCheckpoint Augmentation::checkpoint(int epoch) {
+  AugmentCheckpoint c;
+  c.epoch = epoch;
+  std::shared_ptr<const samplers::mh::ViewState> state;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = states_.find(epoch);
+    GNNPIPE_CHECK(it != states_.end(), "MH-Aug: the state of epoch {} is gone", epoch);
+    state = it->second;
+    const auto after = proposals_after_.find(epoch);
+    c.next_proposal = after == proposals_after_.end() ? 0 : after->second;
+  }
+  c.edge_keep = state->masks.edge_keep;
+  c.node_keep = state->masks.node_keep;
+  c.ent_previous = snapshot_values(epoch - 1);
+  c.ent_last = snapshot_values(epoch);
+  const models::OpContext& ctx = s_.model.context();
+  const auto n = static_cast<std::size_t>(chain_graph_.num_nodes());
+  c.live.resize(n);
+  core::copy_to_host_sync(c.live.data(), live_.data(), n * sizeof(float), ctx.stream());
+  return c;
 }
 
 Augmentation::~Augmentation() {
@@ -77,7 +144,12 @@ void Augmentation::prepare_epoch(int epoch) {
 void Augmentation::loop() {
   s_.recorder.lane("augment");
   try {
-    for (int epoch = 1; epoch <= s_.epochs; ++epoch) compute_state(epoch);
+    int first = 0;
+    {
+      std::lock_guard lock(mutex_);
+      first = computed_ + 1;  // a resumed chain goes on from its checkpoint's state
+    }
+    for (int epoch = first; epoch <= s_.epochs; ++epoch) compute_state(epoch);
   } catch (const std::exception& e) {
     // The run is stopping (stop() woke a wait) or the chain failed: a sample waiting for the
     // state gets an error naming it; the run's own failure, if any, is reported first.
@@ -89,18 +161,13 @@ void Augmentation::loop() {
 std::vector<double> Augmentation::uncertainties_of(int epoch) {
   const auto n = static_cast<std::size_t>(chain_graph_.num_nodes());
   if (epoch < 1) return std::vector<double>(n, 1.0);
-  Snapshot snapshot;
   {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return snapshots_.contains(epoch) || stopping_; });
     GNNPIPE_CHECK(snapshots_.contains(epoch), "MH-Aug: stopped waiting for epoch {}'s uncertainties", epoch);
-    snapshot = std::move(snapshots_.at(epoch));
-    snapshots_.erase(epoch);
   }
-  if (snapshot.copied) snapshot.copied->synchronize();
-  std::vector<double> ent(n);
-  for (std::size_t i = 0; i < n; ++i) ent[i] = snapshot.host.data()[i];
-  return ent;
+  const std::vector<float> values = snapshot_values(epoch);
+  return std::vector<double>(values.begin(), values.end());
 }
 
 void Augmentation::compute_state(int epoch) {
@@ -120,8 +187,13 @@ void Augmentation::compute_state(int epoch) {
     c.delta_v = state->masks.delta_v(chain_graph_.num_nodes());
     c.chain_s = end - begin;
     states_[epoch] = std::move(state);
+    proposals_after_[epoch] = next_proposal_;
     // Epoch e's batches read S_{e-1} and S_e; sampling runs at most an epoch ahead of the chain.
+    // A checkpoint after epoch k (taken before epoch k + 1 ends, so before state k + 3) reads
+    // S_k and the uncertainties of epochs k - 1 and k.
     states_.erase(states_.begin(), states_.lower_bound(epoch - 3));
+    proposals_after_.erase(proposals_after_.begin(), proposals_after_.lower_bound(epoch - 3));
+    snapshots_.erase(snapshots_.begin(), snapshots_.lower_bound(epoch - 3));
     computed_ = epoch;
   }
   changed_.notify_all();

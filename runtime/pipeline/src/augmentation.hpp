@@ -56,6 +56,9 @@ class Augmentation {
   void end_epoch(int epoch);
   // Epoch `epoch`'s counters (after prepare_epoch(epoch)).
   AugmentCounters counters(int epoch) const;
+  // On the train thread, after epoch `epoch`'s last step (or in the next epoch, before a step):
+  // the chain's state for a checkpoint (TrainingSetup::resumed_augment restores it).
+  AugmentCheckpoint checkpoint(int epoch);
   // Stops the chain's thread (a failed run): prepare_epoch then throws.
   void stop() noexcept;
 
@@ -67,6 +70,9 @@ class Augmentation {
   // S_epoch from S_{epoch-1} (on the chain's thread or the caller's).
   void compute_state(int epoch);
   std::vector<double> uncertainties_of(int epoch);  // waits for end_epoch(epoch) when epoch >= 1
+  // Epoch `epoch`'s snapshot as floats (all 1 before epoch 1); it must exist.
+  std::vector<float> snapshot_values(int epoch);
+  void restore(const AugmentCheckpoint& c);
   void loop();
 
   const TrainingSetup& s_;
@@ -81,7 +87,10 @@ class Augmentation {
   std::condition_variable changed_;
   std::map<int, std::shared_ptr<const samplers::mh::ViewState>> states_;
   std::map<int, AugmentCounters> counters_;
+  // Kept until the chain no longer reads them and a checkpoint cannot ask for them (epochs e - 1
+  // and e of the chain's latest state e - 2 at least); inserted by end_epoch, erased by the chain.
   std::map<int, Snapshot> snapshots_;
+  std::map<int, int64_t> proposals_after_;  // the proposal counter after state e
   bool stopping_ = false;
   int computed_ = 0;  // the last state computed
   std::thread thread_;  // started by the first prepare_epoch in background mode

@@ -429,7 +429,7 @@ class PipelinedRun {
     stages_.end_epoch_losses();
     stages_.end_epoch_augment(epoch);
     if (epoch > stop_epoch_.load()) return;
-    std::shared_ptr<CheckpointEvent> due = capture_checkpoint(s_, epoch);
+    std::shared_ptr<CheckpointEvent> due = capture_checkpoint(s_, stages_, epoch);
     if (r.evaluated) stages_.snapshot();
     eval_worker_->submit(std::move(r), std::move(due));
   }

@@ -14,12 +14,13 @@ bool checkpoint_due(const TrainingSetup& s, int epoch) {
 
 // `last`'s state after `epoch` complete epochs (and whatever steps since): the parameters and
 // the optimizer's state on the host, taken on the train thread (waits for the train stream).
-CheckpointEvent last_state(const TrainingSetup& s, int epoch) {
+CheckpointEvent last_state(const TrainingSetup& s, Stages& stages, int epoch) {
   CheckpointEvent event;
   event.epoch = epoch;
   event.last = true;
   event.parameters = s.model.params().values_to_host(s.model.context().stream());
   event.optimizer = s.optimizer.state_to_host();
+  event.augment = stages.augment_checkpoint(epoch);
   return event;
 }
 
@@ -27,9 +28,9 @@ CheckpointEvent last_state(const TrainingSetup& s, int epoch) {
 
 bool evaluates(const TrainingSetup& s, int epoch) { return epoch % s.pipeline.eval_every == 0 || epoch == s.epochs; }
 
-std::shared_ptr<CheckpointEvent> capture_checkpoint(const TrainingSetup& s, int epoch) {
+std::shared_ptr<CheckpointEvent> capture_checkpoint(const TrainingSetup& s, Stages& stages, int epoch) {
   if (!checkpoint_due(s, epoch) || (s.wants_checkpoint && !s.wants_checkpoint(epoch))) return nullptr;
-  return std::make_shared<CheckpointEvent>(last_state(s, epoch));
+  return std::make_shared<CheckpointEvent>(last_state(s, stages, epoch));
 }
 
 int stop_signal(const TrainingSetup& s) { return s.stop_request != nullptr ? s.stop_request->load() : 0; }
@@ -37,7 +38,7 @@ int stop_signal(const TrainingSetup& s) { return s.stop_request != nullptr ? s.s
 [[noreturn]] void stop_before(const TrainingSetup& s, Stages& stages, const TrackerState& tracker, const Item& next,
                               int signal) {
   if (s.on_checkpoint && s.checkpoint_every > 0) {
-    CheckpointEvent event = last_state(s, next.epoch - 1);
+    CheckpointEvent event = last_state(s, stages, next.epoch - 1);
     event.tracker = tracker;
     event.partial = stages.partial_epoch(next);
     s.on_checkpoint(event);

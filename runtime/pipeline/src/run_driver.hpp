@@ -42,7 +42,7 @@ struct EvalTracker {
 bool evaluates(const TrainingSetup& s, int epoch);
 
 // A due epoch's state, taken on the train thread after its last step (before the next epoch's).
-std::shared_ptr<CheckpointEvent> capture_checkpoint(const TrainingSetup& s, int epoch);
+std::shared_ptr<CheckpointEvent> capture_checkpoint(const TrainingSetup& s, Stages& stages, int epoch);
 
 // The signal number of a stop request (SIGINT/SIGTERM), 0: none.
 int stop_signal(const TrainingSetup& s);

@@ -61,7 +61,7 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
     std::shared_ptr<CheckpointEvent> due;
     if (evaluates(s, epoch)) {
       run_guarded(stages, fmt::format("stage eval, epoch {}: ", epoch), [&] {
-        due = capture_checkpoint(s, epoch);
+        due = capture_checkpoint(s, stages, epoch);
         stages.snapshot();
         stages.evaluate(r);
       });

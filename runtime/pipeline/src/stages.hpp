@@ -79,6 +79,11 @@ class Stages {
   void end_epoch_augment(int epoch) {
     if (augmentation_) augmentation_->end_epoch(epoch);
   }
+  // The chain's state for a checkpoint after `epoch` complete epochs (train thread).
+  std::optional<AugmentCheckpoint> augment_checkpoint(int epoch) {
+    if (!augmentation_) return std::nullopt;
+    return augmentation_->checkpoint(epoch);
+  }
   // Lets the chain go (a run that stops): a wait for a state ends with an error.
   void stop_augment() noexcept {
     if (augmentation_) augmentation_->stop();

@@ -8,6 +8,8 @@
 //   params/NAME.npy      one float32 array per parameter, in the model's order, NAME as the model
 //                        names it ("layer0.weight"): np.load works on each
 //   optimizer/NAME.npy   the optimizer's state arrays (Adam: "m", "v"), flat over every parameter
+//   augment/NAME.npy     with augment on: MH-Aug's chain (0/1 keep flags as float32, uncertainties),
+//                        listed under the manifest's "augment": [...] as parameters are
 // Writing is atomic: the new checkpoint is written and fsynced under a hidden name beside `dir`
 // (".NAME.partial"), then swapped with the old one in one renameat2(RENAME_EXCHANGE) (a plain
 // rename when there is no old one), and the old one is removed. A crash at any point leaves either
@@ -37,6 +39,8 @@ struct Checkpoint {
   std::string optimizer;        // "adam" | "sgd"
   int64_t optimizer_steps = 0;
   std::vector<CheckpointArray> optimizer_state;
+  // augment/NAME.npy, manifest key "augment" (only when not empty): MH-Aug's chain (issue #41).
+  std::vector<CheckpointArray> augment;
   nlohmann::json run_state = nlohmann::json::object();
 };
 

@@ -56,6 +56,17 @@ struct PartialEpoch {
   MemoryCounters counters;
 };
 
+// MH-Aug's chain as a checkpoint after `epoch` complete epochs holds it (augmentation.hpp): the
+// state S_epoch, the proposal counter after it, the uncertainties the chain reads next (those of
+// epochs epoch - 1 and epoch; all 1 before epoch 1) and the train stage's live array (which a
+// stopped epoch's steps have already written to).
+struct AugmentCheckpoint {
+  int epoch = 0;
+  int64_t next_proposal = 0;
+  std::vector<uint8_t> edge_keep, node_keep;
+  std::vector<float> ent_previous, ent_last, live;
+};
+
 // The run after an evaluated epoch, for checkpoints (issue #15; TrainingSetup::on_checkpoint).
 struct CheckpointEvent {
   int epoch = 0;  // epochs completed
@@ -66,6 +77,7 @@ struct CheckpointEvent {
   TrackerState tracker;  // with this epoch's evaluation
   // A stop request's checkpoint (`last` only): epoch `epoch` + 1 was trained up to a batch.
   std::optional<PartialEpoch> partial;
+  std::optional<AugmentCheckpoint> augment;  // augment on (`last` only)
 };
 
 struct TrainingSetup {
@@ -130,8 +142,10 @@ struct TrainingSetup {
   // Called on the train thread after every step (the progress line): epoch, the batch's position,
   // the epoch's batch count, the seeds it trained.
   std::function<void(int epoch, int64_t batch, int64_t batches, int64_t seeds)> on_step;
-  // augment: MH-Aug (issue #41, docs/AUGMENT.md); its seed is `seed`.
+  // augment: MH-Aug (issue #41, docs/AUGMENT.md); its seed is `seed`. A resumed augmented run
+  // goes on from the chain's state in the checkpoint (required then).
   samplers::AugmentOptions augment;
+  std::optional<AugmentCheckpoint> resumed_augment;
 };
 
 
