@@ -56,8 +56,9 @@ void AugmentedStep::run(const PackedBatchView& view, MatrixView<const float> x, 
   ops::scale_rows<float>(ctx, x, view.view_factors[0], x_view);
   const MatrixView<const float> z_prev = model.forward(previous, x_view, ids, true, key);
   cross_entropy(z_prev, dz, terms + 1);
-  const MatrixView<float> dz_new = dz_new_.matrix(ctx, z_prev.rows, z_prev.cols);
+  MatrixView<float> dz_new{};
   if (kl > 0) {
+    dz_new = dz_new_.matrix(ctx, z_prev.rows, z_prev.cols);
     ops::softmax_kl<float>(ctx, z_prev, z_new, view.node_weights, static_cast<float>(kl), dz, dz_new, scratch,
                            terms + 2);
   }

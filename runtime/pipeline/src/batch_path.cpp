@@ -271,7 +271,8 @@ void BatchPath::run_part(const Item& item, const BatchLayout& layout, std::byte*
   const core::RngKey key =
       core::rng_key(s_.seed, {static_cast<uint64_t>(item.epoch), static_cast<uint64_t>(item.spec.index)});
   if (augmentation_ != nullptr) {
-    if (parts > 1 || view.view_blocks.empty()) refuse_augmented(item, "it would have to be split, cut or redrawn");
+    GNNPIPE_CHECK(parts == 1 && !view.view_blocks.empty(), "{}: an augmented step over a part without views",
+                  describe(item));  // compute_gradients refused those
     augmented_.run(
         view, placement_.input_rows(layout, view, train_ctx_, gathered_, false), key, item.spec.index,
         augmentation_->live_uncertainty(),
@@ -314,7 +315,6 @@ void BatchPath::refuse_augmented(const Item& item, const std::string& why) const
 }
 
 void BatchPath::run_layerwise(const Item& item, double* loss) {
-  if (augmentation_ != nullptr) refuse_augmented(item, "it would have to run layer by layer");
   const Admission& a = *item.admission;
   const auto chunks = static_cast<std::size_t>(a.layerwise->chunks.back());
   begin_step(chunks);
@@ -385,6 +385,12 @@ bool BatchPath::compute_gradients(const Item& item, double* loss) {
   // The step's peak: the most the allocator (every stream) held from here to the step's end.
   allocator_.reset_batch_peak();
   const std::size_t parts = item.layouts.size();
+  // MH-Aug's views are not split, cut or redrawn: a batch the governor changed carries none.
+  if (augmentation_ != nullptr &&
+      (layerwise(item) || parts != 1 || item.layouts.front().view_blocks.empty())) {
+    refuse_augmented(item, layerwise(item) ? "it would have to run layer by layer"
+                                           : "it would have to be split, cut or redrawn");
+  }
   try {
     if (item.admission != nullptr && item.admission->trim) release_train_arrays();
     if (layerwise(item)) {
@@ -414,7 +420,6 @@ bool BatchPath::compute_gradients(const Item& item, double* loss) {
     end_step(parts, loss);
   } catch (const core::OutOfBudget& e) {
     if (layerwise(item)) throw;  // its chunks were sized to fit: a misprediction, not a batch to split
-    if (augmentation_ != nullptr && e.message().starts_with("augment.type")) throw;
     if (augmentation_ != nullptr) refuse_augmented(item, fmt::format("its step ran out ({})", e.message()));
     core::logger().info("memory: {} ran out of budget in its step ({}); splitting it further and running it again",
                         describe(item), e.message());
