@@ -130,7 +130,9 @@ MatrixView<T> GnnModel<T>::run_layer(std::size_t l, const graph::Block& block, M
   // The caller's tag reaches layer 0 only while its input is the caller's x as it is.
   const uint64_t tag = l == 0 && !dropped && !has_embedding() ? input_tag : 0;
   const LayerContext context{training, dropout_key.with(l).with(1), ids, tag, chunk};
-  if (dropped) {
+  if (l == 0 && shared_ != nullptr) {
+    run_first_view(block, h, ids, p, dropped, dropout_key, context, z);
+  } else if (dropped) {
     const bool in_place = !chunk && drops_in_place(l);
     // In place, h is outputs_[l - 1] (forward() chains them).
     GNNPIPE_CHECK(!in_place || h.data == outputs_[l - 1].data(),
@@ -141,12 +143,12 @@ MatrixView<T> GnnModel<T>::run_layer(std::size_t l, const graph::Block& block, M
     // path (ops/sparse_input.hpp): the layer gets the kept non-zeros in CSR form, in a's memory
     // (not in a chunk, whose layer forms an input gradient).
     std::optional<SparseRowsView<T>> sparse;
-    if (!chunk && !keeps_mask(l) && layers_[l]->takes_sparse_input()) {
+    if (!chunk && !keeps_mask(l) && layers_[l]->takes_linear_input()) {
       sparse = ops::dropout_forward_sparse<T>(ctx_, dropout_key.with(l), p, h, ids, a);
     }
     if (sparse) {
       first_input_sparse_ = true;
-      layers_[l]->forward_sparse(block, *sparse, z, context);
+      layers_[l]->forward_linear(block, LayerInput<T>::of(*sparse), z, context);
     } else {
       ops::dropout_forward<T>(ctx_, dropout_key.with(l), p, h, ids, a,
                               keeps_mask(l) ? masks_[l].ensure(ctx_, dropout_mask_bytes(h.rows, h.cols)) : nullptr);
@@ -157,6 +159,44 @@ MatrixView<T> GnnModel<T>::run_layer(std::size_t l, const graph::Block& block, M
   }
   if (l + 1 < layers_.size() && !chained_) activate(z);  // in place: z now holds act(z)
   return z;
+}
+
+template <class T>
+void GnnModel<T>::run_first_view(const graph::Block& block, MatrixView<const T> x, std::span<const graph::NodeId> ids,
+                                 T p, bool dropped, core::RngKey dropout_key, const LayerContext& context,
+                                 MatrixView<T> z) {
+  if (!shared_->has_input()) {
+    if (!dropped) {
+      shared_->set_input(LayerInput<T>::of(x));
+    } else {
+      // As run_layer drops a first layer's input (no mask: no input gradient is formed).
+      const MatrixView<T> a = inputs_[0].matrix(ctx_, x.rows, x.cols);
+      const auto sparse = ops::dropout_forward_sparse<T>(ctx_, dropout_key.with(0), p, x, ids, a);
+      if (sparse) {
+        shared_->set_input(LayerInput<T>::of(*sparse));
+      } else {
+        ops::dropout_forward<T>(ctx_, dropout_key.with(0), p, x, ids, a, nullptr);
+        shared_->set_input(LayerInput<T>::of(MatrixView<const T>(a)));
+      }
+    }
+  }
+  const LayerInput<T> input = shared_->view(view_factors_);
+  first_input_sparse_ = input.is_sparse();
+  layers_[0]->forward_linear(block, input, z, context);
+}
+
+template <class T>
+MatrixView<const T> GnnModel<T>::forward_view(std::span<const graph::Block* const> blocks, MatrixView<const T> x,
+                                              std::span<const graph::NodeId> row_ids, core::RngKey dropout_key,
+                                              SharedInput<T>& shared, std::span<const float> row_factors) {
+  GNNPIPE_CHECK(shares_first_layer(), "forward_view: this model's first layer cannot share its input between views");
+  shared_ = &shared;
+  view_factors_ = row_factors;
+  struct Reset {
+    GnnModel* m;
+    ~Reset() { m->shared_ = nullptr, m->view_factors_ = {}; }
+  } reset{this};
+  return forward(blocks, x, row_ids, /*training=*/true, dropout_key);
 }
 
 template <class T>

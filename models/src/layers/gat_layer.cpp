@@ -27,9 +27,9 @@ void GatLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, Matr
 }
 
 template <class T>
-void GatLayer<T>::forward_sparse(const graph::Block& block, SparseRowsView<T> x, MatrixView<T> y,
+void GatLayer<T>::forward_linear(const graph::Block& block, LayerInput<T> x, MatrixView<T> y,
                                  const LayerContext& ctx) {
-  forward_input(block, LayerInput<T>::of(x), y, ctx);
+  forward_input(block, x, y, ctx);
 }
 
 template <class T>

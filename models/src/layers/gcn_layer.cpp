@@ -48,9 +48,9 @@ void GcnLayer<T>::forward_aggregated(const graph::Block& block, MatrixView<const
 }
 
 template <class T>
-void GcnLayer<T>::forward_sparse(const graph::Block& block, SparseRowsView<T> x, MatrixView<T> y, const LayerContext&) {
+void GcnLayer<T>::forward_linear(const graph::Block& block, LayerInput<T> x, MatrixView<T> y, const LayerContext&) {
   aggregated_last_ = false;
-  forward_input(block, LayerInput<T>::of(x), y);
+  forward_input(block, x, y);
 }
 
 template <class T>

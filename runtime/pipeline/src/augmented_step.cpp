@@ -28,8 +28,20 @@ void AugmentedStep::run(const PackedBatchView& view, MatrixView<const float> x, 
   double* terms = terms_.ensure(ctx, 3);  // h H, CE, kl KL
   core::fill_bytes_async(terms, 3, sizeof(double), std::bit_cast<uint64_t>(0.0), ctx.stream());
 
+  // Each view's forward: with a shared first layer (GCN, GAT) the views read one dropped input and
+  // its product x W, scaled per row; otherwise the scaled rows are formed in x_view_.
+  const bool shared = model.shares_first_layer();
+  if (shared) shared_.reset();
+  const auto forward = [&](std::span<const graph::Block* const> layer_blocks, std::span<const float> factors) {
+    if (shared) return model.forward_view(layer_blocks, x, ids, key, shared_, factors);
+    if (factors.empty()) return model.forward(layer_blocks, x, ids, true, key);
+    const MatrixView<float> x_view = x_view_.matrix(ctx, x.rows, x.cols);
+    ops::scale_rows<float>(ctx, x, factors, x_view);
+    return model.forward(layer_blocks, x_view, ids, true, key);
+  };
+
   // 1. The original view: the entropy term and the uncertainties the chain reads.
-  const MatrixView<const float> z = model.forward(original, x, ids, true, key);
+  const MatrixView<const float> z = forward(original, {});
   GNNPIPE_CHECK(z.rows == static_cast<int64_t>(view.node_weights.size()) && z.rows <= static_cast<int64_t>(ids.size()),
                 "MH-Aug: batch {}: {} logits rows for {} node weights and {} input rows", batch, z.rows,
                 view.node_weights.size(), ids.size());
@@ -43,18 +55,15 @@ void AugmentedStep::run(const PackedBatchView& view, MatrixView<const float> x, 
   }
 
   // 2. The new view's logits (its gradient needs the previous view's).
-  const MatrixView<float> x_view = x_view_.matrix(ctx, x.rows, x.cols);
   MatrixView<float> z_new{};
   if (kl > 0) {
-    ops::scale_rows<float>(ctx, x, view.view_factors[1], x_view);
-    const MatrixView<const float> logits = model.forward(next, x_view, ids, true, key);
+    const MatrixView<const float> logits = forward(next, view.view_factors[1]);
     z_new = new_logits_.matrix(ctx, logits.rows, logits.cols);
     ops::copy<float>(ctx, logits, z_new);
   }
 
   // 3. The previous view: cross-entropy and KL.
-  ops::scale_rows<float>(ctx, x, view.view_factors[0], x_view);
-  const MatrixView<const float> z_prev = model.forward(previous, x_view, ids, true, key);
+  const MatrixView<const float> z_prev = forward(previous, view.view_factors[0]);
   cross_entropy(z_prev, dz, terms + 1);
   MatrixView<float> dz_new{};
   if (kl > 0) {
@@ -66,10 +75,10 @@ void AugmentedStep::run(const PackedBatchView& view, MatrixView<const float> x, 
 
   // 4. The new view again, for KL's gradient on its side.
   if (kl > 0) {
-    ops::scale_rows<float>(ctx, x, view.view_factors[1], x_view);
-    model.forward(next, x_view, ids, true, key);
+    forward(next, view.view_factors[1]);
     model.backward(next, dz_new);
   }
+  if (shared) shared_.flush(ctx);  // the first layer's weight gradient, once for every view
 
   // loss = h H + CE + kl KL, on the train stream.
   double* ones = ones_.ensure(ctx, 3);
@@ -78,8 +87,34 @@ void AugmentedStep::run(const PackedBatchView& view, MatrixView<const float> x, 
                     0.0, MatrixView<double>{loss, 1, 1});
 }
 
+std::vector<std::size_t> AugmentedStep::arrays(const models::GnnModel<float>& model,
+                                               const samplers::AugmentOptions& augment, int64_t inputs,
+                                               int64_t feature_cols, const models::BlockShape& first, int64_t targets,
+                                               int64_t classes) {
+  const bool kl = augment.kl > 0, h = augment.h > 0;
+  const bool shared = model.shares_first_layer();
+  const auto f = [](int64_t n) { return static_cast<std::size_t>(n) * sizeof(float); };
+  const auto d = [](int64_t n) { return static_cast<std::size_t>(n) * sizeof(double); };
+  // x_view_ (unshared), dz_, new_logits_ and dz_new_ (kl), scratch_, terms_, ones_.
+  std::vector<std::size_t> bytes{shared ? 0 : f(inputs * feature_cols),
+                                 f(targets * classes),
+                                 kl ? f(targets * classes) : 0,
+                                 kl ? f(targets * classes) : 0,
+                                 d(targets),
+                                 d(3),
+                                 d(3)};
+  // shared_: the backwards are the original view's (h), the previous view's and the new view's
+  // (kl); every one after the first has row factors.
+  const int backwards = (h ? 1 : 0) + 1 + (kl ? 1 : 0);
+  const auto shared_bytes = models::SharedInput<float>::arrays(first.num_src, model.layer_out_dim(0), backwards,
+                                                               backwards - 1);
+  for (const std::size_t b : shared_bytes) bytes.push_back(shared ? b : 0);
+  return bytes;
+}
+
 void AugmentedStep::release(const core::Stream& stream) {
   for (models::DeviceArray<float>* a : {&x_view_, &dz_, &new_logits_, &dz_new_}) a->release(stream);
+  shared_.release(stream);
   for (models::DeviceArray<double>* a : {&scratch_, &terms_, &ones_}) a->release(stream);
 }
 

@@ -11,14 +11,20 @@
 //   3 previous: forward, CE and KL (gradients for both sides), backward;
 //   4 new:      forward again (bitwise the same), backward of KL's gradient;
 // 2 and 4 are skipped at kl 0. The views share the batch's dropout key, so views of equal graphs
-// give equal logits (a kept state: KL exactly 0). No host round trip: every term is an op on the
+// give equal logits (a kept state: KL exactly 0). A first layer that reads its input linearly
+// (GCN, GAT: GnnModel::shares_first_layer) forms the dropped input and its product x W once for
+// the four forwards, and x^T G once for the three backwards (models/layers/layer_input.hpp); other
+// models run each view on its scaled input rows. No host round trip: every term is an op on the
 // train stream, summed into the batch's loss slot there.
 #include <functional>
 #include <span>
+#include <vector>
 
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/models/device_array.hpp"
+#include "gnnpipe/models/layers/layer_input.hpp"
 #include "gnnpipe/pipeline/packed_batch.hpp"
+#include "gnnpipe/samplers/augment_options.hpp"
 #include "gnnpipe/pipeline/training_run.hpp"
 
 namespace gnnpipe::pipeline::detail {
@@ -40,9 +46,17 @@ class AugmentedStep {
   // Gives the step's arrays back (the memory governor's trim).
   void release(const core::Stream& stream);
 
+  // The memory governor's arithmetic: the bytes each of the step's grow-only arrays needs for a
+  // batch of `inputs` input rows of `feature_cols` features, `first` its first block and `targets`
+  // its targets, in a fixed order (kAugmentArrays positions, 0 for an array the step leaves alone).
+  static std::vector<std::size_t> arrays(const models::GnnModel<float>& model, const samplers::AugmentOptions& augment,
+                                         int64_t inputs, int64_t feature_cols, const models::BlockShape& first,
+                                         int64_t targets, int64_t classes);
+
  private:
   const TrainingSetup& s_;
   models::DeviceArray<float> x_view_, dz_, new_logits_, dz_new_;
+  models::SharedInput<float> shared_;
   models::DeviceArray<double> scratch_, terms_, ones_;
 };
 

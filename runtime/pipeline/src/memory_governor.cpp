@@ -11,6 +11,7 @@
 #include "gnnpipe/graph/split_batch.hpp"
 #include "gnnpipe/memory/caching_allocator.hpp"
 #include "gnnpipe/pipeline/packed_batch.hpp"
+#include "augmented_step.hpp"
 
 namespace gnnpipe::pipeline::detail {
 namespace {
@@ -107,16 +108,15 @@ MemoryGovernor::Estimate MemoryGovernor::estimate(std::span<const PartSize> part
     needs.push_back(split_bytes);
     needs.push_back(split_bytes);
     needs.insert(needs.end(), kLayerwiseArrays, 0);  // the layer-wise step's arrays (not used here)
-    // MH-Aug's step (augmented_step.cpp): the scaled input rows, the original view's gradient, the
-    // new view's logits and their gradient [targets x classes] each, a scratch per target, the
-    // three loss terms and their ones.
-    const auto target_values = static_cast<std::size_t>(part.shapes.back().num_dst * s_.classes);
-    const auto targets = static_cast<std::size_t>(part.shapes.back().num_dst);
-    const std::array<std::size_t, kAugmentArrays> augment{
-        values * sizeof(float),         target_values * sizeof(float), target_values * sizeof(float),
-        target_values * sizeof(float), targets * sizeof(double),      3 * sizeof(double),
-        3 * sizeof(double)};
-    for (const std::size_t bytes : augment) needs.push_back(s_.augment ? bytes : 0);
+    // MH-Aug's step (augmented_step.cpp).
+    if (s_.augment) {
+      const auto augment = AugmentedStep::arrays(s_.model, *s_.augment, part.nodes, s_.feature_cols,
+                                                 part.shapes.front(), part.shapes.back().num_dst, s_.classes);
+      GNNPIPE_CHECK(augment.size() == kAugmentArrays, "MH-Aug: {} arrays, not {}", augment.size(), kAugmentArrays);
+      needs.insert(needs.end(), augment.begin(), augment.end());
+    } else {
+      needs.insert(needs.end(), kAugmentArrays, 0);
+    }
     e.needs.push_back(std::move(needs));
     e.slot = std::max(e.slot, part.packed);
     e.nodes += part.nodes;

@@ -39,12 +39,13 @@
 #include "gnnpipe/memory/peak_predictor.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/pipeline/memory_report.hpp"
+#include "gnnpipe/samplers/augment_options.hpp"
 #include "layerwise_step.hpp"
 
 namespace gnnpipe::pipeline::detail {
 
 // MH-Aug's step's arrays, last in an estimate's needs (estimate() says which).
-inline constexpr std::size_t kAugmentArrays = 7;
+inline constexpr std::size_t kAugmentArrays = 10;
 
 // How one batch runs.
 struct Admission {
@@ -102,9 +103,9 @@ struct GovernorSetup {
   graph::NodeScores cut_scores;
   graph::CutWeights cut_weights = graph::CutWeights::kKeep;
   uint64_t seed = 0;
-  // augment on: a step also grows MH-Aug's arrays (augmented_step.hpp); the views' blocks are in
-  // the packed batch (BatchLayout).
-  bool augment = false;
+  // Set when augment is on: a step also grows MH-Aug's arrays (augmented_step.hpp); the views'
+  // blocks are in the packed batch (BatchLayout).
+  std::optional<samplers::AugmentOptions> augment;
 };
 
 class MemoryGovernor {

@@ -105,7 +105,8 @@ GovernorSetup Stages::governor_setup(int64_t packed_feature_cols, bool gathers_o
   return GovernorSetup{s_.model, s_.data.features.cols(), s_.data.labels.num_classes, packed_feature_cols,
                        gathers_on_device, s_.data.features.dtype(), s_.memory, allocator_.budget(),
                        batch_.device_slot_count(), resident - train_fixed, train_fixed, eval_bound,
-                       s_.cut_scores, s_.cut_weights, s_.seed, s_.augment.enabled()};
+                       s_.cut_scores, s_.cut_weights, s_.seed,
+                       s_.augment.enabled() ? std::optional(s_.augment) : std::nullopt};
 }
 
 std::optional<std::size_t> Stages::predict_probe(const Probe& probe, int64_t packed_feature_cols,

@@ -60,6 +60,20 @@ class GnnModel {
   MatrixView<const T> forward(std::span<const graph::Block* const> blocks, MatrixView<const T> x,
                               std::span<const graph::NodeId> row_ids, bool training, core::RngKey dropout_key,
                               uint64_t input_tag = 0);
+  // Whether forward_view shares the first layer's products between views: the first layer reads
+  // its input only through x W and x^T dh (GCN, GAT) and the input is the features (no embedding).
+  bool shares_first_layer() const { return !has_embedding() && layers_.front()->takes_linear_input(); }
+  // forward() in training mode of one view of a batch whose views differ in their blocks and in a
+  // factor per input row: the first layer's input is diag(row_factors) dropout(x) (empty factors:
+  // dropout(x)), read through `shared` (layers/layer_input.hpp): the first view after
+  // shared.reset() drops x out and the first that needs it forms x W; the others reuse both. The
+  // backward that follows adds the first layer's weight gradient to `shared`, and shared.flush()
+  // adds it to the parameter's. Every view must pass the same x, row_ids and dropout_key.
+  // Requires shares_first_layer(). The same loss and gradients as forward() on the scaled rows
+  // diag(row_factors) x, up to rounding (dropout keeps its mask, which depends on ids and key only).
+  MatrixView<const T> forward_view(std::span<const graph::Block* const> blocks, MatrixView<const T> x,
+                                   std::span<const graph::NodeId> row_ids, core::RngKey dropout_key,
+                                   SharedInput<T>& shared, std::span<const float> row_factors);
   // Inference through layer l alone, without dropout: y = act(layer_l(block, x)) for l < L - 1 and
   // the logits for the last layer; y is [block.num_dst x layer_out_dim(l)]. The building block of
   // layer-wise full-neighbor inference (all nodes through layer 0 in chunks, then layer 1, ...).
@@ -167,6 +181,13 @@ class GnnModel {
   DeviceArray<T> grad_, next_;  // backward's gradient buffers, reused across calls
   bool training_ = false;
   bool first_input_sparse_ = false;
+  // forward_view's: the views' shared first-layer input and this view's row factors (null outside).
+  SharedInput<T>* shared_ = nullptr;
+  std::span<const float> view_factors_{};
+  // The first layer of a view (run_layer's body for it): drops x out into the shared input when it
+  // holds none yet.
+  void run_first_view(const graph::Block& block, MatrixView<const T> x, std::span<const graph::NodeId> ids, T p,
+                      bool dropped, core::RngKey dropout_key, const LayerContext& context, MatrixView<T> z);
   // GGNN: layers are the steps of one recurrent state, so no activation and no dropout between
   // them (dropout on the model's input only).
   bool chained_ = false;

@@ -37,7 +37,7 @@ struct OpOptions {
   bool allow_tf32 = false;
   SpmmImpl spmm = SpmmImpl::kKernel;
   // CPU: a training forward gives the first layer its dropped input in CSR form when every row is
-  // at most an eighth non-zero (sparse features) and the layer takes it (Layer::takes_sparse_input),
+  // at most an eighth non-zero (sparse features) and the layer takes it (Layer::takes_linear_input),
   // skipping the dense dropped copy and the GEMMs over its zeros (ops/sparse_input.hpp). Off: always
   // the dense form (the tests compare the two). No effect on CUDA.
   bool sparse_input = true;

@@ -33,8 +33,8 @@ class GcnLayer final : public Layer<T> {
   int64_t out_dim() const override { return out_; }
   graph::BlockNorm block_norm() const override { return graph::BlockNorm::kGcn; }
   void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, const LayerContext& context) override;
-  bool takes_sparse_input() const override { return true; }
-  void forward_sparse(const graph::Block& block, SparseRowsView<T> x, MatrixView<T> y,
+  bool takes_linear_input() const override { return true; }
+  void forward_linear(const graph::Block& block, LayerInput<T> x, MatrixView<T> y,
                       const LayerContext& context) override;
   void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) override;
   void training_arrays(const BlockShape& s, bool training, bool has_dx, std::vector<std::size_t>& bytes) const override;

@@ -11,6 +11,7 @@
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/models/layers/layer_input.hpp"
 #include "gnnpipe/models/matrix.hpp"
 #include "gnnpipe/models/sparse_rows.hpp"
 
@@ -56,18 +57,19 @@ class Layer {
   // when dx.data is null, e.g. for the first layer); parameter gradients are accumulated.
   virtual void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) = 0;
 
-  // Whether forward_sparse is implemented: layers whose input is read only through x W and x^T dh
-  // (LayerInput). The model then gives a first layer its dropped sparse features in CSR form.
-  virtual bool takes_sparse_input() const { return false; }
+  // Whether forward_linear is implemented: layers whose input is read only through x W and x^T dh
+  // (LayerInput). The model then gives a first layer its dropped sparse features in CSR form, and
+  // several views of one batch share the first layer's products (SharedInput).
+  virtual bool takes_linear_input() const { return false; }
   // Whether the last forward reused what an earlier one with the same LayerContext::input_tag
   // derived from the input (GcnLayer aggregating first), instead of computing it.
   virtual bool reused_input() const { return false; }
-  // forward of a sparse input (x.rows == block.num_src, x.cols == in_dim); the backward that
-  // follows forms no input gradient (dx.data must be null): only a first layer's input is sparse.
-  virtual void forward_sparse(const graph::Block& block, SparseRowsView<T> x, MatrixView<T> y,
-                              const LayerContext& context) {
+  // forward of an input read through LayerInput (x.rows() == block.num_src, x.cols() == in_dim),
+  // transforming before it aggregates; a backward that follows a sparse or shared input forms no
+  // input gradient (dx.data must be null): only a first layer's input is either.
+  virtual void forward_linear(const graph::Block& block, LayerInput<T> x, MatrixView<T> y, const LayerContext& context) {
     (void)block, (void)x, (void)y, (void)context;
-    GNNPIPE_THROW(Error, "this layer takes no sparse input");
+    GNNPIPE_THROW(Error, "this layer takes no linear input");
   }
 
   // The memory governor's arithmetic: the bytes each of the layer's grow-only arrays

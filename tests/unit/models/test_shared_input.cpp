@@ -1,0 +1,173 @@
+// SharedInput (models/layers/layer_input.hpp; issue #41's speed): views of one batch that differ in
+// their blocks and a factor per input row share the first layer's dropped input, its product x W
+// and one x^T G, and give the logits and gradients of forwards on the scaled rows, dense and
+// sparse, for GCN and GAT; models whose first layer reads its input otherwise do not share.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <vector>
+
+#include "gnnpipe/graph/block.hpp"
+#include "gnnpipe/graph/csr_graph.hpp"
+#include "gnnpipe/models/gnn_model.hpp"
+#include "gnnpipe/models/layers/layer_input.hpp"
+#include "model_helpers.hpp"
+
+using namespace gnnpipe;
+using graph::NodeId;
+using models::Matrix;
+
+namespace {
+
+constexpr int64_t kNodes = 48, kFeatures = 96, kClasses = 3;
+
+// A graph keeping each of 4 random in-edges per node with probability `keep` (a view's edges).
+graph::Block view_block(core::Rng& rng, double keep, graph::BlockNorm norm) {
+  std::vector<NodeId> src, dst;
+  for (NodeId v = 0; v < kNodes; ++v) {
+    for (int k = 0; k < 4; ++k) {
+      const auto u = static_cast<NodeId>(rng.below(kNodes));
+      if (rng.uniform_double() < keep) src.push_back(u), dst.push_back(v);
+    }
+  }
+  return graph::full_graph_block(graph::CsrGraph::from_coo(kNodes, src, dst), norm);
+}
+
+// Features `density` non-zero (sparse enough for the CPU's CSR path at 0.03, dense at 1).
+Matrix<double> features(core::Rng& rng, double density) {
+  Matrix<double> x(kNodes, kFeatures);
+  for (double& v : x.flat()) v = rng.uniform_double() < density ? rng.uniform_double() * 2 - 1 : 0.0;
+  return x;
+}
+
+// MH-Aug's row factors: masked rows 0, the others N / (N - masked).
+std::vector<float> factors(core::Rng& rng, double masked) {
+  std::vector<float> f(kNodes);
+  int64_t zero = 0;
+  for (float& v : f) zero += (v = rng.uniform_double() < masked ? 0.0f : 1.0f) == 0.0f ? 1 : 0;
+  const auto scale = static_cast<float>(static_cast<double>(kNodes) / static_cast<double>(kNodes - zero));
+  for (float& v : f) v *= scale;
+  return f;
+}
+
+Matrix<double> scaled(const Matrix<double>& x, const std::vector<float>& f) {
+  Matrix<double> y(x.rows(), x.cols());
+  for (int64_t r = 0; r < x.rows(); ++r) {
+    for (int64_t c = 0; c < x.cols(); ++c) y.view()(r, c) = x.cview()(r, c) * f[static_cast<std::size_t>(r)];
+  }
+  return y;
+}
+
+Matrix<double> copy_of(models::MatrixView<const double> m) {
+  Matrix<double> out(m.rows, m.cols);
+  std::copy(m.flat().begin(), m.flat().end(), out.flat().begin());
+  return out;
+}
+
+models::ModelOptions options_of(models::ModelType type) {
+  models::ModelOptions o;
+  o.type = type;
+  o.layers = 2;
+  o.hidden = 8;
+  o.dropout = 0.4;
+  o.heads = 2;
+  return o;
+}
+
+graph::BlockNorm norm_of(models::ModelType type) {
+  return type == models::ModelType::kGcn    ? graph::BlockNorm::kGcn
+         : type == models::ModelType::kSage ? graph::BlockNorm::kMean
+                                            : graph::BlockNorm::kSelfLoops;
+}
+
+}  // namespace
+
+TEST_CASE("views sharing the first layer give the logits and gradients of forwards on their scaled rows",
+          "[models][shared_input]") {
+  const auto type = GENERATE(models::ModelType::kGcn, models::ModelType::kGat);
+  const double density = GENERATE(0.03, 1.0);
+  const bool sparse_path = GENERATE(true, false);
+  INFO("model " << static_cast<int>(type) << ", density " << density << ", CSR path " << sparse_path);
+  core::Rng rng(23, {});
+  const Matrix<double> x = features(rng, density);
+  std::vector<NodeId> ids(kNodes);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<NodeId>(1000 + 7 * i);
+  // Original (no factors), previous, new: the order of AugmentedStep (the new view twice).
+  const graph::Block original = view_block(rng, 1.0, norm_of(type));
+  const graph::Block previous = view_block(rng, 0.6, norm_of(type));
+  const graph::Block next = view_block(rng, 0.4, norm_of(type));
+  const std::vector<float> f_prev = factors(rng, 0.2), f_next = factors(rng, 0.5);
+  std::vector<Matrix<double>> dlogits;
+  for (int v = 0; v < 3; ++v) dlogits.push_back(test::random_matrix(rng, kNodes, kClasses));
+  const core::RngKey key = core::rng_key(4, {1, 2});
+
+  const models::OpContext host;
+  const models::OpContext ctx(host.stream(), models::OpOptions{.sparse_input = sparse_path});
+  models::GnnModel<double> reference(options_of(type), kFeatures, kClasses, 9, ctx);
+  models::GnnModel<double> model(options_of(type), kFeatures, kClasses, 9, ctx);
+  REQUIRE(model.shares_first_layer());
+
+  const auto blocks = [](const graph::Block& b) { return std::vector<const graph::Block*>(2, &b); };
+  const Matrix<double> x_prev = scaled(x, f_prev), x_next = scaled(x, f_next);
+  std::vector<Matrix<double>> want;
+  reference.params().zero_grad();
+  want.push_back(copy_of(reference.forward(blocks(original), x.cview(), ids, true, key)));
+  CHECK(reference.first_input_sparse() == (sparse_path && density < 0.1));
+  reference.backward(blocks(original), dlogits[0].cview());
+  want.push_back(copy_of(reference.forward(blocks(next), x_next.cview(), ids, true, key)));
+  want.push_back(copy_of(reference.forward(blocks(previous), x_prev.cview(), ids, true, key)));
+  reference.backward(blocks(previous), dlogits[1].cview());
+  reference.forward(blocks(next), x_next.cview(), ids, true, key);
+  reference.backward(blocks(next), dlogits[2].cview());
+
+  models::SharedInput<double> shared;
+  std::vector<Matrix<double>> got;
+  model.params().zero_grad();
+  for (int step = 0; step < 2; ++step) {  // a second step reuses the arrays and forgets the first
+    if (step == 1) model.params().zero_grad();
+    shared.reset();
+    got.clear();
+    got.push_back(copy_of(model.forward_view(blocks(original), x.cview(), ids, key, shared, {})));
+    CHECK(model.first_input_sparse() == (sparse_path && density < 0.1));
+    model.backward(blocks(original), dlogits[0].cview());
+    got.push_back(copy_of(model.forward_view(blocks(next), x.cview(), ids, key, shared, f_next)));
+    got.push_back(copy_of(model.forward_view(blocks(previous), x.cview(), ids, key, shared, f_prev)));
+    model.backward(blocks(previous), dlogits[1].cview());
+    model.forward_view(blocks(next), x.cview(), ids, key, shared, f_next);
+    model.backward(blocks(next), dlogits[2].cview());
+    shared.flush(ctx);
+  }
+  for (std::size_t v = 0; v < want.size(); ++v) {
+    REQUIRE(got[v].size() == want[v].size());
+    for (int64_t i = 0; i < want[v].size(); ++i) CHECK(got[v].flat()[i] == Approx(want[v].flat()[i]).margin(1e-12));
+  }
+  const auto& g = model.params().grads();
+  const auto& w = reference.params().grads();
+  REQUIRE(g.size() == w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) CHECK(g[i] == Approx(w[i]).margin(1e-12));
+}
+
+TEST_CASE("a first layer that aggregates its input, or an embedding, does not share it", "[models][shared_input]") {
+  models::GnnModel<double> sage(options_of(models::ModelType::kSage), kFeatures, kClasses, 1);
+  CHECK_FALSE(sage.shares_first_layer());
+  models::ModelOptions embedded = options_of(models::ModelType::kGcn);
+  embedded.embedding = 8;
+  models::GnnModel<double> gcn(embedded, 0, kClasses, 1, models::OpContext::host(), kNodes);
+  CHECK_FALSE(gcn.shares_first_layer());
+  models::SharedInput<double> shared;
+  const Matrix<double> x(kNodes, 0);
+  core::Rng rng(1, {});
+  const graph::Block b = view_block(rng, 1.0, graph::BlockNorm::kGcn);
+  const std::vector<const graph::Block*> blocks(2, &b);
+  std::vector<NodeId> ids(kNodes);
+  CHECK_THROWS_WITH(gcn.forward_view(blocks, x.cview(), ids, core::rng_key(1, {}), shared, {}),
+                    Catch::Contains("cannot share its input"));
+}
+
+TEST_CASE("the shared arrays' arithmetic: the product always, the gradient sum with a backward, the scaled "
+          "gradient with a later scaled backward", "[models][shared_input]") {
+  using S = models::SharedInput<float>;
+  const std::size_t b = 10 * 4 * sizeof(float);
+  CHECK(S::arrays(10, 4, 0, 0) == std::vector<std::size_t>{b, 0, 0});
+  CHECK(S::arrays(10, 4, 1, 0) == std::vector<std::size_t>{b, b, 0});
+  CHECK(S::arrays(10, 4, 3, 2) == std::vector<std::size_t>{b, b, b});
+}
