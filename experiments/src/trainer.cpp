@@ -127,7 +127,8 @@ class TrainingResources {
                cut_scores(c, d), cut_weights(c, model_.block_norm()),
                options.fault, options.step_fault,
                /*first_epoch=*/1, /*resumed=*/{}, /*resumed_partial=*/{}, /*checkpoint_every=*/0, /*on_checkpoint=*/{},
-               /*wants_checkpoint=*/{}, options.stop_request, /*on_step=*/{}, c.augment, /*resumed_augment=*/{}} {
+               /*wants_checkpoint=*/{}, options.stop_request, /*on_step=*/{}, c.augment, /*resumed_augment=*/{},
+               options.collective} {
     if (c.run.device.is_cuda()) {
       for (const auto& gpu : core::list_gpus()) {
         if (gpu.index == c.run.device.index()) {
@@ -444,6 +445,7 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
     log.info("checkpoints: {} written on their own thread ({:.3f} s busy), {} replaced by newer states before written",
              writer->written(), writer->busy_seconds(), writer->coalesced());
   }
+  if (setup.collective != nullptr) summary["ranks"] = setup.collective->size();
   run_dir.write_summary(summary);
   log.info("best epoch {}: val {:.4f}, test {:.4f}; median epoch {:.4f} s, run {:.2f} s; {}", result.best_epoch,
            result.best_val, result.test_at_best, summary["epoch_time_s"].get<double>(), run_time,

@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -20,6 +23,7 @@
 #include "gnnpipe/core/device.hpp"
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/log.hpp"
+#include "gnnpipe/core/process.hpp"
 #include "gnnpipe/core/units.hpp"
 #include "gnnpipe/experiments/commands/bench_command.hpp"
 #include "gnnpipe/experiments/config/config_map.hpp"
@@ -37,6 +41,7 @@
 #include "commands/report_command.hpp"
 #include "stop_signals.hpp"
 #include "commands/sweep.hpp"
+#include "ranks/job_ranks.hpp"
 #include "records/run_stats.hpp"
 
 namespace gnnpipe::experiments {
@@ -114,6 +119,8 @@ struct RunArgs {
   ExperimentArgs experiment;
   bool trace = false, plan = false;
   std::string resume;
+  int ranks = 1;                  // --ranks: start mpirun with this many copies of the command
+  std::vector<std::string> argv;  // the program's command line, for --ranks
 };
 
 CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
@@ -122,6 +129,10 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
   run->add_option("--resume", args.resume,
                   "continue the run in this run directory from its checkpoints/last (the same config; run.epochs "
                   "may be raised)");
+  run->add_option("--ranks", args.ranks,
+                  "train data-parallel as this many MPI ranks on this machine: starts mpirun -np N with this "
+                  "command (docs/SCALE.md)")
+      ->check(CLI::Range(1, 4096));
   run->add_flag("--trace", args.trace, "also write trace.json (Chrome trace of every stage; open in Perfetto)");
   run->add_flag("--plan", args.plan,
                 "print the memory plan (budget, resident memory, what the governor does with epoch 1's batches) and "
@@ -210,15 +221,94 @@ CLI::App* add_doctor_command(CLI::App& app, DoctorArgs& args) {
   return doctor;
 }
 
+// A data-parallel job's rank above 0 (issue #42): it trains as rank 0 does, but rank 0 alone
+// writes the run directory; this rank's goes to a private temporary directory, removed when the
+// run ends, without checkpoints, and its console shows warnings and errors only.
+struct FollowerRank {
+  explicit FollowerRank(const JobRanks& ranks)
+      : dir(std::filesystem::temp_directory_path() /
+            fmt::format("gnnpipe-rank{}-of-{}-{}", ranks.rank(), ranks.size(), static_cast<long>(getpid()))) {
+    core::set_log_level("warn");
+  }
+  ~FollowerRank() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+  std::filesystem::path dir;
+};
+
+int run_ranked(const RunArgs& args, std::ostream& out, JobRanks& ranks);
+
+// gnnpipe run --ranks N: replaces this process by `mpirun -np N` running the same command line
+// without --ranks (as root with OpenMPI's consent flag, and --oversubscribe when N exceeds the
+// usable CPUs). Returns only by throwing: ConfigError when already started as ranks, Error when
+// mpirun cannot be started.
+[[noreturn]] int start_ranks(const RunArgs& args) {
+  GNNPIPE_CHECK_CONFIG(launched_ranks() == 1, "--ranks {}: this process was already started as {} ranks by a launcher",
+                       args.ranks, launched_ranks());
+  std::vector<std::string> command{"mpirun", "-np", std::to_string(args.ranks)};
+  if (geteuid() == 0) command.emplace_back("--allow-run-as-root");
+  if (args.ranks > core::usable_cpus().usable) command.emplace_back("--oversubscribe");
+  // This very program (argv[0] may be a relative name), then its arguments without --ranks.
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  command.push_back(ec ? args.argv.at(0) : self.string());
+  for (std::size_t i = 1; i < args.argv.size(); ++i) {
+    const std::string& a = args.argv[i];
+    if (a == "--ranks") {
+      ++i;  // and its value
+    } else if (!a.starts_with("--ranks=")) {
+      command.push_back(a);
+    }
+  }
+  std::vector<char*> c_argv;
+  for (std::string& a : command) c_argv.push_back(a.data());
+  c_argv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  execvp("mpirun", c_argv.data());
+  GNNPIPE_THROW(Error, "--ranks {}: cannot start mpirun ({}): install openmpi-bin (tools/setup.sh)", args.ranks,
+                std::strerror(errno));
+}
+
 // gnnpipe run: one run directory, or one per sweep point or seed; --plan prints the memory plan.
+// Started by mpirun as several ranks: one data-parallel run (run_ranked).
 int run_command(const RunArgs& args, std::ostream& out) {
+  if (args.ranks > 1) return start_ranks(args);
+  JobRanks ranks;
+  if (ranks.size() <= 1) return run_ranked(args, out, ranks);
+  try {
+    return run_ranked(args, out, ranks);
+  } catch (const core::Interrupted&) {
+    throw;  // every rank stopped before the same step (pipeline: stop_signal), none waits
+  } catch (const std::exception& e) {
+    // Every rank must end: the others would wait for this one in the step's sum.
+    fmt::print(stderr, "gnnpipe: rank {} of {}: {}\n", ranks.rank(), ranks.size(), core::user_message(e));
+    std::fflush(stderr);
+    ranks.abort(static_cast<int>(core::exit_code_for(e)));
+    throw;
+  }
+}
+
+int run_ranked(const RunArgs& args, std::ostream& out, JobRanks& ranks) {
   const ExperimentArgs& run_args = args.experiment;
   const std::string& run_resume = args.resume;
   const bool run_plan = args.plan;
-  const config::ExperimentConfig experiment = config::load_experiment(run_args.config, run_args.sets);
+  config::ExperimentConfig experiment = config::load_experiment(run_args.config, run_args.sets);
   check_training_supported(experiment);
+  std::optional<FollowerRank> follower;
+  if (ranks.size() > 1) {
+    GNNPIPE_CHECK_CONFIG(!run_plan && experiment.run.seeds.empty() && experiment.sweep.empty(),
+                         "{} ranks: --plan, run.seeds and sweep are not data-parallel yet; run them in one process",
+                         ranks.size());
+    if (ranks.rank() > 0) {
+      follower.emplace(ranks);
+      experiment.run.checkpoint_every = 0;
+    }
+  }
   // --out before the dataset: a minute of loading must not end in "--out exists".
-  if (!run_args.out_dir.empty() && run_resume.empty() && !run_plan) check_output_dir(run_args.out_dir, "--out");
+  // (Rank 0's: the other ranks write elsewhere, and rank 0 may have made it already.)
+  if (!run_args.out_dir.empty() && run_resume.empty() && !run_plan && !follower) check_output_dir(run_args.out_dir, "--out");
   TrainOptions train_options;
   RunDirectoryOptions dir_options;
   dir_options.out = run_args.out_dir;
@@ -229,13 +319,19 @@ int run_command(const RunArgs& args, std::ostream& out) {
     GNNPIPE_CHECK_CONFIG(run_args.out_dir.empty() || std::filesystem::path(run_args.out_dir) == run_resume,
                          "--out {}: a resumed run writes into its own directory ({})", run_args.out_dir, run_resume);
     GNNPIPE_CHECK_CONFIG(std::filesystem::is_directory(run_resume), "--resume {}: not a directory", run_resume);
-    // Locked before its checkpoint is read (and to the end): a second process on the same
-    // directory is refused before either reads or writes a file. Checked before the dataset.
-    dir_options.lock = std::make_shared<const DirectoryLock>(run_resume);
-    train_options.resume = load_resume_checkpoint(experiment, run_resume);
-    dir_options.out = run_resume;
-    dir_options.resume = true;
-    dir_options.resume_after = train_options.resume->epoch;
+    if (follower) {
+      // Rank 0 holds the directory's lock and writes it; this rank only reads the checkpoint
+      // (written whole, and not again before this rank takes part in a step).
+      train_options.resume = load_resume_checkpoint(experiment, run_resume);
+    } else {
+      // Locked before its checkpoint is read (and to the end): a second process on the same
+      // directory is refused before either reads or writes a file. Checked before the dataset.
+      dir_options.lock = std::make_shared<const DirectoryLock>(run_resume);
+      train_options.resume = load_resume_checkpoint(experiment, run_resume);
+      dir_options.out = run_resume;
+      dir_options.resume = true;
+      dir_options.resume_after = train_options.resume->epoch;
+    }
   }
   const graph::Dataset dataset = load_dataset_of(experiment, run_args.config, run_args.data_dir);
   if (run_plan) {
@@ -256,9 +352,12 @@ int run_command(const RunArgs& args, std::ostream& out) {
     }
     return 0;
   }
+  train_options.collective = ranks.collective();
+  if (follower) dir_options.out = follower->dir.string();
   RunDirectory run_dir(experiment, dir_options);
   core::logger().info("run directory {}", run_dir.path().string());
   const nlohmann::json summary = train_experiment(experiment, dataset, run_dir, train_options);
+  if (follower) return 0;
   fmt::print(out, "{}: test {} {:.4f} at epoch {} (val {:.4f}){}; summary in {}\n", experiment.name,
              metric_label(metric_of(summary)), summary[score_key(summary, "test")].get<double>(),
              summary["best_epoch"].get<int>(), summary[score_key(summary, "val")].get<double>(),
@@ -330,6 +429,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
 
   // The commands in the order --help lists them.
   RunArgs run_args;
+  run_args.argv.assign(argv, argv + argc);
   auto* run = add_run_command(app, run_args);
   ExperimentArgs bench_args;
   auto* bench = app.add_subcommand("bench", "run the sequential baseline and the pipeline side by side (bench.json)");

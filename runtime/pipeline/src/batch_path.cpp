@@ -1,6 +1,7 @@
 #include "batch_path.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <tuple>
 
@@ -11,6 +12,7 @@
 #include "gnnpipe/core/units.hpp"
 #include "gnnpipe/graph/split_batch.hpp"
 #include "gnnpipe/models/ops/ops.hpp"
+#include "rank_share.hpp"
 #include "stage_retry.hpp"
 
 namespace gnnpipe::pipeline::detail {
@@ -86,6 +88,9 @@ graph::MiniBatch BatchPath::sample(const Item& item, samplers::ParallelSampler& 
     const double t0 = s_.recorder.begin(Stage::kSample, item.epoch, item.spec.index);
     fault(Stage::kSample, item);
     graph::MiniBatch batch = sampler.sample_one(item.spec);
+    if (s_.collective != nullptr && s_.collective->size() > 1) {
+      batch = rank_share(std::move(batch), s_.model.num_layers(), s_.collective->rank(), s_.collective->size());
+    }
     if (augmentation_ != nullptr) augmentation_->attach(batch);
     s_.recorder.record(Stage::kSample, item.epoch, item.spec.index, t0, s_.recorder.now());
     return batch;
@@ -103,6 +108,7 @@ void BatchPath::gather(Item& item, graph::MiniBatch batch) {
     item.offsets = {0};
     item.total_bytes = layout.total_bytes;
     item.loss_rows = batch.loss_rows.size();
+    item.idle_share = s_.collective != nullptr && idle_share(batch);
     memory::StagingSlot& slot = staging_.slot(item.slot);
     core::tsan::acquire(&slot);  // slot hand-off: its token came back after its last copy (transfer)
     slot.ensure(layout.total_bytes);
@@ -354,7 +360,12 @@ void BatchPath::train(const Item& item) {
   });
   const auto dev = static_cast<std::size_t>(item.device_slot);
   const std::size_t parts = item.layouts.size();
+  if (s_.collective != nullptr) sum_over_ranks(item);
   s_.optimizer.step(s_.model.params());
+  if (s_.collective != nullptr && item.last_in_epoch()) {
+    // The ranks stepped with the same sums: their parameters must be bitwise equal.
+    s_.collective->check_equal(s_.model.params().checksum(train_stream_), "the parameters' checksum");
+  }
   released_[dev].record(train_stream_);
   if (parts > 1) {
     // The staging slot goes back with this item: its copies must have completed.
@@ -374,6 +385,20 @@ void BatchPath::train(const Item& item) {
   counters_.count(item.epoch, c);
   s_.recorder.record(Stage::kTrain, item.epoch, item.spec.index, t0, s_.recorder.now());
   if (s_.on_step) s_.on_step(item.epoch, item.spec.index, item.batches, c.seeds);
+}
+
+void BatchPath::sum_over_ranks(const Item& item) {
+  GNNPIPE_CHECK(!device_.is_cuda(), "data-parallel training sums the ranks' gradients in host memory (CPU backend)");
+  train_stream_.synchronize();
+  Collective& ranks = *s_.collective;
+  ranks.sum(s_.model.params().grads());
+  // The loss slot is host memory on the CPU backend; the epoch's loss weighs batches by their loss
+  // rows, the whole batch's (an idle share adds none).
+  double* slot = losses_.slot(item.spec.index, item.batches, item.loss_rows);
+  std::array<double, 2> sums{*slot, item.idle_share ? 0.0 : static_cast<double>(item.loss_rows)};
+  ranks.sum(sums);
+  *slot = sums[0];
+  losses_.slot(item.spec.index, item.batches, static_cast<std::size_t>(sums[1]));
 }
 
 bool BatchPath::compute_gradients(const Item& item, double* loss) {

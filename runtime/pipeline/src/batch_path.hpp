@@ -103,6 +103,9 @@ class BatchPath {
   // A step's gradients (every part), before the optimizer: returns whether the governor's
   // split-and-retry ran (an OutOfBudget inside the step).
   bool compute_gradients(const Item& item, double* loss);
+  // Data-parallel (TrainingSetup::collective): the ranks' gradients, the batch's loss and its loss
+  // rows summed over the ranks, before the optimizer's step (the train stream drained first).
+  void sum_over_ranks(const Item& item);
   // Gives the model's and the train stage's grow-only arrays back (not the epoch's loss slots).
   void release_train_arrays();
   // Packs `part` into part_staging_ once the train stream finished reading it; returns the bytes.

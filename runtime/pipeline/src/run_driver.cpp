@@ -33,7 +33,13 @@ std::shared_ptr<CheckpointEvent> capture_checkpoint(const TrainingSetup& s, Stag
   return std::make_shared<CheckpointEvent>(last_state(s, stages, epoch));
 }
 
-int stop_signal(const TrainingSetup& s) { return s.stop_request != nullptr ? s.stop_request->load() : 0; }
+int stop_signal(const TrainingSetup& s) {
+  const int local = s.stop_request != nullptr ? s.stop_request->load() : 0;
+  // Data-parallel: every rank stops before the same step (the largest signal any rank saw), or one
+  // would wait alone in the step's sum.
+  if (s.collective != nullptr && s.collective->size() > 1) return s.collective->max(local);
+  return local;
+}
 
 [[noreturn]] void stop_before(const TrainingSetup& s, Stages& stages, const TrackerState& tracker, const Item& next,
                               int signal) {

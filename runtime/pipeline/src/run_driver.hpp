@@ -45,6 +45,8 @@ bool evaluates(const TrainingSetup& s, int epoch);
 std::shared_ptr<CheckpointEvent> capture_checkpoint(const TrainingSetup& s, Stages& stages, int epoch);
 
 // The signal number of a stop request (SIGINT/SIGTERM), 0: none.
+// The stop request before a step (0: none). Called on the train thread once before every step,
+// in the same order on every rank: in a data-parallel run it is collective (Collective::max).
 int stop_signal(const TrainingSetup& s);
 
 // A stop request seen before `next`'s step (on the train thread; every earlier epoch reported, so

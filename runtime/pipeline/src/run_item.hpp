@@ -30,6 +30,7 @@ struct Item {
   std::vector<std::size_t> offsets;  // each part's first byte in the slot; empty: parts packed by train
   std::size_t total_bytes = 0;
   std::size_t loss_rows = 0;  // of the sampled batch; 0: nothing to train on (a subgraph without training nodes)
+  bool idle_share = false;    // data-parallel: this rank's share carries no loss (rank_share.hpp)
   // The run's resident batch (pipeline.resident): `becomes_resident` for the epoch-1 batch that is
   // copied once and kept; `resident` for a later epoch's, which skips sample to transfer and trains
   // on the kept copy.

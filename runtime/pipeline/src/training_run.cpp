@@ -29,6 +29,22 @@ void check_setup(const TrainingSetup& s) {
   GNNPIPE_CHECK_CONFIG(s.pipeline.eval_every >= 1, "pipeline.eval_every: must be >= 1, got {}", s.pipeline.eval_every);
   GNNPIPE_CHECK_CONFIG(s.sampler.num_layers() == s.model.num_layers(), "the sampler builds batches for {} layers, the model has {}",
                        s.sampler.num_layers(), s.model.num_layers());
+  if (s.collective != nullptr && s.collective->size() > 1) {
+    // What data-parallel training does not do yet (issue #42): say so instead of training wrongly.
+    GNNPIPE_CHECK_CONFIG(!s.model.context().device().is_cuda(),
+                         "run.device {}: {} ranks train on the CPU backend only for now (the GPUs' NCCL path is "
+                         "not built); use run.device: cpu or one rank",
+                         s.model.context().device().str(), s.collective->size());
+    GNNPIPE_CHECK_CONFIG(!s.augment.enabled(), "augment.type mh: MH-Aug's chain is not shared between {} ranks yet; "
+                                               "train it in one process",
+                         s.collective->size());
+    // A pipelined run decides an early stop on its evaluation thread while training goes on, so
+    // the ranks could disagree on which steps run.
+    GNNPIPE_CHECK_CONFIG(s.patience == 0 || s.pipeline.mode == PipelineMode::kSequential,
+                         "run.patience {}: an early stop is not agreed between {} ranks in pipelined mode yet; use "
+                         "pipeline.mode: sequential or run.patience: 0",
+                         s.patience, s.collective->size());
+  }
 }
 
 }  // namespace

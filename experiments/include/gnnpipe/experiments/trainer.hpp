@@ -22,6 +22,7 @@
 #include "gnnpipe/experiments/records/run_dir.hpp"
 #include "gnnpipe/graph/dataset.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
+#include "gnnpipe/pipeline/collective.hpp"
 #include "gnnpipe/pipeline/memory_report.hpp"
 #include "gnnpipe/pipeline/pipeline_options.hpp"
 #include "gnnpipe/pipeline/stage_stats.hpp"
@@ -67,6 +68,8 @@ struct TrainOptions {
   std::function<void(const std::string& message)> on_stall;
   // Redraw a progress line on stderr after every step (gnnpipe run on a terminal at info level).
   bool progress = false;
+  // A data-parallel job's ranks (pipeline::TrainingSetup::collective; null: one process).
+  pipeline::Collective* collective = nullptr;
 };
 
 // The memory plan of `config` (docs/DESIGN.md §4): budget, resident memory and what the governor will do

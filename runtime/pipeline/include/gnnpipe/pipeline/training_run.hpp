@@ -27,6 +27,7 @@
 #include "gnnpipe/graph/node_scores.hpp"
 #include "gnnpipe/memory/memory_options.hpp"
 #include "gnnpipe/pipeline/augment_counters.hpp"
+#include "gnnpipe/pipeline/collective.hpp"
 #include "gnnpipe/pipeline/memory_report.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/models/optimizer.hpp"
@@ -146,6 +147,14 @@ struct TrainingSetup {
   // goes on from the chain's state in the checkpoint (required then).
   samplers::AugmentOptions augment;
   std::optional<AugmentCheckpoint> resumed_augment;
+  // Data-parallel training (issue #42, docs/SCALE.md): null, or the ranks of the job, which every
+  // rank runs with the same config. Every rank samples each batch (a function of seed, epoch and
+  // batch), trains its share of the batch's loss rows (split_batch's part `rank`: exact, with the
+  // targets' computation trees), and the train stage sums the ranks' gradients and losses before
+  // the optimizer's step, so each step is the whole batch's; the parameters' checksums are
+  // compared after each epoch. CPU backend, no augment, the batch never resident (its share is not
+  // the whole graph evaluation reads). Must outlive the run.
+  Collective* collective = nullptr;
 };
 
 

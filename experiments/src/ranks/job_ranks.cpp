@@ -1,0 +1,126 @@
+#include "ranks/job_ranks.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "gnnpipe/core/check.hpp"
+
+#if GNNPIPE_WITH_MPI
+#include <mpi.h>
+#endif
+
+namespace gnnpipe::experiments {
+namespace {
+
+#if GNNPIPE_WITH_MPI
+void mpi_check(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  GNNPIPE_THROW(Error, "{}: {}", call, std::string(text, static_cast<std::size_t>(length)));
+}
+
+// Sums in rank order at rank 0 (MPI_Reduce: the same order on every call for a fixed rank count),
+// broadcast to every rank: bitwise the same result everywhere.
+class MpiCollective final : public pipeline::Collective {
+ public:
+  MpiCollective(int rank, int size) : rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void sum(std::span<float> values) override { reduce(values.data(), values.size(), MPI_FLOAT); }
+  void sum(std::span<double> values) override { reduce(values.data(), values.size(), MPI_DOUBLE); }
+  int max(int value) override {
+    int result = value;
+    mpi_check(MPI_Allreduce(&value, &result, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+    return result;
+  }
+  void check_equal(uint64_t value, const char* what) override {
+    std::vector<uint64_t> all(static_cast<std::size_t>(size_));
+    mpi_check(MPI_Allgather(&value, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD), "MPI_Allgather");
+    for (int r = 0; r < size_; ++r) {
+      GNNPIPE_CHECK(all[static_cast<std::size_t>(r)] == all[0], "data-parallel: {} differs between ranks: rank 0 {:016x}, rank {} {:016x}",
+                    what, all[0], r, all[static_cast<std::size_t>(r)]);
+    }
+  }
+
+ private:
+  void reduce(void* values, std::size_t count, MPI_Datatype type) {
+    if (count == 0) return;
+    constexpr std::size_t kChunk = std::size_t{1} << 30;  // MPI counts are int
+    auto* bytes = static_cast<std::byte*>(values);
+    int element = 0;
+    MPI_Type_size(type, &element);
+    for (std::size_t done = 0; done < count; done += kChunk) {
+      const int n = static_cast<int>(std::min(kChunk, count - done));
+      std::byte* at = bytes + done * static_cast<std::size_t>(element);
+      mpi_check(MPI_Reduce(rank_ == 0 ? MPI_IN_PLACE : at, rank_ == 0 ? at : nullptr, n, type, MPI_SUM, 0, MPI_COMM_WORLD),
+                "MPI_Reduce");
+      mpi_check(MPI_Bcast(at, n, type, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    }
+  }
+  int rank_, size_;
+};
+#endif
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return 0;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return end != nullptr && *end == '\0' && n > 0 && n < (1 << 20) ? static_cast<int>(n) : 0;
+}
+
+}  // namespace
+
+int launched_ranks() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
+    if (const int n = env_int(name); n > 0) return n;
+  }
+  return 1;
+}
+
+JobRanks::JobRanks() {
+  const int launched = launched_ranks();
+  if (launched <= 1) return;
+#if GNNPIPE_WITH_MPI
+  int provided = 0;
+  mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  if (provided < MPI_THREAD_SERIALIZED) {
+    MPI_Finalize();
+    GNNPIPE_THROW(Error, "MPI gives thread level {}, and data-parallel training calls it from the train thread "
+                         "(needs MPI_THREAD_SERIALIZED)", provided);
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  if (size_ > 1) collective_ = std::make_unique<MpiCollective>(rank_, size_);
+#else
+  GNNPIPE_THROW(ConfigError, "started as {} ranks, but this gnnpipe was built without MPI: install libopenmpi-dev "
+                             "(tools/setup.sh) and rebuild, or run one process",
+                launched);
+#endif
+}
+
+JobRanks::~JobRanks() {
+#if GNNPIPE_WITH_MPI
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized != 0 && finalized == 0) MPI_Finalize();
+#endif
+}
+
+void JobRanks::abort(int code) const {
+#if GNNPIPE_WITH_MPI
+  if (collective_ != nullptr) MPI_Abort(MPI_COMM_WORLD, code);
+#else
+  (void)code;
+#endif
+}
+
+}  // namespace gnnpipe::experiments

@@ -1,0 +1,29 @@
+#pragma once
+// Collective: what data-parallel training needs from the ranks of a job (issue #42;
+// docs/SCALE.md): each rank trains its share of every step's batch, the ranks' gradients and
+// losses are summed before the optimizer's step, and their parameters are compared. The MPI
+// implementation is the program's (experiments: ranks/mpi_world.hpp); a run without one is a
+// single process. Every call is collective: all ranks make the same calls in the same order, from
+// one thread each (the train stage's). Sums are exact functions of the inputs, the same bits on
+// every rank (reduced in rank order at one rank and broadcast), so the ranks' optimizers step
+// identically and their parameters stay bitwise equal.
+#include <cstdint>
+#include <span>
+
+namespace gnnpipe::pipeline {
+
+class Collective {
+ public:
+  virtual ~Collective() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Replaces every element by its sum over the ranks (host memory).
+  virtual void sum(std::span<float> values) = 0;
+  virtual void sum(std::span<double> values) = 0;
+  // The largest of the ranks' values (the stop request every rank acts on before a step).
+  virtual int max(int value) = 0;
+  // Throws Error naming `what`, the ranks and their values when the ranks' `value`s differ.
+  virtual void check_equal(uint64_t value, const char* what) = 0;
+};
+
+}  // namespace gnnpipe::pipeline

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Issue #42, data-parallel training over MPI ranks on the CPU backend: `mpirun -np 2 gnnpipe run`
+# trains what one process trains on the same batches (each rank a share of every batch's loss
+# rows, gradients summed): Cora GCN (full batch) and Amazon Computers SAGE (neighbor sampling),
+# every epoch's loss within 1e-5 relative of the single process's and its scores equal; rank 0
+# alone writes the run directory (summary.json "ranks": 2) and the other rank leaves nothing
+# behind; the ranks' parameters are compared after every epoch inside the run (a mismatch fails
+# it). `--ranks 2` starts mpirun itself, and a resumed 2-rank run is bitwise the uninterrupted
+# one. A failing rank ends the whole job with its one-line error; a rank killed mid-epoch ends the
+# job within 30 s. Skips (77) without mpirun or without the datasets.
+set -euo pipefail
+gnnpipe=$1 root=$2
+data=${GNNPIPE_DATA_DIR:-$root/../shared/datasets}
+command -v mpirun >/dev/null || { echo "SKIP: no mpirun (openmpi-bin)"; exit 77; }
+[ -d "$data/cora" ] && [ -d "$data/amazon-computers" ] || { echo "SKIP: no $data/cora or $data/amazon-computers"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# As root (CI), OpenMPI asks for consent; --oversubscribe: 2 ranks on however many cores there are.
+mpi=(mpirun --oversubscribe -np 2)
+[ "$(id -u)" = 0 ] && mpi+=(--allow-run-as-root)
+export GNNPIPE_DATA_DIR=$data TMPDIR=$tmp
+fail() { echo "ranks_cpu: $*"; exit 1; }
+
+compare() {  # name config sets...: one process against two ranks
+  local name=$1 config=$2
+  shift 2
+  "$gnnpipe" run "$config" "$@" --out "$tmp/$name-1" >"$tmp/$name-1.log" 2>&1 || { cat "$tmp/$name-1.log"; fail "$name: one process failed"; }
+  "${mpi[@]}" "$gnnpipe" run "$config" "$@" --out "$tmp/$name-2" >"$tmp/$name-2.log" 2>&1 ||
+    { cat "$tmp/$name-2.log"; fail "$name: two ranks failed"; }
+  [ "$(grep -c 'summary in' "$tmp/$name-2.log")" = 1 ] || fail "$name: expected rank 0's result line alone"
+  python3 - "$tmp/$name-1" "$tmp/$name-2" "$name" <<'PY'
+import csv, json, sys
+one, two, name = sys.argv[1:4]
+rows = lambda d: list(csv.DictReader(open(f"{d}/metrics.csv")))
+a, b = rows(one), rows(two)
+assert len(a) == len(b) > 0, f"{name}: {len(a)} and {len(b)} epochs"
+worst = 0.0
+for x, y in zip(a, b):
+    la, lb = float(x["loss"]), float(y["loss"])
+    worst = max(worst, abs(la - lb) / abs(la))
+    for k in ("train_acc", "val_acc", "test_acc"):
+        assert x[k] == y[k], f"{name} epoch {x['epoch']}: {k} {x[k]} (one process) vs {y[k]} (two ranks)"
+s = json.load(open(f"{two}/summary.json"))
+assert s["ranks"] == 2 and s["status"] == "done", f"{name}: summary ranks {s.get('ranks')}, status {s['status']}"
+print(f"{name}: {len(a)} epochs, worst relative loss difference {worst:.2e}")
+assert worst <= 1e-5, f"{name}: losses differ by {worst:.2e} relative (> 1e-5)"
+PY
+}
+
+compare cora_gcn "$root/configs/cora_gcn.yaml" --set run.epochs=20 --set run.checkpoint_every=0
+compare amazon_sage_neighbor "$root/configs/amazon_computers_sage_neighbor.yaml" --set run.epochs=3 --set run.checkpoint_every=0
+leftover=$(find "$tmp" -maxdepth 1 -name 'gnnpipe-rank*' | head -1)
+[ -z "$leftover" ] || fail "a follower rank left $leftover behind"
+
+# gnnpipe run --ranks 2 starts mpirun itself; a 2-rank run stopped after epoch 3 and resumed
+# (every rank reads rank 0's checkpoint) ends bitwise where the uninterrupted run ends.
+cora=("$root/configs/cora_gcn.yaml" -q --ranks 2)
+"$gnnpipe" run "${cora[@]}" --set run.epochs=6 --out "$tmp/full" >"$tmp/full.log" 2>&1 || { cat "$tmp/full.log"; fail "--ranks 2 failed"; }
+"$gnnpipe" run "${cora[@]}" --set run.epochs=3 --out "$tmp/half" >"$tmp/half.log" 2>&1 || { cat "$tmp/half.log"; fail "--ranks 2 (3 epochs) failed"; }
+"$gnnpipe" run "$tmp/half/config.yaml" -q --ranks 2 --resume "$tmp/half" --set run.epochs=6 >"$tmp/resume.log" 2>&1 ||
+  { cat "$tmp/resume.log"; fail "--resume of a 2-rank run failed"; }
+python3 - "$tmp/full" "$tmp/half" <<'PY'
+import json, sys
+full, resumed = (json.load(open(f"{d}/summary.json")) for d in sys.argv[1:3])
+assert full["ranks"] == resumed["ranks"] == 2, (full.get("ranks"), resumed.get("ranks"))
+assert full["params_checksum"] == resumed["params_checksum"], \
+    f"resumed 2-rank run {resumed['params_checksum']} != uninterrupted {full['params_checksum']}"
+print("ranks_cpu: --ranks 2 resumed after epoch 3 ends bitwise as the uninterrupted run")
+PY
+
+# What ranks do not do yet is a one-line ConfigError from every rank, and the job ends.
+rc=0
+"${mpi[@]}" "$gnnpipe" run "$root/configs/cora_gcn.yaml" --set augment.type=mh --out "$tmp/aug" >"$tmp/aug.log" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "MH-Aug on two ranks was not refused"
+grep -q "gnnpipe: rank [01] of 2: augment.type mh: MH-Aug's chain is not shared" "$tmp/aug.log" || { cat "$tmp/aug.log"; fail "no one-line error naming augment"; }
+
+# A rank killed mid-epoch ends the job, with the rank named, within 30 s.
+"${mpi[@]}" "$gnnpipe" run "$root/configs/amazon_computers_sage_neighbor.yaml" --set run.epochs=200 \
+  --set run.checkpoint_every=0 --out "$tmp/killed" >"$tmp/killed.log" 2>&1 &
+job=$!
+for _ in $(seq 1 100); do  # until the first epoch trained
+  grep -q "epoch    1" "$tmp/killed.log" 2>/dev/null && break
+  sleep 0.2
+done
+victim=$(pgrep -f -n -- "--out $tmp/killed") || fail "no rank to kill"
+start=$(date +%s)
+kill -9 "$victim"
+rc=0
+for _ in $(seq 1 300); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$job" 2>/dev/null; then
+  kill -9 "$job" 2>/dev/null || true
+  pkill -9 -f -- "--out $tmp/killed" || true
+  fail "the job still ran 30 s after a rank was killed"
+fi
+wait "$job" || rc=$?
+[ "$rc" != 0 ] || fail "a killed rank's job exited 0"
+grep -q "rank [01]" "$tmp/killed.log" || { cat "$tmp/killed.log"; fail "the job's end does not name the rank"; }
+echo "ranks_cpu: a killed rank ended the job in $(( $(date +%s) - start )) s (exit $rc)"
