@@ -5,9 +5,9 @@ Usage:
     python3 tools/plot.py RUN_DIR [--epoch N]     # a directory written by `gnnpipe run ... --out RUN_DIR`
     python3 tools/plot.py BENCH_DIR [--epoch N]   # a directory written by `gnnpipe bench ... --out BENCH_DIR`
 
-Needs matplotlib (Debian: python3-matplotlib, installed by tools/setup.sh; run it with
-/usr/bin/python3 where another python3 comes first on PATH). Draws with the non-interactive Agg
-backend; opens no window.
+Needs matplotlib (Debian: python3-matplotlib, installed by tools/setup.sh). Run by another python3
+that lacks it (one first on PATH), it runs itself again under Debian's /usr/bin/python3. Draws
+with the non-interactive Agg backend; opens no window.
 
 A run directory (metrics.csv, summary.json, trace.json with --trace) gets:
     curves.png    training loss and the train / val / test score (accuracy or F1) per epoch (metrics.csv), the best
@@ -602,6 +602,14 @@ def import_pyplot():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as e:
+        # Another python3 first on PATH (as on the project's machines): go on under Debian's, which
+        # has python3-matplotlib (issue #43 item 5). Once: the re-run is marked in its environment.
+        debian = "/usr/bin/python3"
+        if os.environ.get("GNNPIPE_PLOT_REEXEC") is None and os.path.exists(debian) and \
+                os.path.realpath(sys.executable) != os.path.realpath(debian):
+            os.environ["GNNPIPE_PLOT_REEXEC"] = "1"
+            sys.stdout.flush()
+            os.execv(debian, [debian, os.path.abspath(__file__)] + sys.argv[1:])
         print(f"plot.py: {sys.executable} cannot import matplotlib ({e}): install python3-matplotlib "
               f"(bash tools/setup.sh) and run /usr/bin/python3 tools/plot.py", file=sys.stderr)
         sys.exit(1)

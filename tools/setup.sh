@@ -6,7 +6,8 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ ccache pkg-config libtbb-dev libspdlog-dev libfmt-dev libyaml-cpp-dev catch2
           libopenblas-dev libmetis-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libbenchmark-dev libmatio-dev
-          python3-matplotlib python3-numpy libopenmpi-dev openmpi-bin)
+          python3-matplotlib python3-numpy libopenmpi-dev openmpi-bin
+          pybind11-dev python3-dev python3-pytest)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,7 +3,8 @@
 # trains what one process trains on the same batches (each rank a share of every batch's loss
 # rows, gradients summed): Cora GCN (full batch) and Amazon Computers SAGE (neighbor sampling),
 # every epoch's loss within 1e-5 relative of the single process's and its scores equal; rank 0
-# alone writes the run directory (summary.json "ranks": 2) and the other rank leaves nothing
+# alone writes the run directory (summary.json "ranks": 2, every rank's stage table in
+# "rank_stages") and the other rank leaves nothing
 # behind; the ranks' parameters are compared after every epoch inside the run (a mismatch fails
 # it). `--ranks 2` starts mpirun itself, and a resumed 2-rank run is bitwise the uninterrupted
 # one. A failing rank ends the whole job with its one-line error; a rank killed mid-epoch ends the
@@ -42,6 +43,9 @@ for x, y in zip(a, b):
         assert x[k] == y[k], f"{name} epoch {x['epoch']}: {k} {x[k]} (one process) vs {y[k]} (two ranks)"
 s = json.load(open(f"{two}/summary.json"))
 assert s["ranks"] == 2 and s["status"] == "done", f"{name}: summary ranks {s.get('ranks')}, status {s['status']}"
+stages = s["rank_stages"]
+assert [r["rank"] for r in stages] == [0, 1] and all(r["stage_busy_s"]["train"] > 0 for r in stages), \
+    f"{name}: rank_stages {stages}"
 print(f"{name}: {len(a)} epochs, worst relative loss difference {worst:.2e}")
 assert worst <= 1e-5, f"{name}: losses differ by {worst:.2e} relative (> 1e-5)"
 PY

@@ -7,6 +7,8 @@
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/log.hpp"
 
+#include <spdlog/sinks/ostream_sink.h>
+
 using namespace gnnpipe::core;
 
 TEST_CASE("the log file keeps every info line whatever the console level, and is flushed per line", "[core][log]") {
@@ -46,4 +48,23 @@ TEST_CASE("bad log levels and unwritable files are errors", "[core][log]") {
   set_log_level("info");
   // Under a regular file no directory can be created (spdlog creates missing parents).
   CHECK_THROWS_AS(add_log_file("/dev/null/x/log.txt"), Error);
+}
+
+TEST_CASE("a record sink gets what files get, whatever the console shows, until it is removed", "[core][log]") {
+  std::ostringstream lines;
+  const auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(lines);
+  sink->set_pattern("%l %v");
+  set_log_level("off");
+  add_record_sink(sink);
+  logger().info("an info line");
+  logger().debug("a debug line");
+  set_log_level("off");  // keeps the record sink at the files' level
+  remove_log_files();    // removes files only
+  logger().warn("after the files went");
+  CHECK(lines.str() == "info an info line\nwarning after the files went\n");
+  remove_record_sink(sink);
+  logger().warn("not recorded");
+  CHECK(lines.str().find("not recorded") == std::string::npos);
+  set_log_level("info");
+  CHECK(logger().level() == spdlog::level::info);
 }

@@ -18,7 +18,7 @@ bash tools/device/prepare.sh "${datasets[@]}"
 source tools/ccache_env.sh
 # No libmatio: the GPU machine has no HDF5 (bundle.sh checks every library the binaries need).
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DGNNPIPE_CUDA=ON -DGNNPIPE_CUDA_ARCHS=90 \
-  -DGNNPIPE_MATIO=OFF -DGNNPIPE_MPI=OFF "${ccache_launchers[@]}" > /dev/null
+  -DGNNPIPE_MATIO=OFF -DGNNPIPE_MPI=OFF -DGNNPIPE_PYTHON=OFF "${ccache_launchers[@]}" > /dev/null
 cmake --build build-gpu -j "$(nproc)" --target gnnpipe gnnpipe_gpu_tests gnnpipe_gpu_fault_test gnnpipe_bench_gpu
 bash tools/device/bundle.sh build-gpu
 # What a call sends: tracked and untracked-not-ignored files, and the carried .deps.

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -356,8 +357,21 @@ int run_ranked(const RunArgs& args, std::ostream& out, JobRanks& ranks) {
   if (follower) dir_options.out = follower->dir.string();
   RunDirectory run_dir(experiment, dir_options);
   core::logger().info("run directory {}", run_dir.path().string());
-  const nlohmann::json summary = train_experiment(experiment, dataset, run_dir, train_options);
-  if (follower) return 0;
+  nlohmann::json summary = train_experiment(experiment, dataset, run_dir, train_options);
+  if (ranks.size() > 1) {
+    // Every rank's stage table in rank 0's summary.json (rank order).
+    const nlohmann::json mine = {{"rank", ranks.rank()},
+                                 {"epoch_time_s", summary["epoch_time_s"]},
+                                 {"run_time_s", summary["run_time_s"]},
+                                 {"trainer_wait_s", summary["trainer_wait_s"]},
+                                 {"stage_busy_s", summary["stage_busy_s"]},
+                                 {"stage_detail", summary["stage_detail"]}};
+    const std::vector<std::string> all = ranks.gather(mine.dump());
+    if (follower) return 0;
+    summary["rank_stages"] = nlohmann::json::array();
+    for (const std::string& text : all) summary["rank_stages"].push_back(nlohmann::json::parse(text));
+    run_dir.write_summary(summary);
+  }
   fmt::print(out, "{}: test {} {:.4f} at epoch {} (val {:.4f}){}; summary in {}\n", experiment.name,
              metric_label(metric_of(summary)), summary[score_key(summary, "test")].get<double>(),
              summary["best_epoch"].get<int>(), summary[score_key(summary, "val")].get<double>(),
@@ -413,7 +427,9 @@ int doctor_command(DoctorArgs& args, std::ostream& out) {
 
 }  // namespace
 
-int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+namespace {
+
+int run_cli_impl(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool rethrow) {
   CLI::App app{"gnnpipe: pipelined, sampling-based GNN training on graphs too large for full-batch GPU training",
                "gnnpipe"};
   app.set_version_flag("--version", version_text, "print version, build type, CUDA support and detected GPUs");
@@ -456,6 +472,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    if (rethrow && e.get_exit_code() != 0) GNNPIPE_THROW(ConfigError, "{}", e.what());
     const int code = app.exit(e, out, err);
     return code == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
   }
@@ -475,11 +492,23 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (*data_args.synth) return data_synth(data_args.synth_args, out);
     if (*doctor) return doctor_command(doctor_args, out);
   } catch (const std::exception& e) {
+    if (rethrow) throw;
     fmt::print(err, "gnnpipe: {}\n", core::user_message(e));
     core::logger().debug("{}", e.what());
     return static_cast<int>(core::exit_code_for(e));
   }
   return static_cast<int>(ExitCode::kInternal);
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  return run_cli_impl(argc, argv, out, err, /*rethrow=*/false);
+}
+
+int run_cli_throwing(int argc, const char* const* argv, std::ostream& out) {
+  std::ostringstream err;  // usage text of --help and the like; errors are thrown
+  return run_cli_impl(argc, argv, out, err, /*rethrow=*/true);
 }
 
 }  // namespace gnnpipe::experiments

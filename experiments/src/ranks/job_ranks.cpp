@@ -115,6 +115,34 @@ JobRanks::~JobRanks() {
 #endif
 }
 
+std::vector<std::string> JobRanks::gather(const std::string& text) const {
+  if (collective_ == nullptr) return {text};
+#if GNNPIPE_WITH_MPI
+  GNNPIPE_CHECK(text.size() < (std::size_t{1} << 30), "rank {}: {} bytes to gather", rank_, text.size());
+  const int length = static_cast<int>(text.size());
+  std::vector<int> lengths(static_cast<std::size_t>(size_)), offsets(static_cast<std::size_t>(size_));
+  mpi_check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Gather");
+  std::string all;
+  if (rank_ == 0) {
+    int total = 0;
+    for (std::size_t r = 0; r < lengths.size(); ++r) offsets[r] = total, total += lengths[r];
+    all.resize(static_cast<std::size_t>(total));
+  }
+  mpi_check(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, 0,
+                        MPI_COMM_WORLD),
+            "MPI_Gatherv");
+  std::vector<std::string> texts;
+  if (rank_ == 0) {
+    for (std::size_t r = 0; r < lengths.size(); ++r) {
+      texts.push_back(all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(lengths[r])));
+    }
+  }
+  return texts;
+#else
+  return {text};
+#endif
+}
+
 void JobRanks::abort(int code) const {
 #if GNNPIPE_WITH_MPI
   if (collective_ != nullptr) MPI_Abort(MPI_COMM_WORLD, code);

@@ -8,6 +8,8 @@
 // MPI_Finalize at destruction. A build without MPI (libopenmpi-dev missing at configure time)
 // refuses a multi-rank launch with a ConfigError. One per process.
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "gnnpipe/pipeline/collective.hpp"
 
@@ -24,6 +26,9 @@ class JobRanks {
   int size() const { return size_; }
   // The job's collective; null for a single rank.
   pipeline::Collective* collective() { return collective_.get(); }
+  // Collective (the main thread, after training): every rank's `text`, in rank order, at rank 0;
+  // empty at the other ranks. A single rank gets its own.
+  std::vector<std::string> gather(const std::string& text) const;
   // Ends every rank of the job with `code` (MPI_Abort): a rank that failed must not leave the others
   // waiting in a sum. No-op for a single rank.
   void abort(int code) const;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <vector>
 
 #include "gnnpipe/core/check.hpp"
 
@@ -22,6 +23,22 @@ spdlog::level::level_enum file_level(spdlog::level::level_enum console) {
 
 bool is_file_sink(const spdlog::sink_ptr& sink) {
   return std::dynamic_pointer_cast<spdlog::sinks::basic_file_sink_mt>(sink) != nullptr;
+}
+
+std::vector<spdlog::sink_ptr> g_record_sinks;  // add_record_sink's (guarded by g_sinks_mutex)
+
+bool is_record_sink(const spdlog::sink_ptr& sink) {
+  return std::find(g_record_sinks.begin(), g_record_sinks.end(), sink) != g_record_sinks.end();
+}
+
+// Sinks that get what files get: files and record sinks.
+bool takes_file_level(const spdlog::sink_ptr& sink) { return is_file_sink(sink) || is_record_sink(sink); }
+
+// The logger's own level: what its most verbose sink takes.
+void update_logger_level() {
+  auto level = spdlog::level::off;
+  for (const auto& sink : logger().sinks()) level = std::min(level, sink->level());
+  logger().set_level(level);
 }
 
 std::shared_ptr<spdlog::logger> make_logger() {
@@ -48,7 +65,7 @@ void set_log_level(const std::string& level) {
   GNNPIPE_CHECK_CONFIG(parsed != spdlog::level::off || level == "off",
                        "log level '{}' is not one of trace, debug, info, warn, error, off", level);
   std::lock_guard lock(g_sinks_mutex);
-  for (const auto& sink : logger().sinks()) sink->set_level(is_file_sink(sink) ? file_level(parsed) : parsed);
+  for (const auto& sink : logger().sinks()) sink->set_level(takes_file_level(sink) ? file_level(parsed) : parsed);
   logger().set_level(std::min(parsed, file_level(parsed)));
 }
 
@@ -77,13 +94,29 @@ void remove_log_files() {
   std::lock_guard lock(g_sinks_mutex);
   auto& sinks = logger().sinks();
   std::erase_if(sinks, is_file_sink);
-  if (!sinks.empty()) logger().set_level(sinks.front()->level());
+  if (!sinks.empty()) update_logger_level();
+}
+
+void add_record_sink(spdlog::sink_ptr sink) {
+  std::lock_guard lock(g_sinks_mutex);
+  const auto console = logger().sinks().empty() ? logger().level() : logger().sinks().front()->level();
+  sink->set_level(file_level(console));
+  g_record_sinks.push_back(sink);
+  logger().sinks().push_back(std::move(sink));
+  update_logger_level();
+}
+
+void remove_record_sink(const spdlog::sink_ptr& sink) {
+  std::lock_guard lock(g_sinks_mutex);
+  std::erase(g_record_sinks, sink);
+  std::erase(logger().sinks(), sink);
+  if (!logger().sinks().empty()) update_logger_level();
 }
 
 void set_console_line_reset(bool on) {
   std::lock_guard lock(g_sinks_mutex);
   for (const auto& sink : logger().sinks()) {
-    if (!is_file_sink(sink)) sink->set_pattern(on ? std::string("\r\033[K") + kConsolePattern : kConsolePattern);
+    if (!takes_file_level(sink)) sink->set_pattern(on ? std::string("\r\033[K") + kConsolePattern : kConsolePattern);
   }
 }
 

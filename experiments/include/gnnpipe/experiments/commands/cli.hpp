@@ -8,4 +8,10 @@ namespace gnnpipe::experiments {
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
+// The same, for callers that translate errors themselves (the Python module, python/): an error
+// propagates as the exception it is (core::ConfigError, DataError, OutOfBudget, Interrupted, ...)
+// instead of becoming a message on `err` and an exit code; a command-line parse error is a
+// ConfigError. Returns 0, or --help's 0.
+int run_cli_throwing(int argc, const char* const* argv, std::ostream& out);
+
 }  // namespace gnnpipe::experiments

@@ -26,6 +26,13 @@ void add_log_file(const std::string& path);
 // Stops mirroring into files added by add_log_file.
 void remove_log_files();
 
+// Adds a sink that gets every line files get (info and above, and the console's more verbose
+// levels), whatever the console shows, until remove_record_sink; set_log_level keeps it at that
+// level and remove_log_files leaves it. The Python module's forwarding to `logging`. Call it (and
+// remove_record_sink) before and after worker threads log, as add_log_file.
+void add_record_sink(spdlog::sink_ptr sink);
+void remove_record_sink(const spdlog::sink_ptr& sink);
+
 // On: each console line starts by returning to the line's start and clearing it (a progress line
 // drawn there is overwritten, not mixed in). For terminals only.
 void set_console_line_reset(bool on);

@@ -1,0 +1,124 @@
+"""gnnpipe from Python (issue #43, docs/PYTHON.md).
+
+run(), bench() and infer() run gnnpipe's commands in this process, with the same results and
+files as the command line: a config is a dict or a YAML file's path; extra keys go in `sets`
+({"run.epochs": 5}, as --set does). Errors raise ConfigError, DataError, OutOfBudget (all
+subclasses of gnnpipe.Error) or Interrupted, carrying the command line's one-line messages. Log
+lines go to logging.getLogger("gnnpipe"). Ctrl-C stops a run before its next step, writes its
+stop checkpoint and raises Interrupted, as the command line does.
+"""
+import json
+import os
+import pathlib
+import re
+import tempfile
+from collections import namedtuple
+
+from ._gnnpipe import ConfigError, DataError, Error, Interrupted, OutOfBudget
+from ._gnnpipe import cli as _cli
+
+__all__ = ["run", "bench", "infer", "Result", "Error", "ConfigError", "DataError", "OutOfBudget", "Interrupted"]
+
+# What a command left: its summary (summary.json or bench.json, as a dict) and its directory.
+Result = namedtuple("Result", ["summary", "directory"])
+
+
+class _Config:
+    """The config as a file the command line reads: the path given, or a dict written as JSON
+    (which is YAML) into a temporary file, removed on exit."""
+
+    def __init__(self, config):
+        self._tmp = None
+        if isinstance(config, (str, os.PathLike)):
+            self.path = os.fspath(config)
+        elif isinstance(config, dict):
+            fd, self.path = tempfile.mkstemp(prefix="gnnpipe-config-", suffix=".yaml")
+            with os.fdopen(fd, "w") as f:
+                json.dump(config, f)
+            self._tmp = self.path
+        else:
+            raise TypeError(f"config: a dict or a YAML file's path, not {type(config).__name__}")
+
+    def __enter__(self):
+        return self.path
+
+    def __exit__(self, *exc):
+        if self._tmp is not None:
+            os.unlink(self._tmp)
+
+
+def _options(data_dir=None, sets=None, out=None):
+    args = []
+    if out is not None:
+        args += ["--out", os.fspath(out)]
+    if data_dir is not None:
+        args += ["--data-dir", os.fspath(data_dir)]
+    for key, value in (sets or {}).items():
+        text = value if isinstance(value, str) else json.dumps(value)
+        args += ["--set", f"{key}={text}"]
+    return args
+
+
+def _summary_dir(printed, out):
+    """The directory the command wrote: `out`, or the one its last line names ("summary in ...")."""
+    if out is not None:
+        return pathlib.Path(out)
+    found = re.findall(r"summary in (.+?summary\.json)\s*$", printed, re.M)
+    if not found:
+        raise Error(f"gnnpipe printed no summary path: {printed.strip()[-200:]}")
+    return pathlib.Path(found[-1]).parent
+
+
+def _load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def run(config, *, out=None, data_dir=None, sets=None, resume=None, ranks=None):
+    """Trains `config` (gnnpipe run) and returns Result(summary, run directory).
+
+    out: the run directory (default: the command line's, under runs/); data_dir: where relative
+    dataset paths are found (default: $GNNPIPE_DATA_DIR, else the current directory); resume: a
+    run directory to go on from (its checkpoints/last); ranks: data-parallel MPI ranks (starts
+    mpirun: the call then ends this process with mpirun's exit code, so use it from a script).
+    One run per call: configs with run.seeds or sweep write several directories (use the
+    command line)."""
+    with _Config(config) as path:
+        args = ["run", path] + _options(data_dir, sets, out)
+        if resume is not None:
+            args += ["--resume", os.fspath(resume)]
+        if ranks is not None:
+            args += ["--ranks", str(int(ranks))]
+        printed = _cli(args)
+    directory = pathlib.Path(resume) if resume is not None and out is None else _summary_dir(printed, out)
+    return Result(_load(directory / "summary.json"), directory)
+
+
+def bench(config, *, out=None, data_dir=None, sets=None):
+    """The sequential baseline and the pipeline side by side (gnnpipe bench); returns
+    Result(bench.json as a dict, its directory). out: default, a new temporary directory."""
+    if out is None:
+        out = tempfile.mkdtemp(prefix="gnnpipe-bench-")
+    with _Config(config) as path:
+        _cli(["bench", path] + _options(data_dir, sets, out))
+    found = sorted(pathlib.Path(out).rglob("bench.json"))
+    if not found:
+        raise Error(f"gnnpipe bench wrote no bench.json under {out}")
+    return Result(_load(found[0]), found[0].parent)
+
+
+def infer(config, checkpoint, *, out=None, data_dir=None, sets=None, memory_limit=None, logits=False,
+          embeddings=None):
+    """Layer-wise inference with a checkpoint (gnnpipe infer); returns Result(summary, directory)
+    (predictions.npy and, when asked, logits.npy and embeddings there)."""
+    with _Config(config) as path:
+        args = ["infer", path, "--checkpoint", os.fspath(checkpoint)] + _options(data_dir, sets, out)
+        if memory_limit is not None:
+            args += ["--memory-limit", str(memory_limit)]
+        if logits:
+            args += ["--logits"]
+        if embeddings is not None:
+            args += ["--embeddings", str(int(embeddings))]
+        printed = _cli(args)
+    directory = _summary_dir(printed, out)
+    return Result(_load(directory / "summary.json"), directory)

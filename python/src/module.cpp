@@ -1,0 +1,98 @@
+// gnnpipe's Python module (_gnnpipe; issue #43, docs/PYTHON.md): the program's commands as
+// functions. A call runs the command line in-process (experiments::run_cli_throwing) with the GIL
+// released, so training threads run freely and Ctrl-C reaches the run's own SIGINT handler (the
+// stop checkpoint); gnnpipe's errors become Python exceptions of the same names carrying the same
+// one-line messages, and its log lines go to Python's `logging` (logger "gnnpipe") for the length
+// of the call. The package (python/gnnpipe/__init__.py) builds the command lines from dicts.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <spdlog/sinks/base_sink.h>
+
+#include "gnnpipe/core/error.hpp"
+#include "gnnpipe/core/log.hpp"
+#include "gnnpipe/experiments/commands/cli.hpp"
+
+namespace py = pybind11;
+using namespace gnnpipe;
+
+namespace {
+
+// Forwards each log line to logging.getLogger("gnnpipe") (taking the GIL: lines come from the
+// run's threads while the calling thread waits without it).
+class PythonSink final : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    const std::string text(msg.payload.data(), msg.payload.size());
+    const int level = msg.level >= spdlog::level::err ? 40 : msg.level == spdlog::level::warn ? 30
+                      : msg.level == spdlog::level::info ? 20 : 10;
+    py::gil_scoped_acquire gil;
+    try {
+      py::module_::import("logging").attr("getLogger")("gnnpipe").attr("log")(level, text);
+    } catch (const py::error_already_set&) {
+      // A logging failure must not end the run; Python's own handler reports it.
+    }
+  }
+  void flush_() override {}
+};
+
+// Forwards the log to Python for the length of one call (core::add_record_sink: every line at
+// info and above, whatever the console's level, which the call sets to off: Python's logger
+// replaces the console).
+class ForwardedLog {
+ public:
+  ForwardedLog() : sink_(std::make_shared<PythonSink>()) { core::add_record_sink(sink_); }
+  ~ForwardedLog() { core::remove_record_sink(sink_); }
+  ForwardedLog(const ForwardedLog&) = delete;
+  ForwardedLog& operator=(const ForwardedLog&) = delete;
+
+ private:
+  spdlog::sink_ptr sink_;
+};
+
+// Runs `gnnpipe ARGS...`; returns what it printed on standard output.
+std::string cli(const std::vector<std::string>& args) {
+  std::vector<const char*> argv{"gnnpipe", "--log-level", "off"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out;
+  const ForwardedLog log;
+  {
+    py::gil_scoped_release release;
+    experiments::run_cli_throwing(static_cast<int>(argv.size()), argv.data(), out);
+  }
+  return out.str();
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_gnnpipe, m) {
+  m.doc() = "gnnpipe's commands in-process (use the gnnpipe package, not this module)";
+  m.def("cli", &cli, py::arg("args"),
+        "Runs `gnnpipe ARGS...` in this process and returns its standard output; raises gnnpipe's errors.");
+  // Base first: pybind11 tries the translators registered last first.
+  static py::exception<core::Error> error(m, "Error");
+  static py::exception<core::ConfigError> config_error(m, "ConfigError", error.ptr());
+  static py::exception<core::DataError> data_error(m, "DataError", error.ptr());
+  static py::exception<core::OutOfBudget> out_of_budget(m, "OutOfBudget", error.ptr());
+  static py::exception<core::Interrupted> interrupted(m, "Interrupted", error.ptr());
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const core::ConfigError& e) {
+      config_error(core::user_message(e).c_str());
+    } catch (const core::DataError& e) {
+      data_error(core::user_message(e).c_str());
+    } catch (const core::OutOfBudget& e) {
+      out_of_budget(core::user_message(e).c_str());
+    } catch (const core::Interrupted& e) {
+      interrupted(core::user_message(e).c_str());
+    } catch (const core::Error& e) {
+      error(core::user_message(e).c_str());
+    }
+  });
+}

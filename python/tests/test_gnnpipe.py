@@ -1,0 +1,123 @@
+"""The gnnpipe Python package (issue #43): runs, benches and inferences from dicts give what the
+command line gives; gnnpipe's errors are exception classes with its one-line messages; a SIGINT
+stops a run with its stop checkpoint; log lines reach Python's logging.
+
+Run by ctest (tests/CMakeLists.txt) with PYTHONPATH at the build's python/ folder, GNNPIPE_BIN at
+the gnnpipe program and GNNPIPE_DATA_DIR at ../shared/datasets."""
+import json
+import logging
+import os
+import pathlib
+import signal
+import subprocess
+import threading
+
+import pytest
+
+import gnnpipe
+
+BIN = os.environ.get("GNNPIPE_BIN")
+DATA = os.environ.get("GNNPIPE_DATA_DIR", "")
+HAS_CORA = os.path.isdir(os.path.join(DATA, "cora"))
+
+# A small synthetic experiment: needs no dataset.
+SYNTH = {
+    "name": "py_synth",
+    "dataset": {"synthetic": {"nodes": 300, "avg_degree": 6, "features": 16, "classes": 3, "seed": 1}},
+    "model": {"type": "gcn", "layers": 2, "hidden": 16, "dropout": 0.5},
+    "sampler": {"type": "full"},
+    "optimizer": {"type": "adam", "lr": 0.01},
+    "run": {"epochs": 4, "seed": 2},
+}
+
+
+def cli_summary(tmp_path, config, name):
+    """The same config through the gnnpipe program."""
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / f"{name}-cli"
+    subprocess.run([BIN, "run", str(path), "--out", str(out), "-q"], check=True, capture_output=True)
+    return json.loads((out / "summary.json").read_text())
+
+
+@pytest.mark.skipif(not BIN, reason="GNNPIPE_BIN (the gnnpipe program) is not set")
+def test_run_from_a_dict_equals_the_command_line(tmp_path):
+    result = gnnpipe.run(SYNTH, out=tmp_path / "py")
+    assert result.directory == tmp_path / "py"
+    assert result.summary["status"] == "done"
+    assert (result.directory / "metrics.csv").exists()
+    cli = cli_summary(tmp_path, SYNTH, "synth")
+    assert result.summary["params_checksum"] == cli["params_checksum"]
+    assert result.summary["best_epoch"] == cli["best_epoch"]
+
+
+def test_sets_override_keys_and_the_default_directory_is_found(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default run directory is under ./runs
+    result = gnnpipe.run(SYNTH, sets={"run.epochs": 2, "model.hidden": 8})
+    assert result.directory.is_relative_to(pathlib.Path("runs")) or tmp_path in result.directory.resolve().parents
+    assert result.summary["epochs"] == 2
+
+
+def test_a_yaml_path_and_bench_and_infer(tmp_path):
+    config = tmp_path / "synth.yaml"
+    config.write_text(json.dumps(SYNTH))
+    run = gnnpipe.run(config, out=tmp_path / "run")
+    bench = gnnpipe.bench(SYNTH, out=tmp_path / "bench", sets={"run.epochs": 3})
+    assert bench.summary["params_identical"] is True
+    assert (bench.directory / "bench.json").exists()
+    infer = gnnpipe.infer(config, run.directory / "checkpoints" / "best", out=tmp_path / "infer", logits=True)
+    assert (infer.directory / "predictions.npy").exists()
+    assert (infer.directory / "logits.npy").exists()
+    assert infer.summary["nodes"] == 300
+
+
+def test_errors_are_exception_classes_with_one_line_messages(tmp_path):
+    bad_key = dict(SYNTH, model={"type": "gcn", "layerz": 2})
+    with pytest.raises(gnnpipe.ConfigError, match=r"model\.layerz: unknown key") as e:
+        gnnpipe.run(bad_key, out=tmp_path / "a")
+    assert "\n" not in str(e.value)
+    assert isinstance(e.value, gnnpipe.Error)
+    with pytest.raises(gnnpipe.OutOfBudget, match="memory.limit"):
+        gnnpipe.run(SYNTH, out=tmp_path / "b", sets={"memory.limit": "4KiB"})
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "graph.npz").write_bytes(b"not a zip file")
+    with pytest.raises(gnnpipe.DataError):
+        gnnpipe.run(dict(SYNTH, dataset={"path": str(broken)}), out=tmp_path / "c")
+    with pytest.raises(TypeError):
+        gnnpipe.run(42)
+
+
+def test_log_lines_reach_python_logging(tmp_path, caplog):
+    with caplog.at_level(logging.INFO, logger="gnnpipe"):
+        gnnpipe.run(SYNTH, out=tmp_path / "log", sets={"run.epochs": 2})
+    lines = [r.getMessage() for r in caplog.records if r.name == "gnnpipe"]
+    assert any(line.startswith("epoch    2") for line in lines), lines[-5:]
+
+
+def test_sigint_stops_a_run_with_its_stop_checkpoint(tmp_path):
+    config = dict(SYNTH, run={"epochs": 100000, "seed": 2, "checkpoint_every": 1})
+    timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(gnnpipe.Interrupted, match="--resume"):
+            gnnpipe.run(config, out=tmp_path / "stopped")
+    finally:
+        timer.cancel()
+    summary = json.loads((tmp_path / "stopped" / "summary.json").read_text())
+    assert summary["status"] == "interrupted"
+    assert (tmp_path / "stopped" / "checkpoints" / "last").exists()
+    # Python's own SIGINT handling is back after the call.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.skipif(not HAS_CORA, reason="no cora in GNNPIPE_DATA_DIR")
+def test_cora_from_a_dict():
+    config = {"name": "py_cora", "dataset": {"path": "cora", "normalize_features": "row"},
+              "model": {"type": "gcn", "layers": 2, "hidden": 16, "dropout": 0.5}, "sampler": {"type": "full"},
+              "optimizer": {"type": "adam", "lr": 0.01, "weight_decay": 5e-4},
+              "run": {"epochs": 30, "seed": 0, "checkpoint_every": 0}}
+    import tempfile
+    with tempfile.TemporaryDirectory() as out:
+        result = gnnpipe.run(config, out=pathlib.Path(out) / "cora", data_dir=DATA)
+        assert result.summary["test_accuracy"] > 0.6

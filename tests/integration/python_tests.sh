@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The Python package's pytest suite (python/tests) under Debian's python3, importing the module
+# from the build tree. Skips (77) without python3-pytest.
+set -euo pipefail
+module_dir=$1 gnnpipe=$2 root=$3
+py=/usr/bin/python3
+"$py" -c "import pytest" 2>/dev/null || { echo "SKIP: $py has no pytest (python3-pytest)"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+PYTHONPATH=$module_dir GNNPIPE_BIN=$gnnpipe GNNPIPE_DATA_DIR=${GNNPIPE_DATA_DIR:-$root/../shared/datasets} \
+  "$py" -m pytest -q -p no:cacheprovider "$root/python/tests"
