@@ -67,7 +67,9 @@ const std::vector<Key<graph::DatasetOptions>>& dataset_keys() {
        .write = [](const O& o) { return YAML::Node(o.normalize_rows ? "row" : "none"); }},
       // Only when set (or for the schema): runs that name no arrays keep their resolved config.
       {.name = "split",
-       .doc = {"integer", kAll, "The column of [N, splits] boolean masks to use (default 0)."},
+       .doc = {"integer", kAll,
+               "Which split of boolean masks with several to use: a column of [N, splits], a row of "
+               "[splits, N] (default 0)."},
        .read =
            [](ConfigMap& s, const std::string& key, O& o) {
              o.keys.split = s.get<int64_t>(key, 0);

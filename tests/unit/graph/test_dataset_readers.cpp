@@ -411,6 +411,36 @@ TEST_CASE("an .npz with common array names reads edges, features, labels and a c
   CHECK_THROWS_WITH(io::load_dataset(dir / "mine.npz", io::DatasetFormat::kAuto, third),
                     Catch::Contains("mine.npz:train_masks: dataset.split 2 is outside the 2 split(s)"));
 
+  SECTION("masks with the splits as rows ([S, N], tolokers.npz's layout) read as the columns do") {
+    // The same masks transposed: [2, 4].
+    gnnpipe::test::write_text(
+        dir / "rows.npz",
+        gnnpipe::test::make_zip({stored("edge_index.npy", edge_index), stored("x.npy", x), stored("y.npy", y),
+                                 stored("train_masks.npy", npy_of<uint8_t>(dir, {1, 0, 1, 0, 0, 1, 0, 1}, {2, 4})),
+                                 stored("val_masks.npy", npy_of<uint8_t>(dir, {0, 1, 0, 0, 1, 0, 0, 0}, {2, 4})),
+                                 stored("test_masks.npy", npy_of<uint8_t>(dir, {0, 0, 0, 1, 0, 0, 1, 0}, {2, 4}))}));
+    for (const int64_t split : {0, 1}) {
+      io::ArrayKeys keys;
+      keys.split = split;
+      const Dataset cols = io::load_dataset(dir / "mine.npz", io::DatasetFormat::kAuto, keys);
+      const Dataset rows = io::load_dataset(dir / "rows.npz", io::DatasetFormat::kAuto, keys);
+      CHECK(std::vector<NodeId>(rows.splits.train.begin(), rows.splits.train.end()) ==
+            std::vector<NodeId>(cols.splits.train.begin(), cols.splits.train.end()));
+      CHECK(std::vector<NodeId>(rows.splits.val.begin(), rows.splits.val.end()) ==
+            std::vector<NodeId>(cols.splits.val.begin(), cols.splits.val.end()));
+      CHECK(std::vector<NodeId>(rows.splits.test.begin(), rows.splits.test.end()) ==
+            std::vector<NodeId>(cols.splits.test.begin(), cols.splits.test.end()));
+    }
+    gnnpipe::test::write_text(
+        dir / "odd.npz",
+        gnnpipe::test::make_zip({stored("edge_index.npy", edge_index), stored("x.npy", x), stored("y.npy", y),
+                                 stored("train_mask.npy", npy_of<uint8_t>(dir, {1, 0, 1, 0, 0, 1}, {2, 3})),
+                                 stored("val_mask.npy", npy_of<uint8_t>(dir, {0, 1, 0, 0})),
+                                 stored("test_mask.npy", npy_of<uint8_t>(dir, {0, 0, 0, 1}))}));
+    CHECK_THROWS_WITH(io::load_dataset(dir / "odd.npz"),
+                      Catch::Contains("odd.npz:train_mask: a mask must be [4], [4, splits] or [splits, 4], got shape [2, 3]"));
+  }
+
   SECTION("[E, 2] edges, node-id splits and names given by dataset.keys") {
     gnnpipe::test::write_text(
         dir / "theirs.npz",

@@ -47,16 +47,20 @@ HostArray<NodeId> read_split(const NpzArchive& npz, const std::string& name, int
     }
     return HostArray<NodeId>(std::move(out));
   }
-  GNNPIPE_CHECK_DATA((a.shape.size() == 1 || a.shape.size() == 2) && a.shape[0] == n,
-                     "{}: a mask must be [{}] or [{}, splits], got {} dimensions with {} rows", what, n, n, a.shape.size(),
-                     a.shape.empty() ? 0 : a.shape[0]);
-  const int64_t splits = a.shape.size() == 2 ? a.shape[1] : 1;
+  // [N], [N, S] (splits as columns, geom-gcn) or [S, N] (splits as rows: the heterophilous-graphs
+  // benchmark's files, e.g. tolokers.npz's [10, N]); [N, N] reads as [N, S].
+  const bool rows_are_nodes = a.shape.size() >= 1 && a.shape[0] == n;
+  const bool splits_as_rows = a.shape.size() == 2 && !rows_are_nodes && a.shape[1] == n;
+  GNNPIPE_CHECK_DATA((a.shape.size() == 1 && rows_are_nodes) || (a.shape.size() == 2 && (rows_are_nodes || splits_as_rows)),
+                     "{}: a mask must be [{}], [{}, splits] or [splits, {}], got shape [{}]", what, n, n, n,
+                     fmt::join(a.shape, ", "));
+  const int64_t splits = a.shape.size() == 1 ? 1 : splits_as_rows ? a.shape[0] : a.shape[1];
   GNNPIPE_CHECK_DATA(split >= 0 && split < splits, "{}: dataset.split {} is outside the {} split(s) this mask holds",
                      what, split, splits);
   const auto mask = to_host_array<uint8_t>(a, what);
   std::vector<NodeId> out;
   for (int64_t v = 0; v < n; ++v) {
-    const uint8_t bit = mask[static_cast<std::size_t>(v * splits + split)];
+    const uint8_t bit = mask[static_cast<std::size_t>(splits_as_rows ? split * n + v : v * splits + split)];
     GNNPIPE_CHECK_DATA(bit <= 1, "{}: mask value {} at node {}, expected 0 or 1", what, bit, v);
     if (bit == 1) out.push_back(static_cast<NodeId>(v));
   }

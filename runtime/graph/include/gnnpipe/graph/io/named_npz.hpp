@@ -7,8 +7,9 @@
 //   features  float [N, F]
 //   labels    int [N] (-1 unlabeled) or 0/1 [N, C]
 //   train, val, test   masks or node ids (below)
-// A split array that is bool (or uint8) is a mask, [N] or [N, S] with S splits as columns (the
-// geom-gcn layout; `dataset.split` picks the column); any other integer array lists node ids.
+// A split array that is bool (or uint8) is a mask, [N], [N, S] with S splits as columns (the
+// geom-gcn layout) or [S, N] with splits as rows (the heterophilous-graphs benchmark's, e.g.
+// tolokers.npz's [10, N]); `dataset.split` picks the split; any other integer array lists node ids.
 // N is the features' rows, else the labels' length, else the largest edge end + 1. Edges are kept
 // as given (directed; no symmetrisation, no self-loop removal).
 #include <filesystem>
