@@ -83,9 +83,9 @@ void check_training_supported(const config::ExperimentConfig& c) {
                        memory::to_string(c.memory.cut), memory::to_string(c.memory.policy));
 }
 
-graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const graph::DataDir& data_dir) {
-  core::Stopwatch load_watch;
-  graph::Dataset d = graph::load_dataset(c.dataset, data_dir);
+namespace {
+
+graph::Dataset prepare_training_dataset(const config::ExperimentConfig& c, graph::Dataset d, const core::Stopwatch& load_watch) {
   use_embedding_input(c.model, d);
   check_trainable(d);
   resolve_score(c.run.metric, d.labels.is_multi_label(), d.name);  // run.metric fits the labels
@@ -93,6 +93,18 @@ graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const gr
                       d.name, d.num_nodes(), d.graph.num_edges(), d.features.cols(), d.labels.num_classes,
                       d.splits.train.size(), d.splits.val.size(), d.splits.test.size(), load_watch.seconds());
   return d;
+}
+
+}  // namespace
+
+graph::Dataset load_training_dataset(const config::ExperimentConfig& c, const graph::DataDir& data_dir) {
+  const core::Stopwatch load_watch;
+  return prepare_training_dataset(c, graph::load_dataset(c.dataset, data_dir), load_watch);
+}
+
+graph::Dataset training_dataset_from(const config::ExperimentConfig& c, graph::Dataset read) {
+  const core::Stopwatch load_watch;
+  return prepare_training_dataset(c, graph::finish_dataset(std::move(read), c.dataset), load_watch);
 }
 
 namespace {

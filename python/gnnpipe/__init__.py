@@ -17,10 +17,40 @@ from collections import namedtuple
 from ._gnnpipe import ConfigError, DataError, Error, Interrupted, OutOfBudget
 from ._gnnpipe import cli as _cli
 
-__all__ = ["run", "bench", "infer", "Result", "Error", "ConfigError", "DataError", "OutOfBudget", "Interrupted"]
+__all__ = ["run", "bench", "infer", "Dataset", "Result", "Error", "ConfigError", "DataError", "OutOfBudget",
+           "Interrupted"]
 
 # What a command left: its summary (summary.json or bench.json, as a dict) and its directory.
 Result = namedtuple("Result", ["summary", "directory"])
+
+
+class Dataset:
+    """A graph held in numpy arrays, for run(config, dataset=...): read as a .npz with the same
+    names is (docs/CONFIG.md, dataset.keys), so the run trains what it trains from that file.
+
+    edge_index: int [2, E] (row 0 the sources, PyG's layout) or [E, 2]; x: float [N, F] (float16,
+    float32 or float64); y: int [N] (-1: unlabeled) or 0/1 [N, C] (multi-label); train, val, test:
+    bool or uint8 masks [N], [N, S] or [S, N] (S splits; `split` picks one), or int node-id arrays.
+    Arrays are read in place when C-contiguous and copied into the run's dataset; they may change
+    or go once run() returns. The config's dataset options (normalize_features, feature_dtype,
+    random_features) apply; its dataset.path is replaced by "python:<name>"."""
+
+    def __init__(self, edge_index, x=None, y=None, train=None, val=None, test=None, *, split=0, name="arrays"):
+        import numpy as np
+        self.arrays = {"edge_index": np.ascontiguousarray(edge_index)}
+        for key, value in (("x", x), ("y", y), ("train_mask", train), ("val_mask", val), ("test_mask", test)):
+            if value is not None:
+                self.arrays[key] = np.ascontiguousarray(value)
+        self.split = int(split)
+        self.name = str(name)
+
+    @classmethod
+    def from_scipy(cls, adjacency, x=None, y=None, train=None, val=None, test=None, **kwargs):
+        """A scipy.sparse adjacency: entry (i, j) is an edge i -> j (PyG's from_scipy_sparse_matrix)."""
+        import numpy as np
+        coo = adjacency.tocoo()
+        edge_index = np.vstack([coo.row.astype(np.int64), coo.col.astype(np.int64)])
+        return cls(edge_index, x, y, train, val, test, **kwargs)
 
 
 class _Config:
@@ -74,22 +104,32 @@ def _load(path):
         return json.load(f)
 
 
-def run(config, *, out=None, data_dir=None, sets=None, resume=None, ranks=None):
+def run(config, *, out=None, data_dir=None, sets=None, resume=None, ranks=None, dataset=None):
     """Trains `config` (gnnpipe run) and returns Result(summary, run directory).
 
     out: the run directory (default: the command line's, under runs/); data_dir: where relative
     dataset paths are found (default: $GNNPIPE_DATA_DIR, else the current directory); resume: a
     run directory to go on from (its checkpoints/last); ranks: data-parallel MPI ranks (starts
-    mpirun: the call then ends this process with mpirun's exit code, so use it from a script).
-    One run per call: configs with run.seeds or sweep write several directories (use the
-    command line)."""
+    mpirun: the call then ends this process with mpirun's exit code, so use it from a script);
+    dataset: a Dataset in memory instead of the config's dataset.path. One run per call: configs
+    with run.seeds or sweep write several directories (use the command line)."""
+    if dataset is not None:
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"dataset: a gnnpipe.Dataset, not {type(dataset).__name__}")
+        sets = dict(sets or {}, **{"dataset.path": f"python:{dataset.name}"})
+        if isinstance(config, dict):
+            section = {k: v for k, v in config.get("dataset", {}).items() if k not in ("path", "synthetic")}
+            config = dict(config, dataset=dict(section, path=f"python:{dataset.name}"))
     with _Config(config) as path:
         args = ["run", path] + _options(data_dir, sets, out)
         if resume is not None:
             args += ["--resume", os.fspath(resume)]
         if ranks is not None:
             args += ["--ranks", str(int(ranks))]
-        printed = _cli(args)
+        if dataset is None:
+            printed = _cli(args)
+        else:
+            printed = _cli(args, dataset.arrays, dataset.name, dataset.split)
     directory = pathlib.Path(resume) if resume is not None and out is None else _summary_dir(printed, out)
     return Result(_load(directory / "summary.json"), directory)
 

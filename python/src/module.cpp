@@ -4,9 +4,12 @@
 // stop checkpoint); gnnpipe's errors become Python exceptions of the same names carrying the same
 // one-line messages, and its log lines go to Python's `logging` (logger "gnnpipe") for the length
 // of the call. The package (python/gnnpipe/__init__.py) builds the command lines from dicts.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -15,7 +18,9 @@
 #include <spdlog/sinks/base_sink.h>
 
 #include "gnnpipe/core/error.hpp"
+#include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/log.hpp"
+#include "gnnpipe/graph/io/named_npz.hpp"
 #include "gnnpipe/experiments/commands/cli.hpp"
 
 namespace py = pybind11;
@@ -55,15 +60,84 @@ class ForwardedLog {
   spdlog::sink_ptr sink_;
 };
 
-// Runs `gnnpipe ARGS...`; returns what it printed on standard output.
-std::string cli(const std::vector<std::string>& args) {
+// numpy arrays by name as a graph::io::ArraySource: each array's buffer read in place (C order;
+// the dataset copies what it keeps). Lives while the caller holds the arrays and the GIL.
+class NumpySource final : public graph::io::ArraySource {
+ public:
+  explicit NumpySource(const py::dict& arrays) {
+    for (const auto& [key, value] : arrays) {
+      const auto name = py::cast<std::string>(key);
+      const auto array = py::array::ensure(value);
+      if (!array) throw py::type_error("dataset array '" + name + "' is not an array");
+      GNNPIPE_CHECK_DATA((array.flags() & py::array::c_style) != 0, "arrays:{}: not C-contiguous", name);
+      graph::io::NpyArray a;
+      a.dtype = dtype_of(array.dtype(), name);
+      for (py::ssize_t d = 0; d < array.ndim(); ++d) a.shape.push_back(static_cast<int64_t>(array.shape(d)));
+      a.data = array.data();
+      a.bytes = static_cast<std::size_t>(array.nbytes());
+      arrays_.emplace(name, std::move(a));
+      held_.push_back(array);  // the buffer stays valid while read
+    }
+  }
+  std::string origin() const override { return "arrays"; }
+  std::vector<std::string> names() const override {
+    std::vector<std::string> out;
+    for (const auto& [name, a] : arrays_) out.push_back(name);
+    return out;
+  }
+  bool contains(const std::string& name) const override { return arrays_.contains(name); }
+  graph::io::NpyArray read(const std::string& name) const override {
+    const auto it = arrays_.find(name);
+    GNNPIPE_CHECK_DATA(it != arrays_.end(), "arrays: no array '{}'", name);
+    return it->second;
+  }
+
+ private:
+  static graph::io::DType dtype_of(const py::dtype& t, const std::string& name) {
+    using graph::io::DType;
+    const char kind = t.kind();
+    const auto size = t.itemsize();
+    if (kind == 'b') return DType::kBool;
+    if (kind == 'f' && size == 2) return DType::kFloat16;
+    if (kind == 'f' && size == 4) return DType::kFloat32;
+    if (kind == 'f' && size == 8) return DType::kFloat64;
+    if (kind == 'i' || kind == 'u') {
+      const bool s = kind == 'i';
+      switch (size) {
+        case 1: return s ? DType::kInt8 : DType::kUInt8;
+        case 2: return s ? DType::kInt16 : DType::kUInt16;
+        case 4: return s ? DType::kInt32 : DType::kUInt32;
+        case 8: return s ? DType::kInt64 : DType::kUInt64;
+        default: break;
+      }
+    }
+    GNNPIPE_THROW(DataError, "arrays:{}: dtype kind '{}' of {} bytes is not a bool, integer or float type", name,
+                  kind, size);
+  }
+  std::map<std::string, graph::io::NpyArray> arrays_;
+  std::vector<py::array> held_;
+};
+
+// Runs `gnnpipe ARGS...`; returns what it printed on standard output. `arrays` (not None): `run`'s
+// dataset, from these named arrays (read as a named .npz is, graph/io/named_npz.hpp), called `name`,
+// the masks' split `split`.
+std::string cli(const std::vector<std::string>& args, const py::object& arrays, const std::string& name, int64_t split) {
   std::vector<const char*> argv{"gnnpipe", "--log-level", "off"};
   for (const std::string& a : args) argv.push_back(a.c_str());
   std::ostringstream out;
+  experiments::DatasetSource dataset;
+  if (!arrays.is_none()) {
+    // Read now, with the GIL: the run calls the source on its own time, without it.
+    graph::io::ArrayKeys keys;
+    keys.split = split;
+    auto read = std::make_shared<graph::Dataset>(
+        graph::io::read_named_arrays(NumpySource(py::cast<py::dict>(arrays)), keys, name));
+    dataset = [read] { return std::move(*read); };
+  }
   const ForwardedLog log;
   {
     py::gil_scoped_release release;
-    experiments::run_cli_throwing(static_cast<int>(argv.size()), argv.data(), out);
+    experiments::run_cli_throwing(static_cast<int>(argv.size()), argv.data(), out, dataset);
   }
   return out.str();
 }
@@ -72,8 +146,10 @@ std::string cli(const std::vector<std::string>& args) {
 
 PYBIND11_MODULE(_gnnpipe, m) {
   m.doc() = "gnnpipe's commands in-process (use the gnnpipe package, not this module)";
-  m.def("cli", &cli, py::arg("args"),
-        "Runs `gnnpipe ARGS...` in this process and returns its standard output; raises gnnpipe's errors.");
+  m.def("cli", &cli, py::arg("args"), py::arg("arrays") = py::none(), py::arg("name") = "arrays",
+        py::arg("split") = 0,
+        "Runs `gnnpipe ARGS...` in this process and returns its standard output; raises gnnpipe's errors. "
+        "arrays: a dict of named numpy arrays that `run` trains on instead of dataset.path.");
   // Base first: pybind11 tries the translators registered last first.
   static py::exception<core::Error> error(m, "Error");
   static py::exception<core::ConfigError> config_error(m, "ConfigError", error.ptr());

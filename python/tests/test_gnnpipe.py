@@ -1,6 +1,7 @@
 """The gnnpipe Python package (issue #43): runs, benches and inferences from dicts give what the
-command line gives; gnnpipe's errors are exception classes with its one-line messages; a SIGINT
-stops a run with its stop checkpoint; log lines reach Python's logging.
+command line gives; a Dataset from numpy or scipy arrays trains what the same .npz trains (masks
+[N, S] or [S, N], node-id splits); gnnpipe's errors are exception classes with its one-line
+messages; a SIGINT stops a run with its stop checkpoint; log lines reach Python's logging.
 
 Run by ctest (tests/CMakeLists.txt) with PYTHONPATH at the build's python/ folder, GNNPIPE_BIN at
 the gnnpipe program and GNNPIPE_DATA_DIR at ../shared/datasets."""
@@ -121,3 +122,68 @@ def test_cora_from_a_dict():
     with tempfile.TemporaryDirectory() as out:
         result = gnnpipe.run(config, out=pathlib.Path(out) / "cora", data_dir=DATA)
         assert result.summary["test_accuracy"] > 0.6
+
+
+def synthetic_arrays(seed=3, n=200, splits_as_rows=False):
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, n, 1200)
+    dst = rng.integers(0, n, 1200)
+    edge_index = np.vstack([np.concatenate([src, dst]), np.concatenate([dst, src])]).astype(np.int64)
+    y = rng.integers(0, 3, n).astype(np.int64)
+    x = (rng.standard_normal((n, 12)) + y[:, None]).astype(np.float32)
+    masks = np.zeros((3, 2, n), dtype=bool)  # (train, val, test) x 2 splits x nodes
+    for s in range(2):
+        order = rng.permutation(n)
+        masks[0, s, order[:80]] = masks[1, s, order[80:120]] = masks[2, s, order[120:]] = True
+    if not splits_as_rows:
+        masks = np.ascontiguousarray(masks.transpose(0, 2, 1))  # [N, S], C order (as np.savez must write it)
+    return edge_index, x, y, masks
+
+
+MODEL = {"name": "py_arrays", "model": {"type": "gcn", "layers": 2, "hidden": 16, "dropout": 0.5},
+         "sampler": {"type": "full"}, "optimizer": {"type": "adam", "lr": 0.01}, "run": {"epochs": 5, "seed": 1}}
+
+
+def test_a_dataset_from_numpy_trains_what_the_same_npz_trains(tmp_path):
+    import numpy as np
+    edge_index, x, y, masks = synthetic_arrays()
+    np.savez(tmp_path / "graph.npz", edge_index=edge_index, x=x, y=y, train_masks=masks[0], val_masks=masks[1],
+             test_masks=masks[2])
+    for split in (0, 1):
+        from_file = gnnpipe.run(dict(MODEL, dataset={"path": str(tmp_path / "graph.npz"), "split": split}),
+                                out=tmp_path / f"file{split}")
+        ds = gnnpipe.Dataset(edge_index, x, y, masks[0], masks[1], masks[2], split=split, name="graph")
+        from_arrays = gnnpipe.run(MODEL, dataset=ds, out=tmp_path / f"arrays{split}")
+        assert from_arrays.summary["params_checksum"] == from_file.summary["params_checksum"]
+        assert from_arrays.summary["dataset"] == from_file.summary["dataset"] == "graph"
+    # Splits as rows ([S, N], tolokers.npz's layout) give the same runs.
+    _, _, _, rows = synthetic_arrays(splits_as_rows=True)
+    ds = gnnpipe.Dataset(edge_index, x, y, rows[0], rows[1], rows[2], split=1, name="graph")
+    assert gnnpipe.run(MODEL, dataset=ds, out=tmp_path / "rows").summary["params_checksum"] == \
+        from_file.summary["params_checksum"]
+
+
+def test_a_dataset_from_scipy_and_node_id_splits(tmp_path):
+    import numpy as np
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    edge_index, x, y, masks = synthetic_arrays()
+    edge_index = np.unique(edge_index.T, axis=0).T  # distinct edges, as a sparse matrix holds them
+    adjacency = scipy_sparse.csr_matrix((np.ones(edge_index.shape[1]), (edge_index[0], edge_index[1])), shape=(200, 200))
+    ids = [np.flatnonzero(masks[k][:, 0]) for k in range(3)]
+    from_scipy = gnnpipe.run(MODEL, dataset=gnnpipe.Dataset.from_scipy(adjacency, x, y, *ids), out=tmp_path / "sp")
+    from_edges = gnnpipe.run(MODEL, dataset=gnnpipe.Dataset(edge_index, x, y, *ids), out=tmp_path / "ed")
+    assert adjacency.nnz == edge_index.shape[1]
+    assert from_scipy.summary["params_checksum"] == from_edges.summary["params_checksum"]
+
+
+def test_bad_arrays_are_data_errors(tmp_path):
+    import numpy as np
+    edge_index, x, y, masks = synthetic_arrays()
+    with pytest.raises(gnnpipe.DataError, match=r"arrays:edge_index: edge .* names a node beyond"):
+        gnnpipe.run(MODEL, dataset=gnnpipe.Dataset(edge_index + 500, x, y, *masks), out=tmp_path / "a")
+    with pytest.raises(gnnpipe.DataError, match="arrays:train_mask"):
+        gnnpipe.run(MODEL, dataset=gnnpipe.Dataset(edge_index, x, y, masks[0][:10], masks[1], masks[2]),
+                    out=tmp_path / "b")
+    with pytest.raises(gnnpipe.DataError, match="dtype kind"):
+        gnnpipe.run(MODEL, dataset=gnnpipe.Dataset(edge_index, x.astype(np.complex64), y, *masks), out=tmp_path / "c")

@@ -122,6 +122,7 @@ struct RunArgs {
   std::string resume;
   int ranks = 1;                  // --ranks: start mpirun with this many copies of the command
   std::vector<std::string> argv;  // the program's command line, for --ranks
+  DatasetSource dataset;          // run_cli_throwing's: the dataset instead of dataset.path's
 };
 
 CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
@@ -334,7 +335,8 @@ int run_ranked(const RunArgs& args, std::ostream& out, JobRanks& ranks) {
       dir_options.resume_after = train_options.resume->epoch;
     }
   }
-  const graph::Dataset dataset = load_dataset_of(experiment, run_args.config, run_args.data_dir);
+  const graph::Dataset dataset = args.dataset ? training_dataset_from(experiment, args.dataset())
+                                              : load_dataset_of(experiment, run_args.config, run_args.data_dir);
   if (run_plan) {
     for (const std::string& line : plan_experiment(experiment, dataset).lines()) fmt::print(out, "{}\n", line);
     return 0;
@@ -429,7 +431,8 @@ int doctor_command(DoctorArgs& args, std::ostream& out) {
 
 namespace {
 
-int run_cli_impl(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool rethrow) {
+int run_cli_impl(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool rethrow,
+                 const DatasetSource& dataset) {
   CLI::App app{"gnnpipe: pipelined, sampling-based GNN training on graphs too large for full-batch GPU training",
                "gnnpipe"};
   app.set_version_flag("--version", version_text, "print version, build type, CUDA support and detected GPUs");
@@ -446,6 +449,7 @@ int run_cli_impl(int argc, const char* const* argv, std::ostream& out, std::ostr
   // The commands in the order --help lists them.
   RunArgs run_args;
   run_args.argv.assign(argv, argv + argc);
+  run_args.dataset = dataset;
   auto* run = add_run_command(app, run_args);
   ExperimentArgs bench_args;
   auto* bench = app.add_subcommand("bench", "run the sequential baseline and the pipeline side by side (bench.json)");
@@ -503,12 +507,12 @@ int run_cli_impl(int argc, const char* const* argv, std::ostream& out, std::ostr
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  return run_cli_impl(argc, argv, out, err, /*rethrow=*/false);
+  return run_cli_impl(argc, argv, out, err, /*rethrow=*/false, {});
 }
 
-int run_cli_throwing(int argc, const char* const* argv, std::ostream& out) {
+int run_cli_throwing(int argc, const char* const* argv, std::ostream& out, const DatasetSource& dataset) {
   std::ostringstream err;  // usage text of --help and the like; errors are thrown
-  return run_cli_impl(argc, argv, out, err, /*rethrow=*/true);
+  return run_cli_impl(argc, argv, out, err, /*rethrow=*/true, dataset);
 }
 
 }  // namespace gnnpipe::experiments

@@ -37,6 +37,12 @@ Dataset load_dataset(const DatasetOptions& options, const DataDir& data_dir) {
     }
     d = io::load_dataset(path, options.format, options.keys);
   }
+  return finish_dataset(std::move(d), options);
+}
+
+Dataset finish_dataset(Dataset d, const DatasetOptions& options) {
+  GNNPIPE_CHECK_CONFIG(options.random_features >= 0, "dataset.random_features: must be >= 0, got {}",
+                       options.random_features);
   if (options.random_features > 0) add_random_features(d, options.random_features, options.random_features_seed);
   if (options.normalize_rows) {
     GNNPIPE_CHECK_CONFIG(!d.features.empty(), "dataset.normalize_features: the dataset has no features");

@@ -46,6 +46,9 @@ void use_embedding_input(const models::ModelOptions& model, graph::Dataset& d);
 // features, a train split): DataError / ConfigError otherwise. Called before the run directory
 // is created, so a bad dataset leaves nothing behind.
 graph::Dataset load_training_dataset(const config::ExperimentConfig& config, const graph::DataDir& data_dir);
+// The same for a dataset read elsewhere (the Python module's arrays): the config's dataset options
+// (graph::finish_dataset) and the same checks.
+graph::Dataset training_dataset_from(const config::ExperimentConfig& config, graph::Dataset read);
 
 struct TrainOptions {
   bool trace = false;                              // write trace.json into the run directory

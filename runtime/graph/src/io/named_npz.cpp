@@ -13,14 +13,12 @@
 namespace gnnpipe::graph::io {
 namespace {
 
-namespace fs = std::filesystem;
-
 // The array named `given` (which must exist), else the first default present; nullopt if none.
-std::optional<std::string> pick(const NpzArchive& npz, const std::string& given, const std::vector<const char*>& names,
+std::optional<std::string> pick(const ArraySource& npz, const std::string& given, const std::vector<const char*>& names,
                                 const char* role) {
   if (!given.empty()) {
     GNNPIPE_CHECK_DATA(npz.contains(given), "{}: no array '{}' (dataset.keys.{}); the file holds: {}",
-                       npz.path().string(), given, role, fmt::join(npz.names(), ", "));
+                       npz.origin(), given, role, fmt::join(npz.names(), ", "));
     return given;
   }
   for (const char* name : names) {
@@ -31,8 +29,8 @@ std::optional<std::string> pick(const NpzArchive& npz, const std::string& given,
 
 bool is_mask_dtype(DType t) { return t == DType::kBool || t == DType::kUInt8; }
 
-HostArray<NodeId> read_split(const NpzArchive& npz, const std::string& name, int64_t n, int64_t split) {
-  const std::string what = npz.path().string() + ":" + name;
+HostArray<NodeId> read_split(const ArraySource& npz, const std::string& name, int64_t n, int64_t split) {
+  const std::string what = npz.origin() + ":" + name;
   const NpyArray a = npz.read(name);
   if (!is_mask_dtype(a.dtype)) {  // node ids
     GNNPIPE_CHECK_DATA(a.shape.size() == 1, "{}: a list of node ids must be 1-D, got {} dimensions", what,
@@ -67,17 +65,33 @@ HostArray<NodeId> read_split(const NpzArchive& npz, const std::string& name, int
   return HostArray<NodeId>(std::move(out));
 }
 
+// An open archive as an ArraySource.
+class ArchiveSource final : public ArraySource {
+ public:
+  explicit ArchiveSource(const NpzArchive& npz) : npz_(npz) {}
+  std::string origin() const override { return npz_.path().string(); }
+  std::vector<std::string> names() const override { return npz_.names(); }
+  bool contains(const std::string& name) const override { return npz_.contains(name); }
+  NpyArray read(const std::string& name) const override { return npz_.read(name); }
+
+ private:
+  const NpzArchive& npz_;
+};
+
 }  // namespace
 
 Dataset read_named_npz(const NpzArchive& npz, const ArrayKeys& keys) {
-  const fs::path& file = npz.path();
-  const std::string base = file.string();
+  return read_named_arrays(ArchiveSource(npz), keys, npz.path().stem().string());
+}
+
+Dataset read_named_arrays(const ArraySource& npz, const ArrayKeys& keys, const std::string& dataset_name) {
+  const std::string base = npz.origin();
   const auto edge_name = pick(npz, keys.edges, kDefaultArrayNames.edges, "edges");
   GNNPIPE_CHECK_DATA(edge_name.has_value(),
                      "{}: no edge list (looked for {}; name it with dataset.keys.edges); the file holds: {}", base,
                      fmt::join(kDefaultArrayNames.edges, ", "), fmt::join(npz.names(), ", "));
   Dataset d;
-  d.name = file.stem().string();
+  d.name = dataset_name;
   int64_t n = -1;
   if (const auto name = pick(npz, keys.features, kDefaultArrayNames.features, "features")) {
     const std::string what = base + ":" + *name;

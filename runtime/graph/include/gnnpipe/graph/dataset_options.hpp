@@ -46,4 +46,8 @@ DataDir resolve_data_dir(const std::string& flag);
 // DataError for bad data.
 Dataset load_dataset(const DatasetOptions& options, const DataDir& data_dir);
 
+// What load_dataset does to a dataset once read: random features, row normalisation, the feature
+// storage type. For a dataset read elsewhere (the Python module's arrays), with the same options.
+Dataset finish_dataset(Dataset d, const DatasetOptions& options);
+
 }  // namespace gnnpipe::graph

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gnnpipe/graph/dataset.hpp"
+#include "gnnpipe/graph/io/npy.hpp"
 #include "gnnpipe/graph/io/npz.hpp"
 
 namespace gnnpipe::graph::io {
@@ -49,5 +50,21 @@ struct ArrayKeys {
 // and the array for anything missing or malformed; a named key that is absent lists the arrays the
 // file has.
 Dataset read_named_npz(const NpzArchive& npz, const ArrayKeys& keys = {});
+
+// Named arrays from anywhere: an archive, or arrays in memory (the Python module's numpy arrays,
+// python/). origin() names the source in messages ("<origin>:<array>").
+class ArraySource {
+ public:
+  virtual ~ArraySource() = default;
+  virtual std::string origin() const = 0;
+  virtual std::vector<std::string> names() const = 0;
+  virtual bool contains(const std::string& name) const = 0;
+  // DataError naming the array when it cannot be read.
+  virtual NpyArray read(const std::string& name) const = 0;
+};
+
+// read_named_npz over any source, the dataset named `name`. The arrays are copied into the
+// dataset (the source may go once it returns).
+Dataset read_named_arrays(const ArraySource& source, const ArrayKeys& keys, const std::string& name);
 
 }  // namespace gnnpipe::graph::io
