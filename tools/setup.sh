@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gnnpipe's build needs (and tools/plot.py's matplotlib), when they are missing.
+# Installs the Debian packages gnnpipe's build needs (and tools/plot.py's matplotlib), when they are missing:
+# OpenMPI for data-parallel ranks (its mpirun wants an rsh agent even on one machine: openssh-client),
+# pybind11 and the Python headers for the Python module, pytest, numpy and scipy for its tests.
 # As root: runs `apt-get update` once, then installs what is missing. Otherwise: prints the one
 # command to run and exits 1. Prints nothing to do when everything is there.
 set -euo pipefail
@@ -7,7 +9,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ ccache pkg-config libtbb-dev libspdlog-dev libfmt-dev libyaml-cpp-dev catch2
           libopenblas-dev libmetis-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libbenchmark-dev libmatio-dev
           python3-matplotlib python3-numpy libopenmpi-dev openmpi-bin
-          pybind11-dev python3-dev python3-pytest)
+          pybind11-dev python3-dev python3-pytest python3-scipy openssh-client)
 
 missing=()
 for p in "${packages[@]}"; do
