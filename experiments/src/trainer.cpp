@@ -400,7 +400,10 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   };
   const auto on_stall = options.on_stall ? options.on_stall : [&](const std::string& message) {
     progress.clear();
-    end_stalled_run(c, d, epochs, run_watch.seconds(), run_dir, message);
+    // A data-parallel rank names itself: a rank stalls when another stopped answering its sums.
+    const pipeline::Collective* ranks = setup.collective;
+    end_stalled_run(c, d, epochs, run_watch.seconds(), run_dir,
+                    ranks != nullptr ? fmt::format("rank {} of {}: {}", ranks->rank(), ranks->size(), message) : message);
   };
   const StallWatchdog watchdog(recorder, c.run.stall_timeout_s, on_stall);
   // The score's name in epoch lines ("micro-F1 train ..."; nothing for accuracy, as always).

@@ -7,8 +7,9 @@
 # "rank_stages") and the other rank leaves nothing
 # behind; the ranks' parameters are compared after every epoch inside the run (a mismatch fails
 # it). `--ranks 2` starts mpirun itself, and a resumed 2-rank run is bitwise the uninterrupted
-# one. A failing rank ends the whole job with its one-line error; a rank killed mid-epoch ends the
-# job within 30 s. Skips (77) without mpirun or without the datasets.
+# one. A failing rank ends the whole job with its one-line error; a rank killed mid-epoch, or one
+# that stops answering (run.stall_timeout), ends the job within 30 s. Skips (77) without mpirun or
+# without the datasets.
 set -euo pipefail
 gnnpipe=$1 root=$2
 data=${GNNPIPE_DATA_DIR:-$root/../shared/datasets}
@@ -100,3 +101,27 @@ wait "$job" || rc=$?
 [ "$rc" != 0 ] || fail "a killed rank's job exited 0"
 grep -q "rank [01]" "$tmp/killed.log" || { cat "$tmp/killed.log"; fail "the job's end does not name the rank"; }
 echo "ranks_cpu: a killed rank ended the job in $(( $(date +%s) - start )) s (exit $rc)"
+
+# A rank that stops answering (SIGSTOP) leaves the other waiting in the step's sum: run.stall_timeout
+# ends that one as stalled (exit 6), naming its rank, and mpirun ends the job, within 30 s.
+"${mpi[@]}" "$gnnpipe" run "$root/configs/amazon_computers_sage_neighbor.yaml" --set run.epochs=200 \
+  --set run.checkpoint_every=0 --set run.stall_timeout=8 --out "$tmp/hung" >"$tmp/hung.log" 2>&1 &
+job=$!
+for _ in $(seq 1 100); do
+  grep -q "epoch    1" "$tmp/hung.log" 2>/dev/null && break
+  sleep 0.2
+done
+victim=$(pgrep -f -n -- "--out $tmp/hung") || fail "no rank to stop"
+start=$(date +%s)
+kill -STOP "$victim"
+for _ in $(seq 1 300); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$job" 2>/dev/null; then
+  pkill -9 -f -- "--out $tmp/hung" || true
+  kill -9 "$job" 2>/dev/null || true
+  fail "the job still ran 30 s after a rank stopped answering"
+fi
+rc=0
+wait "$job" || rc=$?
+[ "$rc" != 0 ] || fail "a job with a stopped rank exited 0"
+grep -q "gnnpipe: rank [01] of 2: stalled: no stage advanced" "$tmp/hung.log" || { cat "$tmp/hung.log"; fail "no stall message naming the rank"; }
+echo "ranks_cpu: a stopped rank ended the job in $(( $(date +%s) - start )) s (exit $rc)"
