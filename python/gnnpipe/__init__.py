@@ -20,8 +20,16 @@ from ._gnnpipe import cli as _cli
 __all__ = ["run", "bench", "infer", "Dataset", "Result", "Error", "ConfigError", "DataError", "OutOfBudget",
            "Interrupted"]
 
-# What a command left: its summary (summary.json or bench.json, as a dict) and its directory.
-Result = namedtuple("Result", ["summary", "directory"])
+class Result(namedtuple("Result", ["summary", "directory"])):
+    """What a command left: its summary (summary.json or bench.json, as a dict) and its directory."""
+
+    __slots__ = ()
+
+    def arrays(self):
+        """The .npy files the command wrote (infer: predictions, logits, embeddings_layerL), by name
+        without the suffix, memory-mapped read-only: numpy reads the files' pages, nothing is copied."""
+        import numpy as np
+        return {p.stem: np.load(p, mmap_mode="r") for p in sorted(self.directory.glob("*.npy"))}
 
 
 class Dataset:

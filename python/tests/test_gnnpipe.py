@@ -67,9 +67,12 @@ def test_a_yaml_path_and_bench_and_infer(tmp_path):
     assert bench.summary["params_identical"] is True
     assert (bench.directory / "bench.json").exists()
     infer = gnnpipe.infer(config, run.directory / "checkpoints" / "best", out=tmp_path / "infer", logits=True)
-    assert (infer.directory / "predictions.npy").exists()
-    assert (infer.directory / "logits.npy").exists()
     assert infer.summary["nodes"] == 300
+    arrays = infer.arrays()
+    assert sorted(arrays) == ["logits", "predictions"]
+    assert arrays["logits"].shape == (300, 3) and arrays["predictions"].shape == (300,)
+    assert (arrays["logits"].argmax(axis=1) == arrays["predictions"]).all()
+    assert isinstance(arrays["logits"], __import__("numpy").memmap)  # read in place, not copied
 
 
 def test_errors_are_exception_classes_with_one_line_messages(tmp_path):
