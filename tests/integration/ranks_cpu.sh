@@ -6,8 +6,8 @@
 # alone writes the run directory (summary.json "ranks": 2, every rank's stage table in
 # "rank_stages") and the other rank leaves nothing
 # behind; the ranks' parameters are compared after every epoch inside the run (a mismatch fails
-# it). `--ranks 2` starts mpirun itself, and a resumed 2-rank run is bitwise the uninterrupted
-# one. A failing rank ends the whole job with its one-line error; a rank killed mid-epoch, or one
+# it). `--ranks 2` starts mpirun itself, and a 2-rank run resumed after an epoch, or after a
+# SIGTERM mid-epoch, is bitwise the uninterrupted one. A failing rank ends the whole job with its one-line error; a rank killed mid-epoch, or one
 # that stops answering (run.stall_timeout), ends the job within 30 s. Skips (77) without mpirun or
 # without the datasets.
 set -euo pipefail
@@ -71,6 +71,39 @@ assert full["ranks"] == resumed["ranks"] == 2, (full.get("ranks"), resumed.get("
 assert full["params_checksum"] == resumed["params_checksum"], \
     f"resumed 2-rank run {resumed['params_checksum']} != uninterrupted {full['params_checksum']}"
 print("ranks_cpu: --ranks 2 resumed after epoch 3 ends bitwise as the uninterrupted run")
+PY
+
+# A stop request mid-epoch (SIGTERM to mpirun, forwarded to every rank) stops both ranks before
+# the same step; rank 0's checkpoints/last holds the partial epoch, and the resumed run ends
+# bitwise as the uninterrupted one.
+amazon=("$root/configs/amazon_computers_sage_neighbor.yaml" -q --set run.epochs=6)
+"$gnnpipe" run "${amazon[@]}" --ranks 2 --out "$tmp/amazon_full" >"$tmp/amazon_full.log" 2>&1 ||
+  { cat "$tmp/amazon_full.log"; fail "the uninterrupted 2-rank Amazon run failed"; }
+"${mpi[@]}" "$gnnpipe" run "${amazon[@]}" --out "$tmp/amazon_stopped" >"$tmp/amazon_stopped.log" 2>&1 &
+job=$!
+for _ in $(seq 1 150); do  # until epoch 1 is in metrics.csv
+  [ -f "$tmp/amazon_stopped/metrics.csv" ] && [ "$(wc -l < "$tmp/amazon_stopped/metrics.csv")" -ge 2 ] && break
+  sleep 0.2
+done
+sleep 0.3
+kill -TERM "$job"
+rc=0
+wait "$job" || rc=$?
+[ "$rc" != 0 ] || fail "the stopped 2-rank run exited 0 (did it finish before the stop?)"
+# (mpirun ends the ranks right after forwarding the signal, so their last console lines may not
+# reach it: the run directory is what records the stop.)
+[ -d "$tmp/amazon_stopped/checkpoints/last" ] || { cat "$tmp/amazon_stopped.log"; fail "no stop checkpoint"; }
+grep -q '"status": "interrupted"' "$tmp/amazon_stopped/summary.json" || fail "the stopped run's summary.json is not 'interrupted'"
+"$gnnpipe" run "$tmp/amazon_stopped/config.yaml" -q --ranks 2 --resume "$tmp/amazon_stopped" >"$tmp/amazon_resumed.log" 2>&1 ||
+  { cat "$tmp/amazon_resumed.log"; fail "resuming the stopped 2-rank run failed"; }
+python3 - "$tmp/amazon_full" "$tmp/amazon_stopped" <<'PY'
+import json, re, sys
+full, resumed = (json.load(open(f"{d}/summary.json")) for d in sys.argv[1:3])
+log = open(f"{sys.argv[2]}/log.txt").read()
+held = (re.findall(r"checkpoints/last holds ([^:]*)", log) or ["?"])[0]
+assert full["params_checksum"] == resumed["params_checksum"], \
+    f"stopped (last held {held}) and resumed: {resumed['params_checksum']} != uninterrupted {full['params_checksum']}"
+print(f"ranks_cpu: a 2-rank run stopped by SIGTERM (checkpoints/last held {held}) resumed bitwise")
 PY
 
 # What ranks do not do yet is a one-line ConfigError from every rank, and the job ends.
