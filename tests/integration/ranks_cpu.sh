@@ -76,7 +76,7 @@ PY
 # A stop request mid-epoch (SIGTERM to mpirun, forwarded to every rank) stops both ranks before
 # the same step; rank 0's checkpoints/last holds the partial epoch, and the resumed run ends
 # bitwise as the uninterrupted one.
-amazon=("$root/configs/amazon_computers_sage_neighbor.yaml" -q --set run.epochs=6)
+amazon=("$root/configs/amazon_computers_sage_neighbor.yaml" -q --set run.epochs=10)
 "$gnnpipe" run "${amazon[@]}" --ranks 2 --out "$tmp/amazon_full" >"$tmp/amazon_full.log" 2>&1 ||
   { cat "$tmp/amazon_full.log"; fail "the uninterrupted 2-rank Amazon run failed"; }
 "${mpi[@]}" "$gnnpipe" run "${amazon[@]}" --out "$tmp/amazon_stopped" >"$tmp/amazon_stopped.log" 2>&1 &
@@ -111,6 +111,12 @@ rc=0
 "${mpi[@]}" "$gnnpipe" run "$root/configs/cora_gcn.yaml" --set augment.type=mh --out "$tmp/aug" >"$tmp/aug.log" 2>&1 || rc=$?
 [ "$rc" != 0 ] || fail "MH-Aug on two ranks was not refused"
 grep -q "gnnpipe: rank [01] of 2: augment.type mh: MH-Aug's chain is not shared" "$tmp/aug.log" || { cat "$tmp/aug.log"; fail "no one-line error naming augment"; }
+# bench and infer are single-process: under mpirun they say so (each rank would write the same --out).
+rc=0
+"${mpi[@]}" "$gnnpipe" bench "$root/configs/cora_gcn.yaml" --out "$tmp/bench" >"$tmp/bench.log" 2>&1 || rc=$?
+[ "$rc" != 0 ] || fail "gnnpipe bench under mpirun was not refused"
+grep -q "gnnpipe: gnnpipe bench runs in one process, and this one was started as 2 ranks" "$tmp/bench.log" ||
+  { cat "$tmp/bench.log"; fail "no one-line error for bench under mpirun"; }
 
 # A rank killed mid-epoch ends the job, with the rank named, within 30 s.
 "${mpi[@]}" "$gnnpipe" run "$root/configs/amazon_computers_sage_neighbor.yaml" --set run.epochs=200 \

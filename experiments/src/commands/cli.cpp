@@ -383,7 +383,17 @@ int run_ranked(const RunArgs& args, std::ostream& out, JobRanks& ranks) {
 }
 
 // gnnpipe bench: one config with one seed, sequential and pipelined (bench.json).
+// Commands that run in one process: started by mpirun as several ranks, each would write the same
+// --out (only `run` is data-parallel).
+void check_single_process(const char* command) {
+  GNNPIPE_CHECK_CONFIG(launched_ranks() == 1,
+                       "gnnpipe {} runs in one process, and this one was started as {} ranks: run it without mpirun "
+                       "(only gnnpipe run trains data-parallel)",
+                       command, launched_ranks());
+}
+
 int bench_command(const ExperimentArgs& bench_args, std::ostream& out) {
+  check_single_process("bench");
   const config::ExperimentConfig experiment = config::load_experiment(bench_args.config, bench_args.sets);
   check_training_supported(experiment);
   GNNPIPE_CHECK_CONFIG(experiment.run.seeds.empty() && experiment.sweep.empty(),
@@ -397,6 +407,7 @@ int bench_command(const ExperimentArgs& bench_args, std::ostream& out) {
 
 // gnnpipe infer: layer-wise inference with a checkpoint under a memory budget.
 int infer_command(const InferArgs& args, std::ostream& out) {
+  check_single_process("infer");
   const ExperimentArgs& infer_args = args.experiment;
   const config::ExperimentConfig experiment = config::load_experiment(infer_args.config, infer_args.sets);
   // An unfinished infer's --out (killed, or failed) is taken over; see infer_output.hpp.
