@@ -117,10 +117,14 @@ def run(config, *, out=None, data_dir=None, sets=None, resume=None, ranks=None, 
 
     out: the run directory (default: the command line's, under runs/); data_dir: where relative
     dataset paths are found (default: $GNNPIPE_DATA_DIR, else the current directory); resume: a
-    run directory to go on from (its checkpoints/last); ranks: data-parallel MPI ranks (starts
-    mpirun: the call then ends this process with mpirun's exit code, so use it from a script);
+    run directory to go on from (its checkpoints/last); ranks: train data-parallel as this many
+    MPI ranks on this machine (mpirun runs them as child processes; docs/SCALE.md);
     dataset: a Dataset in memory instead of the config's dataset.path. One run per call: configs
     with run.seeds or sweep write several directories (use the command line)."""
+    if ranks is not None and int(ranks) > 1:
+        if dataset is not None:
+            raise ConfigError("ranks: a Dataset in memory is not shared with other processes; write it to a .npz")
+        return _run_ranks(config, int(ranks), out=out, data_dir=data_dir, sets=sets, resume=resume)
     if dataset is not None:
         if not isinstance(dataset, Dataset):
             raise TypeError(f"dataset: a gnnpipe.Dataset, not {type(dataset).__name__}")
@@ -132,13 +136,60 @@ def run(config, *, out=None, data_dir=None, sets=None, resume=None, ranks=None, 
         args = ["run", path] + _options(data_dir, sets, out)
         if resume is not None:
             args += ["--resume", os.fspath(resume)]
-        if ranks is not None:
-            args += ["--ranks", str(int(ranks))]
         if dataset is None:
             printed = _cli(args)
         else:
             printed = _cli(args, dataset.arrays, dataset.name, dataset.split)
     directory = pathlib.Path(resume) if resume is not None and out is None else _summary_dir(printed, out)
+    return Result(_load(directory / "summary.json"), directory)
+
+
+# Exit codes of _RANK_MAIN by error class (the program's, docs/DESIGN.md §5).
+_EXIT_CLASSES = {2: ConfigError, 3: DataError, 4: OutOfBudget, 5: Interrupted}
+_RANK_MAIN = """
+import json, sys
+import gnnpipe
+from gnnpipe._gnnpipe import cli
+try:
+    cli(json.loads(sys.argv[1]))
+except gnnpipe.Error as e:
+    sys.stderr.write(f"gnnpipe: {e}\\n")
+    codes = {gnnpipe.ConfigError: 2, gnnpipe.DataError: 3, gnnpipe.OutOfBudget: 4, gnnpipe.Interrupted: 5}
+    sys.exit(codes.get(type(e), 1))
+"""
+
+
+def _run_ranks(config, ranks, *, out, data_dir, sets, resume):
+    """run() as `ranks` MPI ranks: mpirun starts this interpreter that many times, each running the
+    command line in-process (the module joins MPI when a launcher started it as ranks); rank 0
+    writes the run directory, read back here."""
+    import shutil
+    import subprocess
+    import sys
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        raise Error("ranks: no mpirun on PATH (Debian: openmpi-bin; tools/setup.sh)")
+    if out is None and resume is None:
+        out = tempfile.mkdtemp(prefix="gnnpipe-run-")  # every rank must name the same directory
+    with _Config(config) as path:
+        args = ["run", path] + _options(data_dir, sets, out)
+        if resume is not None:
+            args += ["--resume", os.fspath(resume)]
+        command = [mpirun, "-np", str(ranks)]
+        if os.geteuid() == 0:
+            command.append("--allow-run-as-root")
+        if ranks > (os.cpu_count() or 1):
+            command.append("--oversubscribe")
+        env = dict(os.environ)
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+        done = subprocess.run(command + [sys.executable, "-c", _RANK_MAIN, json.dumps(args)],
+                              env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.startswith("gnnpipe: ")]
+        message = lines[0][len("gnnpipe: "):] if lines else done.stderr.strip()[-500:]
+        raise _EXIT_CLASSES.get(done.returncode, Error)(message)
+    directory = pathlib.Path(resume if out is None else out)
     return Result(_load(directory / "summary.json"), directory)
 
 

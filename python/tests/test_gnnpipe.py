@@ -190,3 +190,22 @@ def test_bad_arrays_are_data_errors(tmp_path):
                     out=tmp_path / "b")
     with pytest.raises(gnnpipe.DataError, match="dtype kind"):
         gnnpipe.run(MODEL, dataset=gnnpipe.Dataset(edge_index, x.astype(np.complex64), y, *masks), out=tmp_path / "c")
+
+
+@pytest.mark.skipif(__import__("shutil").which("mpirun") is None, reason="no mpirun (openmpi-bin)")
+def test_ranks_train_what_one_process_trains(tmp_path):
+    import csv
+    one = gnnpipe.run(SYNTH, out=tmp_path / "one")
+    two = gnnpipe.run(SYNTH, out=tmp_path / "two", ranks=2)
+    assert two.summary["ranks"] == 2 and [r["rank"] for r in two.summary["rank_stages"]] == [0, 1]
+    losses = [[float(r["loss"]) for r in csv.DictReader(open(d / "metrics.csv"))] for d in (one.directory, two.directory)]
+    assert len(losses[0]) == len(losses[1]) == 4
+    for a, b in zip(*losses):
+        assert abs(a - b) <= 1e-5 * abs(a)
+    with pytest.raises(gnnpipe.ConfigError, match=r"rank [01] of 2: .*model\.layerz: unknown key"):
+        gnnpipe.run(dict(SYNTH, model={"type": "gcn", "layerz": 2}), out=tmp_path / "bad", ranks=2)
+    with pytest.raises(gnnpipe.ConfigError, match="a Dataset in memory is not shared"):
+        gnnpipe.run(SYNTH, ranks=2, dataset=gnnpipe.Dataset([[0], [1]]))
+    # The program's --ranks re-runs the program: from Python it is refused, pointing at ranks=.
+    with pytest.raises(gnnpipe.ConfigError, match=r"from Python use gnnpipe.run\(\.\.\., ranks=N\)"):
+        gnnpipe._gnnpipe.cli(["run", str(tmp_path / "x.yaml"), "--ranks", "2"])

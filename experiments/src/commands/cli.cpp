@@ -123,6 +123,7 @@ struct RunArgs {
   int ranks = 1;                  // --ranks: start mpirun with this many copies of the command
   std::vector<std::string> argv;  // the program's command line, for --ranks
   DatasetSource dataset;          // run_cli_throwing's: the dataset instead of dataset.path's
+  bool in_library = false;        // run_cli_throwing's caller (not the gnnpipe program): no --ranks
 };
 
 CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
@@ -276,6 +277,10 @@ int run_ranked(const RunArgs& args, std::ostream& out, JobRanks& ranks);
 // gnnpipe run: one run directory, or one per sweep point or seed; --plan prints the memory plan.
 // Started by mpirun as several ranks: one data-parallel run (run_ranked).
 int run_command(const RunArgs& args, std::ostream& out) {
+  // --ranks re-runs this program under mpirun; a library caller (the Python module) is another
+  // program, which starts its ranks itself (gnnpipe.run(..., ranks=N)).
+  GNNPIPE_CHECK_CONFIG(args.ranks <= 1 || !args.in_library,
+                       "--ranks: an option of the gnnpipe program; from Python use gnnpipe.run(..., ranks=N)");
   if (args.ranks > 1) return start_ranks(args);
   JobRanks ranks;
   if (ranks.size() <= 1) return run_ranked(args, out, ranks);
@@ -461,6 +466,7 @@ int run_cli_impl(int argc, const char* const* argv, std::ostream& out, std::ostr
   RunArgs run_args;
   run_args.argv.assign(argv, argv + argc);
   run_args.dataset = dataset;
+  run_args.in_library = rethrow;
   auto* run = add_run_command(app, run_args);
   ExperimentArgs bench_args;
   auto* bench = app.add_subcommand("bench", "run the sequential baseline and the pipeline side by side (bench.json)");
