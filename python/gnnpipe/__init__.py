@@ -154,7 +154,7 @@ try:
     cli(json.loads(sys.argv[1]))
 except gnnpipe.Error as e:
     sys.stderr.write(f"gnnpipe: {e}\\n")
-    codes = {gnnpipe.ConfigError: 2, gnnpipe.DataError: 3, gnnpipe.OutOfBudget: 4, gnnpipe.Interrupted: 5}
+    codes = {cls: code for code, cls in gnnpipe._EXIT_CLASSES.items()}
     sys.exit(codes.get(type(e), 1))
 """
 

@@ -30,7 +30,11 @@ namespace {
 
 // Forwards each log line to logging.getLogger("gnnpipe") (taking the GIL: lines come from the
 // run's threads while the calling thread waits without it).
+// Made and destroyed with the GIL held (ForwardedLog, on the calling thread).
 class PythonSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  PythonSink() : log_(py::module_::import("logging").attr("getLogger")("gnnpipe").attr("log")) {}
+
  protected:
   void sink_it_(const spdlog::details::log_msg& msg) override {
     const std::string text(msg.payload.data(), msg.payload.size());
@@ -38,12 +42,15 @@ class PythonSink final : public spdlog::sinks::base_sink<std::mutex> {
                       : msg.level == spdlog::level::info ? 20 : 10;
     py::gil_scoped_acquire gil;
     try {
-      py::module_::import("logging").attr("getLogger")("gnnpipe").attr("log")(level, text);
+      log_(level, text);
     } catch (const py::error_already_set&) {
       // A logging failure must not end the run; Python's own handler reports it.
     }
   }
   void flush_() override {}
+
+ private:
+  py::object log_;  // logging.getLogger("gnnpipe").log
 };
 
 // Forwards the log to Python for the length of one call (core::add_record_sink: every line at
@@ -71,7 +78,7 @@ class NumpySource final : public graph::io::ArraySource {
       if (!array) throw py::type_error("dataset array '" + name + "' is not an array");
       GNNPIPE_CHECK_DATA((array.flags() & py::array::c_style) != 0, "arrays:{}: not C-contiguous", name);
       graph::io::NpyArray a;
-      a.dtype = dtype_of(array.dtype(), name);
+      a.dtype = graph::io::parse_descr("arrays:" + name, py::cast<std::string>(array.dtype().attr("str")));
       for (py::ssize_t d = 0; d < array.ndim(); ++d) a.shape.push_back(static_cast<int64_t>(array.shape(d)));
       a.data = array.data();
       a.bytes = static_cast<std::size_t>(array.nbytes());
@@ -93,27 +100,6 @@ class NumpySource final : public graph::io::ArraySource {
   }
 
  private:
-  static graph::io::DType dtype_of(const py::dtype& t, const std::string& name) {
-    using graph::io::DType;
-    const char kind = t.kind();
-    const auto size = t.itemsize();
-    if (kind == 'b') return DType::kBool;
-    if (kind == 'f' && size == 2) return DType::kFloat16;
-    if (kind == 'f' && size == 4) return DType::kFloat32;
-    if (kind == 'f' && size == 8) return DType::kFloat64;
-    if (kind == 'i' || kind == 'u') {
-      const bool s = kind == 'i';
-      switch (size) {
-        case 1: return s ? DType::kInt8 : DType::kUInt8;
-        case 2: return s ? DType::kInt16 : DType::kUInt16;
-        case 4: return s ? DType::kInt32 : DType::kUInt32;
-        case 8: return s ? DType::kInt64 : DType::kUInt64;
-        default: break;
-      }
-    }
-    GNNPIPE_THROW(DataError, "arrays:{}: dtype kind '{}' of {} bytes is not a bool, integer or float type", name,
-                  kind, size);
-  }
   std::map<std::string, graph::io::NpyArray> arrays_;
   std::vector<py::array> held_;
 };

@@ -88,7 +88,7 @@ graph::MiniBatch BatchPath::sample(const Item& item, samplers::ParallelSampler& 
     const double t0 = s_.recorder.begin(Stage::kSample, item.epoch, item.spec.index);
     fault(Stage::kSample, item);
     graph::MiniBatch batch = sampler.sample_one(item.spec);
-    if (s_.collective != nullptr && s_.collective->size() > 1) {
+    if (s_.data_parallel()) {
       batch = rank_share(std::move(batch), s_.model.num_layers(), s_.collective->rank(), s_.collective->size());
     }
     if (augmentation_ != nullptr) augmentation_->attach(batch);
@@ -108,7 +108,7 @@ void BatchPath::gather(Item& item, graph::MiniBatch batch) {
     item.offsets = {0};
     item.total_bytes = layout.total_bytes;
     item.loss_rows = batch.loss_rows.size();
-    item.idle_share = s_.collective != nullptr && idle_share(batch);
+    item.idle_share = s_.data_parallel() && idle_share(batch);
     memory::StagingSlot& slot = staging_.slot(item.slot);
     core::tsan::acquire(&slot);  // slot hand-off: its token came back after its last copy (transfer)
     slot.ensure(layout.total_bytes);
@@ -360,9 +360,9 @@ void BatchPath::train(const Item& item) {
   });
   const auto dev = static_cast<std::size_t>(item.device_slot);
   const std::size_t parts = item.layouts.size();
-  if (s_.collective != nullptr) sum_over_ranks(item);
+  if (s_.data_parallel()) sum_over_ranks(item);
   s_.optimizer.step(s_.model.params());
-  if (s_.collective != nullptr && item.last_in_epoch()) {
+  if (s_.data_parallel() && item.last_in_epoch()) {
     // The ranks stepped with the same sums: their parameters must be bitwise equal.
     s_.collective->check_equal(s_.model.params().checksum(train_stream_), "the parameters' checksum");
   }

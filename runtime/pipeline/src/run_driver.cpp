@@ -37,7 +37,7 @@ int stop_signal(const TrainingSetup& s) {
   const int local = s.stop_request != nullptr ? s.stop_request->load() : 0;
   // Data-parallel: every rank stops before the same step (the largest signal any rank saw), or one
   // would wait alone in the step's sum.
-  if (s.collective != nullptr && s.collective->size() > 1) return s.collective->max(local);
+  if (s.data_parallel()) return s.collective->max(local);
   return local;
 }
 

@@ -19,8 +19,7 @@ memory::CachingAllocator& allocator_of(const models::OpContext& ctx) {
 bool may_be_resident(const TrainingSetup& s) {
   // An augmented batch's views change every epoch; a rank's share of a data-parallel batch is not
   // the whole graph that evaluation reads from a resident batch.
-  const bool ranks = s.collective != nullptr && s.collective->size() > 1;
-  return s.pipeline.resident && !s.augment.enabled() && !ranks && s.sampler.fixed_batch() &&
+  return s.pipeline.resident && !s.augment.enabled() && !s.data_parallel() && s.sampler.fixed_batch() &&
          s.sampler.plan_epoch(1).size() == 1;
 }
 

@@ -29,7 +29,7 @@ void check_setup(const TrainingSetup& s) {
   GNNPIPE_CHECK_CONFIG(s.pipeline.eval_every >= 1, "pipeline.eval_every: must be >= 1, got {}", s.pipeline.eval_every);
   GNNPIPE_CHECK_CONFIG(s.sampler.num_layers() == s.model.num_layers(), "the sampler builds batches for {} layers, the model has {}",
                        s.sampler.num_layers(), s.model.num_layers());
-  if (s.collective != nullptr && s.collective->size() > 1) {
+  if (s.data_parallel()) {
     // What data-parallel training does not do yet (issue #42): say so instead of training wrongly.
     GNNPIPE_CHECK_CONFIG(!s.model.context().device().is_cuda(),
                          "run.device {}: {} ranks train on the CPU backend only for now (the GPUs' NCCL path is "

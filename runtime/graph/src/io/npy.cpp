@@ -41,26 +41,6 @@ constexpr std::array<DTypeInfo, 12> kDTypes = {{
     {DType::kFloat64, "<f8", "float64"},
 }};
 
-// Maps a numpy descr such as "<i8" or "|b1" to a DType; everything else is a DataError that says
-// what was found and why it is refused.
-DType parse_descr(std::string_view name, std::string_view descr) {
-  GNNPIPE_CHECK_DATA(!descr.empty(), "{}: empty dtype descr", name);
-  const char order = descr[0];
-  const std::string_view type = descr.substr(1);
-  GNNPIPE_CHECK_DATA(type.empty() || type[0] != 'O',
-                     "{}: object arrays (dtype '{}') are not supported: they hold pickled Python objects", name,
-                     descr);
-  const DTypeInfo* found = nullptr;
-  for (const DTypeInfo& info : kDTypes) {
-    if (info.descr.substr(1) == type) found = &info;
-  }
-  GNNPIPE_CHECK_DATA(found != nullptr && (order == '<' || order == '>' || order == '|' || order == '='),
-                     "{}: unsupported dtype '{}' (supported: bool, int8-64, uint8-64, float16/32/64)", name, descr);
-  GNNPIPE_CHECK_DATA(order != '>', "{}: big-endian data (dtype '{}') is not supported", name, descr);
-  GNNPIPE_CHECK_DATA(order != '|' || dtype_size(found->dtype) == 1,
-                     "{}: dtype '{}' has no byte order but is {} bytes wide", name, descr, dtype_size(found->dtype));
-  return found->dtype;
-}
 
 uint32_t read_le(const unsigned char* p, std::size_t width) {
   uint32_t value = 0;
@@ -111,6 +91,25 @@ class TempFile {
 };
 
 }  // namespace
+
+DType parse_descr(std::string_view name, std::string_view descr) {
+  GNNPIPE_CHECK_DATA(!descr.empty(), "{}: empty dtype descr", name);
+  const char order = descr[0];
+  const std::string_view type = descr.substr(1);
+  GNNPIPE_CHECK_DATA(type.empty() || type[0] != 'O',
+                     "{}: object arrays (dtype '{}') are not supported: they hold pickled Python objects", name,
+                     descr);
+  const DTypeInfo* found = nullptr;
+  for (const DTypeInfo& info : kDTypes) {
+    if (info.descr.substr(1) == type) found = &info;
+  }
+  GNNPIPE_CHECK_DATA(found != nullptr && (order == '<' || order == '>' || order == '|' || order == '='),
+                     "{}: unsupported dtype '{}' (supported: bool, int8-64, uint8-64, float16/32/64)", name, descr);
+  GNNPIPE_CHECK_DATA(order != '>', "{}: big-endian data (dtype '{}') is not supported", name, descr);
+  GNNPIPE_CHECK_DATA(order != '|' || dtype_size(found->dtype) == 1,
+                     "{}: dtype '{}' has no byte order but is {} bytes wide", name, descr, dtype_size(found->dtype));
+  return found->dtype;
+}
 
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {

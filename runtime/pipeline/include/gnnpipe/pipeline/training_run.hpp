@@ -155,6 +155,9 @@ struct TrainingSetup {
   // compared after each epoch. CPU backend, no augment, the batch never resident (its share is not
   // the whole graph evaluation reads). Must outlive the run.
   Collective* collective = nullptr;
+
+  // Whether this run is one rank of several (what every data-parallel path asks).
+  bool data_parallel() const { return collective != nullptr && collective->size() > 1; }
 };
 
 

@@ -30,6 +30,11 @@ std::string_view dtype_name(DType dtype);
 // numpy's name of `dtype` ("int32", "float32"): for messages and manifests.
 std::string_view dtype_label(DType dtype);
 
+// Maps a numpy descr such as "<i8" or "|b1" (numpy's dtype.str) to a DType; everything else is a
+// DataError "<name>: ..." that says what was found and why it is refused (objects, complex,
+// big-endian, unsupported widths).
+DType parse_descr(std::string_view name, std::string_view descr);
+
 // The DType that stores T exactly (bool, the fixed-width integers, float, double).
 template <class T>
 constexpr DType dtype_of() {
