@@ -7,7 +7,9 @@
 # "rank_stages") and the other rank leaves nothing
 # behind; the ranks' parameters are compared after every epoch inside the run (a mismatch fails
 # it). `--ranks 2` starts mpirun itself, and a 2-rank run resumed after an epoch, or after a
-# SIGTERM mid-epoch, is bitwise the uninterrupted one. A failing rank ends the whole job with its one-line error; a rank killed mid-epoch, or one
+# SIGTERM mid-epoch, is bitwise the uninterrupted one. With dataset.partition (hash, metis) each
+# rank holds about half the feature rows and trains bitwise what the unpartitioned ranks train.
+# A failing rank ends the whole job with its one-line error; a rank killed mid-epoch, or one
 # that stops answering (run.stall_timeout), ends the job within 30 s. Skips (77) without mpirun or
 # without the datasets.
 set -euo pipefail
@@ -54,6 +56,48 @@ PY
 
 compare cora_gcn "$root/configs/cora_gcn.yaml" --set run.epochs=20 --set run.checkpoint_every=0
 compare amazon_sage_neighbor "$root/configs/amazon_computers_sage_neighbor.yaml" --set run.epochs=3 --set run.checkpoint_every=0
+
+# dataset.partition: each rank keeps about half the feature rows and reads the others from the other
+# rank; the training is bitwise the unpartitioned 2-rank run's (the same rows reach every batch).
+partitioned() {  # name scheme config sets...: against "$tmp/$name-2", the unpartitioned 2-rank run
+  local name=$1 scheme=$2 config=$3
+  shift 3
+  GNNPIPE_CACHE_DIR=$tmp/cache "${mpi[@]}" "$gnnpipe" run "$config" "$@" --set dataset.partition="$scheme" \
+    --out "$tmp/$name-p" >"$tmp/$name-p.log" 2>&1 || { cat "$tmp/$name-p.log"; fail "$name: two ranks with dataset.partition $scheme failed"; }
+  python3 - "$tmp/$name-2" "$tmp/$name-p" "$name" "$scheme" <<'PY'
+import csv, json, sys
+whole, parted, name, scheme = sys.argv[1:5]
+a, b = (json.load(open(f"{d}/summary.json")) for d in (whole, parted))
+assert a["params_checksum"] == b["params_checksum"], \
+    f"{name}: partitioned {b['params_checksum']} != unpartitioned {a['params_checksum']}"
+loss = lambda d: [r["loss"] for r in csv.DictReader(open(f"{d}/metrics.csv"))]
+assert loss(whole) == loss(parted), f"{name}: the partitioned run's losses differ"
+assert a["provenance"]["dataset"] == b["provenance"]["dataset"], "the dataset's record differs"
+p = b["feature_partition"]
+nodes = b["provenance"]["dataset"]["nodes"]
+assert p["scheme"] == scheme and p["ranks"] == 2 and sum(p["rows_per_rank"]) == nodes, p
+for r in b["rank_stages"]:
+    held = r["feature_partition"]["rows_held"]
+    assert held == p["rows_per_rank"][r["rank"]] and 0.4 * nodes <= held <= 0.6 * nodes, (r["rank"], held, nodes)
+    assert r["feature_partition"]["remote_rows_read"] > 0, r["feature_partition"]
+print(f"{name}: dataset.partition {scheme}: rows per rank {p['rows_per_rank']} of {nodes}, "
+      f"{p['remote_rows_read']} rows read from the other rank by rank 0; bitwise the unpartitioned run")
+PY
+}
+partitioned cora_gcn hash "$root/configs/cora_gcn.yaml" --set run.epochs=20 --set run.checkpoint_every=0
+partitioned amazon_sage_neighbor metis "$root/configs/amazon_computers_sage_neighbor.yaml" --set run.epochs=3 --set run.checkpoint_every=0
+# A feature matrix on the device would be the whole one: refused with a one-line error.
+rc=0
+"${mpi[@]}" "$gnnpipe" run "$root/configs/cora_gcn.yaml" --set dataset.partition=hash --set memory.features=device \
+  --out "$tmp/device" >"$tmp/device.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] || { cat "$tmp/device.log"; fail "memory.features device with dataset.partition: exit $rc, not 2"; }
+grep -q "gnnpipe: rank [01] of 2: memory.features: device holds the whole feature matrix" "$tmp/device.log" ||
+  { cat "$tmp/device.log"; fail "no one-line error for memory.features device with dataset.partition"; }
+# One process keeps every row: the key changes nothing there.
+"$gnnpipe" run "$root/configs/cora_gcn.yaml" --set run.epochs=20 --set run.checkpoint_every=0 --set dataset.partition=hash \
+  --out "$tmp/one-p" >"$tmp/one-p.log" 2>&1 || { cat "$tmp/one-p.log"; fail "dataset.partition in one process failed"; }
+grep -q '"params_checksum": "'"$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["params_checksum"])' "$tmp/cora_gcn-1/summary.json")" \
+  "$tmp/one-p/summary.json" || fail "dataset.partition changed a one-process run"
 leftover=$(find "$tmp" -maxdepth 1 -name 'gnnpipe-rank*' | head -1)
 [ -z "$leftover" ] || fail "a follower rank left $leftover behind"
 

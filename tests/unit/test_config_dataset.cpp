@@ -24,6 +24,11 @@ TEST_CASE("the dataset section reads path, format, random features and dtype", "
   CHECK(parse("{path: cora, normalize_features: row}").normalize_rows);
   CHECK_THROWS_WITH(parse("{path: cora, normalize_features: l2}"),
                     Catch::Contains("dataset.normalize_features: 'l2' is not one of none, row"));
+  CHECK(o.partition == gnnpipe::graph::FeaturePartition::kNone);
+  CHECK(parse("{path: cora, partition: hash}").partition == gnnpipe::graph::FeaturePartition::kHash);
+  CHECK(parse("{path: cora, partition: metis}").partition == gnnpipe::graph::FeaturePartition::kMetis);
+  CHECK_THROWS_WITH(parse("{path: cora, partition: random}"),
+                    Catch::Contains("dataset.partition: 'random' is not one of none, hash, metis"));
 }
 
 TEST_CASE("the dataset section reads the array names of an .npz and the split column", "[config]") {

@@ -42,6 +42,8 @@
 #include "commands/report_command.hpp"
 #include "stop_signals.hpp"
 #include "commands/sweep.hpp"
+#include "gnnpipe/experiments/training_sampler.hpp"
+#include "ranks/feature_partition.hpp"
 #include "ranks/job_ranks.hpp"
 #include "records/run_stats.hpp"
 
@@ -340,8 +342,10 @@ int run_ranked(const RunArgs& args, std::ostream& out, JobRanks& ranks) {
       dir_options.resume_after = train_options.resume->epoch;
     }
   }
-  const graph::Dataset dataset = args.dataset ? training_dataset_from(experiment, args.dataset())
-                                              : load_dataset_of(experiment, run_args.config, run_args.data_dir);
+  graph::Dataset dataset = args.dataset ? training_dataset_from(experiment, args.dataset())
+                                        : load_dataset_of(experiment, run_args.config, run_args.data_dir);
+  // (Collective; `dataset` ends before `ranks`, which frees the shard's window.)
+  partition_features(dataset, experiment.dataset.partition, ranks, partition_cache_dir(experiment.sampler));
   if (run_plan) {
     for (const std::string& line : plan_experiment(experiment, dataset).lines()) fmt::print(out, "{}\n", line);
     return 0;
@@ -367,12 +371,15 @@ int run_ranked(const RunArgs& args, std::ostream& out, JobRanks& ranks) {
   nlohmann::json summary = train_experiment(experiment, dataset, run_dir, train_options);
   if (ranks.size() > 1) {
     // Every rank's stage table in rank 0's summary.json (rank order).
-    const nlohmann::json mine = {{"rank", ranks.rank()},
-                                 {"epoch_time_s", summary["epoch_time_s"]},
-                                 {"run_time_s", summary["run_time_s"]},
-                                 {"trainer_wait_s", summary["trainer_wait_s"]},
-                                 {"stage_busy_s", summary["stage_busy_s"]},
-                                 {"stage_detail", summary["stage_detail"]}};
+    nlohmann::json mine = {{"rank", ranks.rank()},
+                           {"epoch_time_s", summary["epoch_time_s"]},
+                           {"run_time_s", summary["run_time_s"]},
+                           {"trainer_wait_s", summary["trainer_wait_s"]},
+                           {"stage_busy_s", summary["stage_busy_s"]},
+                           {"stage_detail", summary["stage_detail"]},
+                           {"peak_host_bytes", summary["memory"]["peak_host_bytes"]},
+                           {"host_bytes_at_end", core::rss_bytes()}};
+    if (summary.contains("feature_partition")) mine["feature_partition"] = summary["feature_partition"];
     const std::vector<std::string> all = ranks.gather(mine.dump());
     if (follower) return 0;
     summary["rank_stages"] = nlohmann::json::array();

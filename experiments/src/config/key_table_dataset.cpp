@@ -65,6 +65,18 @@ const std::vector<Key<graph::DatasetOptions>>& dataset_keys() {
              o.normalize_rows = normalize == "row";
            },
        .write = [](const O& o) { return YAML::Node(o.normalize_rows ? "row" : "none"); }},
+      // Only when set (or for the schema): earlier runs keep their resolved config.
+      {.name = "partition",
+       .doc = {"string", kAll,
+               "none, hash or metis: in a data-parallel run (mpirun, --ranks), each rank keeps the feature rows of its "
+               "part of the nodes (a hash of the id, or METIS parts) and reads the others from their owners; one "
+               "process keeps every row. The same training, bit for bit (docs/SCALE.md)."},
+       .read =
+           [](ConfigMap& s, const std::string& key, O& o) {
+             o.partition = graph::parse_feature_partition(s.get<std::string>(key, "none"), s.key_path(key));
+           },
+       .write = [](const O& o) { return text(graph::to_string(o.partition)); },
+       .written = [](const O& o) { return o.partition != graph::FeaturePartition::kNone; }},
       // Only when set (or for the schema): runs that name no arrays keep their resolved config.
       {.name = "split",
        .doc = {"integer", kAll,

@@ -11,21 +11,13 @@
 #include "gnnpipe/core/check.hpp"
 
 #if GNNPIPE_WITH_MPI
-#include <mpi.h>
+#include "ranks/mpi_error.hpp"
 #endif
 
 namespace gnnpipe::experiments {
 namespace {
 
 #if GNNPIPE_WITH_MPI
-void mpi_check(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(rc, text, &length);
-  GNNPIPE_THROW(Error, "{}: {}", call, std::string(text, static_cast<std::size_t>(length)));
-}
-
 // Sums in rank order at rank 0 (MPI_Reduce: the same order on every call for a fixed rank count),
 // broadcast to every rank: bitwise the same result everywhere.
 class MpiCollective final : public pipeline::Collective {
@@ -90,7 +82,10 @@ JobRanks::JobRanks() {
   if (launched <= 1) return;
 #if GNNPIPE_WITH_MPI
   int provided = 0;
-  mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+  // MULTIPLE where MPI offers it: the partitioned feature store reads rows from every gathering
+  // thread at once (feature_partition.hpp); the sums need SERIALIZED only.
+  mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+  thread_multiple_ = provided >= MPI_THREAD_MULTIPLE;
   if (provided < MPI_THREAD_SERIALIZED) {
     MPI_Finalize();
     GNNPIPE_THROW(Error, "MPI gives thread level {}, and data-parallel training calls it from the train thread "
@@ -107,6 +102,8 @@ JobRanks::JobRanks() {
 }
 
 JobRanks::~JobRanks() {
+  // Collective: every rank ends its run, then comes here (a failed rank aborts the job instead).
+  for (auto it = at_finalize_.rbegin(); it != at_finalize_.rend(); ++it) (*it)();
 #if GNNPIPE_WITH_MPI
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);

@@ -20,7 +20,9 @@ uint64_t hash_span(std::span<const T> values, uint64_t seed) {
 nlohmann::json dataset_checksum(const graph::Dataset& d) {
   const uint64_t structure = hash_span(d.graph.indices(), hash_span(d.graph.offsets(), 0));
   uint64_t features = 0;
-  if (!d.features.empty()) {
+  if (d.features.partitioned()) {
+    features = d.features.shard()->whole_hash;  // the whole matrix's, hashed before it was partitioned
+  } else if (!d.features.empty()) {
     features = d.features.is_16bit() ? hash_span(d.features.raw_16bit(), 0) : hash_span(d.features.float_values(), 0);
   }
   return {{"name", d.name},

@@ -197,6 +197,19 @@ nlohmann::json run_summary(const config::ExperimentConfig& c, const graph::Datas
                           {"chain_s", a.chain_s},
                           {"sample_wait_s", a.wait_s}};
   }
+  if (const graph::FeatureShard* shard = d.features.shard()) {
+    // dataset.partition (issue #42 item 2): what this rank held, and what it read from the others.
+    const graph::RowOwners& o = shard->owners;
+    summary["feature_partition"] = {
+        {"scheme", graph::to_string(o.scheme)},
+        {"ranks", o.ranks},
+        {"rows_per_rank", o.shard_rows},
+        {"rows_held", d.features.local_rows()},
+        {"bytes_held", static_cast<std::size_t>(d.features.local_rows()) * d.features.bytes_per_row()},
+        {"remote_rows_read", shard->remote_rows.load()},
+        {"remote_bytes_read", static_cast<std::size_t>(shard->remote_rows.load()) * d.features.bytes_per_row()},
+        {"remote_read_s", static_cast<double>(shard->remote_ns.load()) * 1e-9}};
+  }
   if (d.labels.is_multi_label()) {
     const std::lock_guard lock(epochs.mutex);
     if (epochs.best) add_f1_scores(summary, *epochs.best);

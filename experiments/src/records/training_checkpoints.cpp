@@ -22,7 +22,7 @@ namespace {
 bool hash_free(const std::string& key) {
   return key == "run.epochs" || key == "run.checkpoint_every" || key == "run.keep_last" ||
          key == "run.checkpoint_interval" ||  // added later: hash-free keeps earlier checkpoints' hashes
-         key == "pipeline.eval_threads";
+         key == "pipeline.eval_threads" || key == "dataset.partition";
 }
 
 std::string hash_of(const YAML::Node& resolved) {
@@ -39,7 +39,8 @@ YAML::Node resolved_of(const config::ExperimentConfig& config) {
 
 const std::vector<std::string>& resume_changeable_keys() {
   static const std::vector<std::string> keys{"run.epochs", "run.checkpoint_every", "run.keep_last", "run.patience",
-                                             "run.checkpoint_interval", "pipeline.eval_threads"};
+                                             "run.checkpoint_interval", "pipeline.eval_threads",
+                                             "dataset.partition"};
   return keys;
 }
 

@@ -11,11 +11,14 @@
 
 namespace gnnpipe::core {
 
-uint64_t peak_rss_bytes() {
+namespace {
+
+// A "Vm...:" line of /proc/self/status, in bytes; 0 when absent.
+uint64_t status_bytes(const char* name) {
   std::ifstream status("/proc/self/status");
   std::string key;
   while (status >> key) {
-    if (key == "VmHWM:") {
+    if (key == name) {
       uint64_t kib = 0;
       status >> kib;
       return kib * 1024;
@@ -24,6 +27,11 @@ uint64_t peak_rss_bytes() {
   }
   return 0;
 }
+
+}  // namespace
+
+uint64_t peak_rss_bytes() { return status_bytes("VmHWM:"); }
+uint64_t rss_bytes() { return status_bytes("VmRSS:"); }
 
 std::optional<double> parse_cpu_max(const std::string& text) {
   std::istringstream in(text);

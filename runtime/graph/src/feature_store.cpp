@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -102,62 +103,165 @@ FeatureStore::FeatureStore(HostArray<uint16_t> values, FeatureDType dtype, int64
                      f16_.size(), rows, cols);
 }
 
+FeatureStore FeatureStore::sharded(HostArray<float> f32, HostArray<uint16_t> f16, FeatureDType dtype, int64_t cols,
+                                   std::shared_ptr<const FeatureShard> shard) {
+  GNNPIPE_CHECK(shard != nullptr && shard->remote != nullptr, "a feature shard needs its owners and a remote reader");
+  const RowOwners& o = shard->owners;
+  const int64_t held = o.shard_rows.at(static_cast<std::size_t>(o.rank));
+  const auto values = static_cast<std::size_t>(held * cols);
+  FeatureStore f;
+  f.rows_ = static_cast<int64_t>(o.owner.size());
+  f.cols_ = cols;
+  f.dtype_ = dtype;
+  GNNPIPE_CHECK((dtype == FeatureDType::kFloat32 ? f32.size() : f16.size()) == values,
+                "rank {}'s feature shard: {} values for {} rows x {} columns", o.rank,
+                dtype == FeatureDType::kFloat32 ? f32.size() : f16.size(), held, cols);
+  f.f32_ = std::move(f32);
+  f.f16_ = std::move(f16);
+  f.shard_ = std::move(shard);
+  return f;
+}
+
+int64_t FeatureStore::local_rows() const {
+  return shard_ ? shard_->owners.shard_rows[static_cast<std::size_t>(shard_->owners.rank)] : rows_;
+}
+
 std::size_t FeatureStore::bytes_per_row() const {
   return static_cast<std::size_t>(cols_) * (dtype_ == FeatureDType::kFloat32 ? sizeof(float) : sizeof(uint16_t));
 }
 
+namespace {
+
+void check_whole(const FeatureShard* shard) {
+  GNNPIPE_CHECK(shard == nullptr,
+                "the features are partitioned between ranks (dataset.partition {}): rank {} holds {} of their rows, "
+                "not the whole matrix; gather the rows",
+                to_string(shard->owners.scheme), shard->owners.rank,
+                shard->owners.shard_rows[static_cast<std::size_t>(shard->owners.rank)]);
+}
+
+}  // namespace
+
 std::span<const float> FeatureStore::float_values() const {
+  check_whole(shard_.get());
   GNNPIPE_CHECK(dtype_ == FeatureDType::kFloat32, "features are stored as {}, not float32: use gather()",
                 to_string(dtype_));
   return f32_.span();
 }
 
 std::span<const uint16_t> FeatureStore::raw_16bit() const {
+  check_whole(shard_.get());
   GNNPIPE_CHECK(dtype_ != FeatureDType::kFloat32, "features are stored as float32, not 16-bit");
   return f16_.span();
 }
 
-// Calls row(i, first value of row ids[i]) for every i in parallel, each id checked.
 template <class Row>
 void FeatureStore::each_row(std::span<const NodeId> ids, std::size_t out_size, const char* what, const char* unit,
-                            Row&& row) const {
+                            Row&& row, std::byte* out, bool widen) const {
   const auto cols = static_cast<std::size_t>(cols_);
   GNNPIPE_CHECK(out_size == ids.size() * cols, "{} of {} rows x {} columns into {} {}", what, ids.size(), cols, out_size,
                 unit);
+  const RowOwners* owners = shard_ ? &shard_->owners : nullptr;
   tbb::parallel_for(Range(0, ids.size(), gather_grain(cols_)), core::tsan::fork_join([&](const Range& r) {
     for (std::size_t i = r.begin(); i < r.end(); ++i) {
       const NodeId v = ids[i];
       GNNPIPE_CHECK(v >= 0 && v < rows_, "gather: id {} at position {} is outside [0, {})", v, i, rows_);
-      row(i, static_cast<std::size_t>(v) * cols);
+      if (owners == nullptr) {
+        row(i, static_cast<std::size_t>(v) * cols);
+      } else if (owners->owner[static_cast<std::size_t>(v)] == owners->rank) {
+        row(i, static_cast<std::size_t>(owners->slot[static_cast<std::size_t>(v)]) * cols);
+      }
     }
   }));
+  if (owners != nullptr && owners->ranks > 1) read_remote(ids, out, widen);
+}
+
+// The rows of `ids` that other ranks hold, read from each owner in runs of at most kRemoteRun rows
+// (in parallel: several runs, and owners, at once), into their positions in `out`. 16-bit rows
+// that widen into float32 ones arrive in a bounce buffer first.
+void FeatureStore::read_remote(std::span<const NodeId> ids, std::byte* out, bool widen) const {
+  constexpr std::size_t kRemoteRun = 4096;
+  const RowOwners& o = shard_->owners;
+  const auto start = std::chrono::steady_clock::now();
+  struct Run {
+    int owner;
+    std::vector<int32_t> slots;
+    std::vector<int64_t> at;  // positions in ids
+  };
+  std::vector<Run> runs;
+  std::vector<int> open(static_cast<std::size_t>(o.ranks), -1);  // each owner's run being filled
+  int64_t remote = 0;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto v = static_cast<std::size_t>(ids[i]);
+    const int owner = o.owner[v];
+    if (owner == o.rank) continue;
+    int& k = open[static_cast<std::size_t>(owner)];
+    if (k < 0 || runs[static_cast<std::size_t>(k)].slots.size() == kRemoteRun) {
+      k = static_cast<int>(runs.size());
+      runs.push_back(Run{owner, {}, {}});
+    }
+    runs[static_cast<std::size_t>(k)].slots.push_back(o.slot[v]);
+    runs[static_cast<std::size_t>(k)].at.push_back(static_cast<int64_t>(i));
+    ++remote;
+  }
+  if (remote == 0) return;
+  const auto cols = static_cast<std::size_t>(cols_);
+  tbb::parallel_for(std::size_t{0}, runs.size(), core::tsan::fork_join([&](std::size_t k) {
+    const Run& run = runs[k];
+    if (!widen) {
+      shard_->remote->read(run.owner, run.slots, run.at, out);
+      return;
+    }
+    std::vector<uint16_t> bounce(run.slots.size() * cols);
+    std::vector<int64_t> packed(run.slots.size());
+    for (std::size_t j = 0; j < packed.size(); ++j) packed[j] = static_cast<int64_t>(j);
+    shard_->remote->read(run.owner, run.slots, packed, reinterpret_cast<std::byte*>(bounce.data()));
+    for (std::size_t j = 0; j < packed.size(); ++j) {
+      float* dst = reinterpret_cast<float*>(out) + static_cast<std::size_t>(run.at[j]) * cols;
+      const uint16_t* src = bounce.data() + j * cols;
+      for (std::size_t c = 0; c < cols; ++c) {
+        dst[c] = dtype_ == FeatureDType::kFloat16 ? half_to_float(src[c]) : bfloat16_to_float(src[c]);
+      }
+    }
+  }));
+  shard_->remote_rows.fetch_add(remote, std::memory_order_relaxed);
+  shard_->remote_ns.fetch_add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
+      std::memory_order_relaxed);
 }
 
 void FeatureStore::gather(std::span<const NodeId> ids, std::span<float> out) const {
   const auto cols = static_cast<std::size_t>(cols_);
-  each_row(ids, out.size(), "gather", "floats", [&](std::size_t i, std::size_t base) {
-    float* dst = out.data() + i * cols;
-    switch (dtype_) {
-      case FeatureDType::kFloat32: std::memcpy(dst, f32_.data() + base, cols * sizeof(float)); break;
-      case FeatureDType::kFloat16:
-        for (std::size_t c = 0; c < cols; ++c) dst[c] = half_to_float(f16_[base + c]);
-        break;
-      case FeatureDType::kBFloat16:
-        for (std::size_t c = 0; c < cols; ++c) dst[c] = bfloat16_to_float(f16_[base + c]);
-        break;
-    }
-  });
+  each_row(
+      ids, out.size(), "gather", "floats",
+      [&](std::size_t i, std::size_t base) {
+        float* dst = out.data() + i * cols;
+        switch (dtype_) {
+          case FeatureDType::kFloat32: std::memcpy(dst, f32_.data() + base, cols * sizeof(float)); break;
+          case FeatureDType::kFloat16:
+            for (std::size_t c = 0; c < cols; ++c) dst[c] = half_to_float(f16_[base + c]);
+            break;
+          case FeatureDType::kBFloat16:
+            for (std::size_t c = 0; c < cols; ++c) dst[c] = bfloat16_to_float(f16_[base + c]);
+            break;
+        }
+      },
+      reinterpret_cast<std::byte*>(out.data()), is_16bit());
 }
 
 void FeatureStore::gather_raw(std::span<const NodeId> ids, std::span<uint16_t> out) const {
   GNNPIPE_CHECK(is_16bit(), "gather_raw: the features are float32, not 16-bit");
   const auto cols = static_cast<std::size_t>(cols_);
-  each_row(ids, out.size(), "gather_raw", "16-bit values", [&](std::size_t i, std::size_t base) {
-    std::memcpy(out.data() + i * cols, f16_.data() + base, cols * sizeof(uint16_t));
-  });
+  each_row(
+      ids, out.size(), "gather_raw", "16-bit values",
+      [&](std::size_t i, std::size_t base) {
+        std::memcpy(out.data() + i * cols, f16_.data() + base, cols * sizeof(uint16_t));
+      },
+      reinterpret_cast<std::byte*>(out.data()), false);
 }
 
 FeatureStore FeatureStore::converted(FeatureDType dtype, std::string_view what) const {
+  check_whole(shard_.get());
   const auto count = static_cast<std::size_t>(rows_ * cols_);
   if (dtype == dtype_) return *this;
   if (dtype == FeatureDType::kFloat32) {
@@ -189,6 +293,7 @@ FeatureStore FeatureStore::converted(FeatureDType dtype, std::string_view what) 
 }
 
 FeatureStore::Position FeatureStore::first_non_finite() const {
+  check_whole(shard_.get());
   const auto count = static_cast<std::size_t>(rows_ * cols_);
   auto finite_at = [&](std::size_t i) {
     switch (dtype_) {

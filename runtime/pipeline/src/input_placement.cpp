@@ -64,6 +64,10 @@ void InputPlacement::place_features(const Probe& probe, std::size_t eval_bound, 
   const memory::FeaturePlacement wanted = s_.memory.features;
   // (A learned embedding's run has no feature columns: there is nothing to place.)
   if (wanted == memory::FeaturePlacement::kHost || f.empty() || f.cols() == 0) return;
+  GNNPIPE_CHECK_CONFIG(!f.partitioned() || wanted != memory::FeaturePlacement::kDevice,
+                       "memory.features: device holds the whole feature matrix, and dataset.partition {} gives rank {} "
+                       "{} of its {} rows; use memory.features: auto, cache or host",
+                       graph::to_string(f.shard()->owners.scheme), f.shard()->owners.rank, f.local_rows(), f.rows());
   const std::size_t row_bytes = f.bytes_per_row();
   const auto bytes = static_cast<std::size_t>(f.rows()) * row_bytes;
   const std::size_t taken = allocator_.stats().in_use_bytes + eval_bound;
@@ -99,6 +103,9 @@ void InputPlacement::place_features(const Probe& probe, std::size_t eval_bound, 
     build_cache(plan.cache_rows);
     return;
   }
+  // (A partitioned store has no whole matrix to place: auto keeps its rows where they are, and a
+  // batch carries the ones it reads.)
+  if (f.partitioned()) return;
   if (wanted == memory::FeaturePlacement::kDevice) {
     const std::size_t in_use = allocator_.stats().in_use_bytes;
     const std::size_t free = allocator_.budget() > in_use ? allocator_.budget() - in_use : 0;

@@ -9,6 +9,8 @@ namespace gnnpipe::core {
 // Peak resident set size of this process in bytes (VmHWM of /proc/self/status); 0 when the
 // system does not report it.
 uint64_t peak_rss_bytes();
+// The resident set size now (VmRSS); 0 when not reported.
+uint64_t rss_bytes();
 
 // The CPUs this process may use: the affinity mask's count, limited by a cgroup CPU quota
 // (v2 cpu.max, or v1 cpu.cfs_quota_us / cpu.cfs_period_us) rounded up; at least 1.

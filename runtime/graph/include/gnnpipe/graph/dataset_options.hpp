@@ -22,6 +22,9 @@ struct DatasetOptions {
   FeatureDType feature_dtype = FeatureDType::kFloat32;  // storage of the features in memory
   bool normalize_rows = false;  // `normalize_features: row`: divide each feature row by its sum (GCN paper)
   std::optional<SyntheticOptions> synthetic;           // instead of path
+  // `dataset.partition`: in a data-parallel job, which rank keeps which feature rows (feature_shard.hpp;
+  // applied by the program once the ranks are known). A single process holds every row.
+  FeaturePartition partition = FeaturePartition::kNone;
 
   bool operator==(const DatasetOptions&) const = default;
 };
