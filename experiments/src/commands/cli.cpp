@@ -378,7 +378,9 @@ int run_ranked(const RunArgs& args, std::ostream& out, JobRanks& ranks) {
                            {"stage_busy_s", summary["stage_busy_s"]},
                            {"stage_detail", summary["stage_detail"]},
                            {"peak_host_bytes", summary["memory"]["peak_host_bytes"]},
-                           {"host_bytes_at_end", core::rss_bytes()}};
+                           {"host_bytes_at_end", core::rss_bytes()},
+                           {"host_private_bytes_at_end", core::anon_rss_bytes()},
+                           {"host_shared_bytes_at_end", core::shmem_rss_bytes()}};
     if (summary.contains("feature_partition")) mine["feature_partition"] = summary["feature_partition"];
     const std::vector<std::string> all = ranks.gather(mine.dump());
     if (follower) return 0;

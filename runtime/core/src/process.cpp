@@ -32,6 +32,8 @@ uint64_t status_bytes(const char* name) {
 
 uint64_t peak_rss_bytes() { return status_bytes("VmHWM:"); }
 uint64_t rss_bytes() { return status_bytes("VmRSS:"); }
+uint64_t anon_rss_bytes() { return status_bytes("RssAnon:"); }
+uint64_t shmem_rss_bytes() { return status_bytes("RssShmem:"); }
 
 std::optional<double> parse_cpu_max(const std::string& text) {
   std::istringstream in(text);

@@ -11,6 +11,10 @@ namespace gnnpipe::core {
 uint64_t peak_rss_bytes();
 // The resident set size now (VmRSS); 0 when not reported.
 uint64_t rss_bytes();
+// Its private (RssAnon) and shared-memory (RssShmem: e.g. MPI windows on one machine, which every
+// rank that reads a page counts, though the machine holds it once) parts.
+uint64_t anon_rss_bytes();
+uint64_t shmem_rss_bytes();
 
 // The CPUs this process may use: the affinity mask's count, limited by a cgroup CPU quota
 // (v2 cpu.max, or v1 cpu.cfs_quota_us / cpu.cfs_period_us) rounded up; at least 1.
