@@ -209,11 +209,15 @@ def torch_sage(data, fanouts, batch_size, epochs, seed, eval_every=1, hidden=64,
 
 
 @pytest.mark.skipif(torch is None, reason="no torch (python3-torch)")
-@pytest.mark.parametrize("name,config,data,batch,epochs,seeds", [
-    ("cora", "cora_sage_neighbor.yaml", {"path": "cora", "normalize_features": "row"}, 64, 50, (0, 1, 2)),
-    ("amazon", "amazon_computers_sage_neighbor.yaml", "amazon-computers", 1024, 20, (0,)),
+# Early epochs are too noisy to compare (SAGE on Amazon's raw counts: PyG's own accuracy spreads by
+# 11 pp over seeds, docs/BENCHMARKS.md): Amazon runs 100 epochs (evaluated every 5, about 3 minutes of
+# torch here), Cora three seeds of 50.
+@pytest.mark.parametrize("name,config,data,batch,epochs,eval_every,seeds", [
+    ("cora", "cora_sage_neighbor.yaml", {"path": "cora", "normalize_features": "row"}, 64, 50, 1, (0, 1, 2)),
+    ("amazon", "amazon_computers_sage_neighbor.yaml", "amazon-computers", 1024, 100, 5, (0,)),
 ])
-def test_a_torch_sage_trained_by_the_loader_matches_gnnpipe_run(tmp_path, name, config, data, batch, epochs, seeds):
+def test_a_torch_sage_trained_by_the_loader_matches_gnnpipe_run(tmp_path, name, config, data, batch, epochs, eval_every,
+                                                                seeds):
     if not os.path.isdir(os.path.join(DATA, data if isinstance(data, str) else data["path"])):
         pytest.skip(f"no {name} in {DATA}")
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
@@ -221,8 +225,9 @@ def test_a_torch_sage_trained_by_the_loader_matches_gnnpipe_run(tmp_path, name, 
     ours, theirs = [], []
     for seed in seeds:
         run = gnnpipe.run(os.path.join(root, "configs", config), out=tmp_path / f"{name}-{seed}",
-                          sets={"run.epochs": epochs, "run.seed": seed, "run.checkpoint_every": 0})
+                          sets={"run.epochs": epochs, "run.seed": seed, "run.checkpoint_every": 0,
+                                "pipeline.eval_every": eval_every})
         ours.append(run.summary["test_accuracy"])
-        theirs.append(torch_sage(data, [15, 10], batch, epochs, seed))
+        theirs.append(torch_sage(data, [15, 10], batch, epochs, seed, eval_every=eval_every))
     print(f"{name}: gnnpipe run {np.mean(ours):.4f} {ours}, torch + gnnpipe.loader {np.mean(theirs):.4f} {theirs}")
     assert abs(np.mean(ours) - np.mean(theirs)) <= 0.01
