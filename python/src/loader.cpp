@@ -50,6 +50,8 @@ class LoaderCore {
              int prefetch, std::size_t max_bytes) {
     const experiments::config::ExperimentConfig c = experiments::config::parse_experiment(YAML::Load(config));
     if (!arrays.is_none()) {
+      // The dataset reads arrays of its own types in place (no copy): they stay referenced here.
+      arrays_ = arrays;
       graph::io::ArrayKeys keys;
       keys.split = split;
       data_ = graph::finish_dataset(graph::io::read_named_arrays(NumpySource(py::cast<py::dict>(arrays)), keys, name),
@@ -179,6 +181,7 @@ class LoaderCore {
     return seeds;
   }
 
+  py::object arrays_;  // the arrays `data_` may view (released with the GIL: a member of a Python object)
   graph::Dataset data_;
   std::unique_ptr<samplers::Sampler> sampler_;
   std::unique_ptr<pipeline::BatchStream> stream_;

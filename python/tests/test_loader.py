@@ -231,3 +231,16 @@ def test_a_torch_sage_trained_by_the_loader_matches_gnnpipe_run(tmp_path, name, 
         theirs.append(torch_sage(data, [15, 10], batch, epochs, seed, eval_every=eval_every))
     print(f"{name}: gnnpipe run {np.mean(ours):.4f} {ours}, torch + gnnpipe.loader {np.mean(theirs):.4f} {theirs}")
     assert abs(np.mean(ours) - np.mean(theirs)) <= 0.01
+
+
+def test_float32_features_are_read_in_place_and_kept_alive():
+    import gc
+    ds, *_ = graph()
+    loader = L.NeighborLoader(ds, [2], batch_size=1000, input_nodes=np.array([5]))
+    ds.arrays["x"][5] = 42.0  # the loader's dataset views the caller's float32 rows (no copy)
+    assert np.all(arr(next(iter(loader)).x)[0] == 42.0)
+    expected = graph()[2].copy()  # a fresh graph's rows (the same seed)
+    inline = L.NeighborLoader(graph()[0], [2], batch_size=1000, input_nodes=np.array([5, 6]))
+    gc.collect()  # the Dataset object is gone; the loader holds its arrays
+    b = next(iter(inline))
+    np.testing.assert_array_equal(arr(b.x), expected[arr(b.n_id)])
