@@ -1,6 +1,7 @@
 #include "ranks/job_ranks.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <cstdlib>
 #include <string>
@@ -22,7 +23,8 @@ namespace {
 // broadcast to every rank: bitwise the same result everywhere.
 class MpiCollective final : public pipeline::Collective {
  public:
-  MpiCollective(int rank, int size) : rank_(rank), size_(size) {}
+  // `rows`: a communicator of its own for gather_rows (evaluation's thread), or MPI_COMM_NULL.
+  MpiCollective(int rank, int size, MPI_Comm rows) : rank_(rank), size_(size), rows_(rows) {}
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   void sum(std::span<float> values) override { reduce(values.data(), values.size(), MPI_FLOAT); }
@@ -39,6 +41,25 @@ class MpiCollective final : public pipeline::Collective {
       GNNPIPE_CHECK(all[static_cast<std::size_t>(r)] == all[0], "data-parallel: {} differs between ranks: rank 0 {:016x}, rank {} {:016x}",
                     what, all[0], r, all[static_cast<std::size_t>(r)]);
     }
+  }
+  bool gathers_rows() const override { return rows_ != MPI_COMM_NULL; }
+  void gather_rows(std::span<float> values, int64_t cols, std::span<const int64_t> row_offsets) override {
+    GNNPIPE_CHECK(rows_ != MPI_COMM_NULL && row_offsets.size() == static_cast<std::size_t>(size_) + 1 && cols > 0 &&
+                      cols < INT_MAX && row_offsets.back() < INT_MAX &&
+                      values.size() >= static_cast<std::size_t>(row_offsets.back() * cols),
+                  "gather_rows: {} offsets for {} ranks, {} columns, {} values", row_offsets.size(), size_, cols,
+                  values.size());
+    std::vector<int> counts(static_cast<std::size_t>(size_)), at(static_cast<std::size_t>(size_));
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      at[r] = static_cast<int>(row_offsets[r]);
+      counts[r] = static_cast<int>(row_offsets[r + 1] - row_offsets[r]);
+    }
+    MPI_Datatype row = MPI_DATATYPE_NULL;
+    mpi_check(MPI_Type_contiguous(static_cast<int>(cols), MPI_FLOAT, &row), "MPI_Type_contiguous");
+    MPI_Type_commit(&row);
+    const int rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, values.data(), counts.data(), at.data(), row, rows_);
+    MPI_Type_free(&row);
+    mpi_check(rc, "MPI_Allgatherv (sharded evaluation)");
   }
 
  private:
@@ -57,6 +78,7 @@ class MpiCollective final : public pipeline::Collective {
     }
   }
   int rank_, size_;
+  MPI_Comm rows_;
 };
 #endif
 
@@ -93,7 +115,16 @@ JobRanks::JobRanks() {
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  if (size_ > 1) collective_ = std::make_unique<MpiCollective>(rank_, size_);
+  if (size_ > 1) {
+    // Sharded evaluation's channel: evaluation gathers rows on its thread while the train thread
+    // sums, which needs MPI_THREAD_MULTIPLE and a communicator of its own.
+    MPI_Comm rows = MPI_COMM_NULL;
+    if (thread_multiple_) {
+      mpi_check(MPI_Comm_dup(MPI_COMM_WORLD, &rows), "MPI_Comm_dup");
+      at_finalize([rows]() mutable { MPI_Comm_free(&rows); });
+    }
+    collective_ = std::make_unique<MpiCollective>(rank_, size_, rows);
+  }
 #else
   GNNPIPE_THROW(ConfigError, "started as {} ranks, but this gnnpipe was built without MPI: install libopenmpi-dev "
                              "(tools/setup.sh) and rebuild, or run one process",

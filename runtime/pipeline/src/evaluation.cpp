@@ -174,6 +174,18 @@ std::size_t Evaluation::bound() const {
                                device_.is_cuda() ? InferenceArrays::kDevice : InferenceArrays::kModel);
 }
 
+bool Evaluation::sharded() const {
+  return s_.data_parallel() && s_.collective->gathers_rows() && !eval_outputs_on_device_ && !eval_graph_resident_ &&
+         !device_.is_cuda();
+}
+
+std::function<void(models::Matrix<float>&, std::span<const int64_t>)> Evaluation::share_rows() const {
+  pipeline::Collective* ranks = s_.collective;
+  return [ranks](models::Matrix<float>& out, std::span<const int64_t> row_offsets) {
+    ranks->gather_rows(std::span<float>(out.data(), static_cast<std::size_t>(out.size())), out.cols(), row_offsets);
+  };
+}
+
 void Evaluation::snapshot() {
   epoch_end_.record(train_stream_);
   eval_stream_.wait(epoch_end_);
@@ -186,6 +198,17 @@ void Evaluation::evaluate(EpochResult& r, const std::optional<WholeGraphBatch>& 
   const core::TraceRange range("gnnpipe eval");
   // An attempt reads the snapshot, which nothing changes until the next epoch's, and rewrites
   // every score of `r`.
+  if (sharded()) {
+    // Every rank takes part in each layer's exchange of rows: an attempt repeated by one rank alone
+    // would wait for the others forever. A failure ends the job instead (the rank aborts it).
+    const auto once = [&] { evaluate_once(r, whole); };
+    if (arena_) {
+      arena_->execute(once);
+    } else {
+      once();
+    }
+    return;
+  }
   const int attempts = retrying(s_, counters_, Stage::kEval, r.epoch, -1, [&](int attempt) {
     if (arena_) {
       arena_->execute([&] { evaluate_once(r, whole); });
@@ -219,6 +242,9 @@ void Evaluation::evaluate_once(EpochResult& r, const std::optional<WholeGraphBat
                                  .charge_packed = false,
                                  .overlap_bytes = 0,  // the governor's evaluation bound has one packed chunk
                                  .device_outputs = eval_outputs_on_device_,
+                                 .shard = sharded() ? s_.collective->rank() : 0,
+                                 .shards = sharded() ? s_.collective->size() : 1,
+                                 .share_rows = sharded() ? share_rows() : nullptr,
                                  .on_layer = {}},
                                 eval_workspace_);
     logits = layerwise.cview();

@@ -72,6 +72,11 @@ class Evaluation {
 
  private:
   void evaluate_once(EpochResult& r, const std::optional<WholeGraphBatch>& whole);
+  // Data-parallel ranks on the CPU backend share layer-wise evaluation: each computes its run of
+  // chunks, and the ranks exchange each layer's rows (LayerwiseInferenceOptions::shards), when the
+  // collective offers a channel for it and the layer outputs stay on the host.
+  bool sharded() const;
+  std::function<void(models::Matrix<float>&, std::span<const int64_t>)> share_rows() const;
   // An eval-mode forward of a packed whole-graph batch already on the device (every node a
   // target, in id order), one layer at a time on the eval stream; the logits on the host.
   models::MatrixView<const float> whole_graph_logits(const WholeGraphBatch& whole);

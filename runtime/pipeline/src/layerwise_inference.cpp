@@ -6,6 +6,7 @@
 #include <array>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <vector>
@@ -263,12 +264,15 @@ std::vector<samplers::BatchSpec> chunk_specs(const InferenceChunks& chunks, int6
 // Samples `plan`'s chunks `window` at a time (in parallel), cuts those `options.chunks` plans
 // to fewer edges, and calls fn(chunk, first) for each in order: `first` is its first destination,
 // and its destinations are first, first + 1, ... (checked: the plan lists nodes in id order).
+// (Only the chunks [from, to) of the plan: a shard's.)
 template <class Fn>
 void for_each_chunk(samplers::ParallelSampler& parallel, const std::vector<samplers::BatchSpec>& plan,
-                    const LayerwiseInferenceOptions& options, Fn&& fn) {
+                    const LayerwiseInferenceOptions& options, Fn&& fn, std::size_t from = 0,
+                    std::size_t to = std::numeric_limits<std::size_t>::max()) {
   const auto window = static_cast<std::size_t>(options.parallel_chunks);
-  for (std::size_t begin = 0; begin < plan.size(); begin += window) {
-    const std::size_t end = std::min(plan.size(), begin + window);
+  to = std::min(to, plan.size());
+  for (std::size_t begin = from; begin < to; begin += window) {
+    const std::size_t end = std::min(to, begin + window);
     const auto chunks = parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(begin, end - begin));
     for (std::size_t k = 0; k < chunks.size(); ++k) {
       const int64_t keep = options.chunks != nullptr ? options.chunks->keep_edges[begin + k] : -1;
@@ -280,6 +284,23 @@ void for_each_chunk(samplers::ParallelSampler& parallel, const std::vector<sampl
       fn(chunk, first);
     }
   }
+}
+
+// Shard r's chunks of a plan of `chunks`: the contiguous run [chunks * r / shards, chunks * (r + 1) / shards).
+std::size_t shard_begin(std::size_t chunks, int shard, int shards) {
+  return chunks * static_cast<std::size_t>(shard) / static_cast<std::size_t>(shards);
+}
+
+// Where each shard's rows begin (the first destination of its first chunk; the node count for a
+// shard without chunks), and the node count last.
+std::vector<int64_t> shard_row_offsets(const std::vector<samplers::BatchSpec>& plan, int shards, int64_t nodes) {
+  std::vector<int64_t> offsets;
+  for (int r = 0; r < shards; ++r) {
+    const std::size_t first = shard_begin(plan.size(), r, shards);
+    offsets.push_back(first < plan.size() ? static_cast<int64_t>(plan[first].seeds.front()) : nodes);
+  }
+  offsets.push_back(nodes);
+  return offsets;
 }
 
 }  // namespace
@@ -400,6 +421,13 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
   const std::vector<samplers::BatchSpec> plan =
       options.chunks != nullptr ? chunk_specs(*options.chunks, graph.num_nodes()) : sampler->plan_epoch(0);
   if (options.device_outputs) return infer_on_device(model, graph, features, options, workspace, parallel, plan);
+  GNNPIPE_CHECK(options.shards >= 1 && options.shard >= 0 && options.shard < options.shards &&
+                    (options.shards == 1 || (options.share_rows && !model.context().is_cuda())),
+                "inference: shard {} of {} (sharding needs share_rows and the CPU backend)", options.shard, options.shards);
+  const std::size_t from = shard_begin(plan.size(), options.shard, options.shards);
+  const std::size_t to = shard_begin(plan.size(), options.shard + 1, options.shards);
+  const std::vector<int64_t> row_offsets =
+      options.shards > 1 ? shard_row_offsets(plan, options.shards, graph.num_nodes()) : std::vector<int64_t>{};
 
   models::Matrix<float> previous;  // the last layer's outputs for every node (empty before layer 0)
   std::vector<float> input;        // one chunk's input rows, reused (CPU)
@@ -457,8 +485,9 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
         }));
       }
       model.infer_layer(l, block, models::MatrixView<const float>{input.data(), static_cast<int64_t>(rows), in_cols}, y);
-    });
+    }, from, to);
     if (gpu != nullptr) gpu->flush();  // every output of the layer in place before the next reads them
+    if (options.shards > 1) options.share_rows(out, row_offsets);  // the other shards' rows
     if (options.on_layer) options.on_layer(l, out);
     previous = std::move(out);
   }

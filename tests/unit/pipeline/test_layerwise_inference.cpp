@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -64,4 +65,63 @@ TEST_CASE("layer-wise inference in chunks equals a full-graph forward without dr
       }
     }
   }
+}
+
+TEST_CASE("sharded layer-wise inference computes its run of chunks and gives one process's outputs bitwise",
+          "[pipeline][inference][shard]") {
+  // Each of 3 shards runs alone; its share_rows stands in for the ranks' exchange, filling the
+  // other shards' rows from the unsharded run's outputs of that layer (and checking its own rows
+  // against them first).
+  const NodeId n = 157;
+  const graph::CsrGraph g = random_graph(n, 600, 4);
+  core::Rng rng(7, {});
+  std::vector<float> x(static_cast<std::size_t>(n) * 6);
+  for (float& v : x) v = 2 * rng.uniform() - 1;
+  const graph::FeatureStore features(graph::HostArray<float>(x), n, 6);
+  models::ModelOptions o;
+  o.type = models::ModelType::kSage;
+  o.layers = 3;
+  o.hidden = 8;
+  models::GnnModel<float> model(o, 6, 4, 11);
+  std::vector<models::Matrix<float>> layers;  // the unsharded run's outputs, per layer
+  pipeline::LayerwiseInferenceOptions whole = chunked(10, 2);
+  whole.on_layer = [&](std::size_t, const models::Matrix<float>& y) {
+    layers.emplace_back(y.rows(), y.cols());
+    std::copy(y.flat().begin(), y.flat().end(), layers.back().flat().begin());
+  };
+  const auto expected = pipeline::infer_layerwise(model, g, features, whole);
+  for (int shards : {2, 3, 20}) {  // 20 shards for 16 chunks: some shards have none
+    std::vector<int64_t> own_rows(static_cast<std::size_t>(shards), 0);
+    for (int shard = 0; shard < shards; ++shard) {
+      INFO("shard " << shard << " of " << shards);
+      std::size_t layer = 0;
+      pipeline::LayerwiseInferenceOptions mine = chunked(10, 2);
+      mine.shard = shard;
+      mine.shards = shards;
+      mine.share_rows = [&](models::Matrix<float>& out, std::span<const int64_t> offsets) {
+        REQUIRE(offsets.size() == static_cast<std::size_t>(shards) + 1);
+        CHECK(offsets.front() == 0);
+        CHECK(offsets.back() == n);
+        CHECK(std::is_sorted(offsets.begin(), offsets.end()));
+        const models::Matrix<float>& ref = layers.at(layer++);
+        const auto cols = static_cast<std::size_t>(out.cols());
+        const auto begin = static_cast<std::size_t>(offsets[static_cast<std::size_t>(shard)]) * cols;
+        const auto end = static_cast<std::size_t>(offsets[static_cast<std::size_t>(shard) + 1]) * cols;
+        own_rows[static_cast<std::size_t>(shard)] = offsets[static_cast<std::size_t>(shard) + 1] - offsets[static_cast<std::size_t>(shard)];
+        CHECK(std::equal(out.flat().begin() + static_cast<std::ptrdiff_t>(begin),
+                         out.flat().begin() + static_cast<std::ptrdiff_t>(end),
+                         ref.flat().begin() + static_cast<std::ptrdiff_t>(begin)));
+        for (std::size_t i = 0; i < out.flat().size(); ++i) {
+          if (i < begin || i >= end) out.flat()[i] = ref.flat()[i];
+        }
+      };
+      const auto got = pipeline::infer_layerwise(model, g, features, mine);
+      CHECK(layer == 3);
+      CHECK(std::equal(got.flat().begin(), got.flat().end(), expected.flat().begin()));
+    }
+    CHECK(std::accumulate(own_rows.begin(), own_rows.end(), int64_t{0}) == n);
+  }
+  pipeline::LayerwiseInferenceOptions unshared = chunked(10, 2);
+  unshared.shards = 2;
+  CHECK_THROWS_WITH(pipeline::infer_layerwise(model, g, features, unshared), Catch::Contains("sharding needs share_rows"));
 }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "gnnpipe/core/stream.hpp"
@@ -46,6 +47,14 @@ struct LayerwiseInferenceOptions {
   // gather and both copies of every hidden row out of the loop (products-size graphs: 18 s of
   // host-bound evaluation on the H200). `charge_packed` does not apply (the runner allocates).
   bool device_outputs = false;
+  // Sharded between data-parallel ranks (issue #42; host outputs on the CPU backend only): this
+  // process computes shard `shard` of `shards` contiguous runs of the plan's chunks, and after each
+  // layer share_rows(outputs, row_offsets) fills in the other shards' rows (shard r's rows are
+  // [row_offsets[r], row_offsets[r + 1])) before the next layer reads them. The outputs are those
+  // of one process, bit for bit: a chunk's rows do not depend on who computes them.
+  int shard = 0;
+  int shards = 1;
+  std::function<void(models::Matrix<float>& outputs, std::span<const int64_t> row_offsets)> share_rows = nullptr;
   // Called after each layer with its outputs for every node (embeddings of a hidden layer).
   std::function<void(std::size_t layer, const models::Matrix<float>& outputs)> on_layer;
 };
