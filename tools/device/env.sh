@@ -11,6 +11,12 @@ mkdir -p "$prefix"
 for deb in "$root"/.deps/debs/*.deb; do dpkg -x "$deb" "$prefix"; done
 export LD_LIBRARY_PATH=$prefix/usr/lib/x86_64-linux-gnu:$prefix/usr/lib/x86_64-linux-gnu/openblas-pthread:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=/usr/local/cuda/bin:$PATH
+# NCCL (data-parallel ranks on GPUs; loaded at run time): the machine's PyTorch install carries
+# libnccl.so.2 under site-packages/nvidia/nccl/lib when the toolkit has none.
+if ! ls /usr/local/cuda/lib64/libnccl.so* >/dev/null 2>&1; then
+  nccl_lib=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null || true)
+  [ -n "$nccl_lib" ] && [ -d "$nccl_lib" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$nccl_lib
+fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 
 device_build() {

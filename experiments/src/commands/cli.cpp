@@ -37,6 +37,7 @@
 #include "gnnpipe/experiments/records/run_dir.hpp"
 #include "gnnpipe/graph/dataset_options.hpp"
 #include "gnnpipe/graph/io/load.hpp"
+#include "gnnpipe/pipeline/nccl_collective.hpp"
 #include "records/infer_output.hpp"
 #include "commands/multi_seed.hpp"
 #include "commands/report_command.hpp"
@@ -365,6 +366,21 @@ int run_ranked(const RunArgs& args, std::ostream& out, JobRanks& ranks) {
     return 0;
   }
   train_options.collective = ranks.collective();
+  std::unique_ptr<pipeline::Collective> gpu_sums;
+  if (ranks.size() > 1 && experiment.run.device.is_cuda()) {
+    // GPU ranks: each its own GPU (run.device's index plus its place on its machine), the step's
+    // sums through NCCL on the train stream, the host's (stop requests, checksums) through MPI.
+    const int gpu = experiment.run.device.index() + ranks.local_rank();
+    GNNPIPE_CHECK_CONFIG(gpu < core::cuda_device_count(),
+                         "run.device {}: rank {} of {} is number {} on its machine and would use cuda:{}, and the "
+                         "machine has {} GPU(s); start at most one rank per GPU",
+                         experiment.run.device.str(), ranks.rank(), ranks.size(), ranks.local_rank(), gpu,
+                         core::cuda_device_count());
+    experiment.run.device = core::Device::cuda(gpu);
+    gpu_sums = pipeline::make_nccl_collective(ranks.collective(), ranks.rank(), ranks.size(), experiment.run.device,
+                                              [&](std::span<std::byte> id) { ranks.broadcast(id); });
+    train_options.collective = gpu_sums.get();
+  }
   if (follower) dir_options.out = follower->dir.string();
   RunDirectory run_dir(experiment, dir_options);
   core::logger().info("run directory {}", run_dir.path().string());

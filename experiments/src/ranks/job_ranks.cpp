@@ -171,6 +171,22 @@ std::vector<std::string> JobRanks::gather(const std::string& text) const {
 #endif
 }
 
+void JobRanks::broadcast(std::span<std::byte> bytes) const {
+  if (collective_ == nullptr) return;
+#if GNNPIPE_WITH_MPI
+  GNNPIPE_CHECK(bytes.size() < (std::size_t{1} << 30), "broadcast: {} bytes", bytes.size());
+  mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+#endif
+}
+
+int JobRanks::local_rank() const {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "PMIX_LOCAL_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v != nullptr && *v != '\0') return std::max(0, std::atoi(v));
+  }
+  return 0;
+}
+
 void JobRanks::abort(int code) const {
 #if GNNPIPE_WITH_MPI
   if (collective_ != nullptr) MPI_Abort(MPI_COMM_WORLD, code);

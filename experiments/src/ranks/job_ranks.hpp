@@ -8,8 +8,10 @@
 // reduce in rank order at rank 0 and broadcast the result, so every rank gets the same bits.
 // MPI_Finalize at destruction. A build without MPI (libopenmpi-dev missing at configure time)
 // refuses a multi-rank launch with a ConfigError. One per process.
+#include <cstddef>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,10 @@ class JobRanks {
   // Ends every rank of the job with `code` (MPI_Abort): a rank that failed must not leave the others
   // waiting in a sum. No-op for a single rank.
   void abort(int code) const;
+  // Collective: rank 0's `bytes` into every rank's (MPI_Bcast). No-op for a single rank.
+  void broadcast(std::span<std::byte> bytes) const;
+  // This rank's place among the ranks on its machine (the launcher's local rank; 0 when unknown).
+  int local_rank() const;
   // Whether MPI allows calls from several threads at once (MPI_THREAD_MULTIPLE).
   bool thread_multiple() const { return thread_multiple_; }
   // Runs `release` at destruction, before MPI_Finalize, in reverse order of registration: for

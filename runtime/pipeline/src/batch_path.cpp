@@ -388,9 +388,22 @@ void BatchPath::train(const Item& item) {
 }
 
 void BatchPath::sum_over_ranks(const Item& item) {
-  GNNPIPE_CHECK(!device_.is_cuda(), "data-parallel training sums the ranks' gradients in host memory (CPU backend)");
-  train_stream_.synchronize();
   Collective& ranks = *s_.collective;
+  if (device_.is_cuda()) {
+    // GPU ranks (NCCL): the gradients and the batch's loss are summed where they are, queued on the
+    // train stream; the loss-row count (a host value) through the host collective.
+    GNNPIPE_CHECK(ranks.sums_on_device(), "data-parallel training on {} needs a collective that sums device memory "
+                                          "(NCCL)", device_.str());
+    const models::MatrixView<float> grads = s_.model.params().all_grads();
+    ranks.sum_on_device(std::span<float>(grads.data, static_cast<std::size_t>(grads.cols)), train_stream_);
+    double* slot = losses_.slot(item.spec.index, item.batches, item.loss_rows);
+    ranks.sum_on_device(std::span<double>(slot, 1), train_stream_);
+    std::array<double, 1> rows{item.idle_share ? 0.0 : static_cast<double>(item.loss_rows)};
+    ranks.sum(rows);
+    losses_.slot(item.spec.index, item.batches, static_cast<std::size_t>(rows[0]));
+    return;
+  }
+  train_stream_.synchronize();
   ranks.sum(s_.model.params().grads());
   // The loss slot is host memory on the CPU backend; the epoch's loss weighs batches by their loss
   // rows, the whole batch's (an idle share adds none).

@@ -31,10 +31,12 @@ void check_setup(const TrainingSetup& s) {
                        s.sampler.num_layers(), s.model.num_layers());
   if (s.data_parallel()) {
     // What data-parallel training does not do yet (issue #42): say so instead of training wrongly.
-    GNNPIPE_CHECK_CONFIG(!s.model.context().device().is_cuda(),
-                         "run.device {}: {} ranks train on the CPU backend only for now (the GPUs' NCCL path is "
-                         "not built); use run.device: cpu or one rank",
+    GNNPIPE_CHECK_CONFIG(!s.model.context().device().is_cuda() || s.collective->sums_on_device(),
+                         "run.device {}: {} ranks on GPUs sum through NCCL, and this job's collective sums host "
+                         "memory only; use run.device: cpu",
                          s.model.context().device().str(), s.collective->size());
+    GNNPIPE_CHECK_CONFIG(s.model.context().device().is_cuda() || !s.collective->sums_on_device(),
+                         "an NCCL collective sums GPU memory, and run.device is {}", s.model.context().device().str());
     GNNPIPE_CHECK_CONFIG(!s.augment.enabled(), "augment.type mh: MH-Aug's chain is not shared between {} ranks yet; "
                                                "train it in one process",
                          s.collective->size());

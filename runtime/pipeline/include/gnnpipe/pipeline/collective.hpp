@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <span>
 
+#include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/stream.hpp"
+
 namespace gnnpipe::pipeline {
 
 class Collective {
@@ -25,6 +28,17 @@ class Collective {
   virtual int max(int value) = 0;
   // Throws Error naming `what`, the ranks and their values when the ranks' `value`s differ.
   virtual void check_equal(uint64_t value, const char* what) = 0;
+  // Sums of device arrays (GPU ranks: NCCL, nccl_collective.hpp), queued on `stream`, the same
+  // bits on every rank: whether offered, and the sums.
+  virtual bool sums_on_device() const { return false; }
+  virtual void sum_on_device(std::span<float> values, const core::Stream& stream) {
+    (void)values, (void)stream;
+    GNNPIPE_THROW(Error, "this collective sums host memory only");
+  }
+  virtual void sum_on_device(std::span<double> values, const core::Stream& stream) {
+    (void)values, (void)stream;
+    GNNPIPE_THROW(Error, "this collective sums host memory only");
+  }
   // Whether gather_rows is offered (it needs MPI calls from two threads at once).
   virtual bool gathers_rows() const { return false; }
   // Rank r's rows [row_offsets[r], row_offsets[r + 1]) of `values` (row-major, `cols` wide; the

@@ -152,12 +152,15 @@ struct TrainingSetup {
   // batch), trains its share of the batch's loss rows (split_batch's part `rank`: exact, with the
   // targets' computation trees), and the train stage sums the ranks' gradients and losses before
   // the optimizer's step, so each step is the whole batch's; the parameters' checksums are
-  // compared after each epoch. CPU backend, no augment, the batch never resident (its share is not
-  // the whole graph evaluation reads). Must outlive the run.
+  // compared after each epoch. The CPU backend, or GPUs with a collective that sums device memory
+  // (NCCL); no augment; the batch never resident (its share is not the whole graph evaluation
+  // reads). Must outlive the run.
   Collective* collective = nullptr;
 
   // Whether this run is one rank of several (what every data-parallel path asks).
-  bool data_parallel() const { return collective != nullptr && collective->size() > 1; }
+  // (A collective of one rank is data-parallel too: NCCL's one-rank run, which checks the sums'
+  // path against a single process bitwise.)
+  bool data_parallel() const { return collective != nullptr; }
 };
 
 
