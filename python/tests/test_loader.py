@@ -157,8 +157,19 @@ class SAGEConv(torch.nn.Module if torch is not None else object):
     def forward(self, x, x_target, adj):
         src, dst = adj.edge_index
         h = x @ self.lin_l.weight.t()
-        agg = torch.zeros(adj.size[1], h.shape[1]).index_add_(0, dst, h[src] * adj.edge_weight.unsqueeze(1))
+        # (index_select: its backward is an index_add, where h[src]'s is a slow accumulating index_put)
+        messages = torch.index_select(h, 0, src) * adj.edge_weight.unsqueeze(1)
+        agg = torch.zeros(adj.size[1], h.shape[1]).index_add_(0, dst, messages)
         return agg + self.lin_l.bias + self.lin_r(x_target)
+
+
+def dropout(x, p, training):
+    """F.dropout with a byte-resolution mask (p in steps of 1/256; 0.5 exactly): without MKL, torch's
+    Bernoulli draw of Amazon's input rows costs eight times the layer's matrix product."""
+    if not training or p == 0:
+        return x
+    keep = torch.randint(0, 256, x.shape, dtype=torch.uint8) >= int(round(p * 256))
+    return x * keep / (1 - p)
 
 
 class SAGE(torch.nn.Module if torch is not None else object):
@@ -170,7 +181,7 @@ class SAGE(torch.nn.Module if torch is not None else object):
 
     def forward(self, x, adjs):
         for l, (conv, adj) in enumerate(zip(self.convs, adjs)):
-            x = F.dropout(x, self.dropout, self.training)
+            x = dropout(x, self.dropout, self.training)
             x = conv(x, x[: adj.size[1]], adj)
             if l < len(self.convs) - 1:
                 x = F.relu(x)
@@ -208,13 +219,14 @@ def torch_sage(data, fanouts, batch_size, epochs, seed, eval_every=1, hidden=64,
     return best_test
 
 
+# One seed's test accuracy moves by a point or two with the seed in either framework (Cora's 1,000
+# test nodes; SAGE on Amazon's raw counts, whose early epochs are noisier still: PyG's own accuracy
+# spreads by 11 pp over seeds, docs/BENCHMARKS.md). So the means of several seeds are compared:
+# Cora ten seeds of 50 epochs, Amazon two of 100 (evaluated every 5). About 4 minutes on 2 cores.
 @pytest.mark.skipif(torch is None, reason="no torch (python3-torch)")
-# Early epochs are too noisy to compare (SAGE on Amazon's raw counts: PyG's own accuracy spreads by
-# 11 pp over seeds, docs/BENCHMARKS.md): Amazon runs 100 epochs (evaluated every 5, about 3 minutes of
-# torch here), Cora three seeds of 50.
 @pytest.mark.parametrize("name,config,data,batch,epochs,eval_every,seeds", [
-    ("cora", "cora_sage_neighbor.yaml", {"path": "cora", "normalize_features": "row"}, 64, 50, 1, (0, 1, 2)),
-    ("amazon", "amazon_computers_sage_neighbor.yaml", "amazon-computers", 1024, 100, 5, (0,)),
+    ("cora", "cora_sage_neighbor.yaml", {"path": "cora", "normalize_features": "row"}, 64, 50, 1, tuple(range(10))),
+    ("amazon", "amazon_computers_sage_neighbor.yaml", "amazon-computers", 1024, 100, 5, (0, 1)),
 ])
 def test_a_torch_sage_trained_by_the_loader_matches_gnnpipe_run(tmp_path, name, config, data, batch, epochs, eval_every,
                                                                 seeds):
@@ -229,7 +241,8 @@ def test_a_torch_sage_trained_by_the_loader_matches_gnnpipe_run(tmp_path, name, 
                                 "pipeline.eval_every": eval_every})
         ours.append(run.summary["test_accuracy"])
         theirs.append(torch_sage(data, [15, 10], batch, epochs, seed, eval_every=eval_every))
-    print(f"{name}: gnnpipe run {np.mean(ours):.4f} {ours}, torch + gnnpipe.loader {np.mean(theirs):.4f} {theirs}")
+    print(f"{name}: gnnpipe run {np.mean(ours):.4f} {np.round(ours, 4).tolist()}, "
+          f"torch + gnnpipe.loader {np.mean(theirs):.4f} {np.round(theirs, 4).tolist()}")
     assert abs(np.mean(ours) - np.mean(theirs)) <= 0.01
 
 
