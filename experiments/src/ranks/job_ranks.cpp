@@ -176,6 +176,8 @@ void JobRanks::broadcast(std::span<std::byte> bytes) const {
 #if GNNPIPE_WITH_MPI
   GNNPIPE_CHECK(bytes.size() < (std::size_t{1} << 30), "broadcast: {} bytes", bytes.size());
   mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+#else
+  (void)bytes;
 #endif
 }
 
