@@ -6,7 +6,6 @@
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/units.hpp"
-#include "gnnpipe/samplers/parallel_sampler.hpp"
 
 namespace gnnpipe::pipeline {
 
@@ -22,7 +21,7 @@ std::size_t StreamedBatch::bytes() const {
 }
 
 BatchStream::BatchStream(const samplers::Sampler& sampler, const graph::Dataset& data, BatchStreamOptions options)
-    : sampler_(sampler), data_(data), options_(options) {
+    : sampler_(sampler), data_(data), options_(options), parallel_(sampler) {
   GNNPIPE_CHECK_CONFIG(options.prefetch >= 1, "prefetch: {} batches; at least 1", options.prefetch);
 }
 
@@ -79,7 +78,6 @@ StreamedBatch BatchStream::gather(graph::MiniBatch batch) const {
 
 void BatchStream::produce(std::vector<samplers::BatchSpec> plan) {
   try {
-    samplers::ParallelSampler parallel(sampler_);
     const auto window = static_cast<std::size_t>(options_.prefetch);
     for (std::size_t begin = 0; begin < plan.size(); begin += window) {
       {
@@ -89,7 +87,7 @@ void BatchStream::produce(std::vector<samplers::BatchSpec> plan) {
         if (stop_) return;
       }
       const std::size_t n = std::min(window, plan.size() - begin);
-      std::vector<graph::MiniBatch> batches = parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(begin, n));
+      std::vector<graph::MiniBatch> batches = parallel_.sample(std::span<const samplers::BatchSpec>(plan).subspan(begin, n));
       for (graph::MiniBatch& b : batches) {
         StreamedBatch s = gather(std::move(b));
         const std::size_t bytes = s.bytes();

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gnnpipe/graph/dataset.hpp"
+#include "gnnpipe/samplers/parallel_sampler.hpp"
 #include "gnnpipe/samplers/sampler.hpp"
 
 namespace gnnpipe::pipeline {
@@ -62,6 +63,10 @@ class BatchStream {
   const samplers::Sampler& sampler_;
   const graph::Dataset& data_;
   const BatchStreamOptions options_;
+  // The stream's, for every epoch's producer in turn (one runs at a time): its per-thread
+  // workspaces live as long as the stream, and go on the thread that destroys it, after the last
+  // producer was joined.
+  samplers::ParallelSampler parallel_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<StreamedBatch> ready_;
