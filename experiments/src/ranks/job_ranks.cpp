@@ -182,9 +182,9 @@ void JobRanks::broadcast(std::span<std::byte> bytes) const {
 }
 
 int JobRanks::local_rank() const {
+  // (env_int: 0 for a missing or malformed value, which is the first rank's place anyway.)
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK", "PMIX_LOCAL_RANK"}) {
-    const char* v = std::getenv(name);
-    if (v != nullptr && *v != '\0') return std::max(0, std::atoi(v));
+    if (const int n = env_int(name); n > 0) return n;
   }
   return 0;
 }
