@@ -37,6 +37,7 @@ YAML
   peak=$(field largest_batch_peak_bytes "$tmp/$name-whole/summary.json")
   whole_host=$(field peak_host_bytes "$tmp/$name-whole/summary.json")
   need=$(( (peak * 100 + 94) / 95 ))  # memory.tolerance 0.05
+  [[ $name == gcn ]] && gcn_need=$need
   for percent in 50 25; do
     limit=$((need * percent / 100))
     read -r rc seconds rss < <(measure "$gnnpipe" run "$tmp/$name.yaml" --out "$tmp/$name-plan-$percent" --plan \
@@ -57,7 +58,7 @@ YAML
   done
 done
 # Below the least workable budget: an OutOfBudget within seconds, naming the limit that works.
-limit=$((need / 40))
+limit=$((gcn_need / 40))
 read -r rc seconds _ < <(measure "$gnnpipe" run "$tmp/gcn.yaml" --out "$tmp/too-small" --plan --set memory.limit=$limit)
 ((rc != 0)) || { echo "FAIL: a plan at $limit bytes was accepted"; exit 1; }
 grep -q "fits from memory.limit" "$tmp/measure.err" || { cat "$tmp/measure.err" >&2; echo "FAIL: no workable limit named"; exit 1; }

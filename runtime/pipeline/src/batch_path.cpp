@@ -109,6 +109,11 @@ void BatchPath::gather(Item& item, graph::MiniBatch batch) {
     item.total_bytes = layout.total_bytes;
     item.loss_rows = batch.loss_rows.size();
     item.idle_share = s_.data_parallel() && idle_share(batch);
+    item.unpacked = went_layerwise(batch);
+    if (item.unpacked) {  // its layer-wise step reads `batch`; govern packs it if it is admitted otherwise
+      s_.recorder.record(Stage::kGather, item.epoch, item.spec.index, t0, s_.recorder.now());
+      return;
+    }
     memory::StagingSlot& slot = staging_.slot(item.slot);
     core::tsan::acquire(&slot);  // slot hand-off: its token came back after its last copy (transfer)
     slot.ensure(layout.total_bytes);
@@ -118,6 +123,11 @@ void BatchPath::gather(Item& item, graph::MiniBatch batch) {
     s_.recorder.record(Stage::kGather, item.epoch, item.spec.index, t0, s_.recorder.now());
   });
   item.sampled = std::make_shared<graph::MiniBatch>(std::move(batch));
+}
+
+bool BatchPath::went_layerwise(const graph::MiniBatch& batch) const {
+  const std::scoped_lock lock(layerwise_keys_mutex_);
+  return !layerwise_keys_.empty() && layerwise_keys_.contains(MemoryGovernor::key_of(batch));
 }
 
 void BatchPath::pack_parts(Item& item, std::span<const graph::MiniBatch> parts) {
@@ -174,10 +184,21 @@ void BatchPath::govern_once(Item& item, samplers::ParallelSampler& sampler) {
   };
   // The governor's whole decision for the batch: how it runs (as sampled, split, resampled or
   // cut) and whether it stays on the device for the run.
+  const MemoryGovernor::BatchKey key = MemoryGovernor::key_of(*item.sampled);
   Admission a = governor_->admit(std::move(*item.sampled), item.batches, s_.sampler.redraws(), redraw, residency());
   item.sampled.reset();
   item.governed = counters_of(a);
-  if (a.action != MemoryAction::kFit) {
+  {
+    const std::scoped_lock lock(layerwise_keys_mutex_);
+    if (a.action == MemoryAction::kLayerwise) {
+      if (layerwise_keys_.size() >= kLayerwiseKeys) layerwise_keys_.clear();  // (bounded, like the governor's memo)
+      layerwise_keys_.insert(key);
+    } else {
+      layerwise_keys_.erase(key);
+    }
+  }
+  // A layer-wise step reads the admitted batch itself: nothing to pack.
+  if (a.action != MemoryAction::kLayerwise && (a.action != MemoryAction::kFit || item.unpacked)) {
     pack_parts(item, a.parts);
     core::logger().debug("memory: {} {}: {} into {} part(s), predicted {}", describe(item), to_string(a.action),
                          a.edges_removed > 0 ? fmt::format("{} edges removed", a.edges_removed) : "",
@@ -330,7 +351,8 @@ void BatchPath::run_layerwise(const Item& item, double* loss) {
   const std::size_t moved = layerwise_.run(
       a.parts.front(), *a.layerwise, key, placement_.label_source(),
       [&](const PackedBatchView& chunk, models::MatrixView<const float> logits, models::MatrixView<float> dlogits,
-          std::size_t index) { loss_of(chunk, logits, dlogits, chunks > 1 ? part_losses_.data() + index : loss); });
+          std::size_t index) { loss_of(chunk, logits, dlogits, chunks > 1 ? part_losses_.data() + index : loss); },
+      placement_.placed_features());
   end_step(chunks, loss);
   counters_.moved(item.epoch, {.copied_bytes = moved});
 }

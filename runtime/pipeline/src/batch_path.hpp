@@ -9,7 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -161,6 +163,13 @@ class BatchPath {
   AugmentedStep augmented_;     // its steps
   std::optional<MemoryGovernor> governor_;
   std::optional<std::size_t> whole_eval_bound_;  // see start_governing
+  // The batches (by the governor's key) that ran layer-wise: gather leaves them unpacked (the
+  // layer-wise step reads the sampled batch, never the staging slot), and govern packs one that is
+  // then admitted otherwise. Written by govern, read by gather's threads.
+  bool went_layerwise(const graph::MiniBatch& batch) const;
+  static constexpr std::size_t kLayerwiseKeys = 4096;
+  mutable std::mutex layerwise_keys_mutex_;
+  std::set<MemoryGovernor::BatchKey> layerwise_keys_;
   // The resident batch: written once by govern (epoch 1) before resident_ is set (release); read
   // by adopt_resident and the evaluation after they saw it set (acquire). Its device copy is in
   // device slot 0, the run's only one, which no other batch uses then.

@@ -19,6 +19,7 @@
 #include "gnnpipe/pipeline/memory_report.hpp"
 #include "gnnpipe/pipeline/packed_batch.hpp"
 #include "gnnpipe/pipeline/training_run.hpp"
+#include "layerwise_step.hpp"
 
 namespace gnnpipe::pipeline::detail {
 
@@ -65,6 +66,11 @@ class InputPlacement {
   // Batches are packed with feature_cols 0 when the matrix is on the device.
   int64_t packed_cols() const { return features_on_device_ ? 0 : s_.data.features.cols(); }
   bool features_on_device() const { return features_on_device_; }
+  // The matrix on the device, rows by global id (null data: not placed there).
+  PlacedFeatures placed_features() const {
+    if (!features_on_device_) return {};
+    return {device_store_, device_store_rows_, s_.data.features.cols(), s_.data.features.dtype()};
+  }
   // Whether the train stage assembles a part's rows into an array of its own (device or cache).
   bool gathers_on_device() const { return features_on_device_ || !cache_slot_of_.empty(); }
   // What pack_batch writes per target: its class (single-label) or its node id (multi-label).

@@ -1,10 +1,13 @@
 #include "layerwise_step.hpp"
 
+#include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 #include "gnnpipe/core/check.hpp"
@@ -28,172 +31,177 @@ T* grow(core::Buffer<T>& buffer, std::size_t n, core::Device device) {
   return buffer.data();
 }
 
-// Rows [first, last) of positions `rows` (ascending) shifted by -first.
-std::pair<std::size_t, std::size_t> rows_within(std::span<const int32_t> rows, int64_t first, int64_t last) {
-  const auto lo = std::lower_bound(rows.begin(), rows.end(), first);
-  const auto hi = std::lower_bound(lo, rows.end(), last);
-  return {static_cast<std::size_t>(lo - rows.begin()), static_cast<std::size_t>(hi - rows.begin())};
-}
-
 }  // namespace
 
-int64_t LayerwisePlan::total_chunks() const { return std::accumulate(chunks.begin(), chunks.end(), int64_t{0}); }
+// A chunk built and packed on the host (prepare), waiting to be copied and run (issue).
+struct LayerwiseStep::Prepared {
+  int64_t first = 0;
+  std::vector<graph::NodeId> sources;  // the batch's local ids of the chunk's sources
+  std::vector<graph::NodeId> ids;      // their global ids (the packed chunk's input nodes)
+  BatchLayout layout;
+  core::Buffer<std::byte> packed;      // host (pinned on a GPU), grow-only
+  core::Buffer<graph::NodeId> upload;  // the ids a device gather reads (pinned on a GPU), grow-only
+};
 
-LayerwisePlan plan_chunks(const models::GnnModel<float>& model, const graph::MiniBatch& batch, int64_t chunk_rows,
-                          bool exact, bool device_outputs) {
-  GNNPIPE_CHECK(chunk_rows >= 1, "layer-wise: {} destinations per chunk", chunk_rows);
-  const std::size_t layers = model.num_layers();
-  const std::vector<const graph::Block*> blocks = batch.layer_blocks(layers);
-  LayerwisePlan plan;
-  plan.chunk_rows = chunk_rows;
-  plan.exact = exact;
-  plan.device_outputs = device_outputs;
-  const std::span<const int32_t> loss_rows = batch.loss_rows.span();
-  const graph::Block* counted = nullptr;  // the block `counts` describes (a full batch shares one)
-  std::vector<graph::ChunkCounts> counts;
-  for (std::size_t l = 0; l < layers; ++l) {
-    const graph::Block& b = *blocks[l];
-    const int64_t in = model.layer_in_dim(l), out = model.layer_out_dim(l);
-    if (counted != &b) {
-      counts.clear();
-      std::optional<graph::BlockChunker> chunker;
-      if (exact) chunker.emplace(b);
-      for (int64_t first = 0; first < b.num_dst; first += chunk_rows) {
-        const int64_t last = std::min<int64_t>(first + chunk_rows, b.num_dst);
-        if (exact) {
-          counts.push_back(chunker->count(static_cast<graph::NodeId>(first), static_cast<graph::NodeId>(last)));
-        } else {
-          const int64_t edges = b.offsets[static_cast<std::size_t>(last)] - b.offsets[static_cast<std::size_t>(first)];
-          counts.push_back({last - first, std::min<int64_t>(b.num_src, last - first + edges), edges});
-        }
-      }
-      counted = &b;
-    }
-    models::BlockShape largest;
-    for (std::size_t c = 0; c < counts.size(); ++c) {
-      const graph::ChunkCounts& k = counts[c];
-      largest = {std::max(largest.num_dst, k.num_dst), std::max(largest.num_src, k.num_src),
-                 std::max(largest.edges, k.edges)};
-      const std::size_t packed = packed_block_batch_bytes(k.num_src, k.num_dst, k.edges, 0);
-      const auto x = static_cast<std::size_t>(k.num_src * in) * kFloat;
-      const auto y = static_cast<std::size_t>(k.num_dst * out) * kFloat;
-      // Forward (hidden layers): chunk and rows in, outputs back. The last layer: chunk and rows
-      // in, its input gradient back. Backward (hidden layers): chunk, rows and output gradient in,
-      // the input gradient back (not for layer 0).
-      // With the outputs on the device only the chunk (and its sources' ids) and layer 0's rows move.
-      const std::size_t dx = l > 0 ? x : 0;
-      if (device_outputs) {
-        const std::size_t ids = static_cast<std::size_t>(k.num_src) * sizeof(graph::NodeId);
-        const std::size_t in_rows = l == 0 ? x : ids;
-        plan.moved_bytes += l + 1 < layers ? 2 * (packed + in_rows) : packed + in_rows;
-      } else {
-        plan.moved_bytes += l + 1 < layers ? (packed + x + y) + (packed + x + y + dx) : packed + x + dx;
-      }
-      if (l + 1 == layers) {
-        const int64_t first = static_cast<int64_t>(c) * chunk_rows;
-        const auto [lo, hi] = rows_within(loss_rows, first, first + k.num_dst);
-        plan.loss_rows = std::max(plan.loss_rows, hi - lo);
-      }
-    }
-    plan.chunks.push_back(static_cast<int64_t>(counts.size()));
-    plan.largest.push_back(largest);
-    plan.packed.push_back(packed_block_batch_bytes(largest.num_src, largest.num_dst, largest.edges, 0));
-    if (l + 1 < layers) plan.outputs_bytes += static_cast<std::size_t>(b.num_dst * out) * kFloat;
-    if (l > 0) plan.gradient_bytes = std::max(plan.gradient_bytes, static_cast<std::size_t>(b.num_src * in) * kFloat);
-  }
-  return plan;
-}
-
-std::vector<std::size_t> layerwise_arrays(const models::GnnModel<float>& model, const LayerwisePlan& plan, std::size_t l) {
-  const models::BlockShape& s = plan.largest.at(l);
-  const auto x = static_cast<std::size_t>(s.num_src * model.layer_in_dim(l)) * kFloat;
-  const bool dev = plan.device_outputs;
-  return {plan.packed.at(l),
-          x,
-          static_cast<std::size_t>(s.num_dst * model.layer_out_dim(l)) * kFloat,
-          l > 0 ? x : 0,
-          dev ? plan.outputs_bytes : 0,
-          dev ? plan.gradient_bytes : 0,
-          dev && model.num_layers() > 2 ? plan.gradient_bytes : 0,
-          dev && l > 0 ? static_cast<std::size_t>(s.num_src) * sizeof(graph::NodeId) : 0};
-}
+// A window of chunks prepared together; its host buffers are refilled once `done` (recorded after
+// its last chunk was issued) completed.
+struct LayerwiseStep::Round {
+  explicit Round(core::Device device) : done(device) {}
+  std::vector<Prepared> chunks;  // grown to the window, reused
+  std::size_t count = 0;         // prepared now
+  core::Event done;
+  bool pending = false;
+};
 
 struct LayerwiseStep::Chunk {
   int64_t first = 0;
-  std::vector<graph::NodeId> sources;        // the batch's local ids of the chunk's sources
-  std::span<const graph::NodeId> on_device;  // the same on the device (outputs on the device, l > 0)
+  std::span<const graph::NodeId> sources;    // the batch's local ids of the chunk's sources
+  std::span<const graph::NodeId> on_device;  // the same on the device (rows gathered there), or global ids (kFeatures)
   PackedBatchView view;                      // in device memory
   models::MatrixView<float> x;               // the sources' input rows, on the device
 };
 
 LayerwiseStep::LayerwiseStep(models::GnnModel<float>& model, const graph::FeatureStore& features)
-    : model_(model), ctx_(model.context()), stream_(ctx_.stream()), features_(features) {}
+    : model_(model), ctx_(model.context()), stream_(ctx_.stream()), features_(features) {
+  rounds_.emplace_back(std::make_unique<Round>(ctx_.device()));
+  rounds_.emplace_back(std::make_unique<Round>(ctx_.device()));
+}
+
+LayerwiseStep::~LayerwiseStep() {
+  // Copies in flight still read the rounds' host buffers.
+  for (const auto& r : rounds_) {
+    if (r->pending) r->done.synchronize();
+  }
+}
 
 void LayerwiseStep::release() {
-  for (models::DeviceArray<float>* a : {&x_, &dy_, &dx_, &outputs_dev_, &grad_dev_[0], &grad_dev_[1]}) a->release(stream_);
+  for (models::DeviceArray<float>* a :
+       {&x_, &dy_, &dx_, &outputs_dev_, &grad_dev_[0], &grad_dev_[1], &layer_in_, &layer_grad_, &inputs_dev_}) {
+    a->release(stream_);
+  }
   packed_.release(stream_);
+  rows16_.release(stream_);
   sources_dev_.release(stream_);
 }
 
 models::MatrixView<float> LayerwiseStep::outputs_of(std::size_t l) {
   const Rows& r = output_rows_.at(l);
-  if (device_outputs_) return {outputs_dev_.data() + r.offset, r.rows, r.cols};
+  if (outputs_on(LayerOutputs::kDevice)) return {outputs_dev_.data() + r.offset, r.rows, r.cols};
   return {outputs_[l].data(), r.rows, r.cols};
 }
 
-LayerwiseStep::Chunk LayerwiseStep::stage(graph::BlockChunker& chunker, const graph::MiniBatch& batch, std::size_t l,
-                                          int64_t first, int64_t last, std::span<const float> loss_weights) {
-  Chunk chunk;
-  chunk.first = first;
-  graph::BlockChunk built = chunker.build(static_cast<graph::NodeId>(first), static_cast<graph::NodeId>(last));
-  chunk.sources = std::move(built.sources);
-  graph::MiniBatch part;
-  part.epoch = batch.epoch;
-  part.index = batch.index;
-  std::vector<graph::NodeId> ids(chunk.sources.size());
-  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = batch.input_nodes[static_cast<std::size_t>(chunk.sources[i])];
-  part.targets = graph::HostArray<graph::NodeId>(std::vector<graph::NodeId>(ids.begin(), ids.begin() + (last - first)));
-  part.input_nodes = graph::HostArray<graph::NodeId>(std::move(ids));
-  if (!loss_weights.empty()) {
-    const auto [lo, hi] = rows_within(batch.loss_rows.span(), first, last);
-    std::vector<int32_t> rows(hi - lo);
-    for (std::size_t i = lo; i < hi; ++i) rows[i - lo] = batch.loss_rows[i] - static_cast<int32_t>(first);
-    part.loss_rows = graph::HostArray<int32_t>(std::move(rows));
-    part.loss_weights = graph::HostArray<float>(std::vector<float>(loss_weights.begin() + static_cast<std::ptrdiff_t>(lo),
-                                                                   loss_weights.begin() + static_cast<std::ptrdiff_t>(hi)));
+models::MatrixView<const float> LayerwiseStep::rows_on_device(std::size_t l) const {
+  if (l == 0) return placement_.inputs == LayerInputs::kDevice ? inputs_view_ : models::MatrixView<const float>{};
+  switch (placement_.outputs) {
+    case LayerOutputs::kDevice: {
+      const Rows& r = output_rows_.at(l - 1);
+      return {outputs_dev_.data() + r.offset, r.rows, r.cols};
+    }
+    case LayerOutputs::kLayer: return layer_in_view_;
+    case LayerOutputs::kHost: break;
   }
-  part.blocks.push_back(std::move(built.block));
+  return {};
+}
+
+std::span<const graph::NodeId> LayerwiseStep::upload_ids(const graph::NodeId* host, std::size_t n) {
+  graph::NodeId* dev = sources_dev_.ensure(ctx_, n);
+  core::copy_bytes_async(dev, host, n * sizeof(graph::NodeId), stream_);
+  moved_ += n * sizeof(graph::NodeId);
+  return {dev, n};
+}
+
+void LayerwiseStep::prepare(Round& round, const graph::Block& b, const graph::MiniBatch& batch, std::size_t l,
+                            int64_t first_chunk, std::size_t n, std::span<const float> loss_weights) {
+  if (round.pending) round.done.synchronize();  // its last copies read the buffers refilled here
+  round.pending = false;
+  if (round.chunks.size() < n) round.chunks.resize(n);
+  round.count = n;
+  const bool by_global = l == 0 && placement_.inputs == LayerInputs::kFeatures;
+  const bool gathers = rows_gathered_on_device(placement_, l);
   const core::Device device = ctx_.device();
-  const BatchLayout layout = BatchLayout::of(part, 0);
-  pack_batch(part, features_, labels_, layout, grow(packed_host_, layout.total_bytes, device));
-  std::byte* packed = packed_.ensure(ctx_, layout.total_bytes);
-  core::copy_bytes_async(packed, packed_host_.data(), layout.total_bytes, stream_);
-  chunk.view = PackedBatchView::of(layout, nullptr, packed);
-  moved_ += layout.total_bytes;
-  // The sources' input rows: features for layer 0 (gathered on the host), the layer below's
-  // outputs above it (gathered where they live).
+  // Each thread builds with a chunker of its own (one scratch map of the block's sources each).
+  tbb::enumerable_thread_specific<std::optional<graph::BlockChunker>> chunkers;
+  using Range = tbb::blocked_range<std::size_t>;
+  tbb::parallel_for(Range(0, n, 1), core::tsan::fork_join([&](const Range& r) {
+    std::optional<graph::BlockChunker>& chunker = chunkers.local();
+    if (!chunker) chunker.emplace(b);
+    for (std::size_t i = r.begin(); i != r.end(); ++i) {
+      Prepared& p = round.chunks[i];
+      p.first = (first_chunk + static_cast<int64_t>(i)) * plan_rows_;
+      const int64_t last = std::min(p.first + plan_rows_, static_cast<int64_t>(b.num_dst));
+      graph::BlockChunk built = chunker->build(static_cast<graph::NodeId>(p.first), static_cast<graph::NodeId>(last));
+      p.sources = std::move(built.sources);
+      graph::MiniBatch part;
+      part.epoch = batch.epoch;
+      part.index = batch.index;
+      p.ids.resize(p.sources.size());
+      for (std::size_t k = 0; k < p.ids.size(); ++k) p.ids[k] = batch.input_nodes[static_cast<std::size_t>(p.sources[k])];
+      part.targets = graph::HostArray<graph::NodeId>(
+          std::vector<graph::NodeId>(p.ids.begin(), p.ids.begin() + (last - p.first)));
+      part.input_nodes = graph::HostArray<graph::NodeId>(std::vector<graph::NodeId>(p.ids));
+      if (!loss_weights.empty()) {
+        const auto [lo, hi] = rows_within(batch.loss_rows.span(), p.first, last);
+        std::vector<int32_t> rows(hi - lo);
+        for (std::size_t k = lo; k < hi; ++k) rows[k - lo] = batch.loss_rows[k] - static_cast<int32_t>(p.first);
+        part.loss_rows = graph::HostArray<int32_t>(std::move(rows));
+        part.loss_weights = graph::HostArray<float>(std::vector<float>(
+            loss_weights.begin() + static_cast<std::ptrdiff_t>(lo), loss_weights.begin() + static_cast<std::ptrdiff_t>(hi)));
+      }
+      part.blocks.push_back(std::move(built.block));
+      p.layout = BatchLayout::of(part, 0);
+      pack_batch(part, features_, labels_, p.layout, grow(p.packed, p.layout.total_bytes, device));
+      if (gathers) {
+        const std::vector<graph::NodeId>& ids = by_global ? p.ids : p.sources;
+        std::copy(ids.begin(), ids.end(), grow(p.upload, ids.size(), device));
+      }
+    }
+  }));
+}
+
+LayerwiseStep::Chunk LayerwiseStep::issue(const Prepared& p, std::size_t l) {
+  Chunk chunk;
+  chunk.first = p.first;
+  chunk.sources = p.sources;
+  const std::size_t bytes = p.layout.total_bytes;
+  std::byte* packed = packed_.ensure(ctx_, bytes);
+  core::copy_bytes_async(packed, p.packed.data(), bytes, stream_);
+  moved_ += bytes;
+  chunk.view = PackedBatchView::of(p.layout, nullptr, packed);
+  // The sources' input rows: gathered on the device (the placed features by global id, or a device
+  // array by local id), or on the host (layer 0's features, or the layer below's host outputs).
   const int64_t in = model_.layer_in_dim(l);
-  const std::size_t rows = chunk.sources.size(), cols = static_cast<std::size_t>(in);
+  const std::size_t rows = p.sources.size(), cols = static_cast<std::size_t>(in);
   chunk.x = x_.matrix(ctx_, static_cast<int64_t>(rows), in);
-  if (l > 0 && device_outputs_) {
-    graph::NodeId* ids_host = grow(sources_host_, rows, device);
-    std::copy(chunk.sources.begin(), chunk.sources.end(), ids_host);
-    graph::NodeId* ids_dev = sources_dev_.ensure(ctx_, rows);
-    core::copy_bytes_async(ids_dev, ids_host, rows * sizeof(graph::NodeId), stream_);
-    moved_ += rows * sizeof(graph::NodeId);
-    chunk.on_device = {ids_dev, rows};
-    models::ops::copy_rows<float>(ctx_, outputs_of(l - 1), chunk.on_device, chunk.x, {});
+  if (l == 0 && placement_.inputs == LayerInputs::kFeatures) {
+    chunk.on_device = upload_ids(p.upload.data(), rows);
+    const auto n = static_cast<int64_t>(rows);
+    if (placed_.dtype == graph::FeatureDType::kFloat32) {
+      const models::MatrixView<const float> all{reinterpret_cast<const float*>(placed_.data), placed_.rows, placed_.cols};
+      models::ops::copy_rows<float>(ctx_, all, chunk.on_device, chunk.x, {});
+    } else {
+      const models::MatrixView<const uint16_t> all{reinterpret_cast<const uint16_t*>(placed_.data), placed_.rows,
+                                                   placed_.cols};
+      const models::MatrixView<uint16_t> narrow = rows16_.matrix(ctx_, n, in);
+      models::ops::copy_rows<uint16_t>(ctx_, all, chunk.on_device, narrow, {});
+      models::ops::widen_16bit(ctx_, narrow.data, placed_.dtype == graph::FeatureDType::kBFloat16, n * in, chunk.x.data);
+    }
     return chunk;
   }
-  float* staged = grow(x_host_, rows * cols, device);
+  if (const models::MatrixView<const float> source = rows_on_device(l); source.data != nullptr) {
+    chunk.on_device = upload_ids(p.upload.data(), rows);
+    models::ops::copy_rows<float>(ctx_, source, chunk.on_device, chunk.x, {});
+    return chunk;
+  }
+  stream_.synchronize();  // the last chunk's rows were copied out of x_host_
+  float* staged = grow(x_host_, rows * cols, ctx_.device());
   if (l == 0) {
-    features_.gather(part.input_nodes.span(), std::span<float>(staged, rows * cols));
+    features_.gather(p.ids, std::span<float>(staged, rows * cols));
   } else {
     const float* below = outputs_[l - 1].data();
     using Range = tbb::blocked_range<std::size_t>;
     tbb::parallel_for(Range(0, rows, 1024), core::tsan::fork_join([&](const Range& r) {
       for (std::size_t i = r.begin(); i != r.end(); ++i) {
-        std::memcpy(staged + i * cols, below + static_cast<std::size_t>(chunk.sources[i]) * cols, cols * kFloat);
+        std::memcpy(staged + i * cols, below + static_cast<std::size_t>(p.sources[i]) * cols, cols * kFloat);
       }
     }));
   }
@@ -202,9 +210,41 @@ LayerwiseStep::Chunk LayerwiseStep::stage(graph::BlockChunker& chunker, const gr
   return chunk;
 }
 
+void LayerwiseStep::run_pass(const graph::Block& b, const graph::MiniBatch& batch, std::size_t l,
+                             std::span<const float> loss_weights, const std::function<void(const Chunk&, std::size_t)>& body) {
+  // The host buffers the last pass filled or read (host outputs and gradients, staged rows) are
+  // settled before this pass touches them.
+  stream_.synchronize();
+  const int64_t chunks = (b.num_dst + plan_rows_ - 1) / plan_rows_;
+  // A window of chunks is built on every thread while the device runs the window before it; the
+  // two windows' host buffers (twice kWindowBytes at most, or two chunks) alternate.
+  const std::size_t largest = std::max<std::size_t>(1, plan_packed_.at(l));
+  const auto threads = static_cast<std::size_t>(std::max(1, tbb::this_task_arena::max_concurrency()));
+  const std::size_t window = std::clamp<std::size_t>(kWindowBytes / largest, 1, threads);
+  Round* now = rounds_[0].get();
+  Round* next = rounds_[1].get();
+  prepare(*now, b, batch, l, 0, std::min<std::size_t>(window, static_cast<std::size_t>(chunks)), loss_weights);
+  for (int64_t start = 0; start < chunks; start += static_cast<int64_t>(window)) {
+    for (std::size_t i = 0; i < now->count; ++i) body(issue(now->chunks[i], l), static_cast<std::size_t>(start) + i);
+    now->done.record(stream_);
+    now->pending = true;
+    const int64_t after = start + static_cast<int64_t>(window);
+    if (after < chunks) {
+      prepare(*next, b, batch, l, after, std::min<std::size_t>(window, static_cast<std::size_t>(chunks - after)),
+              loss_weights);
+    }
+    std::swap(now, next);
+  }
+}
+
 void LayerwiseStep::add_input_gradient(const Chunk& chunk, models::MatrixView<const float> dx, models::MatrixView<float> grad) {
-  if (device_outputs_) {
+  if (outputs_on(LayerOutputs::kDevice)) {
     models::ops::add_rows<float>(ctx_, dx, grad, chunk.on_device);  // a chunk's sources are distinct
+    return;
+  }
+  if (outputs_on(LayerOutputs::kLayer)) {
+    models::ops::add_rows<float>(ctx_, dx, {layer_grad_.data(), layer_in_view_.rows, layer_in_view_.cols},
+                                 chunk.on_device);
     return;
   }
   const std::size_t rows = chunk.sources.size(), cols = static_cast<std::size_t>(dx.cols);
@@ -225,26 +265,121 @@ void LayerwiseStep::add_input_gradient(const Chunk& chunk, models::MatrixView<co
 
 models::MatrixView<float> LayerwiseStep::gradient(int which, int64_t rows, int64_t cols) {
   const auto n = static_cast<std::size_t>(rows * cols);
-  if (device_outputs_) {
+  if (outputs_on(LayerOutputs::kDevice)) {
     const models::MatrixView<float> g = grad_dev_[which].matrix(ctx_, rows, cols);
     models::ops::zero<float>(ctx_, g);
     return g;
   }
   float* g = grow(grad_host_[which], n, ctx_.device());
-  std::fill(g, g + n, 0.f);
+  if (outputs_on(LayerOutputs::kHost)) std::fill(g, g + n, 0.f);
   return {g, rows, cols};
 }
 
+void LayerwiseStep::load_inputs(const graph::MiniBatch& batch) {
+  const std::span<const graph::NodeId> ids = batch.input_nodes.span();
+  const int64_t cols = model_.layer_in_dim(0);
+  const auto rows = static_cast<int64_t>(ids.size());
+  const models::MatrixView<float> all = inputs_dev_.matrix(ctx_, rows, cols);
+  // Through pinned host memory a piece at a time (at most 64 MiB, or one row).
+  const auto row_bytes = static_cast<std::size_t>(cols) * kFloat;
+  const std::size_t piece = std::max<std::size_t>(1, (std::size_t{64} << 20) / std::max<std::size_t>(1, row_bytes));
+  float* staged = grow(x_host_, std::min(piece, ids.size()) * static_cast<std::size_t>(cols), ctx_.device());
+  for (std::size_t begin = 0; begin < ids.size(); begin += piece) {
+    const std::size_t n = std::min(piece, ids.size() - begin);
+    features_.gather(ids.subspan(begin, n), std::span<float>(staged, n * static_cast<std::size_t>(cols)));
+    core::copy_bytes_async(all.data + begin * static_cast<std::size_t>(cols), staged, n * row_bytes, stream_);
+    stream_.synchronize();  // the staging is refilled for the next piece
+  }
+  moved_ += ids.size() * row_bytes;
+  inputs_view_ = all;
+}
+
+void LayerwiseStep::load_layer(std::size_t l) {
+  if (!outputs_on(LayerOutputs::kLayer) || l == 0) return;
+  const models::MatrixView<const float> below = outputs_of(l - 1);
+  const models::MatrixView<float> rows = layer_in_.matrix(ctx_, below.rows, below.cols);
+  const auto bytes = static_cast<std::size_t>(below.rows * below.cols) * kFloat;
+  core::copy_bytes_async(rows.data, below.data, bytes, stream_);
+  moved_ += bytes;
+  layer_in_view_ = rows;
+}
+
+void LayerwiseStep::forward_hidden(const graph::MiniBatch& batch, std::span<const graph::Block* const> blocks,
+                                   core::RngKey key) {
+  for (std::size_t l = 0; l + 1 < blocks.size(); ++l) {
+    const models::MatrixView<float> outputs = outputs_of(l);
+    load_layer(l);
+    run_pass(*blocks[l], batch, l, {}, [&](const Chunk& c, std::size_t) {
+      const models::MatrixView<const float> z = model_.forward_layer(l, c.view.blocks.front(), c.x, c.view.input_nodes, key);
+      const std::size_t bytes = static_cast<std::size_t>(z.rows * z.cols) * kFloat;
+      core::copy_bytes_async(outputs.data + c.first * outputs.cols, z.data, bytes, stream_);
+      if (!outputs_on(LayerOutputs::kDevice)) moved_ += bytes;
+    });
+  }
+}
+
+// Backward from the top: the last layer's chunks compute the loss and run backward at once; each
+// layer below recomputes its chunk's forward first. `below` collects the input gradient of the
+// layer being run, `above` holds that of the layer above (this layer's outputs); the two gradient
+// buffers alternate. kLayer collects a layer's input gradient on the device and sends it back whole.
+void LayerwiseStep::backward_all(const graph::MiniBatch& batch, std::span<const graph::Block* const> blocks,
+                                 core::RngKey key, std::span<const float> weights, const Loss& loss) {
+  const std::size_t layers = blocks.size();
+  models::MatrixView<float> above{};
+  int which = 0;
+  for (std::size_t l = layers; l-- > 0;) {
+    const bool top = l + 1 == layers;
+    const graph::Block& b = *blocks[l];
+    const int64_t in = model_.layer_in_dim(l), out = model_.layer_out_dim(l);
+    stream_.synchronize();  // the host gradient buffer refilled below was read two layers up
+    load_layer(l);
+    const models::MatrixView<float> below = l > 0 ? gradient(which, b.num_src, in) : models::MatrixView<float>{};
+    if (l > 0 && outputs_on(LayerOutputs::kLayer)) models::ops::zero<float>(ctx_, layer_grad_.matrix(ctx_, b.num_src, in));
+    run_pass(b, batch, l, top ? weights : std::span<const float>(), [&](const Chunk& c, std::size_t index) {
+      const graph::Block& block = c.view.blocks.front();
+      const models::MatrixView<const float> z = model_.forward_layer(l, block, c.x, c.view.input_nodes, key);
+      const models::MatrixView<float> dy = dy_.matrix(ctx_, z.rows, z.cols);
+      if (top) {
+        loss(c.view, z, dy, index);
+      } else {
+        const std::size_t bytes = static_cast<std::size_t>(dy.rows * dy.cols) * kFloat;
+        core::copy_bytes_async(dy.data, above.data + c.first * out, bytes, stream_);
+        if (!outputs_on(LayerOutputs::kDevice)) moved_ += bytes;
+      }
+      if (l > 0) {
+        const models::MatrixView<float> dx = dx_.matrix(ctx_, block.num_src, in);
+        model_.backward_layer(l, block, dy, dx);
+        add_input_gradient(c, dx, below);
+      } else {
+        model_.backward_layer(l, block, dy, {nullptr, block.num_src, in});
+      }
+    });
+    if (l > 0 && outputs_on(LayerOutputs::kLayer)) {
+      const auto bytes = static_cast<std::size_t>(below.rows * below.cols) * kFloat;
+      core::copy_bytes_async(below.data, layer_grad_.data(), bytes, stream_);
+      moved_ += bytes;
+    }
+    above = below;
+    which = 1 - which;
+  }
+}
+
 std::size_t LayerwiseStep::run(const graph::MiniBatch& batch, const LayerwisePlan& plan, core::RngKey key,
-                               std::span<const int32_t> labels, const Loss& loss) {
+                               std::span<const int32_t> labels, const Loss& loss, const PlacedFeatures& placed) {
   moved_ = 0;
   labels_ = labels;
-  device_outputs_ = plan.device_outputs;
+  placement_ = plan.placement;
+  placed_ = placed;
+  layer_in_view_ = inputs_view_ = {};
+  plan_rows_ = plan.chunk_rows;
+  plan_packed_ = plan.packed;
   const std::size_t layers = model_.num_layers();
   const std::vector<const graph::Block*> blocks = batch.layer_blocks(layers);
-  const int64_t step = plan.chunk_rows;
-  GNNPIPE_CHECK(step >= 1 && plan.chunks.size() == layers, "layer-wise: a plan of {} layers for a {}-layer model",
+  GNNPIPE_CHECK(plan_rows_ >= 1 && plan.chunks.size() == layers, "layer-wise: a plan of {} layers for a {}-layer model",
                 plan.chunks.size(), layers);
+  GNNPIPE_CHECK(placement_.inputs != LayerInputs::kFeatures ||
+                    (placed.data != nullptr && placed.cols == model_.layer_in_dim(0)),
+                "layer-wise: the plan reads layer 0's rows from device features the step was not given");
   const core::Device device = ctx_.device();
   // Every loss row's weight, so that the chunks' weighted losses add up to the batch's.
   std::vector<float> weights(batch.loss_rows.size());
@@ -260,7 +395,7 @@ std::size_t LayerwiseStep::run(const graph::MiniBatch& batch, const LayerwisePla
     output_rows_.push_back({total, blocks[l]->num_dst, model_.layer_out_dim(l)});
     total += static_cast<std::size_t>(blocks[l]->num_dst * model_.layer_out_dim(l));
   }
-  if (device_outputs_) {
+  if (outputs_on(LayerOutputs::kDevice)) {
     outputs_dev_.ensure(ctx_, total);
   } else {
     outputs_.resize(layers - 1);
@@ -268,59 +403,9 @@ std::size_t LayerwiseStep::run(const graph::MiniBatch& batch, const LayerwisePla
       grow(outputs_[l], static_cast<std::size_t>(output_rows_[l].rows * output_rows_[l].cols), device);
     }
   }
-  // Forward through the hidden layers.
-  for (std::size_t l = 0; l + 1 < layers; ++l) {
-    const graph::Block& b = *blocks[l];
-    const models::MatrixView<float> outputs = outputs_of(l);
-    graph::BlockChunker chunker(b);
-    for (int64_t first = 0; first < b.num_dst; first += step) {
-      const int64_t last = std::min(first + step, static_cast<int64_t>(b.num_dst));
-      Chunk c = stage(chunker, batch, l, first, last, {});
-      const models::MatrixView<const float> z = model_.forward_layer(l, c.view.blocks.front(), c.x, c.view.input_nodes, key);
-      const std::size_t bytes = static_cast<std::size_t>(z.rows * z.cols) * kFloat;
-      core::copy_bytes_async(outputs.data + first * outputs.cols, z.data, bytes, stream_);
-      if (!device_outputs_) moved_ += bytes;
-      stream_.synchronize();  // the host staging buffers are refilled for the next chunk
-    }
-  }
-  // Backward from the top: the last layer's chunks compute the loss and run backward at once; each
-  // layer below recomputes its chunk's forward first. `below` collects the input gradient of the
-  // layer being run, `above` holds that of the layer above (this layer's outputs); the two
-  // gradient buffers alternate.
-  models::MatrixView<float> above{};
-  int which = 0;
-  for (std::size_t l = layers; l-- > 0;) {
-    const bool top = l + 1 == layers;
-    const graph::Block& b = *blocks[l];
-    const int64_t in = model_.layer_in_dim(l), out = model_.layer_out_dim(l);
-    const models::MatrixView<float> below = l > 0 ? gradient(which, b.num_src, in) : models::MatrixView<float>{};
-    graph::BlockChunker chunker(b);
-    std::size_t index = 0;
-    for (int64_t first = 0; first < b.num_dst; first += step, ++index) {
-      const int64_t last = std::min(first + step, static_cast<int64_t>(b.num_dst));
-      Chunk c = stage(chunker, batch, l, first, last, top ? std::span<const float>(weights) : std::span<const float>());
-      const graph::Block& block = c.view.blocks.front();
-      const models::MatrixView<const float> z = model_.forward_layer(l, block, c.x, c.view.input_nodes, key);
-      const models::MatrixView<float> dy = dy_.matrix(ctx_, z.rows, z.cols);
-      if (top) {
-        loss(c.view, z, dy, index);
-      } else {
-        const std::size_t bytes = static_cast<std::size_t>(dy.rows * dy.cols) * kFloat;
-        core::copy_bytes_async(dy.data, above.data + first * out, bytes, stream_);
-        if (!device_outputs_) moved_ += bytes;
-      }
-      if (l > 0) {
-        const models::MatrixView<float> dx = dx_.matrix(ctx_, block.num_src, in);
-        model_.backward_layer(l, block, dy, dx);
-        add_input_gradient(c, dx, below);
-      } else {
-        model_.backward_layer(l, block, dy, {nullptr, block.num_src, in});
-      }
-      stream_.synchronize();  // the host staging buffers are refilled for the next chunk
-    }
-    above = below;
-    which = 1 - which;
-  }
+  if (placement_.inputs == LayerInputs::kDevice) load_inputs(batch);
+  forward_hidden(batch, blocks, key);
+  backward_all(batch, blocks, key, weights, loss);
   return moved_;
 }
 

@@ -4,25 +4,44 @@
 // batch's trees: ROC, MLSys 2020; HongTu, SIGMOD 2024). The model runs one layer at a time over
 // chunks of that layer's destination rows (graph::BlockChunker): a chunk's block and ids are
 // packed on the host and copied to the device, and the layer runs there (GnnModel::forward_layer).
-// Every hidden layer's outputs and the input gradients live either on the device (the plan's
-// device_outputs, where the budget holds them: a chunk's rows are gathered there, ops::copy_rows,
-// and its input gradient added there, ops::add_rows) or in host memory (pinned on a GPU: a chunk's
-// rows are gathered on the host and copied in, its outputs and input gradient copied back). The last layer's chunks compute the loss and run backward at once;
-// every lower layer's chunks then recompute their forward (dropout masks are redrawn from the
-// counter-based RNG by global node id, never stored) and run backward, their input gradients
-// added into a host matrix in chunk order. Parameter gradients accumulate over the chunks; the
+// The last layer's chunks compute the loss and run backward at once; every lower layer's chunks
+// then recompute their forward (dropout masks are redrawn from the counter-based RNG by global
+// node id, never stored) and run backward. Parameter gradients accumulate over the chunks; the
 // caller runs one optimizer step. Exact: the same loss and gradients as the whole batch's step, up
-// to the order of the sums over chunks. The device holds one chunk's arrays at a time, and the
-// device memory this takes is what plan_chunks sizes (the memory governor's prediction).
-// The host waits for each chunk before packing the next (no copy/compute overlap yet).
+// to the order of the sums over chunks.
+//
+// What outlives a chunk has a placement (LayerwisePlacement, the governor's choice: the least
+// bytes moved that leaves chunks of a useful size):
+// - the hidden layers' outputs and the input gradients (LayerOutputs):
+//     kDevice: all of them on the device for the step; a chunk's rows are gathered there
+//              (ops::copy_rows) and its input gradient added there (ops::add_rows);
+//     kLayer:  the running layer's input rows and their gradient on the device (loaded whole once
+//              per pass of that layer, the gradient sent back once), every hidden output and
+//              gradient in host memory; a chunk's outputs and output gradient cross as
+//              contiguous row ranges. The device holds one layer at a time;
+//     kHost:   all in host memory (pinned on a GPU); a chunk's rows are gathered on the host and
+//              copied in, its outputs and input gradient copied back;
+// - layer 0's input rows (LayerInputs):
+//     kFeatures: read from the feature matrix placed on the device (memory.features) by global id;
+//     kDevice:   the batch's rows gathered once a step into a device array of the step's;
+//     kHost:     gathered on the host for every chunk (on a dense graph, most of the graph a chunk).
+// The device holds one chunk's arrays at a time beside those; plan_chunks sizes them (the memory
+// governor's prediction) and counts the bytes a step moves between host and device.
+// Chunks are built and packed a window at a time on every thread, the next window while the
+// device runs this one (the host waits for the device only where it reads or refills what the
+// device reads: host-gathered rows, host input gradients, a new layer).
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "gnnpipe/core/buffer.hpp"
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/graph/block_chunk.hpp"
 #include "gnnpipe/graph/feature_store.hpp"
 #include "gnnpipe/graph/mini_batch.hpp"
@@ -32,18 +51,44 @@
 
 namespace gnnpipe::pipeline::detail {
 
+enum class LayerOutputs : uint8_t { kHost, kLayer, kDevice };
+enum class LayerInputs : uint8_t { kHost, kDevice, kFeatures };
+const char* to_string(LayerOutputs where);
+const char* to_string(LayerInputs where);
+
+struct LayerwisePlacement {
+  LayerOutputs outputs = LayerOutputs::kHost;
+  LayerInputs inputs = LayerInputs::kHost;
+  bool features16 = false;  // kFeatures: the placed matrix holds fp16/bf16 rows (widened per chunk)
+  bool operator==(const LayerwisePlacement&) const = default;
+};
+
+// The feature matrix placed on the device (InputPlacement), rows by global id.
+struct PlacedFeatures {
+  const std::byte* data = nullptr;
+  int64_t rows = 0, cols = 0;
+  graph::FeatureDType dtype = graph::FeatureDType::kFloat32;
+};
+
+// Whether a chunk of layer l gathers its input rows on the device (only their ids cross).
+bool rows_gathered_on_device(const LayerwisePlacement& p, std::size_t l);
+// The positions [lo, hi) of `rows` (ascending) that lie in [first, last).
+std::pair<std::size_t, std::size_t> rows_within(std::span<const int32_t> rows, int64_t first, int64_t last);
+
 // A batch's layer-wise plan: destinations per chunk, and the largest chunk of each layer.
 struct LayerwisePlan {
   int64_t chunk_rows = 0;                  // destinations per chunk (a layer's last chunk may have fewer)
   std::vector<int64_t> chunks;             // per layer
   std::vector<models::BlockShape> largest; // per layer: the most destinations, sources and edges of a chunk
   std::vector<std::size_t> packed;         // per layer: a packed chunk's bytes at most
+  std::vector<std::size_t> layer_inputs;   // per layer: its input rows' bytes, [sources x in] (kLayer's arrays)
   std::size_t loss_rows = 0;               // the most loss rows of a last-layer chunk
   std::size_t moved_bytes = 0;             // host <-> device bytes of one step (at most)
   bool exact = false;                      // largest counts a chunk's distinct sources (else a bound)
-  bool device_outputs = false;             // hidden outputs and input gradients on the device
+  LayerwisePlacement placement;
   std::size_t outputs_bytes = 0;           // every hidden layer's outputs
   std::size_t gradient_bytes = 0;          // the widest input gradient of a layer above the first
+  std::size_t inputs_bytes = 0;            // layer 0's input rows, [batch inputs x features] (LayerInputs::kDevice)
   int64_t total_chunks() const;
 };
 
@@ -51,12 +96,14 @@ struct LayerwisePlan {
 // sources counted (one pass over the batch's edges per distinct block); else bounded by the
 // chunk's destinations plus its edges (O(chunks), nothing read per edge).
 LayerwisePlan plan_chunks(const models::GnnModel<float>& model, const graph::MiniBatch& batch, int64_t chunk_rows,
-                          bool exact, bool device_outputs);
+                          bool exact, LayerwisePlacement placement);
 
 // The step's own device arrays, appended to the governor's needs after the train stage's, in this
-// order: the packed chunk, its input rows, the output gradient, the input gradient, and with the
-// outputs on the device: every hidden output, the two input gradients, the chunk's source ids.
-inline constexpr std::size_t kLayerwiseArrays = 8;
+// order: the packed chunk, its input rows, the output gradient, the input gradient, the outputs
+// (kDevice: every hidden output; kLayer: the layer's input rows), the two gradient buffers
+// (kDevice; kLayer: the layer's input gradient in the first), the chunk's source ids, layer 0's
+// input rows (LayerInputs::kDevice) and a chunk's 16-bit feature rows (kFeatures, fp16/bf16).
+inline constexpr std::size_t kLayerwiseArrays = 10;
 // Per layer l: the bytes of those arrays for `plan`'s largest chunk of l.
 std::vector<std::size_t> layerwise_arrays(const models::GnnModel<float>& model, const LayerwisePlan& plan, std::size_t l);
 
@@ -69,29 +116,56 @@ class LayerwiseStep {
 
   // `features` (the layer-0 rows, by global id) outlives the step.
   LayerwiseStep(models::GnnModel<float>& model, const graph::FeatureStore& features);
+  ~LayerwiseStep();
+  LayerwiseStep(const LayerwiseStep&) = delete;
+  LayerwiseStep& operator=(const LayerwiseStep&) = delete;
 
   // Accumulates the gradients of `batch` under `plan` (the caller zeroed them), with dropout keyed
   // by `key`; returns the bytes copied between host and device. Every loss row's weight is the
   // batch's (or 1 / its loss rows), so the chunks' losses add up to the batch's loss. `labels`:
   // what a packed chunk carries per target, by global id (InputPlacement::label_source).
+  // `placed`: the device feature matrix (LayerInputs::kFeatures needs it).
   std::size_t run(const graph::MiniBatch& batch, const LayerwisePlan& plan, core::RngKey key,
-                  std::span<const int32_t> labels, const Loss& loss);
+                  std::span<const int32_t> labels, const Loss& loss, const PlacedFeatures& placed = {});
   // Gives the device arrays back (the governor's trim).
   void release();
 
  private:
+  struct Prepared;
+  struct Round;
   struct Chunk;
-  // Builds chunk [begin, end) of layer l, packs it and its input rows, and copies both to the device.
+  // Builds and packs chunks first_chunk .. first_chunk + n - 1 of layer l (block b) into `round`
+  // on every thread (each its own chunker), after the round's last copies completed.
   // loss_weights: every loss row's weight (the last layer), or empty.
-  Chunk stage(graph::BlockChunker& chunker, const graph::MiniBatch& batch, std::size_t l, int64_t begin, int64_t end,
-              std::span<const float> loss_weights);
+  void prepare(Round& round, const graph::Block& b, const graph::MiniBatch& batch, std::size_t l, int64_t first_chunk,
+               std::size_t n, std::span<const float> loss_weights);
+  // Copies a prepared chunk of layer l to the device and puts its input rows there.
+  Chunk issue(const Prepared& p, std::size_t l);
+  // Every chunk of layer l through `body(chunk, index)` in order, the next window prepared on the
+  // host while the device runs this one.
+  void run_pass(const graph::Block& b, const graph::MiniBatch& batch, std::size_t l, std::span<const float> loss_weights,
+                const std::function<void(const Chunk&, std::size_t)>& body);
+  // Copies n ids (host memory that stays valid until the copy ran) to the device ids array.
+  std::span<const graph::NodeId> upload_ids(const graph::NodeId* host, std::size_t n);
+  // The device matrix a chunk of layer l gathers its input rows from by the batch's local ids, or
+  // an empty view (gathered on the host, or from the placed features by global id).
+  models::MatrixView<const float> rows_on_device(std::size_t l) const;
+  // LayerInputs::kDevice: the batch's layer-0 rows into inputs_dev_, through pinned host memory.
+  void load_inputs(const graph::MiniBatch& batch);
+  // LayerOutputs::kLayer: layer l's input rows (the host outputs of l - 1) into layer_in_.
+  void load_layer(std::size_t l);
+  void forward_hidden(const graph::MiniBatch& batch, std::span<const graph::Block* const> blocks, core::RngKey key);
+  void backward_all(const graph::MiniBatch& batch, std::span<const graph::Block* const> blocks, core::RngKey key,
+                    std::span<const float> weights, const Loss& loss);
   // Adds the input gradient of `chunk` (on the device) into rows of `grad` [.. x in] (where the
-  // outputs live).
+  // outputs live; kLayer: the device accumulator).
   void add_input_gradient(const Chunk& chunk, models::MatrixView<const float> dx, models::MatrixView<float> grad);
   // Hidden layer l's outputs, where they live.
   models::MatrixView<float> outputs_of(std::size_t l);
-  // Gradient buffer `which` (0 or 1, alternating by layer) as a zeroed [rows x cols] matrix.
+  // Gradient buffer `which` (0 or 1, alternating by layer) as a [rows x cols] matrix where the
+  // outputs live (zeroed unless kLayer, whose host buffer is written whole at the layer's end).
   models::MatrixView<float> gradient(int which, int64_t rows, int64_t cols);
+  bool outputs_on(LayerOutputs where) const { return placement_.outputs == where; }
 
   models::GnnModel<float>& model_;
   const models::OpContext& ctx_;
@@ -99,23 +173,32 @@ class LayerwiseStep {
   const graph::FeatureStore& features_;
   std::span<const int32_t> labels_;
   std::size_t moved_ = 0;
-  bool device_outputs_ = false;  // the running plan's
+  int64_t plan_rows_ = 1;         // the running plan's chunk rows
+  std::vector<std::size_t> plan_packed_;  // ... and its largest packed chunk per layer
+  // A window of prepared chunks holds at most this many packed bytes (or one chunk).
+  static constexpr std::size_t kWindowBytes = std::size_t{128} << 20;
+  std::vector<std::unique_ptr<Round>> rounds_;  // the two windows, alternating
+  LayerwisePlacement placement_;  // the running plan's
+  PlacedFeatures placed_;
   struct Rows {
     std::size_t offset = 0;  // in outputs_dev_
     int64_t rows = 0, cols = 0;
   };
   std::vector<Rows> output_rows_;  // per hidden layer
-  // Device (the model's context): one chunk at a time; with device_outputs also every hidden
-  // layer's outputs, the two gradient buffers and the chunk's source ids.
+  // Device (the model's context): one chunk at a time; kDevice: every hidden layer's outputs and
+  // the two gradient buffers; kLayer: the running layer's input rows and input gradient; the
+  // chunk's source ids; LayerInputs::kDevice: layer 0's rows; kFeatures: a chunk's 16-bit rows.
   models::DeviceArray<std::byte> packed_;
   models::DeviceArray<float> x_, dy_, dx_;
   models::DeviceArray<float> outputs_dev_, grad_dev_[2];
+  models::DeviceArray<float> layer_in_, layer_grad_, inputs_dev_;
+  models::DeviceArray<uint16_t> rows16_;
   models::DeviceArray<graph::NodeId> sources_dev_;
-  // Host (pinned on a GPU), grow-only across steps: a chunk on its way, and without
-  // device_outputs every hidden layer's outputs and the two gradient buffers.
-  core::Buffer<std::byte> packed_host_;
+  models::MatrixView<const float> layer_in_view_{}, inputs_view_{};
+  // Host (pinned on a GPU), grow-only across steps: a chunk's rows gathered on the host and its
+  // input gradient on the way back, and unless kDevice every hidden layer's outputs and the two
+  // gradient buffers (the packed chunks are in rounds_).
   core::Buffer<float> x_host_, dx_host_;
-  core::Buffer<graph::NodeId> sources_host_;
   std::vector<core::Buffer<float>> outputs_;
   core::Buffer<float> grad_host_[2];
 };

@@ -3,7 +3,7 @@
 // copied it predicts the device memory the run will hold while the batch trains, and decides:
 //   fits      -> the batch runs as sampled;
 //   too big   -> memory.policy: layerwise (one layer at a time over chunks of rows, the hidden
-//                outputs on the device or the host: layerwise_step.hpp; exact), split (k micro-batches with exactly the sampled computation trees of
+//                outputs on the device, one layer's there, or on the host: layerwise_step.hpp; exact), split (k micro-batches with exactly the sampled computation trees of
 //                their loss targets, gradients accumulated into one optimizer step: nothing is
 //                dropped), resample (draw another batch, up to memory.max_tries, then split), or
 //                cut (remove the fewest lowest-scored edges that make it fit, found by binary search).
@@ -135,6 +135,16 @@ class MemoryGovernor {
   std::size_t slot_capacity_bound() const { return slot_bound(0); }
   const GovernorSetup& setup() const { return s_; }
 
+  // What identifies a batch that comes back every epoch (a full batch, a Cluster-GCN batch of the
+  // same parts): the governor remembers the split or the chunks it got.
+  struct BatchKey {
+    std::size_t inputs = 0, loss_rows = 0;
+    int64_t edges = 0;
+    graph::NodeId first = 0, last = 0;
+    auto operator<=>(const BatchKey&) const = default;
+  };
+  static BatchKey key_of(const graph::MiniBatch& batch);
+
  private:
   struct Estimate {
     std::size_t total = 0;
@@ -177,12 +187,14 @@ class MemoryGovernor {
   // predicted (one row a chunk) when none do, or 0 when the model cannot run layer-wise.
   bool try_layerwise(Admission& a, const graph::MiniBatch& sampled, int64_t batches, std::size_t* least);
   Estimate estimate_layerwise(const LayerwisePlan& plan, int64_t batches, bool trim) const;
-  // The largest chunks of `sampled` that fit with its outputs on the device or the host, or
-  // nothing (`least` gets the total of one-row chunks).
+  // The largest chunks of `sampled` that fit under `placement`, or nothing (`least` gets the
+  // total of one-row chunks).
   std::optional<std::pair<LayerwisePlan, Estimate>> largest_chunks(const graph::MiniBatch& sampled, int64_t batches,
-                                                                   bool device_outputs, std::size_t* least) const;
-  // Device outputs are taken when they leave chunks of at least this many rows (or the widest
-  // layer's): smaller chunks cost more per chunk than the host's copies save.
+                                                                   LayerwisePlacement placement, std::size_t* least) const;
+  // The placements try_layerwise tries, in the order it prefers them.
+  std::vector<LayerwisePlacement> layerwise_placements() const;
+  // A placement is taken when it leaves chunks of at least this many rows (or the widest layer's):
+  // smaller chunks cost more per chunk than a placement that moves more bytes saves.
   static constexpr int64_t kMinDeviceChunkRows = 256;
   std::optional<Estimate> admissible_layerwise(const LayerwisePlan& plan, int64_t batches, Estimate* last = nullptr) const;
   // The estimate's needs positions (the model's arrays, the train stage's, the layer-wise step's):
@@ -203,20 +215,12 @@ class MemoryGovernor {
   bool try_raise_eval_bound(Admission& admitted, std::size_t bytes);
   void admit_estimate(Admission& a, Estimate e);
 
-  // The split a batch got, by what identifies a batch that comes back every epoch (a full batch,
-  // a Cluster-GCN batch of the same parts): the search starts there, since splitting a large
-  // batch into every smaller candidate first costs seconds.
-  struct BatchKey {
-    std::size_t inputs = 0, loss_rows = 0;
-    int64_t edges = 0;
-    graph::NodeId first = 0, last = 0;
-    auto operator<=>(const BatchKey&) const = default;
-  };
-  static BatchKey key_of(const graph::MiniBatch& batch);
+  // The split a batch got, by what identifies a batch that comes back every epoch (BatchKey): the
+  // search starts there, since splitting a large batch into every smaller candidate first costs seconds.
   static constexpr std::size_t kSplitMemoEntries = 4096;
   std::map<BatchKey, int> split_memo_;
   // The chunk rows a batch ran layer-wise with (tried first when it comes back).
-  std::map<BatchKey, std::pair<int64_t, bool>> layerwise_memo_;  // (chunk rows, device outputs)
+  std::map<BatchKey, std::pair<int64_t, LayerwisePlacement>> layerwise_memo_;  // (chunk rows, placement)
 
   GovernorSetup s_;
   memory::GrowOnlyFootprint train_arrays_;  // what the train stream's arrays have served so far

@@ -49,12 +49,12 @@ std::optional<MemoryGovernor::Estimate> MemoryGovernor::admissible_layerwise(con
 }
 
 std::optional<std::pair<LayerwisePlan, MemoryGovernor::Estimate>> MemoryGovernor::largest_chunks(
-    const graph::MiniBatch& sampled, int64_t batches, bool device_outputs, std::size_t* least) const {
+    const graph::MiniBatch& sampled, int64_t batches, LayerwisePlacement placement, std::size_t* least) const {
   int64_t widest = 0;
   for (const graph::Block* b : sampled.layer_blocks(s_.model.num_layers())) widest = std::max<int64_t>(widest, b->num_dst);
   // One row a chunk is the least a layer-wise step can need.
   Estimate smallest;
-  LayerwisePlan plan = plan_chunks(s_.model, sampled, 1, true, device_outputs);
+  LayerwisePlan plan = plan_chunks(s_.model, sampled, 1, true, placement);
   std::optional<Estimate> e = admissible_layerwise(plan, batches, &smallest);
   if (!e) {
     *least = smallest.total;
@@ -65,27 +65,49 @@ std::optional<std::pair<LayerwisePlan, MemoryGovernor::Estimate>> MemoryGovernor
   int64_t lo = 1, hi = widest;
   while (lo < hi) {
     const int64_t mid = lo + (hi - lo + 1) / 2;
-    if (admissible_layerwise(plan_chunks(s_.model, sampled, mid, false, device_outputs), batches)) {
+    if (admissible_layerwise(plan_chunks(s_.model, sampled, mid, false, placement), batches)) {
       lo = mid;
     } else {
       hi = mid - 1;
     }
   }
   if (lo > 1) {
-    LayerwisePlan bounded = plan_chunks(s_.model, sampled, lo, true, device_outputs);
+    LayerwisePlan bounded = plan_chunks(s_.model, sampled, lo, true, placement);
     if (std::optional<Estimate> be = admissible_layerwise(bounded, batches)) {  // exact <= the bound: it fits
       plan = std::move(bounded);
       e = std::move(be);
     }
   }
   while (plan.chunk_rows < widest) {
-    LayerwisePlan wider = plan_chunks(s_.model, sampled, std::min(widest, plan.chunk_rows * 2), true, device_outputs);
+    LayerwisePlan wider = plan_chunks(s_.model, sampled, std::min(widest, plan.chunk_rows * 2), true, placement);
     std::optional<Estimate> we = admissible_layerwise(wider, batches);
     if (!we) break;
     plan = std::move(wider);
     e = std::move(we);
   }
   return std::pair{std::move(plan), std::move(*e)};
+}
+
+std::vector<LayerwisePlacement> MemoryGovernor::layerwise_placements() const {
+  // Layer 0's rows from the placed matrix where memory.features put it on the device (no array of
+  // the step's), else the batch's rows gathered once a step.
+  const bool placed = s_.feature_cols > 0 && s_.packed_feature_cols == 0;
+  const bool is16 = s_.feature_dtype != graph::FeatureDType::kFloat32;
+  const LayerInputs inputs = placed ? LayerInputs::kFeatures : LayerInputs::kDevice;
+  const LayerwisePlacement first{LayerOutputs::kDevice, inputs, placed && is16};
+  // By the bytes a step moves, least first: with the outputs on the device only chunks and ids
+  // cross; one layer at a time moves each hidden output about four times a step; layer 0's rows
+  // gathered on the host per chunk move most of the graph a chunk on a dense graph; host outputs
+  // move every chunk's rows both ways.
+  std::vector<LayerwisePlacement> order = {
+      first,
+      {LayerOutputs::kLayer, first.inputs, first.features16},
+      {LayerOutputs::kDevice, LayerInputs::kHost, false},
+      {LayerOutputs::kLayer, LayerInputs::kHost, false},
+      {LayerOutputs::kHost, first.inputs, first.features16},
+      {LayerOutputs::kHost, LayerInputs::kHost, false},
+  };
+  return order;
 }
 
 bool MemoryGovernor::try_layerwise(Admission& a, const graph::MiniBatch& sampled, int64_t batches, std::size_t* least) {
@@ -103,10 +125,12 @@ bool MemoryGovernor::try_layerwise(Admission& a, const graph::MiniBatch& sampled
     a.edges_removed = 0;
     admit_estimate(a, std::move(e));
     if (layerwise_memo_.size() >= kSplitMemoEntries) layerwise_memo_.clear();
-    layerwise_memo_[key] = {plan.chunk_rows, plan.device_outputs};
-    core::logger().debug("memory: batch {} of epoch {} runs layer-wise: {} chunks of {} rows, outputs on the {}, "
-                         "predicted {}", sampled.index, sampled.epoch, plan.total_chunks(), plan.chunk_rows,
-                         plan.device_outputs ? "device" : "host", core::format_bytes(a.predicted_total));
+    layerwise_memo_[key] = {plan.chunk_rows, plan.placement};
+    core::logger().debug("memory: batch {} of epoch {} runs layer-wise: {} chunks of {} rows, outputs: {}, layer 0's "
+                         "rows: {}, {} moved, predicted {}",
+                         sampled.index, sampled.epoch, plan.total_chunks(), plan.chunk_rows,
+                         to_string(plan.placement.outputs), to_string(plan.placement.inputs),
+                         core::format_bytes(plan.moved_bytes), core::format_bytes(a.predicted_total));
     a.layerwise = std::move(plan);
     return true;
   };
@@ -115,17 +139,22 @@ bool MemoryGovernor::try_layerwise(Admission& a, const graph::MiniBatch& sampled
     LayerwisePlan plan = plan_chunks(s_.model, sampled, it->second.first, true, it->second.second);
     if (std::optional<Estimate> e = admissible_layerwise(plan, batches)) return admit_plan(std::move(plan), std::move(*e));
   }
-  // Every hidden output and input gradient on the device where they leave room for chunks of a
-  // useful size (nothing then moves but the chunks and layer 0's rows); else on the host.
-  std::size_t least_device = 0;
-  auto on_device = largest_chunks(sampled, batches, true, &least_device);
-  if (on_device && on_device->first.chunk_rows >= std::min(widest, kMinDeviceChunkRows)) {
-    return admit_plan(std::move(on_device->first), std::move(on_device->second));
+  // The first placement (least bytes moved) that leaves chunks of a useful size; else the one
+  // that leaves the largest chunks.
+  std::optional<std::pair<LayerwisePlan, Estimate>> widest_fit;
+  for (const LayerwisePlacement& placement : layerwise_placements()) {
+    std::size_t placement_least = 0;
+    auto fit = largest_chunks(sampled, batches, placement, &placement_least);
+    if (!fit) {
+      if (*least == 0 || placement_least < *least) *least = placement_least;
+      continue;
+    }
+    if (fit->first.chunk_rows >= std::min(widest, kMinDeviceChunkRows)) {
+      return admit_plan(std::move(fit->first), std::move(fit->second));
+    }
+    if (!widest_fit || fit->first.chunk_rows > widest_fit->first.chunk_rows) widest_fit = std::move(fit);
   }
-  if (auto on_host = largest_chunks(sampled, batches, false, least)) {
-    return admit_plan(std::move(on_host->first), std::move(on_host->second));
-  }
-  if (on_device) return admit_plan(std::move(on_device->first), std::move(on_device->second));
+  if (widest_fit) return admit_plan(std::move(widest_fit->first), std::move(widest_fit->second));
   return false;
 }
 

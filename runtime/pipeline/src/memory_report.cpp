@@ -64,9 +64,15 @@ std::vector<std::string> MemoryPlan::lines() const {
     if (counters.cut > 0) action += fmt::format(", {} cut ({} edges removed)", counters.cut, counters.edges_cut);
     if (counters.layerwise > 0) {
       action += fmt::format(", {} layer-wise (strategy layerwise: at most {} chunks of {} rows a step, {} moved between "
-                            "host and device a step; every hidden layer's outputs on the {})",
+                            "host and device a step; {}; layer 0's rows {})",
                             counters.layerwise, layerwise_chunks, layerwise_chunk_rows, format_bytes(layerwise_moved),
-                            layerwise_device_outputs ? "device" : "host");
+                            layerwise_outputs == "device"  ? "every hidden layer's outputs on the device"
+                            : layerwise_outputs == "layer" ? "one layer's input rows and gradient on the device at a "
+                                                             "time, the hidden outputs on the host"
+                                                           : "every hidden layer's outputs on the host",
+                            layerwise_inputs == "features" ? "read from the features on the device"
+                            : layerwise_inputs == "device" ? "loaded onto the device once a step"
+                                                           : "gathered on the host per chunk");
     }
   }
   out.push_back(fmt::format("  host: dataset {} (read once), staging slots at most {} ({} x the largest packed batch)",

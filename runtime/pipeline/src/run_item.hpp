@@ -31,6 +31,7 @@ struct Item {
   std::size_t total_bytes = 0;
   std::size_t loss_rows = 0;  // of the sampled batch; 0: nothing to train on (a subgraph without training nodes)
   bool idle_share = false;    // data-parallel: this rank's share carries no loss (rank_share.hpp)
+  bool unpacked = false;      // gather left the staging slot empty (a batch that ran layer-wise before)
   // The run's resident batch (pipeline.resident): `becomes_resident` for the epoch-1 batch that is
   // copied once and kept; `resident` for a later epoch's, which skips sample to transfer and trains
   // on the kept copy.

@@ -88,7 +88,8 @@ MemoryPlan plan_memory(const TrainingSetup& s) {
         plan.layerwise_chunks = std::max(plan.layerwise_chunks, a.layerwise->total_chunks());
         plan.layerwise_chunk_rows = std::max(plan.layerwise_chunk_rows, a.layerwise->chunk_rows);
         plan.layerwise_moved = std::max(plan.layerwise_moved, a.layerwise->moved_bytes);
-        plan.layerwise_device_outputs = a.layerwise->device_outputs;
+        plan.layerwise_outputs = detail::to_string(a.layerwise->placement.outputs);
+        plan.layerwise_inputs = detail::to_string(a.layerwise->placement.inputs);
       }
     }
   }

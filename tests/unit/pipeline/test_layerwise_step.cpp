@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -85,29 +86,73 @@ TEST_CASE("layer-wise: every model trains a dense full batch at half its need wi
   }
 }
 
-TEST_CASE("layer-wise: the hidden outputs live on the device where the budget holds them, on the host below",
+TEST_CASE("layer-wise: the hidden outputs live on the device, one layer at a time there, or on the host, as the "
+          "budget holds them; the same losses under each",
           "[pipeline][layerwise]") {
-  // Chunks of 256 rows (what device outputs must leave room for) read a few thousand of the
-  // graph's rows, not all: on the 600-node graph a chunk's arrays are the whole step's.
+  // Chunks of 256 rows (what a placement must leave room for) read a few thousand of the graph's
+  // rows, not all: on the 600-node graph a chunk's arrays are the whole step's.
   const std::string yaml = dense("{type: sage, layers: 3, hidden: 32, dropout: 0.5}", "nodes: 6000, avg_degree: 6");
   const std::size_t need = need_of(yaml);
   test::TempDir dir;
   const test::ExperimentRun whole = test::run_experiment(yaml, {}, dir.path() / "whole");
-  std::vector<bool> seen;
-  for (const std::size_t limit : {need * 9 / 10, need / 3}) {
-    INFO("memory.limit " << limit << " of " << need);
-    const std::vector<std::string> sets{"memory.limit=" + std::to_string(limit), "memory.policy=layerwise"};
-    const pipeline::MemoryPlan plan = test::plan_experiment(yaml, sets);
+  // The first budget (from 90 % of the need down) at which each placement of the outputs is chosen.
+  std::map<std::string, std::size_t> first_at;
+  std::vector<std::string> order;
+  for (double factor = 0.9; factor > 0.01; factor *= 0.85) {
+    const auto limit = static_cast<std::size_t>(static_cast<double>(need) * factor);
+    pipeline::MemoryPlan plan;
+    try {
+      plan = test::plan_experiment(yaml, {"memory.limit=" + std::to_string(limit), "memory.policy=layerwise"});
+    } catch (const core::OutOfBudget&) {
+      break;
+    }
     REQUIRE(plan.counters.layerwise == 1);
-    seen.push_back(plan.layerwise_device_outputs);
-    const test::ExperimentRun run = test::run_experiment(yaml, sets, dir.path() / std::to_string(limit));
+    // The features stay on the host: where the budget holds them, the batch's rows are loaded once a step.
+    if (order.empty()) CHECK(plan.layerwise_inputs == "device");
+    if (first_at.emplace(plan.layerwise_outputs, limit).second) order.push_back(plan.layerwise_outputs);
+  }
+  // Fewer bytes moved first: all outputs on the device, then one layer's, then the host.
+  CHECK(order == std::vector<std::string>{"device", "layer", "host"});
+  for (const auto& [where, limit] : first_at) {
+    INFO("outputs on the " << where << ", memory.limit " << limit << " of " << need);
+    const test::ExperimentRun run = test::run_experiment(
+        yaml, {"memory.limit=" + std::to_string(limit), "memory.policy=layerwise"}, dir.path() / where);
     const std::vector<double> expected = losses(whole), got = losses(run);
     REQUIRE(got.size() == 3);
     for (std::size_t e = 0; e < got.size(); ++e) CHECK(got[e] == Approx(expected[e]).epsilon(1e-5));
-    CHECK(run.summary.at("memory").at("peak_device_bytes").get<std::size_t>() <= limit);
-    CHECK(run.summary.at("memory").at("plan").at("epoch1").at("layerwise_outputs") == (plan.layerwise_device_outputs ? "device" : "host"));
+    const auto& memory = run.summary.at("memory");
+    CHECK(memory.at("batches_layerwise").get<int64_t>() == 3);
+    CHECK(memory.at("peak_device_bytes").get<std::size_t>() <= limit);
+    CHECK(memory.at("plan").at("epoch1").at("layerwise_outputs") == where);
   }
-  CHECK(seen == std::vector<bool>{true, false});
+}
+
+TEST_CASE("layer-wise: layer 0's rows come from the features placed on the device (float32 and 16-bit) with the "
+          "losses of the rows loaded by the step",
+          "[pipeline][layerwise]") {
+  for (const char* dtype : {"float32", "float16"}) {
+    INFO("dataset.feature_dtype " << dtype);
+    const std::string yaml = dense("{type: gcn, layers: 3, hidden: 32, dropout: 0.5}", "nodes: 6000, avg_degree: 6");
+    const std::vector<std::string> typed{std::string("dataset.feature_dtype=") + dtype};
+    const std::size_t need = need_of(yaml);
+    test::TempDir dir;
+    const std::string limit = "memory.limit=" + std::to_string(need / 2);
+    std::vector<std::vector<double>> runs;
+    for (const char* features : {"host", "device"}) {
+      std::vector<std::string> sets = typed;
+      sets.insert(sets.end(), {limit, "memory.policy=layerwise", std::string("memory.features=") + features});
+      const pipeline::MemoryPlan plan = test::plan_experiment(yaml, sets);
+      REQUIRE(plan.counters.layerwise == 1);
+      CHECK(plan.layerwise_inputs == (std::string(features) == "device" ? "features" : "device"));
+      const test::ExperimentRun run = test::run_experiment(yaml, sets, dir.path() / features);
+      CHECK(run.summary.at("memory").at("peak_device_bytes").get<std::size_t>() <= need / 2);
+      CHECK(run.summary.at("memory").at("plan").at("epoch1").at("layerwise_inputs") == plan.layerwise_inputs);
+      runs.push_back(losses(run));
+    }
+    // The same rows, read from another place (the chunks may differ: the matrix takes budget).
+    REQUIRE(runs.at(0).size() == 3);
+    for (std::size_t e = 0; e < 3; ++e) CHECK(runs.at(1).at(e) == Approx(runs.at(0).at(e)).epsilon(1e-5));
+  }
 }
 
 TEST_CASE("layer-wise: a budget below the least workable fails at once naming it, and that one works",

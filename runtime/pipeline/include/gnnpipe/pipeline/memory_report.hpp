@@ -67,7 +67,10 @@ struct MemoryPlan {
   // between host and device at most.
   int64_t layerwise_chunks = 0, layerwise_chunk_rows = 0;
   std::size_t layerwise_moved = 0;
-  bool layerwise_device_outputs = false;  // every hidden output on the device (else on the host)
+  // Where a layer-wise step keeps the hidden outputs ("device": all of them; "layer": the running
+  // layer's input rows only; "host") and reads layer 0's rows ("features": the placed matrix;
+  // "device": the batch's rows loaded once a step; "host": gathered per chunk); "none": none ran.
+  std::string layerwise_outputs = "none", layerwise_inputs = "none";
   // pipeline.resident: epoch 1's one fixed batch fits unsplit, so it is copied once and stays.
   bool resident_batch = false;
   // memory.features as decided: "device" (device_features bytes, copied once) or "host".
