@@ -231,13 +231,14 @@ MatrixView<const T> GnnModel<T>::embed(MatrixView<const T> x, std::span<const gr
 }
 
 template <class T>
-void GnnModel<T>::infer_layer(std::size_t l, const graph::Block& block, MatrixView<const T> x, MatrixView<T> y) {
+void GnnModel<T>::infer_layer(std::size_t l, const graph::Block& block, MatrixView<const T> x, MatrixView<T> y,
+                              bool chunk) {
   GNNPIPE_CHECK(l < layers_.size(), "layer {} of a {}-layer model", l, layers_.size());
   GNNPIPE_CHECK(x.rows == block.num_src && y.rows == block.num_dst && y.cols == layers_[l]->out_dim(),
                 "infer_layer {}: x {} and y {} do not fit a block of {} sources, {} destinations (out {})", l,
                 shape_str(x), shape_str(y), block.num_src, block.num_dst, layers_[l]->out_dim());
   training_ = false;
-  layers_[l]->forward(block, x, y, LayerContext{false, core::RngKey{}});
+  layers_[l]->forward(block, x, y, LayerContext{.training = false, .key = core::RngKey{}, .chunk = chunk});
   if (l + 1 < layers_.size() && !chained_) activate(y);
 }
 
@@ -322,13 +323,17 @@ std::vector<std::size_t> GnnModel<T>::training_arrays(std::span<const BlockShape
 }
 
 template <class T>
-std::vector<std::size_t> GnnModel<T>::inference_arrays(std::size_t layer, const BlockShape& shape) const {
+std::vector<std::size_t> GnnModel<T>::inference_arrays(std::size_t layer, const BlockShape& shape, bool chunk) const {
   GNNPIPE_CHECK(layer < layers_.size(), "layer {} of a {}-layer model", layer, layers_.size());
   std::vector<std::size_t> bytes;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     bytes.insert(bytes.end(), 3, 0);  // inputs_, masks_, outputs_: not used by infer_layer
     const std::size_t begin = bytes.size();
-    layers_[l]->inference_arrays(l == layer ? shape : BlockShape{}, bytes);
+    if (l == layer && chunk) {
+      layers_[l]->chunk_inference_arrays(shape, bytes);
+    } else {
+      layers_[l]->inference_arrays(l == layer ? shape : BlockShape{}, bytes);
+    }
     if (l != layer) std::fill(bytes.begin() + static_cast<std::ptrdiff_t>(begin), bytes.end(), 0);
   }
   bytes.insert(bytes.end(), 3, 0);  // grad_, next_, embedded_

@@ -20,7 +20,7 @@ GcnLayer<T>::GcnLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, in
 template <class T>
 void GcnLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y,
                           const LayerContext& context) {
-  aggregated_last_ = aggregate_first_ || context.chunk || (!context.training && in_ <= out_);
+  aggregated_last_ = aggregate_first_ || (context.chunk && (context.training || in_ <= out_));
   if (aggregated_last_) {
     forward_aggregated(block, x, y, context.chunk ? 0 : context.input_tag);
   } else {
@@ -106,7 +106,13 @@ void GcnLayer<T>::chunk_training_arrays(const BlockShape& s, bool, std::vector<s
 
 template <class T>
 void GcnLayer<T>::inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const {
-  const bool first = aggregate_first_ || in_ <= out_;  // (forward: inference aggregates first where in <= out)
+  bytes.push_back(static_cast<std::size_t>(aggregate_first_ ? s.num_dst * in_ : s.num_src * out_) * sizeof(T));
+  bytes.push_back(0);
+}
+
+template <class T>
+void GcnLayer<T>::chunk_inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const {
+  const bool first = aggregate_first_ || in_ <= out_;  // (forward: a chunk aggregates first where in <= out)
   bytes.push_back(static_cast<std::size_t>(first ? s.num_dst * in_ : s.num_src * out_) * sizeof(T));
   bytes.push_back(0);
 }

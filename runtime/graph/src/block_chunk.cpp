@@ -36,7 +36,7 @@ ChunkCounts BlockChunker::count(NodeId begin, NodeId end) {
   return c;
 }
 
-BlockChunk BlockChunker::build(NodeId begin, NodeId end) {
+BlockChunk BlockChunker::build(NodeId begin, NodeId end, bool transpose) {
   check(begin, end);
   BlockChunk chunk;
   const NodeId n = end - begin;
@@ -64,9 +64,17 @@ BlockChunk BlockChunker::build(NodeId begin, NodeId end) {
   for (NodeId u : chunk.sources) local_[static_cast<std::size_t>(u)] = -1;
   std::vector<float> weights;
   if (parent_.weighted()) weights.assign(parent_.weights.begin() + first, parent_.weights.begin() + last);
-  chunk.block = Block::from_csr(n, static_cast<NodeId>(chunk.sources.size()), HostArray<EdgeOffset>(std::move(offsets)),
-                                HostArray<NodeId>(std::move(indices)), HostArray<float>(std::move(weights)),
-                                "block chunk", Block::RowOrder::kKeep);
+  const auto num_src = static_cast<NodeId>(chunk.sources.size());
+  if (!transpose) {  // valid by construction: the parent's rows under the chunk's numbering
+    chunk.block.num_dst = n;
+    chunk.block.num_src = num_src;
+    chunk.block.offsets = HostArray<EdgeOffset>(std::move(offsets));
+    chunk.block.indices = HostArray<NodeId>(std::move(indices));
+    chunk.block.weights = HostArray<float>(std::move(weights));
+    return chunk;
+  }
+  chunk.block = Block::from_csr(n, num_src, HostArray<EdgeOffset>(std::move(offsets)), HostArray<NodeId>(std::move(indices)),
+                                HostArray<float>(std::move(weights)), "block chunk", Block::RowOrder::kKeep);
   return chunk;
 }
 

@@ -59,7 +59,7 @@ std::vector<std::size_t> inference_chunk_needs(const models::GnnModel<float>& mo
   std::vector<std::size_t> needs;
   int64_t widest_in = feature_cols, widest_out = 0;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
-    const std::vector<std::size_t> layer = model.inference_arrays(l, shape);
+    const std::vector<std::size_t> layer = model.inference_arrays(l, shape, true);
     if (needs.size() < layer.size()) needs.resize(layer.size(), 0);
     for (std::size_t i = 0; i < layer.size(); ++i) needs[i] = std::max(needs[i], layer[i]);
     if (l > 0) widest_in = std::max(widest_in, model.layer_out_dim(l - 1));

@@ -95,7 +95,7 @@ class DeviceChunkRunner {
     pack_batch(chunk, source, {}, layout, slot.in.data());
     const PackedBatchView view = PackedBatchView::of(layout, nullptr, copy_in(slot, layout, array));
     const models::MatrixView<float> y = y_.matrix(ctx_, out_rows.rows, out_rows.cols);
-    model.infer_layer(l, view.blocks.front(), view.features, y);
+    model.infer_layer(l, view.blocks.front(), view.features, y, true);
     consumed(array);
     const std::size_t out_bytes = static_cast<std::size_t>(y.size()) * sizeof(float);
     grow(slot.out, out_bytes);
@@ -125,7 +125,7 @@ class DeviceChunkRunner {
       models::ops::copy_rows<float>(ctx_, input, view.input_nodes, rows, {});
       x = rows;
     }
-    model.infer_layer(l, view.blocks.front(), x, y);
+    model.infer_layer(l, view.blocks.front(), x, y, true);
     consumed(array);
   }
 
@@ -484,7 +484,7 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
           }
         }));
       }
-      model.infer_layer(l, block, models::MatrixView<const float>{input.data(), static_cast<int64_t>(rows), in_cols}, y);
+      model.infer_layer(l, block, models::MatrixView<const float>{input.data(), static_cast<int64_t>(rows), in_cols}, y, true);
     }, from, to);
     if (gpu != nullptr) gpu->flush();  // every output of the layer in place before the next reads them
     if (options.shards > 1) options.share_rows(out, row_offsets);  // the other shards' rows

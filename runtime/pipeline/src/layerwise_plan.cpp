@@ -1,10 +1,14 @@
 // The layer-wise plan (layerwise_step.hpp): a batch's chunks, their largest shapes, the step's
 // device arrays and the bytes a step moves, under a placement.
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <numeric>
 #include <optional>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/graph/block_chunk.hpp"
 #include "layerwise_step.hpp"
 
@@ -37,20 +41,33 @@ const char* to_string(LayerInputs where) {
 
 namespace {
 
-// Every chunk's counts of block b in chunks of `chunk_rows` destinations (see plan_chunks).
+// Every chunk's counts of block b in chunks of `chunk_rows` destinations (see plan_chunks); the
+// exact counts on every thread (a chunker each: one scratch map of the block's sources).
 std::vector<graph::ChunkCounts> chunk_counts(const graph::Block& b, int64_t chunk_rows, bool exact) {
-  std::vector<graph::ChunkCounts> counts;
-  std::optional<graph::BlockChunker> chunker;
-  if (exact) chunker.emplace(b);
-  for (int64_t first = 0; first < b.num_dst; first += chunk_rows) {
-    const int64_t last = std::min<int64_t>(first + chunk_rows, b.num_dst);
-    if (exact) {
-      counts.push_back(chunker->count(static_cast<graph::NodeId>(first), static_cast<graph::NodeId>(last)));
-    } else {
+  const auto n = static_cast<std::size_t>((b.num_dst + chunk_rows - 1) / chunk_rows);
+  std::vector<graph::ChunkCounts> counts(n);
+  const auto range_of = [&](std::size_t c) {
+    const int64_t first = static_cast<int64_t>(c) * chunk_rows;
+    return std::pair{first, std::min<int64_t>(first + chunk_rows, b.num_dst)};
+  };
+  if (!exact) {
+    for (std::size_t c = 0; c < n; ++c) {
+      const auto [first, last] = range_of(c);
       const int64_t edges = b.offsets[static_cast<std::size_t>(last)] - b.offsets[static_cast<std::size_t>(first)];
-      counts.push_back({last - first, std::min<int64_t>(b.num_src, last - first + edges), edges});
+      counts[c] = {last - first, std::min<int64_t>(b.num_src, last - first + edges), edges};
     }
+    return counts;
   }
+  tbb::enumerable_thread_specific<std::optional<graph::BlockChunker>> chunkers;
+  using Range = tbb::blocked_range<std::size_t>;
+  tbb::parallel_for(Range(0, n), core::tsan::fork_join([&](const Range& r) {
+    std::optional<graph::BlockChunker>& chunker = chunkers.local();
+    if (!chunker) chunker.emplace(b);
+    for (std::size_t c = r.begin(); c != r.end(); ++c) {
+      const auto [first, last] = range_of(c);
+      counts[c] = chunker->count(static_cast<graph::NodeId>(first), static_cast<graph::NodeId>(last));
+    }
+  }));
   return counts;
 }
 
@@ -58,6 +75,12 @@ std::vector<graph::ChunkCounts> chunk_counts(const graph::Block& b, int64_t chun
 
 bool rows_gathered_on_device(const LayerwisePlacement& p, std::size_t l) {
   return l == 0 ? p.inputs != LayerInputs::kHost : p.outputs != LayerOutputs::kHost;
+}
+
+bool uploads_ids(const LayerwisePlan& plan, std::size_t l) {
+  if (!rows_gathered_on_device(plan.placement, l)) return false;
+  // The packed chunk's global ids serve a gather by global id, and one by local id where the two agree.
+  return !(l == 0 && plan.placement.inputs == LayerInputs::kFeatures) && !plan.identity_inputs;
 }
 
 std::pair<std::size_t, std::size_t> rows_within(std::span<const int32_t> rows, int64_t first, int64_t last) {
@@ -75,6 +98,9 @@ LayerwisePlan plan_chunks(const models::GnnModel<float>& model, const graph::Min
   plan.chunk_rows = chunk_rows;
   plan.exact = exact;
   plan.placement = placement;
+  graph::NodeId next = 0;
+  const std::span<const graph::NodeId> inputs = batch.input_nodes.span();
+  plan.identity_inputs = std::all_of(inputs.begin(), inputs.end(), [&](graph::NodeId v) { return v == next++; });
   const std::span<const int32_t> loss_rows = batch.loss_rows.span();
   const graph::Block* counted = nullptr;  // the block `counts` describes (a full batch shares one)
   std::vector<graph::ChunkCounts> counts;
@@ -95,11 +121,15 @@ LayerwisePlan plan_chunks(const models::GnnModel<float>& model, const graph::Min
       largest = {std::max(largest.num_dst, k.num_dst), std::max(largest.num_src, k.num_src),
                  std::max(largest.edges, k.edges)};
       const std::size_t packed = packed_block_batch_bytes(k.num_src, k.num_dst, k.edges, 0);
+      // A forward pass's chunk carries no transpose (its sections' bytes, less their padding: still a bound).
+      const std::size_t transpose = static_cast<std::size_t>(k.num_src + 1) * sizeof(graph::EdgeOffset) +
+                                    static_cast<std::size_t>(k.edges) * (sizeof(graph::NodeId) + sizeof(graph::EdgeOffset));
       const auto x = static_cast<std::size_t>(k.num_src * in) * kFloat;
       const auto y = static_cast<std::size_t>(k.num_dst * out) * kFloat;
-      const std::size_t ids = static_cast<std::size_t>(k.num_src) * sizeof(graph::NodeId);
-      // Every pass: the chunk and its input rows (or their ids) in.
+      const std::size_t ids = uploads_ids(plan, l) ? static_cast<std::size_t>(k.num_src) * sizeof(graph::NodeId) : 0;
+      // Every pass: the chunk and its input rows (or their ids, unless it carries them) in.
       plan.moved_bytes += passes * (packed + (rows_gathered_on_device(placement, l) ? ids : x));
+      if (hidden) plan.moved_bytes -= transpose;
       // Outputs off the device: a hidden chunk's outputs back (forward) and its output gradient
       // in (backward); kHost: the input gradient back too (not for layer 0).
       if (placement.outputs != LayerOutputs::kDevice) {
@@ -142,7 +172,7 @@ std::vector<std::size_t> layerwise_arrays(const models::GnnModel<float>& model, 
           device ? plan.outputs_bytes : layer ? plan.layer_inputs.at(l) : 0,
           device ? plan.gradient_bytes : layer ? plan.layer_inputs.at(l) : 0,
           device && model.num_layers() > 2 ? plan.gradient_bytes : 0,
-          rows_gathered_on_device(p, l) ? static_cast<std::size_t>(s.num_src) * sizeof(graph::NodeId) : 0,
+          uploads_ids(plan, l) ? static_cast<std::size_t>(s.num_src) * sizeof(graph::NodeId) : 0,
           plan.inputs_bytes,
           rows16 ? static_cast<std::size_t>(s.num_src * in) * sizeof(uint16_t) : 0};
 }

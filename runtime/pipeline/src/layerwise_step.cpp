@@ -53,6 +53,13 @@ struct LayerwiseStep::Round {
   bool pending = false;
 };
 
+// Every thread's chunker of one block (a scratch map of its sources each), kept for the passes of
+// one step over that block (a full batch's layers share one).
+struct LayerwiseStep::Chunkers {
+  const graph::Block* block = nullptr;
+  tbb::enumerable_thread_specific<std::optional<graph::BlockChunker>> local;
+};
+
 struct LayerwiseStep::Chunk {
   int64_t first = 0;
   std::span<const graph::NodeId> sources;    // the batch's local ids of the chunk's sources
@@ -62,7 +69,8 @@ struct LayerwiseStep::Chunk {
 };
 
 LayerwiseStep::LayerwiseStep(models::GnnModel<float>& model, const graph::FeatureStore& features)
-    : model_(model), ctx_(model.context()), stream_(ctx_.stream()), features_(features) {
+    : model_(model), ctx_(model.context()), stream_(ctx_.stream()), features_(features),
+      chunkers_(std::make_unique<Chunkers>()) {
   rounds_.emplace_back(std::make_unique<Round>(ctx_.device()));
   rounds_.emplace_back(std::make_unique<Round>(ctx_.device()));
 }
@@ -111,25 +119,27 @@ std::span<const graph::NodeId> LayerwiseStep::upload_ids(const graph::NodeId* ho
 }
 
 void LayerwiseStep::prepare(Round& round, const graph::Block& b, const graph::MiniBatch& batch, std::size_t l,
-                            int64_t first_chunk, std::size_t n, std::span<const float> loss_weights) {
+                            int64_t first_chunk, std::size_t n, std::span<const float> loss_weights, bool transpose) {
   if (round.pending) round.done.synchronize();  // its last copies read the buffers refilled here
   round.pending = false;
   if (round.chunks.size() < n) round.chunks.resize(n);
   round.count = n;
-  const bool by_global = l == 0 && placement_.inputs == LayerInputs::kFeatures;
-  const bool gathers = rows_gathered_on_device(placement_, l);
+  const bool uploads = uploads_ids(*plan_, l);
   const core::Device device = ctx_.device();
-  // Each thread builds with a chunker of its own (one scratch map of the block's sources each).
-  tbb::enumerable_thread_specific<std::optional<graph::BlockChunker>> chunkers;
+  if (chunkers_->block != &b) {
+    chunkers_->local.clear();
+    chunkers_->block = &b;
+  }
   using Range = tbb::blocked_range<std::size_t>;
   tbb::parallel_for(Range(0, n, 1), core::tsan::fork_join([&](const Range& r) {
-    std::optional<graph::BlockChunker>& chunker = chunkers.local();
+    std::optional<graph::BlockChunker>& chunker = chunkers_->local.local();
     if (!chunker) chunker.emplace(b);
     for (std::size_t i = r.begin(); i != r.end(); ++i) {
       Prepared& p = round.chunks[i];
       p.first = (first_chunk + static_cast<int64_t>(i)) * plan_rows_;
       const int64_t last = std::min(p.first + plan_rows_, static_cast<int64_t>(b.num_dst));
-      graph::BlockChunk built = chunker->build(static_cast<graph::NodeId>(p.first), static_cast<graph::NodeId>(last));
+      graph::BlockChunk built =
+          chunker->build(static_cast<graph::NodeId>(p.first), static_cast<graph::NodeId>(last), transpose);
       p.sources = std::move(built.sources);
       graph::MiniBatch part;
       part.epoch = batch.epoch;
@@ -150,10 +160,7 @@ void LayerwiseStep::prepare(Round& round, const graph::Block& b, const graph::Mi
       part.blocks.push_back(std::move(built.block));
       p.layout = BatchLayout::of(part, 0);
       pack_batch(part, features_, labels_, p.layout, grow(p.packed, p.layout.total_bytes, device));
-      if (gathers) {
-        const std::vector<graph::NodeId>& ids = by_global ? p.ids : p.sources;
-        std::copy(ids.begin(), ids.end(), grow(p.upload, ids.size(), device));
-      }
+      if (uploads) std::copy(p.sources.begin(), p.sources.end(), grow(p.upload, p.sources.size(), device));
     }
   }));
 }
@@ -172,8 +179,9 @@ LayerwiseStep::Chunk LayerwiseStep::issue(const Prepared& p, std::size_t l) {
   const int64_t in = model_.layer_in_dim(l);
   const std::size_t rows = p.sources.size(), cols = static_cast<std::size_t>(in);
   chunk.x = x_.matrix(ctx_, static_cast<int64_t>(rows), in);
+  const auto ids = [&] { return uploads_ids(*plan_, l) ? upload_ids(p.upload.data(), rows) : chunk.view.input_nodes; };
   if (l == 0 && placement_.inputs == LayerInputs::kFeatures) {
-    chunk.on_device = upload_ids(p.upload.data(), rows);
+    chunk.on_device = ids();
     const auto n = static_cast<int64_t>(rows);
     if (placed_.dtype == graph::FeatureDType::kFloat32) {
       const models::MatrixView<const float> all{reinterpret_cast<const float*>(placed_.data), placed_.rows, placed_.cols};
@@ -188,7 +196,7 @@ LayerwiseStep::Chunk LayerwiseStep::issue(const Prepared& p, std::size_t l) {
     return chunk;
   }
   if (const models::MatrixView<const float> source = rows_on_device(l); source.data != nullptr) {
-    chunk.on_device = upload_ids(p.upload.data(), rows);
+    chunk.on_device = ids();
     models::ops::copy_rows<float>(ctx_, source, chunk.on_device, chunk.x, {});
     return chunk;
   }
@@ -210,7 +218,7 @@ LayerwiseStep::Chunk LayerwiseStep::issue(const Prepared& p, std::size_t l) {
   return chunk;
 }
 
-void LayerwiseStep::run_pass(const graph::Block& b, const graph::MiniBatch& batch, std::size_t l,
+void LayerwiseStep::run_pass(const graph::Block& b, const graph::MiniBatch& batch, std::size_t l, bool backward,
                              std::span<const float> loss_weights, const std::function<void(const Chunk&, std::size_t)>& body) {
   // The host buffers the last pass filled or read (host outputs and gradients, staged rows) are
   // settled before this pass touches them.
@@ -223,7 +231,8 @@ void LayerwiseStep::run_pass(const graph::Block& b, const graph::MiniBatch& batc
   const std::size_t window = std::clamp<std::size_t>(kWindowBytes / largest, 1, threads);
   Round* now = rounds_[0].get();
   Round* next = rounds_[1].get();
-  prepare(*now, b, batch, l, 0, std::min<std::size_t>(window, static_cast<std::size_t>(chunks)), loss_weights);
+  prepare(*now, b, batch, l, 0, std::min<std::size_t>(window, static_cast<std::size_t>(chunks)), loss_weights,
+          backward);
   for (int64_t start = 0; start < chunks; start += static_cast<int64_t>(window)) {
     for (std::size_t i = 0; i < now->count; ++i) body(issue(now->chunks[i], l), static_cast<std::size_t>(start) + i);
     now->done.record(stream_);
@@ -231,7 +240,7 @@ void LayerwiseStep::run_pass(const graph::Block& b, const graph::MiniBatch& batc
     const int64_t after = start + static_cast<int64_t>(window);
     if (after < chunks) {
       prepare(*next, b, batch, l, after, std::min<std::size_t>(window, static_cast<std::size_t>(chunks - after)),
-              loss_weights);
+              loss_weights, backward);
     }
     std::swap(now, next);
   }
@@ -309,7 +318,7 @@ void LayerwiseStep::forward_hidden(const graph::MiniBatch& batch, std::span<cons
   for (std::size_t l = 0; l + 1 < blocks.size(); ++l) {
     const models::MatrixView<float> outputs = outputs_of(l);
     load_layer(l);
-    run_pass(*blocks[l], batch, l, {}, [&](const Chunk& c, std::size_t) {
+    run_pass(*blocks[l], batch, l, false, {}, [&](const Chunk& c, std::size_t) {
       const models::MatrixView<const float> z = model_.forward_layer(l, c.view.blocks.front(), c.x, c.view.input_nodes, key);
       const std::size_t bytes = static_cast<std::size_t>(z.rows * z.cols) * kFloat;
       core::copy_bytes_async(outputs.data + c.first * outputs.cols, z.data, bytes, stream_);
@@ -335,7 +344,7 @@ void LayerwiseStep::backward_all(const graph::MiniBatch& batch, std::span<const 
     load_layer(l);
     const models::MatrixView<float> below = l > 0 ? gradient(which, b.num_src, in) : models::MatrixView<float>{};
     if (l > 0 && outputs_on(LayerOutputs::kLayer)) models::ops::zero<float>(ctx_, layer_grad_.matrix(ctx_, b.num_src, in));
-    run_pass(b, batch, l, top ? weights : std::span<const float>(), [&](const Chunk& c, std::size_t index) {
+    run_pass(b, batch, l, true, top ? weights : std::span<const float>(), [&](const Chunk& c, std::size_t index) {
       const graph::Block& block = c.view.blocks.front();
       const models::MatrixView<const float> z = model_.forward_layer(l, block, c.x, c.view.input_nodes, key);
       const models::MatrixView<float> dy = dy_.matrix(ctx_, z.rows, z.cols);
@@ -373,6 +382,9 @@ std::size_t LayerwiseStep::run(const graph::MiniBatch& batch, const LayerwisePla
   layer_in_view_ = inputs_view_ = {};
   plan_rows_ = plan.chunk_rows;
   plan_packed_ = plan.packed;
+  plan_ = &plan;
+  chunkers_->local.clear();  // (a block of the last step may have had this one's address)
+  chunkers_->block = nullptr;
   const std::size_t layers = model_.num_layers();
   const std::vector<const graph::Block*> blocks = batch.layer_blocks(layers);
   GNNPIPE_CHECK(plan_rows_ >= 1 && plan.chunks.size() == layers, "layer-wise: a plan of {} layers for a {}-layer model",
@@ -406,6 +418,8 @@ std::size_t LayerwiseStep::run(const graph::MiniBatch& batch, const LayerwisePla
   if (placement_.inputs == LayerInputs::kDevice) load_inputs(batch);
   forward_hidden(batch, blocks, key);
   backward_all(batch, blocks, key, weights, loss);
+  chunkers_->local.clear();  // their scratch maps are the size of the batch's sources, per thread
+  chunkers_->block = nullptr;
   return moved_;
 }
 

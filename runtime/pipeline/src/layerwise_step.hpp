@@ -72,6 +72,10 @@ struct PlacedFeatures {
 
 // Whether a chunk of layer l gathers its input rows on the device (only their ids cross).
 bool rows_gathered_on_device(const LayerwisePlacement& p, std::size_t l);
+struct LayerwisePlan;
+// Whether a chunk of layer l copies its sources' ids to the device for its gather: not where the
+// packed chunk's input nodes (global ids) are what the gather reads.
+bool uploads_ids(const LayerwisePlan& plan, std::size_t l);
 // The positions [lo, hi) of `rows` (ascending) that lie in [first, last).
 std::pair<std::size_t, std::size_t> rows_within(std::span<const int32_t> rows, int64_t first, int64_t last);
 
@@ -86,6 +90,7 @@ struct LayerwisePlan {
   std::size_t moved_bytes = 0;             // host <-> device bytes of one step (at most)
   bool exact = false;                      // largest counts a chunk's distinct sources (else a bound)
   LayerwisePlacement placement;
+  bool identity_inputs = false;            // the batch's input nodes are 0, 1, ... (local ids are global ids)
   std::size_t outputs_bytes = 0;           // every hidden layer's outputs
   std::size_t gradient_bytes = 0;          // the widest input gradient of a layer above the first
   std::size_t inputs_bytes = 0;            // layer 0's input rows, [batch inputs x features] (LayerInputs::kDevice)
@@ -133,18 +138,20 @@ class LayerwiseStep {
  private:
   struct Prepared;
   struct Round;
+  struct Chunkers;
   struct Chunk;
   // Builds and packs chunks first_chunk .. first_chunk + n - 1 of layer l (block b) into `round`
   // on every thread (each its own chunker), after the round's last copies completed.
-  // loss_weights: every loss row's weight (the last layer), or empty.
+  // loss_weights: every loss row's weight (the last layer), or empty. `transpose`: the chunks'
+  // blocks carry their transpose (a backward pass; a forward pass's chunks have none to build or copy).
   void prepare(Round& round, const graph::Block& b, const graph::MiniBatch& batch, std::size_t l, int64_t first_chunk,
-               std::size_t n, std::span<const float> loss_weights);
+               std::size_t n, std::span<const float> loss_weights, bool transpose);
   // Copies a prepared chunk of layer l to the device and puts its input rows there.
   Chunk issue(const Prepared& p, std::size_t l);
   // Every chunk of layer l through `body(chunk, index)` in order, the next window prepared on the
-  // host while the device runs this one.
-  void run_pass(const graph::Block& b, const graph::MiniBatch& batch, std::size_t l, std::span<const float> loss_weights,
-                const std::function<void(const Chunk&, std::size_t)>& body);
+  // host while the device runs this one; `backward`: a backward follows each chunk's forward.
+  void run_pass(const graph::Block& b, const graph::MiniBatch& batch, std::size_t l, bool backward,
+                std::span<const float> loss_weights, const std::function<void(const Chunk&, std::size_t)>& body);
   // Copies n ids (host memory that stays valid until the copy ran) to the device ids array.
   std::span<const graph::NodeId> upload_ids(const graph::NodeId* host, std::size_t n);
   // The device matrix a chunk of layer l gathers its input rows from by the batch's local ids, or
@@ -175,9 +182,11 @@ class LayerwiseStep {
   std::size_t moved_ = 0;
   int64_t plan_rows_ = 1;         // the running plan's chunk rows
   std::vector<std::size_t> plan_packed_;  // ... and its largest packed chunk per layer
+  const LayerwisePlan* plan_ = nullptr;   // the running plan (during run())
   // A window of prepared chunks holds at most this many packed bytes (or one chunk).
   static constexpr std::size_t kWindowBytes = std::size_t{128} << 20;
   std::vector<std::unique_ptr<Round>> rounds_;  // the two windows, alternating
+  std::unique_ptr<Chunkers> chunkers_;
   LayerwisePlacement placement_;  // the running plan's
   PlacedFeatures placed_;
   struct Rows {

@@ -117,6 +117,27 @@ TEST_CASE("a chunk of an unweighted block is unweighted, and its transpose is th
   CHECK(vec(c.block.t_edges) == std::vector<EdgeOffset>{4, 3, 0, 1, 2, 5});
 }
 
+TEST_CASE("a chunk built without its transpose has the same rows and no transpose arrays", "[graph][chunk]") {
+  for (const bool weighted : {true, false}) {
+    const Block parent = hand_block(weighted);
+    BlockChunker chunker(parent);
+    for (const auto& [begin, end] : std::vector<std::pair<NodeId, NodeId>>{{0, 5}, {1, 4}, {2, 4}, {1, 2}}) {
+      INFO("chunk [" << begin << ", " << end << ")" << (weighted ? " weighted" : ""));
+      const BlockChunk with = chunker.build(begin, end);
+      const BlockChunk without = chunker.build(begin, end, false);
+      CHECK(without.sources == with.sources);
+      CHECK(without.block.num_dst == with.block.num_dst);
+      CHECK(without.block.num_src == with.block.num_src);
+      CHECK(vec(without.block.offsets) == vec(with.block.offsets));
+      CHECK(vec(without.block.indices) == vec(with.block.indices));
+      CHECK(vec(without.block.weights) == vec(with.block.weights));
+      CHECK(without.block.t_offsets.empty());
+      CHECK(without.block.t_indices.empty());
+      CHECK(without.block.t_edges.empty());
+    }
+  }
+}
+
 TEST_CASE("chunks side by side give back every parent edge in order, on random blocks", "[graph][chunk]") {
   core::Rng rng(41, {});
   for (int round = 0; round < 6; ++round) {

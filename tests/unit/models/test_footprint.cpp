@@ -97,29 +97,32 @@ TEST_CASE("training_arrays predicts the bytes a training step holds, batch after
   }
 }
 
-TEST_CASE("inference_arrays predicts the bytes of infer_layer", "[models][footprint]") {
-  core::Rng rng(8, {2});
-  // The last GCN has no input dropout: its first layer aggregates first (7 <= 12 columns).
-  for (const auto& [type, aggregate_first] : std::vector<std::pair<models::ModelType, bool>>{
-           {models::ModelType::kGcn, false}, {models::ModelType::kSage, false}, {models::ModelType::kGat, false},
-           {models::ModelType::kGgnn, false}, {models::ModelType::kGaan, false}, {models::ModelType::kGcn, true}}) {
-    INFO(models::to_string(type) << (aggregate_first ? " aggregating first" : ""));
-    const core::Stream stream(core::Device::cpu());
-    memory::CachingAllocator allocator(core::Device::cpu(), std::size_t{1} << 30);
-    const models::OpContext ctx(stream, {}, &allocator);
-    models::ModelOptions mo = options_of(type, true);
-    if (aggregate_first) mo.input_dropout = 0.0;
-    models::GnnModel<float> model(mo, 7, 3, 3, ctx);
-    const std::size_t resident = allocator.stats().in_use_bytes;
-    memory::GrowOnlyFootprint footprint;
-    for (int round = 0; round < 2; ++round) {
-      for (std::size_t l = 0; l < 3; ++l) {
-        const graph::Block block = test::random_block(rng, 30 + 20 * round, 90 - 25 * round, 6, true);
-        const int64_t in = l == 0 ? 7 : model.layer_out_dim(l - 1);
-        models::Matrix<float> x(block.num_src, in), y(block.num_dst, model.layer_out_dim(l));
-        footprint.grow(model.inference_arrays(l, {block.num_dst, block.num_src, block.num_edges()}));
-        model.infer_layer(l, block, models::MatrixView<const float>{x.data(), x.rows(), x.cols()}, y.view());
-        CHECK(allocator.stats().in_use_bytes - resident == footprint.bytes());
+TEST_CASE("inference_arrays predicts the bytes of infer_layer, on the whole graph and on a chunk", "[models][footprint]") {
+  for (const bool chunk : {false, true}) {
+    INFO((chunk ? "a chunk of layer-wise inference" : "the whole graph"));
+    core::Rng rng(8, {2});
+    // The last GCN has no input dropout: its first layer aggregates first (7 <= 12 columns).
+    for (const auto& [type, aggregate_first] : std::vector<std::pair<models::ModelType, bool>>{
+             {models::ModelType::kGcn, false}, {models::ModelType::kSage, false}, {models::ModelType::kGat, false},
+             {models::ModelType::kGgnn, false}, {models::ModelType::kGaan, false}, {models::ModelType::kGcn, true}}) {
+      INFO(models::to_string(type) << (aggregate_first ? " aggregating first" : ""));
+      const core::Stream stream(core::Device::cpu());
+      memory::CachingAllocator allocator(core::Device::cpu(), std::size_t{1} << 30);
+      const models::OpContext ctx(stream, {}, &allocator);
+      models::ModelOptions mo = options_of(type, true);
+      if (aggregate_first) mo.input_dropout = 0.0;
+      models::GnnModel<float> model(mo, 7, 3, 3, ctx);
+      const std::size_t resident = allocator.stats().in_use_bytes;
+      memory::GrowOnlyFootprint footprint;
+      for (int round = 0; round < 2; ++round) {
+        for (std::size_t l = 0; l < 3; ++l) {
+          const graph::Block block = test::random_block(rng, 30 + 20 * round, 90 - 25 * round, 6, true);
+          const int64_t in = l == 0 ? 7 : model.layer_out_dim(l - 1);
+          models::Matrix<float> x(block.num_src, in), y(block.num_dst, model.layer_out_dim(l));
+          footprint.grow(model.inference_arrays(l, {block.num_dst, block.num_src, block.num_edges()}, chunk));
+          model.infer_layer(l, block, models::MatrixView<const float>{x.data(), x.rows(), x.cols()}, y.view(), chunk);
+          CHECK(allocator.stats().in_use_bytes - resident == footprint.bytes());
+        }
       }
     }
   }

@@ -97,6 +97,7 @@ TEST_CASE("layer-wise: the hidden outputs live on the device, one layer at a tim
   const test::ExperimentRun whole = test::run_experiment(yaml, {}, dir.path() / "whole");
   // The first budget (from 90 % of the need down) at which each placement of the outputs is chosen.
   std::map<std::string, std::size_t> first_at;
+  std::map<std::string, std::size_t> moved;  // the plan's bytes a step moves, at that budget
   std::vector<std::string> order;
   for (double factor = 0.9; factor > 0.01; factor *= 0.85) {
     const auto limit = static_cast<std::size_t>(static_cast<double>(need) * factor);
@@ -109,7 +110,10 @@ TEST_CASE("layer-wise: the hidden outputs live on the device, one layer at a tim
     REQUIRE(plan.counters.layerwise == 1);
     // The features stay on the host: where the budget holds them, the batch's rows are loaded once a step.
     if (order.empty()) CHECK(plan.layerwise_inputs == "device");
-    if (first_at.emplace(plan.layerwise_outputs, limit).second) order.push_back(plan.layerwise_outputs);
+    if (first_at.emplace(plan.layerwise_outputs, limit).second) {
+      order.push_back(plan.layerwise_outputs);
+      moved[plan.layerwise_outputs] = plan.layerwise_moved;
+    }
   }
   // Fewer bytes moved first: all outputs on the device, then one layer's, then the host.
   CHECK(order == std::vector<std::string>{"device", "layer", "host"});
@@ -124,12 +128,19 @@ TEST_CASE("layer-wise: the hidden outputs live on the device, one layer at a tim
     CHECK(memory.at("batches_layerwise").get<int64_t>() == 3);
     CHECK(memory.at("peak_device_bytes").get<std::size_t>() <= limit);
     CHECK(memory.at("plan").at("epoch1").at("layerwise_outputs") == where);
+    // What a step copied is what the plan said it would move, at most (a packed chunk's bound).
+    const auto copied = run.summary.at("data_movement").at("copied_bytes_per_batch").get<double>();
+    CHECK(copied <= static_cast<double>(moved.at(where)));
+    CHECK(copied >= 0.9 * static_cast<double>(moved.at(where)));
   }
+  // Fewer bytes for the placements the governor prefers.
+  CHECK(moved.at("device") < moved.at("layer"));
+  CHECK(moved.at("layer") < moved.at("host"));
 }
 
 TEST_CASE("layer-wise: layer 0's rows come from the features placed on the device (float32 and 16-bit) with the "
           "losses of the rows loaded by the step",
-          "[pipeline][layerwise]") {
+          "[pipeline][layerwise][tsan]") {
   for (const char* dtype : {"float32", "float16"}) {
     INFO("dataset.feature_dtype " << dtype);
     const std::string yaml = dense("{type: gcn, layers: 3, hidden: 32, dropout: 0.5}", "nodes: 6000, avg_degree: 6");

@@ -79,7 +79,8 @@ class GnnModel {
   // layer-wise full-neighbor inference (all nodes through layer 0 in chunks, then layer 1, ...).
   // Invalidates what the last forward kept: no backward() may follow until the next forward().
   // With an embedding, layer 0's x is rows of embedding() (the caller gathers them, as features).
-  void infer_layer(std::size_t l, const graph::Block& block, MatrixView<const T> x, MatrixView<T> y);
+  // `chunk`: the block is a chunk of the graph's rows (LayerContext::chunk), not the whole graph.
+  void infer_layer(std::size_t l, const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, bool chunk = false);
   int64_t layer_out_dim(std::size_t l) const { return layers_.at(l)->out_dim(); }
   // model.embedding: the learned input table [embedding_rows x embedding] in the context's
   // memory; an empty view when the input is the features.
@@ -124,7 +125,7 @@ class GnnModel {
   // shrink); tests check this against the allocator. inference_arrays: infer_layer(layer) on a
   // block of `shape`, in the same positions (0 for every other array).
   std::vector<std::size_t> training_arrays(std::span<const BlockShape> shapes, bool training) const;
-  std::vector<std::size_t> inference_arrays(std::size_t layer, const BlockShape& shape) const;
+  std::vector<std::size_t> inference_arrays(std::size_t layer, const BlockShape& shape, bool chunk = false) const;
   // Gives every grow-only array of the model and its layers back (freed in the order of the
   // context's stream): the memory governor's trim, when a batch fits the budget on its own but
   // not on top of arrays grown for other shapes. No backward() may follow until a forward().

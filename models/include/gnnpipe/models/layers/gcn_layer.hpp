@@ -10,13 +10,14 @@
 // its features once per run, not twice per epoch. A chunk of a layer-wise step (LayerContext::chunk)
 // aggregates first too, whatever the layer: its sources are many times its destinations, so
 // (A_hat x) W transforms num_dst rows where x W would transform every source; its backward then
-// forms dx = A_hat^T (dy W^T) when asked. Inference (LayerContext::training false: evaluation,
-// layer-wise inference's chunks) aggregates first wherever in <= out: with at least as many
-// sources as destinations that never costs more multiply-adds (edges x in + dst x in x out
-// against src x in x out + edges x out), and a chunk of layer-wise inference on a dense graph
-// reads many times its destinations' rows. (A layer that narrows, in > out, keeps transforming
-// first: which order is cheaper there depends on the block, and the memory bound of a chunk,
-// computed from a bound of its shape, must not.) Every gradient a backward forms takes the memory of the
+// forms dx = A_hat^T (dy W^T) when asked. A chunk of layer-wise inference (LayerContext::chunk
+// without training) aggregates first wherever in <= out: with at least as many sources as
+// destinations that never costs more multiply-adds (edges x in + dst x in x out against src x in
+// x out + edges x out), and on a dense graph a chunk reads many times its destinations' rows. (A
+// layer that narrows, in > out, keeps transforming first: which order is cheaper there depends on
+// the block, and the memory bound of a chunk, computed from a bound of its shape, must not. The
+// whole graph's inference keeps PyG's order: its arrays then keep one size class across layers.)
+// Every gradient a backward forms takes the memory of the
 // forward's array it replaces (h_): x W is not read by backward, and A_hat x is read before
 // dy W^T is formed (issue #38: no array held longer than backward needs it).
 #include "gnnpipe/models/device_array.hpp"
@@ -46,6 +47,7 @@ class GcnLayer final : public Layer<T> {
   void training_arrays(const BlockShape& s, bool training, bool has_dx, std::vector<std::size_t>& bytes) const override;
   void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const override;
   void chunk_training_arrays(const BlockShape& s, bool has_dx, std::vector<std::size_t>& bytes) const override;
+  void chunk_inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const override;
   void release_arrays() override {
     h_.release(ctx_.stream());
     aggregated_ = {};

@@ -36,9 +36,10 @@ struct LayerContext {
   // Nonzero: the input and block hold what they held in the last forward with this tag (the
   // layer may reuse what it derived from them; GnnModel::forward's input_tag).
   uint64_t input_tag = 0;
-  // A chunk of a layer-wise step (GnnModel::forward_layer): the block's sources are most of the
-  // rows it reads, several times its destinations, so a layer that can aggregate before it
-  // transforms does (GcnLayer), rather than transform every source.
+  // A chunk of a layer-wise step (GnnModel::forward_layer) or of layer-wise inference
+  // (GnnModel::infer_layer with `chunk`): the block's sources are most of the rows it reads,
+  // several times its destinations, so a layer that can aggregate before it transforms does
+  // (GcnLayer: always in training, where in <= out in inference), rather than transform every source.
   bool chunk = false;
 };
 
@@ -83,6 +84,11 @@ class Layer {
   // training_arrays of a forward with LayerContext::chunk set (and training) and its backward.
   virtual void chunk_training_arrays(const BlockShape& s, bool has_dx, std::vector<std::size_t>& bytes) const {
     training_arrays(s, true, has_dx, bytes);
+  }
+  // inference_arrays of a forward with LayerContext::chunk set, without training (a chunk of
+  // layer-wise inference: GnnModel::infer_layer with `chunk`).
+  virtual void chunk_inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const {
+    inference_arrays(s, bytes);
   }
   // Gives every grow-only array back (capacity 0, freed in the order of the layer's stream): what
   // the layer kept from the last forward is gone, so no backward may follow until a forward.

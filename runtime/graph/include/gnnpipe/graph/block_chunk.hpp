@@ -28,7 +28,9 @@ class BlockChunker {
   // `parent` must outlive the chunker.
   explicit BlockChunker(const Block& parent);
   ChunkCounts count(NodeId begin, NodeId end);
-  BlockChunk build(NodeId begin, NodeId end);
+  // `transpose` false: the block has no transpose (t_* arrays empty), for a forward that no
+  // backward over this block follows (a layer-wise step's forward pass).
+  BlockChunk build(NodeId begin, NodeId end, bool transpose = true);
 
  private:
   void check(NodeId begin, NodeId end) const;
