@@ -20,7 +20,12 @@ GcnLayer<T>::GcnLayer(ParamStore<T>& params, int64_t in_dim, int64_t out_dim, in
 template <class T>
 void GcnLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y,
                           const LayerContext& context) {
-  aggregated_last_ = aggregate_first_ || (context.chunk && (context.training || in_ <= out_));
+  // Inference over the whole graph aggregates first too where in <= out (fewer multiply-adds), in
+  // an array the size x W would take, so that its size class is the hidden layers' (the plan's
+  // evaluation bound, and the allocator's cache, as with PyG's order).
+  const bool whole_inference = !context.training && !context.chunk && !aggregate_first_ && in_ <= out_;
+  aggregated_last_ = aggregate_first_ || (context.chunk && (context.training || in_ <= out_)) || whole_inference;
+  if (whole_inference) h_.ensure(ctx_, static_cast<std::size_t>(block.num_src * out_));
   if (aggregated_last_) {
     forward_aggregated(block, x, y, context.chunk ? 0 : context.input_tag);
   } else {

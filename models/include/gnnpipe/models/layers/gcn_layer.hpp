@@ -15,8 +15,10 @@
 // destinations that never costs more multiply-adds (edges x in + dst x in x out against src x in
 // x out + edges x out), and on a dense graph a chunk reads many times its destinations' rows. (A
 // layer that narrows, in > out, keeps transforming first: which order is cheaper there depends on
-// the block, and the memory bound of a chunk, computed from a bound of its shape, must not. The
-// whole graph's inference keeps PyG's order: its arrays then keep one size class across layers.)
+// the block, and the memory bound of a chunk, computed from a bound of its shape, must not.)
+// Inference over the whole graph aggregates first where in <= out as well, but in an array of
+// x W's size [src x out]: the layers' arrays then share one size class, and the footprint (the
+// evaluation's bound) is PyG's order's.
 // Every gradient a backward forms takes the memory of the
 // forward's array it replaces (h_): x W is not read by backward, and A_hat x is read before
 // dy W^T is formed (issue #38: no array held longer than backward needs it).
