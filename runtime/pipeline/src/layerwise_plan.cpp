@@ -165,6 +165,7 @@ std::vector<std::size_t> layerwise_arrays(const models::GnnModel<float>& model, 
   const LayerwisePlacement& p = plan.placement;
   const bool device = p.outputs == LayerOutputs::kDevice, layer = p.outputs == LayerOutputs::kLayer && l > 0;
   const bool rows16 = l == 0 && p.inputs == LayerInputs::kFeatures && p.features16;
+  const std::size_t ids = uploads_ids(plan, l) ? static_cast<std::size_t>(s.num_src) * sizeof(graph::NodeId) : 0;
   return {plan.packed.at(l),
           x,
           static_cast<std::size_t>(s.num_dst * model.layer_out_dim(l)) * kFloat,
@@ -172,9 +173,11 @@ std::vector<std::size_t> layerwise_arrays(const models::GnnModel<float>& model, 
           device ? plan.outputs_bytes : layer ? plan.layer_inputs.at(l) : 0,
           device ? plan.gradient_bytes : layer ? plan.layer_inputs.at(l) : 0,
           device && model.num_layers() > 2 ? plan.gradient_bytes : 0,
-          uploads_ids(plan, l) ? static_cast<std::size_t>(s.num_src) * sizeof(graph::NodeId) : 0,
+          ids,
           plan.inputs_bytes,
-          rows16 ? static_cast<std::size_t>(s.num_src * in) * sizeof(uint16_t) : 0};
+          rows16 ? static_cast<std::size_t>(s.num_src * in) * sizeof(uint16_t) : 0,
+          plan.packed.at(l),
+          ids};
 }
 
 }  // namespace gnnpipe::pipeline::detail

@@ -62,6 +62,7 @@ struct LayerwiseStep::Chunkers {
 
 struct LayerwiseStep::Chunk {
   int64_t first = 0;
+  int slot = 0;                              // the device slot its packed chunk and ids were copied into
   std::span<const graph::NodeId> sources;    // the batch's local ids of the chunk's sources
   std::span<const graph::NodeId> on_device;  // the same on the device (rows gathered there), or global ids (kFeatures)
   PackedBatchView view;                      // in device memory
@@ -70,7 +71,9 @@ struct LayerwiseStep::Chunk {
 
 LayerwiseStep::LayerwiseStep(models::GnnModel<float>& model, const graph::FeatureStore& features)
     : model_(model), ctx_(model.context()), stream_(ctx_.stream()), features_(features),
-      chunkers_(std::make_unique<Chunkers>()) {
+      chunkers_(std::make_unique<Chunkers>()), copy_stream_(ctx_.device()), synced_(ctx_.device()),
+      copied_{core::Event(ctx_.device()), core::Event(ctx_.device())},
+      read_{core::Event(ctx_.device()), core::Event(ctx_.device())} {
   rounds_.emplace_back(std::make_unique<Round>(ctx_.device()));
   rounds_.emplace_back(std::make_unique<Round>(ctx_.device()));
 }
@@ -87,9 +90,15 @@ void LayerwiseStep::release() {
        {&x_, &dy_, &dx_, &outputs_dev_, &grad_dev_[0], &grad_dev_[1], &layer_in_, &layer_grad_, &inputs_dev_}) {
     a->release(stream_);
   }
-  packed_.release(stream_);
+  // The slots are the copy stream's: their frees wait for the train stream's last reads.
+  synced_.record(stream_);
+  copy_stream_.wait(synced_);
+  for (int s = 0; s < 2; ++s) {
+    packed_[s].release(copy_stream_);
+    sources_dev_[s].release(copy_stream_);
+    slot_read_[s] = false;
+  }
   rows16_.release(stream_);
-  sources_dev_.release(stream_);
 }
 
 models::MatrixView<float> LayerwiseStep::outputs_of(std::size_t l) {
@@ -111,9 +120,9 @@ models::MatrixView<const float> LayerwiseStep::rows_on_device(std::size_t l) con
   return {};
 }
 
-std::span<const graph::NodeId> LayerwiseStep::upload_ids(const graph::NodeId* host, std::size_t n) {
-  graph::NodeId* dev = sources_dev_.ensure(ctx_, n);
-  core::copy_bytes_async(dev, host, n * sizeof(graph::NodeId), stream_);
+std::span<const graph::NodeId> LayerwiseStep::upload_ids(const graph::NodeId* host, std::size_t n, int slot) {
+  graph::NodeId* dev = sources_dev_[slot].ensure(ctx_.allocator(), copy_stream_, n);
+  core::copy_bytes_async(dev, host, n * sizeof(graph::NodeId), copy_stream_);
   moved_ += n * sizeof(graph::NodeId);
   return {dev, n};
 }
@@ -169,17 +178,27 @@ LayerwiseStep::Chunk LayerwiseStep::issue(const Prepared& p, std::size_t l) {
   Chunk chunk;
   chunk.first = p.first;
   chunk.sources = p.sources;
+  // The chunk and its ids cross on the copy stream into one of two slots, while the train stream
+  // still runs the chunk before (the slot's last reader, two chunks back, comes first).
+  const int slot = chunk.slot = next_slot_;
+  next_slot_ = 1 - next_slot_;
+  if (slot_read_[slot]) copy_stream_.wait(read_[slot]);
   const std::size_t bytes = p.layout.total_bytes;
-  std::byte* packed = packed_.ensure(ctx_, bytes);
-  core::copy_bytes_async(packed, p.packed.data(), bytes, stream_);
+  std::byte* packed = packed_[slot].ensure(ctx_.allocator(), copy_stream_, bytes);
+  core::copy_bytes_async(packed, p.packed.data(), bytes, copy_stream_);
   moved_ += bytes;
   chunk.view = PackedBatchView::of(p.layout, nullptr, packed);
+  const bool uploads = uploads_ids(*plan_, l);
+  const std::span<const graph::NodeId> uploaded = uploads ? upload_ids(p.upload.data(), p.sources.size(), slot)
+                                                          : std::span<const graph::NodeId>();
+  copied_[slot].record(copy_stream_);
+  stream_.wait(copied_[slot]);
   // The sources' input rows: gathered on the device (the placed features by global id, or a device
   // array by local id), or on the host (layer 0's features, or the layer below's host outputs).
   const int64_t in = model_.layer_in_dim(l);
   const std::size_t rows = p.sources.size(), cols = static_cast<std::size_t>(in);
   chunk.x = x_.matrix(ctx_, static_cast<int64_t>(rows), in);
-  const auto ids = [&] { return uploads_ids(*plan_, l) ? upload_ids(p.upload.data(), rows) : chunk.view.input_nodes; };
+  const auto ids = [&] { return uploads ? uploaded : chunk.view.input_nodes; };
   if (l == 0 && placement_.inputs == LayerInputs::kFeatures) {
     chunk.on_device = ids();
     const auto n = static_cast<int64_t>(rows);
@@ -234,8 +253,13 @@ void LayerwiseStep::run_pass(const graph::Block& b, const graph::MiniBatch& batc
   prepare(*now, b, batch, l, 0, std::min<std::size_t>(window, static_cast<std::size_t>(chunks)), loss_weights,
           backward);
   for (int64_t start = 0; start < chunks; start += static_cast<int64_t>(window)) {
-    for (std::size_t i = 0; i < now->count; ++i) body(issue(now->chunks[i], l), static_cast<std::size_t>(start) + i);
-    now->done.record(stream_);
+    for (std::size_t i = 0; i < now->count; ++i) {
+      const Chunk chunk = issue(now->chunks[i], l);
+      body(chunk, static_cast<std::size_t>(start) + i);
+      read_[chunk.slot].record(stream_);  // the slot's last reader: this chunk's work
+      slot_read_[chunk.slot] = true;
+    }
+    now->done.record(copy_stream_);  // the round's host buffers are read by its copies only
     now->pending = true;
     const int64_t after = start + static_cast<int64_t>(window);
     if (after < chunks) {

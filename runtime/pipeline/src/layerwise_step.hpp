@@ -29,7 +29,9 @@
 // governor's prediction) and counts the bytes a step moves between host and device.
 // Chunks are built and packed a window at a time on every thread, the next window while the
 // device runs this one (the host waits for the device only where it reads or refills what the
-// device reads: host-gathered rows, host input gradients, a new layer).
+// device reads: host-gathered rows, host input gradients, a new layer). A chunk's block and ids
+// cross on a copy stream of the step's into one of two device slots, so that on a GPU the copy of
+// one chunk overlaps the compute of the one before.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -107,8 +109,9 @@ LayerwisePlan plan_chunks(const models::GnnModel<float>& model, const graph::Min
 // order: the packed chunk, its input rows, the output gradient, the input gradient, the outputs
 // (kDevice: every hidden output; kLayer: the layer's input rows), the two gradient buffers
 // (kDevice; kLayer: the layer's input gradient in the first), the chunk's source ids, layer 0's
-// input rows (LayerInputs::kDevice) and a chunk's 16-bit feature rows (kFeatures, fp16/bf16).
-inline constexpr std::size_t kLayerwiseArrays = 10;
+// input rows (LayerInputs::kDevice), a chunk's 16-bit feature rows (kFeatures, fp16/bf16), and
+// the second slot's packed chunk and ids (the copy of one chunk overlaps the compute of the last).
+inline constexpr std::size_t kLayerwiseArrays = 12;
 // Per layer l: the bytes of those arrays for `plan`'s largest chunk of l.
 std::vector<std::size_t> layerwise_arrays(const models::GnnModel<float>& model, const LayerwisePlan& plan, std::size_t l);
 
@@ -152,8 +155,9 @@ class LayerwiseStep {
   // host while the device runs this one; `backward`: a backward follows each chunk's forward.
   void run_pass(const graph::Block& b, const graph::MiniBatch& batch, std::size_t l, bool backward,
                 std::span<const float> loss_weights, const std::function<void(const Chunk&, std::size_t)>& body);
-  // Copies n ids (host memory that stays valid until the copy ran) to the device ids array.
-  std::span<const graph::NodeId> upload_ids(const graph::NodeId* host, std::size_t n);
+  // Copies n ids (host memory that stays valid until the copy ran) to slot `slot`'s ids array, on
+  // the copy stream.
+  std::span<const graph::NodeId> upload_ids(const graph::NodeId* host, std::size_t n, int slot);
   // The device matrix a chunk of layer l gathers its input rows from by the batch's local ids, or
   // an empty view (gathered on the host, or from the placed features by global id).
   models::MatrixView<const float> rows_on_device(std::size_t l) const;
@@ -187,6 +191,15 @@ class LayerwiseStep {
   static constexpr std::size_t kWindowBytes = std::size_t{128} << 20;
   std::vector<std::unique_ptr<Round>> rounds_;  // the two windows, alternating
   std::unique_ptr<Chunkers> chunkers_;
+  // A chunk's block and ids cross on a stream of their own into one of two device slots (the
+  // copy of chunk k + 1 overlaps the compute of chunk k): copied_ orders the train stream after a
+  // slot's copy, read_ the next copy into a slot after its last reader. Declared before the slots,
+  // whose memory is the copy stream's, so that it outlives them.
+  core::Stream copy_stream_;
+  core::Event synced_;
+  core::Event copied_[2], read_[2];
+  bool slot_read_[2] = {false, false};
+  int next_slot_ = 0;
   LayerwisePlacement placement_;  // the running plan's
   PlacedFeatures placed_;
   struct Rows {
@@ -197,12 +210,12 @@ class LayerwiseStep {
   // Device (the model's context): one chunk at a time; kDevice: every hidden layer's outputs and
   // the two gradient buffers; kLayer: the running layer's input rows and input gradient; the
   // chunk's source ids; LayerInputs::kDevice: layer 0's rows; kFeatures: a chunk's 16-bit rows.
-  models::DeviceArray<std::byte> packed_;
+  models::DeviceArray<std::byte> packed_[2];  // the slots (the copy stream's memory)
   models::DeviceArray<float> x_, dy_, dx_;
   models::DeviceArray<float> outputs_dev_, grad_dev_[2];
   models::DeviceArray<float> layer_in_, layer_grad_, inputs_dev_;
   models::DeviceArray<uint16_t> rows16_;
-  models::DeviceArray<graph::NodeId> sources_dev_;
+  models::DeviceArray<graph::NodeId> sources_dev_[2];
   models::MatrixView<const float> layer_in_view_{}, inputs_view_{};
   // Host (pinned on a GPU), grow-only across steps: a chunk's rows gathered on the host and its
   // input gradient on the way back, and unless kDevice every hidden layer's outputs and the two

@@ -78,12 +78,29 @@ std::optional<std::pair<LayerwisePlan, MemoryGovernor::Estimate>> MemoryGovernor
       e = std::move(be);
     }
   }
+  int64_t too_wide = 0;  // the fewest rows found not to fit (0: none)
   while (plan.chunk_rows < widest) {
-    LayerwisePlan wider = plan_chunks(s_.model, sampled, std::min(widest, plan.chunk_rows * 2), true, placement);
+    const int64_t rows = std::min(widest, plan.chunk_rows * 2);
+    LayerwisePlan wider = plan_chunks(s_.model, sampled, rows, true, placement);
     std::optional<Estimate> we = admissible_layerwise(wider, batches);
-    if (!we) break;
+    if (!we) {
+      too_wide = rows;
+      break;
+    }
     plan = std::move(wider);
     e = std::move(we);
+  }
+  // Between the widest that fits and the narrowest that does not, to within an eighth (a few more
+  // exact counts: each O(edges), on every thread).
+  while (too_wide > 0 && too_wide - plan.chunk_rows > std::max<int64_t>(1, plan.chunk_rows / 8)) {
+    const int64_t rows = plan.chunk_rows + (too_wide - plan.chunk_rows) / 2;
+    LayerwisePlan mid = plan_chunks(s_.model, sampled, rows, true, placement);
+    if (std::optional<Estimate> me = admissible_layerwise(mid, batches)) {
+      plan = std::move(mid);
+      e = std::move(me);
+    } else {
+      too_wide = rows;
+    }
   }
   return std::pair{std::move(plan), std::move(*e)};
 }

@@ -87,7 +87,7 @@ TEST_CASE("layer-wise: every model trains a dense full batch at half its need wi
 }
 
 TEST_CASE("layer-wise: the hidden outputs live on the device, one layer at a time there, or on the host, as the "
-          "budget holds them; the same losses under each",
+          "budget holds them, with the same losses under each",
           "[pipeline][layerwise]") {
   // Chunks of 256 rows (what a placement must leave room for) read a few thousand of the graph's
   // rows, not all: on the 600-node graph a chunk's arrays are the whole step's.
