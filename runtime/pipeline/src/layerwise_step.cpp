@@ -37,7 +37,7 @@ T* grow(core::Buffer<T>& buffer, std::size_t n, core::Device device) {
 struct LayerwiseStep::Prepared {
   int64_t first = 0;
   std::vector<graph::NodeId> sources;  // the batch's local ids of the chunk's sources
-  std::vector<graph::NodeId> ids;      // their global ids (the packed chunk's input nodes)
+  std::vector<graph::NodeId> ids;      // their global ids, kept only where the host gathers layer 0's rows
   BatchLayout layout;
   core::Buffer<std::byte> packed;      // host (pinned on a GPU), grow-only
   core::Buffer<graph::NodeId> upload;  // the ids a device gather reads (pinned on a GPU), grow-only
@@ -108,8 +108,8 @@ models::MatrixView<float> LayerwiseStep::outputs_of(std::size_t l) {
 }
 
 models::MatrixView<const float> LayerwiseStep::rows_on_device(std::size_t l) const {
-  if (l == 0) return placement_.inputs == LayerInputs::kDevice ? inputs_view_ : models::MatrixView<const float>{};
-  switch (placement_.outputs) {
+  if (l == 0) return plan_->placement.inputs == LayerInputs::kDevice ? inputs_view_ : models::MatrixView<const float>{};
+  switch (plan_->placement.outputs) {
     case LayerOutputs::kDevice: {
       const Rows& r = output_rows_.at(l - 1);
       return {outputs_dev_.data() + r.offset, r.rows, r.cols};
@@ -134,6 +134,7 @@ void LayerwiseStep::prepare(Round& round, const graph::Block& b, const graph::Mi
   if (round.chunks.size() < n) round.chunks.resize(n);
   round.count = n;
   const bool uploads = uploads_ids(*plan_, l);
+  const bool host_rows = l == 0 && !rows_gathered_on_device(plan_->placement, l);
   const core::Device device = ctx_.device();
   if (chunkers_->block != &b) {
     chunkers_->local.clear();
@@ -145,19 +146,19 @@ void LayerwiseStep::prepare(Round& round, const graph::Block& b, const graph::Mi
     if (!chunker) chunker.emplace(b);
     for (std::size_t i = r.begin(); i != r.end(); ++i) {
       Prepared& p = round.chunks[i];
-      p.first = (first_chunk + static_cast<int64_t>(i)) * plan_rows_;
-      const int64_t last = std::min(p.first + plan_rows_, static_cast<int64_t>(b.num_dst));
+      p.first = (first_chunk + static_cast<int64_t>(i)) * plan_->chunk_rows;
+      const int64_t last = std::min(p.first + plan_->chunk_rows, static_cast<int64_t>(b.num_dst));
       graph::BlockChunk built =
           chunker->build(static_cast<graph::NodeId>(p.first), static_cast<graph::NodeId>(last), transpose);
       p.sources = std::move(built.sources);
       graph::MiniBatch part;
       part.epoch = batch.epoch;
       part.index = batch.index;
-      p.ids.resize(p.sources.size());
-      for (std::size_t k = 0; k < p.ids.size(); ++k) p.ids[k] = batch.input_nodes[static_cast<std::size_t>(p.sources[k])];
-      part.targets = graph::HostArray<graph::NodeId>(
-          std::vector<graph::NodeId>(p.ids.begin(), p.ids.begin() + (last - p.first)));
-      part.input_nodes = graph::HostArray<graph::NodeId>(std::vector<graph::NodeId>(p.ids));
+      std::vector<graph::NodeId> ids(p.sources.size());
+      for (std::size_t k = 0; k < ids.size(); ++k) ids[k] = batch.input_nodes[static_cast<std::size_t>(p.sources[k])];
+      part.targets = graph::HostArray<graph::NodeId>(std::vector<graph::NodeId>(ids.begin(), ids.begin() + (last - p.first)));
+      if (host_rows) p.ids = ids;  // (only a host gather reads them after packing)
+      part.input_nodes = graph::HostArray<graph::NodeId>(std::move(ids));
       if (!loss_weights.empty()) {
         const auto [lo, hi] = rows_within(batch.loss_rows.span(), p.first, last);
         std::vector<int32_t> rows(hi - lo);
@@ -199,7 +200,7 @@ LayerwiseStep::Chunk LayerwiseStep::issue(const Prepared& p, std::size_t l) {
   const std::size_t rows = p.sources.size(), cols = static_cast<std::size_t>(in);
   chunk.x = x_.matrix(ctx_, static_cast<int64_t>(rows), in);
   const auto ids = [&] { return uploads ? uploaded : chunk.view.input_nodes; };
-  if (l == 0 && placement_.inputs == LayerInputs::kFeatures) {
+  if (l == 0 && plan_->placement.inputs == LayerInputs::kFeatures) {
     chunk.on_device = ids();
     const auto n = static_cast<int64_t>(rows);
     if (placed_.dtype == graph::FeatureDType::kFloat32) {
@@ -239,13 +240,10 @@ LayerwiseStep::Chunk LayerwiseStep::issue(const Prepared& p, std::size_t l) {
 
 void LayerwiseStep::run_pass(const graph::Block& b, const graph::MiniBatch& batch, std::size_t l, bool backward,
                              std::span<const float> loss_weights, const std::function<void(const Chunk&, std::size_t)>& body) {
-  // The host buffers the last pass filled or read (host outputs and gradients, staged rows) are
-  // settled before this pass touches them.
-  stream_.synchronize();
-  const int64_t chunks = (b.num_dst + plan_rows_ - 1) / plan_rows_;
+  const int64_t chunks = (b.num_dst + plan_->chunk_rows - 1) / plan_->chunk_rows;
   // A window of chunks is built on every thread while the device runs the window before it; the
   // two windows' host buffers (twice kWindowBytes at most, or two chunks) alternate.
-  const std::size_t largest = std::max<std::size_t>(1, plan_packed_.at(l));
+  const std::size_t largest = std::max<std::size_t>(1, plan_->packed.at(l));
   const auto threads = static_cast<std::size_t>(std::max(1, tbb::this_task_arena::max_concurrency()));
   const std::size_t window = std::clamp<std::size_t>(kWindowBytes / largest, 1, threads);
   Round* now = rounds_[0].get();
@@ -341,6 +339,7 @@ void LayerwiseStep::forward_hidden(const graph::MiniBatch& batch, std::span<cons
                                    core::RngKey key) {
   for (std::size_t l = 0; l + 1 < blocks.size(); ++l) {
     const models::MatrixView<float> outputs = outputs_of(l);
+    stream_.synchronize();  // the last pass's host outputs and staged rows are settled before this one reads them
     load_layer(l);
     run_pass(*blocks[l], batch, l, false, {}, [&](const Chunk& c, std::size_t) {
       const models::MatrixView<const float> z = model_.forward_layer(l, c.view.blocks.front(), c.x, c.view.input_nodes, key);
@@ -364,7 +363,9 @@ void LayerwiseStep::backward_all(const graph::MiniBatch& batch, std::span<const 
     const bool top = l + 1 == layers;
     const graph::Block& b = *blocks[l];
     const int64_t in = model_.layer_in_dim(l), out = model_.layer_out_dim(l);
-    stream_.synchronize();  // the host gradient buffer refilled below was read two layers up
+    // The last pass's host outputs and staged rows are settled, and the host gradient buffer
+    // refilled below (read two layers up) is free.
+    stream_.synchronize();
     load_layer(l);
     const models::MatrixView<float> below = l > 0 ? gradient(which, b.num_src, in) : models::MatrixView<float>{};
     if (l > 0 && outputs_on(LayerOutputs::kLayer)) models::ops::zero<float>(ctx_, layer_grad_.matrix(ctx_, b.num_src, in));
@@ -401,19 +402,16 @@ std::size_t LayerwiseStep::run(const graph::MiniBatch& batch, const LayerwisePla
                                std::span<const int32_t> labels, const Loss& loss, const PlacedFeatures& placed) {
   moved_ = 0;
   labels_ = labels;
-  placement_ = plan.placement;
   placed_ = placed;
   layer_in_view_ = inputs_view_ = {};
-  plan_rows_ = plan.chunk_rows;
-  plan_packed_ = plan.packed;
   plan_ = &plan;
   chunkers_->local.clear();  // (a block of the last step may have had this one's address)
   chunkers_->block = nullptr;
   const std::size_t layers = model_.num_layers();
   const std::vector<const graph::Block*> blocks = batch.layer_blocks(layers);
-  GNNPIPE_CHECK(plan_rows_ >= 1 && plan.chunks.size() == layers, "layer-wise: a plan of {} layers for a {}-layer model",
+  GNNPIPE_CHECK(plan.chunk_rows >= 1 && plan.chunks.size() == layers, "layer-wise: a plan of {} layers for a {}-layer model",
                 plan.chunks.size(), layers);
-  GNNPIPE_CHECK(placement_.inputs != LayerInputs::kFeatures ||
+  GNNPIPE_CHECK(plan_->placement.inputs != LayerInputs::kFeatures ||
                     (placed.data != nullptr && placed.cols == model_.layer_in_dim(0)),
                 "layer-wise: the plan reads layer 0's rows from device features the step was not given");
   const core::Device device = ctx_.device();
@@ -439,7 +437,7 @@ std::size_t LayerwiseStep::run(const graph::MiniBatch& batch, const LayerwisePla
       grow(outputs_[l], static_cast<std::size_t>(output_rows_[l].rows * output_rows_[l].cols), device);
     }
   }
-  if (placement_.inputs == LayerInputs::kDevice) load_inputs(batch);
+  if (plan_->placement.inputs == LayerInputs::kDevice) load_inputs(batch);
   forward_hidden(batch, blocks, key);
   backward_all(batch, blocks, key, weights, loss);
   chunkers_->local.clear();  // their scratch maps are the size of the batch's sources, per thread

@@ -176,7 +176,7 @@ class LayerwiseStep {
   // Gradient buffer `which` (0 or 1, alternating by layer) as a [rows x cols] matrix where the
   // outputs live (zeroed unless kLayer, whose host buffer is written whole at the layer's end).
   models::MatrixView<float> gradient(int which, int64_t rows, int64_t cols);
-  bool outputs_on(LayerOutputs where) const { return placement_.outputs == where; }
+  bool outputs_on(LayerOutputs where) const { return plan_->placement.outputs == where; }
 
   models::GnnModel<float>& model_;
   const models::OpContext& ctx_;
@@ -184,9 +184,7 @@ class LayerwiseStep {
   const graph::FeatureStore& features_;
   std::span<const int32_t> labels_;
   std::size_t moved_ = 0;
-  int64_t plan_rows_ = 1;         // the running plan's chunk rows
-  std::vector<std::size_t> plan_packed_;  // ... and its largest packed chunk per layer
-  const LayerwisePlan* plan_ = nullptr;   // the running plan (during run())
+  const LayerwisePlan* plan_ = nullptr;  // the running plan (during run())
   // A window of prepared chunks holds at most this many packed bytes (or one chunk).
   static constexpr std::size_t kWindowBytes = std::size_t{128} << 20;
   std::vector<std::unique_ptr<Round>> rounds_;  // the two windows, alternating
@@ -200,7 +198,6 @@ class LayerwiseStep {
   core::Event copied_[2], read_[2];
   bool slot_read_[2] = {false, false};
   int next_slot_ = 0;
-  LayerwisePlacement placement_;  // the running plan's
   PlacedFeatures placed_;
   struct Rows {
     std::size_t offset = 0;  // in outputs_dev_
