@@ -50,9 +50,11 @@ inline T edge_weight(const graph::Block& block, int64_t e) {
 // out[r] = sum over the entries k of CSR row r (offsets, neighbor) of weight(k) * in[neighbor[k]],
 // for every row, one task per range of rows (no atomics, each row summed in entry order): SpMM
 // over the destination CSR, and its backward over the transpose.
-template <class T, class Weight>
+// `epilogue(row)` runs on each output row once its sum is complete (while the row is in cache).
+template <class T, class Weight, class Epilogue = void (*)(std::span<T>)>
 void weighted_rows(int64_t rows, const graph::EdgeOffset* offsets, const graph::NodeId* neighbor, int64_t entries,
-                   ConstView<T> in, MatrixView<T> out, Weight weight) {
+                   ConstView<T> in, MatrixView<T> out, Weight weight,
+                   Epilogue epilogue = [](std::span<T>) {}) {
   const int64_t f = in.cols;
   parallel_rows(rows, grain_for(edges_per_row(entries, rows) * f), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
@@ -63,6 +65,7 @@ void weighted_rows(int64_t rows, const graph::EdgeOffset* offsets, const graph::
         const T* src = in.row(neighbor[k]).data();
         for (int64_t c = 0; c < f; ++c) o[c] += w * src[c];
       }
+      epilogue(o);
     }
   });
 }

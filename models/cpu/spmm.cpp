@@ -14,6 +14,23 @@ void spmm(const graph::Block& block, ConstView<T> x, MatrixView<T> y) {
 }
 
 template <class T>
+void spmm_bias(const graph::Block& block, ConstView<T> x, std::span<const T> bias, bool relu, MatrixView<T> y) {
+  check_shape(x, block.num_src, x.cols, "spmm_bias: x (num_src x F)");
+  check_shape(y, block.num_dst, x.cols, "spmm_bias: y (num_dst x F)");
+  GNNPIPE_CHECK(static_cast<int64_t>(bias.size()) == x.cols, "spmm_bias: bias of {} values for {} columns",
+                bias.size(), x.cols);
+  // The same expressions as bias_add (out[c] += bias[c]) and relu (v > 0 ? v : 0).
+  const auto epilogue = [&](std::span<T> o) {
+    for (std::size_t c = 0; c < o.size(); ++c) o[c] += bias[c];
+    if (relu) {
+      for (T& v : o) v = v > T{0} ? v : T{0};
+    }
+  };
+  detail::weighted_rows(block.num_dst, block.offsets.data(), block.indices.data(), block.num_edges(), x, y,
+                        [&](int64_t e) { return detail::edge_weight<T>(block, e); }, epilogue);
+}
+
+template <class T>
 void spmm_backward(const graph::Block& block, ConstView<T> dy, MatrixView<T> dx) {
   check_shape(dy, block.num_dst, dy.cols, "spmm_backward: dy (num_dst x F)");
   check_shape(dx, block.num_src, dy.cols, "spmm_backward: dx (num_src x F)");
@@ -110,6 +127,7 @@ void spmm_edge_weighted_backward_alpha(const graph::Block& block, ConstView<T> x
 #define GNNPIPE_INSTANTIATE(T)                                                                                    \
   template void spmm<T>(const graph::Block&, ConstView<T>, MatrixView<T>);                                        \
   template void spmm_backward<T>(const graph::Block&, ConstView<T>, MatrixView<T>);                               \
+  template void spmm_bias<T>(const graph::Block&, ConstView<T>, std::span<const T>, bool, MatrixView<T>);          \
   template void spmm_edge_weighted<T>(const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>);            \
   template void spmm_edge_weighted_backward_x<T>(const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>); \
   template void spmm_edge_weighted_backward_alpha<T>(const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>);

@@ -105,6 +105,21 @@ void spmm(const OpContext& ctx, const graph::Block& block, ConstView<T> x, Matri
 }
 
 template <class T>
+void spmm_bias(const OpContext& ctx, const graph::Block& block, ConstView<T> x, ConstView<T> bias, bool relu,
+               MatrixView<T> y) {
+  check_shape(x, block.num_src, x.cols, "spmm_bias: x (num_src x F)");
+  check_shape(y, block.num_dst, x.cols, "spmm_bias: y (num_dst x F)");
+  GNNPIPE_CHECK(bias.size() == x.cols, "spmm_bias: bias of {} values for {} columns", bias.size(), x.cols);
+  if (ctx.options().spmm == SpmmImpl::kCusparse) {  // cuSPARSE has no epilogue: the three ops in turn
+    spmm<T>(ctx, block, x, y);
+    bias_add<T>(ctx, y, bias);
+    if (relu) activation<T>(ctx, Activation::kRelu, T{0}, y, y);
+  } else {
+    launch_spmm_bias<T>(arrays(block), x.data, x.cols, bias.data, relu, y.data, stream_of(ctx));
+  }
+}
+
+template <class T>
 void spmm_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> dy, MatrixView<T> dx) {
   check_shape(dy, block.num_dst, dy.cols, "spmm_backward: dy (num_dst x F)");
   check_shape(dx, block.num_src, dy.cols, "spmm_backward: dx (num_src x F)");

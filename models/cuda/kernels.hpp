@@ -41,6 +41,11 @@ enum class ActivationKind { kRelu, kElu, kLeakyRelu };
 // y: num_dst x f, row-major. Summation in edge order per output element.
 template <class T>
 void launch_spmm(const BlockArrays& b, const T* x, int64_t f, T* y, cudaStream_t stream);
+// launch_spmm with an epilogue in the store: y = sum + bias[c] (bias: f device values), then
+// v > 0 ? v : 0 when relu (the bias_add and activation kernels' rounding, bitwise).
+template <class T>
+void launch_spmm_bias(const BlockArrays& b, const T* x, int64_t f, const T* bias, bool relu, T* y,
+                      cudaStream_t stream);
 // dx[u, :] = sum over k in [t_offsets[u], t_offsets[u+1]) of w_{t_edges[k]} * dy[t_indices[k], :].
 template <class T>
 void launch_spmm_transpose(const BlockArrays& b, const T* dy, int64_t f, T* dx, cudaStream_t stream);

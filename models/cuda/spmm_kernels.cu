@@ -31,7 +31,19 @@ struct AggregateArgs {
   const T* in = nullptr;
   int64_t f = 0;
   T* out = nullptr;
+  // The store's epilogue (launch_spmm_bias): out = sum + bias[c], then v > 0 ? v : 0 when relu.
+  const T* bias = nullptr;  // [f], nullptr: none
+  bool relu = false;
 };
+
+// The value stored for column c of a row whose sum is v: the epilogue of AggregateArgs, with the
+// bias_add and ReLU kernels' expressions (add_rn, v > 0 ? v : 0), so that fusing changes no bit.
+template <class T>
+__device__ __forceinline__ T finish(const AggregateArgs<T>& a, T v, int64_t c) {
+  if (a.bias != nullptr) v = add_rn(v, __ldg(a.bias + c));
+  if (a.relu) v = v > T{0} ? v : T{0};
+  return v;
+}
 
 // Rows of more than kLongRow entries are summed by a whole thread block (aggregate_long_kernel);
 // the row kernel skips them. Power-law graphs have a few rows of thousands of entries (ogbn-arxiv:
@@ -133,7 +145,7 @@ __global__ void aggregate_kernel(AggregateArgs<T> a) {
         if (vi < nvec) {
           P p;
 #pragma unroll
-          for (int t = 0; t < V; ++t) p.v[t] = acc[q][t];
+          for (int t = 0; t < V; ++t) p.v[t] = finish(a, acc[q][t], vi * V + t);
           out[r * nvec + vi] = p;
         }
       }
@@ -192,6 +204,8 @@ __global__ void __launch_bounds__(kLongThreads) aggregate_long_kernel(AggregateA
 #pragma unroll
             for (int t = 0; t < V; ++t) sum.v[t] = add_rn(sum.v[t], partial[w][lane].v[t]);
           }
+#pragma unroll
+          for (int t = 0; t < V; ++t) sum.v[t] = finish(a, sum.v[t], vi * V + t);
           out[r * nvec + vi] = sum;
         }
         __syncthreads();
@@ -286,6 +300,23 @@ void launch_spmm(const BlockArrays& b, const T* x, int64_t f, T* y, cudaStream_t
 }
 
 template <class T>
+void launch_spmm_bias(const BlockArrays& b, const T* x, int64_t f, const T* bias, bool relu, T* y,
+                      cudaStream_t stream) {
+  AggregateArgs<T> a;
+  a.rows = b.num_dst;
+  a.offsets = b.offsets;
+  a.neighbor = b.indices;
+  a.weights = b.weights;
+  a.channels = f;
+  a.in = x;
+  a.f = f;
+  a.out = y;
+  a.bias = bias;
+  a.relu = relu;
+  launch_aggregate<T, false>(a, b.num_edges, stream);
+}
+
+template <class T>
 void launch_spmm_transpose(const BlockArrays& b, const T* dy, int64_t f, T* dx, cudaStream_t stream) {
   AggregateArgs<T> a;
   a.rows = b.num_src;
@@ -355,6 +386,7 @@ void launch_spmm_edge_weighted_backward_alpha(const BlockArrays& b, const T* x, 
 
 #define GNNPIPE_INSTANTIATE(T)                                                                                        \
   template void launch_spmm<T>(const BlockArrays&, const T*, int64_t, T*, cudaStream_t);                              \
+  template void launch_spmm_bias<T>(const BlockArrays&, const T*, int64_t, const T*, bool, T*, cudaStream_t);        \
   template void launch_spmm_transpose<T>(const BlockArrays&, const T*, int64_t, T*, cudaStream_t);                    \
   template void launch_spmm_edge_weighted<T>(const BlockArrays&, const T*, int64_t, const T*, int64_t, T*,            \
                                              cudaStream_t);                                                           \

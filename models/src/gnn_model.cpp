@@ -92,6 +92,11 @@ void GnnModel<T>::activate(MatrixView<T> z) const {
 }
 
 template <class T>
+bool GnnModel<T>::fuses_activation(std::size_t l) const {
+  return l + 1 < layers_.size() && !chained_ && options_.activation == Activation::kRelu && layers_[l]->fuses_relu();
+}
+
+template <class T>
 void GnnModel<T>::activate_backward(MatrixView<const T> y, MatrixView<T> dz) const {
   const T param = options_.activation == Activation::kLeakyRelu ? static_cast<T>(kLeakySlope) : T{1};
   ops::activation_backward<T>(ctx_, options_.activation, param, y, dz, dz);
@@ -129,7 +134,8 @@ MatrixView<T> GnnModel<T>::run_layer(std::size_t l, const graph::Block& block, M
   const bool dropped = training && p > T{0} && (l == 0 || !chained_);
   // The caller's tag reaches layer 0 only while its input is the caller's x as it is.
   const uint64_t tag = l == 0 && !dropped && !has_embedding() ? input_tag : 0;
-  const LayerContext context{training, dropout_key.with(l).with(1), ids, tag, chunk};
+  const bool fused = fuses_activation(l);
+  const LayerContext context{training, dropout_key.with(l).with(1), ids, tag, chunk, fused};
   if (l == 0 && shared_ != nullptr) {
     run_first_view(block, h, ids, p, dropped, dropout_key, context, z);
   } else if (dropped) {
@@ -157,7 +163,7 @@ MatrixView<T> GnnModel<T>::run_layer(std::size_t l, const graph::Block& block, M
   } else {
     layers_[l]->forward(block, h, z, context);
   }
-  if (l + 1 < layers_.size() && !chained_) activate(z);  // in place: z now holds act(z)
+  if (l + 1 < layers_.size() && !chained_ && !fused) activate(z);  // in place: z now holds act(z)
   return z;
 }
 
@@ -238,8 +244,10 @@ void GnnModel<T>::infer_layer(std::size_t l, const graph::Block& block, MatrixVi
                 "infer_layer {}: x {} and y {} do not fit a block of {} sources, {} destinations (out {})", l,
                 shape_str(x), shape_str(y), block.num_src, block.num_dst, layers_[l]->out_dim());
   training_ = false;
-  layers_[l]->forward(block, x, y, LayerContext{.training = false, .key = core::RngKey{}, .chunk = chunk});
-  if (l + 1 < layers_.size() && !chained_) activate(y);
+  const bool fused = fuses_activation(l);
+  layers_[l]->forward(block, x, y,
+                      LayerContext{.training = false, .key = core::RngKey{}, .chunk = chunk, .relu = fused});
+  if (l + 1 < layers_.size() && !chained_ && !fused) activate(y);
 }
 
 template <class T>

@@ -144,6 +144,23 @@ void check_spmm_against_cpu(Cuda& cuda, const BlockCase& bc, int64_t f, core::Rn
   const models::Matrix<T> dx_gpu = backward();
   CHECK(compare(dx_gpu, dx, reduction_tolerance<T>()));
   CHECK(bitwise_equal(dx_gpu, backward()));
+  // The fused epilogue: against the CPU twin, and bitwise the device's spmm, bias_add and ReLU in turn.
+  const models::Matrix<T> bias = random_values<T>(rng, 1, f);
+  const auto bias_dev = to_device(bias, cuda.stream);
+  for (const bool relu : {false, true}) {
+    INFO("spmm_bias, relu " << relu);
+    models::Matrix<T> yb(bc.host.num_dst, f);
+    models::ops::spmm_bias<T>(host, bc.host, x.cview(), bias.cview(), relu, yb.view());
+    auto fused = poisoned<T>(bc.host.num_dst, f, cuda.stream);
+    models::ops::spmm_bias<T>(cuda.ctx, bc.device, x_dev.cview(), bias_dev.cview(), relu, fused.view());
+    auto apart = poisoned<T>(bc.host.num_dst, f, cuda.stream);
+    models::ops::spmm<T>(cuda.ctx, bc.device, x_dev.cview(), apart.view());
+    models::ops::bias_add<T>(cuda.ctx, apart.view(), bias_dev.cview());
+    if (relu) models::ops::activation<T>(cuda.ctx, models::Activation::kRelu, T{0}, apart.cview(), apart.view());
+    const models::Matrix<T> fused_host = to_host(fused, cuda.stream);
+    CHECK(compare(fused_host, yb, reduction_tolerance<T>()));
+    CHECK(bitwise_equal(fused_host, to_host(apart, cuda.stream)));
+  }
 }
 
 }  // namespace gnnpipe::test

@@ -229,6 +229,10 @@ void ops_bench(const Args& a, const graph::Block& host_block, const std::vector<
         {"spmm [n,C] (forward, last)", 1, [&] { models::ops::spmm<float>(ctx, block.block(), V{logits.data(), n, c}, dlv); }},
         {"spmm_backward [n,C] (last)", 1, [&] { models::ops::spmm_backward<float>(ctx, block.block(), V{logits.data(), n, c}, dlv); }},
         {"spmm_backward [n,H]", L - 1, [&] { models::ops::spmm_backward<float>(ctx, block.block(), xv, yv); }},
+        // What GcnLayer now runs instead of a forward SpMM, its bias_add and (hidden layers) its
+        // ReLU: per_epoch 0, so that the rows' epoch sum stays the unfused epoch's.
+        {"spmm_bias + relu [n,H] (fused forward)", 0, [&] { models::ops::spmm_bias<float>(ctx, block.block(), xv, V{bias.data(), 1, h}, true, yv); }},
+        {"spmm_bias [n,C] (fused forward, last)", 0, [&] { models::ops::spmm_bias<float>(ctx, block.block(), V{logits.data(), n, c}, V{bias.data(), 1, c}, false, dlv); }},
         {"bias_add [n,H]", L, [&] { models::ops::bias_add<float>(ctx, yv, V{bias.data(), 1, h}); }},
         {"bias_grad_accumulate [n,H]", L, [&] { models::ops::bias_grad_accumulate<float>(ctx, y0v, M{bias.data(), 1, h}); }},
         {"relu forward [n,H]", L - 1, [&] { models::ops::activation<float>(ctx, models::Activation::kRelu, 0.0f, y0v, yv); }},

@@ -27,14 +27,15 @@ void GcnLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, Matr
   aggregated_last_ = aggregate_first_ || (context.chunk && (context.training || in_ <= out_)) || whole_inference;
   if (whole_inference) h_.ensure(ctx_, static_cast<std::size_t>(block.num_src * out_));
   if (aggregated_last_) {
-    forward_aggregated(block, x, y, context.chunk ? 0 : context.input_tag);
+    forward_aggregated(block, x, y, context.chunk ? 0 : context.input_tag, context.relu);
   } else {
-    forward_input(block, LayerInput<T>::of(x), y);
+    forward_input(block, LayerInput<T>::of(x), y, context.relu);
   }
 }
 
 template <class T>
-void GcnLayer<T>::forward_aggregated(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, uint64_t tag) {
+void GcnLayer<T>::forward_aggregated(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, uint64_t tag,
+                                     bool relu) {
   GNNPIPE_CHECK(x.rows == block.num_src && x.cols == in_ && y.rows == block.num_dst && y.cols == out_,
                 "GCN layer {}->{}: input {}x{}, output {}x{} for a block of {} sources, {} destinations", in_, out_,
                 x.rows, x.cols, y.rows, y.cols, block.num_src, block.num_dst);
@@ -50,16 +51,18 @@ void GcnLayer<T>::forward_aggregated(const graph::Block& block, MatrixView<const
   }
   ops::gemm<T>(ctx_, false, false, T{1}, ax, params_.value(weight_), T{0}, y);
   ops::bias_add<T>(ctx_, y, params_.value(bias_));
+  if (relu) ops::activation<T>(ctx_, Activation::kRelu, T{0}, y, y);
 }
 
 template <class T>
-void GcnLayer<T>::forward_linear(const graph::Block& block, LayerInput<T> x, MatrixView<T> y, const LayerContext&) {
+void GcnLayer<T>::forward_linear(const graph::Block& block, LayerInput<T> x, MatrixView<T> y,
+                                 const LayerContext& context) {
   aggregated_last_ = false;
-  forward_input(block, x, y);
+  forward_input(block, x, y, context.relu);
 }
 
 template <class T>
-void GcnLayer<T>::forward_input(const graph::Block& block, LayerInput<T> x, MatrixView<T> y) {
+void GcnLayer<T>::forward_input(const graph::Block& block, LayerInput<T> x, MatrixView<T> y, bool relu) {
   reused_ = false;
   GNNPIPE_CHECK(x.rows() == block.num_src && x.cols() == in_ && y.rows == block.num_dst && y.cols == out_,
                 "GCN layer {}->{}: input {}x{}, output {}x{} for a block of {} sources, {} destinations", in_, out_,
@@ -67,8 +70,7 @@ void GcnLayer<T>::forward_input(const graph::Block& block, LayerInput<T> x, Matr
   x_ = x;
   const MatrixView<T> h = h_.matrix(ctx_, x.rows(), out_);
   x.times(ctx_, params_.value(weight_), h);
-  ops::spmm<T>(ctx_, block, h, y);
-  ops::bias_add<T>(ctx_, y, params_.value(bias_));
+  ops::spmm_bias<T>(ctx_, block, h, params_.value(bias_), relu, y);
 }
 
 template <class T>

@@ -38,6 +38,13 @@ void spmm(const OpContext& ctx, const graph::Block& block, ConstView<T> x, Matri
 }
 
 template <class T>
+void spmm_bias(const OpContext& ctx, const graph::Block& block, ConstView<T> x, ConstView<T> bias, bool relu,
+               MatrixView<T> y) {
+  GNNPIPE_ON_CUDA(spmm_bias<T>(ctx, block, x, bias, relu, y));
+  cpu::spmm_bias<T>(block, x, bias.flat(), relu, y);
+}
+
+template <class T>
 void spmm_backward(const OpContext& ctx, const graph::Block& block, ConstView<T> dy, MatrixView<T> dx) {
   GNNPIPE_ON_CUDA(spmm_backward<T>(ctx, block, dy, dx));
   cpu::spmm_backward<T>(block, dy, dx);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "finite_difference.hpp"
+#include "gnnpipe/models/ops/elementwise.hpp"
 #include "gnnpipe/models/ops/spmm.hpp"
 #include "model_helpers.hpp"
 
@@ -30,6 +31,42 @@ TEST_CASE("spmm: weighted and unweighted sums over in-edges, empty rows are zero
   Matrix<float> yf(3, 2);
   models::cpu::spmm<float>(test::tiny_block(true), xf.view(), yf.view());
   CHECK(test::values_of(yf.cview()) == std::vector<float>{10.5f, 13, 1.75f, 3, 0, 0});
+}
+
+TEST_CASE("spmm_bias: the bias, then ReLU where asked, in the store; empty rows get the bias", "[models][spmm]") {
+  const Matrix<double> bias(1, 2, {-11, 0.5});
+  Matrix<double> y(3, 2);
+  y.fill(9);
+  models::cpu::spmm_bias<double>(test::tiny_block(true), kX.view(), bias.flat(), false, y.view());
+  CHECK(test::values_of(y.cview()) == std::vector<double>{-0.5, 13.5, -9.25, 3.5, -11, 0.5});
+  models::cpu::spmm_bias<double>(test::tiny_block(true), kX.view(), bias.flat(), true, y.view());
+  CHECK(test::values_of(y.cview()) == std::vector<double>{0, 13.5, 0, 3.5, 0, 0.5});
+  CHECK(test::error_of([&] {
+          models::cpu::spmm_bias<double>(test::tiny_block(true), kX.view(), std::span<const double>(kX.flat()).first(3),
+                                         false, y.view());
+        }).find("spmm_bias: bias of 3 values for 2 columns") != std::string::npos);
+}
+
+TEST_CASE("spmm_bias: bitwise spmm, bias_add and relu in turn", "[models][spmm]") {
+  core::Rng rng(5, {3});
+  const graph::Block block = test::random_block(rng, 300, 500, 9, true);
+  auto check = [&]<class T>(T) {
+    const Matrix<double> xd = test::random_matrix(rng, 500, 13);
+    const Matrix<double> bd = test::random_matrix(rng, 1, 13);
+    Matrix<T> x(500, 13), bias(1, 13);
+    for (std::size_t i = 0; i < x.flat().size(); ++i) x.flat()[i] = static_cast<T>(xd.flat()[i]);
+    for (std::size_t i = 0; i < bias.flat().size(); ++i) bias.flat()[i] = static_cast<T>(bd.flat()[i]);
+    for (const bool relu : {false, true}) {
+      Matrix<T> expected(300, 13), got(300, 13);
+      models::cpu::spmm<T>(block, x.view(), expected.view());
+      models::cpu::bias_add<T>(expected.view(), bias.flat());
+      if (relu) models::cpu::relu<T>(expected.view(), expected.view());
+      models::cpu::spmm_bias<T>(block, x.view(), bias.flat(), relu, got.view());
+      CHECK(test::values_of(got.cview()) == test::values_of(expected.cview()));
+    }
+  };
+  check(float{});
+  check(double{});
 }
 
 TEST_CASE("spmm_backward: walks the transpose, sources without edges get zero", "[models][spmm]") {

@@ -138,6 +138,9 @@ class GnnModel {
  private:
   static constexpr double kLeakySlope = 0.01;  // torch's default negative slope
   void activate(MatrixView<T> z) const;
+  // Layer l's activation runs in its own output store (LayerContext::relu: a ReLU on a layer
+  // that fuses it), not in activate().
+  bool fuses_activation(std::size_t l) const;
   // Layer l on `block` over its input rows h (ids: their global ids when training): its dropout
   // (on the CPU a first layer's sparse form, not in a chunk), the layer, the activation; returns
   // its outputs (outputs_[l]). The body of forward() and forward_layer().

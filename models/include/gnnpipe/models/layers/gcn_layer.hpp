@@ -19,6 +19,9 @@
 // Inference over the whole graph aggregates first where in <= out as well, but in an array of
 // x W's size [src x out]: the layers' arrays then share one size class, and the footprint (the
 // evaluation's bound) is PyG's order's.
+// The bias, and the model's ReLU where it asks (LayerContext::relu), are added in the SpMM's store
+// when the layer transforms first (ops::spmm_bias: one pass over y less, two with the ReLU);
+// aggregating first, the GEMM writes y and the bias and ReLU follow as separate ops.
 // Every gradient a backward forms takes the memory of the
 // forward's array it replaces (h_): x W is not read by backward, and A_hat x is read before
 // dy W^T is formed (issue #38: no array held longer than backward needs it).
@@ -41,6 +44,7 @@ class GcnLayer final : public Layer<T> {
   int64_t in_dim() const override { return in_; }
   int64_t out_dim() const override { return out_; }
   graph::BlockNorm block_norm() const override { return graph::BlockNorm::kGcn; }
+  bool fuses_relu() const override { return true; }
   void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, const LayerContext& context) override;
   bool takes_linear_input() const override { return true; }
   void forward_linear(const graph::Block& block, LayerInput<T> x, MatrixView<T> y,
@@ -60,8 +64,8 @@ class GcnLayer final : public Layer<T> {
   const OpContext& ctx_;
   int64_t in_, out_;
   std::size_t weight_, bias_;
-  void forward_input(const graph::Block& block, LayerInput<T> x, MatrixView<T> y);
-  void forward_aggregated(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, uint64_t tag);
+  void forward_input(const graph::Block& block, LayerInput<T> x, MatrixView<T> y, bool relu);
+  void forward_aggregated(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, uint64_t tag, bool relu);
 
   bool aggregate_first_;
   bool aggregated_last_ = false;  // the last forward aggregated first (aggregate_first_ or a chunk)

@@ -41,6 +41,9 @@ struct LayerContext {
   // several times its destinations, so a layer that can aggregate before it transforms does
   // (GcnLayer: always in training, where in <= out in inference), rather than transform every source.
   bool chunk = false;
+  // The model's ReLU on this layer's output, for the layer to apply in its output's store (set only
+  // where fuses_relu(); the model then does not run it: GnnModel::run_layer).
+  bool relu = false;
 };
 
 template <class T>
@@ -51,6 +54,8 @@ class Layer {
   virtual int64_t out_dim() const = 0;
   // The edge weighting this layer expects its blocks to carry.
   virtual graph::BlockNorm block_norm() const = 0;
+  // Applies LayerContext::relu itself (in the pass that writes y: GcnLayer's SpMM store).
+  virtual bool fuses_relu() const { return false; }
   // x [block.num_src x in_dim] -> y [block.num_dst x out_dim].
   virtual void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y,
                        const LayerContext& context) = 0;

@@ -14,6 +14,12 @@ namespace gnnpipe::models::cpu {
 template <class T>
 void spmm(const graph::Block& block, ConstView<T> x, MatrixView<T> y);
 
+// spmm with a GCN layer's epilogue in the same pass: y[v] = sum (as spmm) + bias, then
+// max(y[v], 0) elementwise (as relu: v > 0 ? v : 0) when `relu`. Bitwise spmm, bias_add and relu
+// in turn: the additions and the comparison are the same, only y is walked once. bias: F values.
+template <class T>
+void spmm_bias(const graph::Block& block, ConstView<T> x, std::span<const T> bias, bool relu, MatrixView<T> y);
+
 // The gradient of spmm with respect to x: dx[u] = sum over edges e = (u -> v) of w_e * dy[v],
 // walked through the transpose (t_offsets, t_indices, t_edges). dy: num_dst x F, dx: num_src x F.
 template <class T>
