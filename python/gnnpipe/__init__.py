@@ -16,8 +16,9 @@ from collections import namedtuple
 
 from ._gnnpipe import ConfigError, DataError, Error, Interrupted, OutOfBudget
 from ._gnnpipe import cli as _cli
+from ._gnnpipe import cli_with_outputs as _cli_with_outputs
 
-__all__ = ["run", "bench", "infer", "Dataset", "Result", "Error", "ConfigError", "DataError", "OutOfBudget",
+__all__ = ["run", "bench", "infer", "Dataset", "Result", "InferResult", "Error", "ConfigError", "DataError", "OutOfBudget",
            "Interrupted"]
 
 class Result(namedtuple("Result", ["summary", "directory"])):
@@ -206,10 +207,26 @@ def bench(config, *, out=None, data_dir=None, sets=None):
     return Result(_load(found[0]), found[0].parent)
 
 
+class InferResult(Result):
+    """What infer() returns: Result(summary, directory), whose arrays() are the job's outputs in the
+    module's memory (numpy arrays that own it; no copy, no file read), equal to the .npy files it
+    wrote (predictions.npy and, when asked, logits.npy and embeddings_layerL.npy)."""
+
+    def __new__(cls, summary, directory, arrays):
+        self = super().__new__(cls, summary, directory)
+        self._arrays = arrays
+        return self
+
+    def arrays(self):
+        """The outputs by name without the suffix: the same arrays at every call."""
+        return dict(self._arrays)
+
+
 def infer(config, checkpoint, *, out=None, data_dir=None, sets=None, memory_limit=None, logits=False,
           embeddings=None):
-    """Layer-wise inference with a checkpoint (gnnpipe infer); returns Result(summary, directory)
-    (predictions.npy and, when asked, logits.npy and embeddings there)."""
+    """Layer-wise inference with a checkpoint (gnnpipe infer); returns InferResult(summary,
+    directory), its arrays() in memory (predictions.npy and, when asked, logits.npy and embeddings
+    are in the directory too)."""
     with _Config(config) as path:
         args = ["infer", path, "--checkpoint", os.fspath(checkpoint)] + _options(data_dir, sets, out)
         if memory_limit is not None:
@@ -218,6 +235,6 @@ def infer(config, checkpoint, *, out=None, data_dir=None, sets=None, memory_limi
             args += ["--logits"]
         if embeddings is not None:
             args += ["--embeddings", str(int(embeddings))]
-        printed = _cli(args)
+        printed, arrays = _cli_with_outputs(args)
     directory = _summary_dir(printed, out)
-    return Result(_load(directory / "summary.json"), directory)
+    return InferResult(_load(directory / "summary.json"), directory, arrays)

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <spdlog/sinks/base_sink.h>
@@ -71,10 +72,31 @@ class ForwardedLog {
   spdlog::sink_ptr sink_;
 };
 
+// A numpy array over `values`' memory, which the array then owns (a capsule holds the vector):
+// the command's output reaches Python without a copy.
+template <class T>
+py::array owned_array(std::vector<T> values, const std::vector<int64_t>& shape) {
+  auto* held = new std::vector<T>(std::move(values));
+  const py::capsule owner(held, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  std::vector<py::ssize_t> dims(shape.begin(), shape.end());
+  return py::array_t<T>(dims, held->data(), owner);
+}
+
+py::dict to_numpy(experiments::CommandOutputs outputs) {
+  py::dict arrays;
+  for (auto& [name, array] : outputs) {
+    arrays[py::str(name)] =
+        std::visit([&, &array = array](auto& values) { return owned_array(std::move(values), array.shape); },
+                   array.values);
+  }
+  return arrays;
+}
+
 // Runs `gnnpipe ARGS...`; returns what it printed on standard output. `arrays` (not None): `run`'s
 // dataset, from these named arrays (read as a named .npz is, graph/io/named_npz.hpp), called `name`,
-// the masks' split `split`.
-std::string cli(const std::vector<std::string>& args, const py::object& arrays, const std::string& name, int64_t split) {
+// the masks' split `split`. `outputs` (not null): also given the arrays the command wrote.
+std::string run_command(const std::vector<std::string>& args, const py::object& arrays, const std::string& name,
+                        int64_t split, experiments::CommandOutputs* outputs) {
   std::vector<const char*> argv{"gnnpipe", "--log-level", "off"};
   for (const std::string& a : args) argv.push_back(a.c_str());
   std::ostringstream out;
@@ -90,9 +112,21 @@ std::string cli(const std::vector<std::string>& args, const py::object& arrays, 
   const ForwardedLog log;
   {
     py::gil_scoped_release release;
-    experiments::run_cli_throwing(static_cast<int>(argv.size()), argv.data(), out, dataset);
+    experiments::run_cli_throwing(static_cast<int>(argv.size()), argv.data(), out, dataset, outputs);
   }
   return out.str();
+}
+
+std::string cli(const std::vector<std::string>& args, const py::object& arrays, const std::string& name, int64_t split) {
+  return run_command(args, arrays, name, split, nullptr);
+}
+
+// cli, returning (standard output, {name: numpy array}) with the arrays the command wrote as
+// files (infer's predictions, logits, embeddings): the module's own memory, not the files.
+py::tuple cli_with_outputs(const std::vector<std::string>& args) {
+  experiments::CommandOutputs outputs;
+  std::string printed = run_command(args, py::none(), "arrays", 0, &outputs);
+  return py::make_tuple(std::move(printed), to_numpy(std::move(outputs)));
 }
 
 }  // namespace
@@ -104,6 +138,9 @@ PYBIND11_MODULE(_gnnpipe, m) {
         py::arg("split") = 0,
         "Runs `gnnpipe ARGS...` in this process and returns its standard output; raises gnnpipe's errors. "
         "arrays: a dict of named numpy arrays that `run` trains on instead of dataset.path.");
+  m.def("cli_with_outputs", &cli_with_outputs, py::arg("args"),
+        "As cli, returning (standard output, dict of numpy arrays): the arrays the command wrote as .npy files "
+        "(infer), by name, in the module's memory.");
   // Base first: pybind11 tries the translators registered last first.
   static py::exception<core::Error> error(m, "Error");
   static py::exception<core::ConfigError> config_error(m, "ConfigError", error.ptr());

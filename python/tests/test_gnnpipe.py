@@ -72,7 +72,22 @@ def test_a_yaml_path_and_bench_and_infer(tmp_path):
     assert sorted(arrays) == ["logits", "predictions"]
     assert arrays["logits"].shape == (300, 3) and arrays["predictions"].shape == (300,)
     assert (arrays["logits"].argmax(axis=1) == arrays["predictions"]).all()
-    assert isinstance(arrays["logits"], __import__("numpy").memmap)  # read in place, not copied
+    # The module's memory, not the files: arrays that own nothing themselves (a capsule holds the
+    # job's buffer), the same buffer at every call, equal to what the files hold.
+    np = __import__("numpy")
+    for name, array in arrays.items():
+        assert not isinstance(array, np.memmap) and not array.flags.owndata, name
+        assert np.shares_memory(array, infer.arrays()[name]), name
+        on_disk = np.load(infer.directory / f"{name}.npy")
+        assert array.dtype == on_disk.dtype and array.shape == on_disk.shape, name
+        assert np.array_equal(array, on_disk), name
+    assert isinstance(infer, gnnpipe.InferResult) and isinstance(infer, gnnpipe.Result)
+    with_embeddings = gnnpipe.infer(config, run.directory / "checkpoints" / "best", out=tmp_path / "infer-e",
+                                    embeddings=0)
+    embedded = with_embeddings.arrays()
+    assert sorted(embedded) == ["embeddings_layer0", "predictions"]
+    assert np.array_equal(embedded["embeddings_layer0"], np.load(with_embeddings.directory / "embeddings_layer0.npy"))
+    assert np.array_equal(embedded["predictions"], arrays["predictions"])
 
 
 def test_errors_are_exception_classes_with_one_line_messages(tmp_path):

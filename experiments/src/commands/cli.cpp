@@ -153,6 +153,7 @@ struct InferArgs {
   int embeddings = -1;
   bool logits = false;
   CLI::App* cmd = nullptr;
+  CommandOutputs* outputs = nullptr;  // run_cli_throwing's: also given the arrays written
 };
 
 CLI::App* add_infer_command(CLI::App& app, InferArgs& args) {
@@ -449,6 +450,7 @@ int infer_command(const InferArgs& args, std::ostream& out) {
   options.logits = args.logits;
   options.data_dir = graph::resolve_data_dir(infer_args.data_dir);
   options.out.out = infer_args.out_dir;
+  options.outputs = args.outputs;
   const nlohmann::json summary = infer_experiment(experiment, options);
   const auto& test = summary[score_key(summary, "test")];
   fmt::print(out, "{}: {} nodes in {:.3f} s, test {} {}; {} chunks, {} rows cut; summary in {}\n",
@@ -473,7 +475,7 @@ int doctor_command(DoctorArgs& args, std::ostream& out) {
 namespace {
 
 int run_cli_impl(int argc, const char* const* argv, std::ostream& out, std::ostream& err, bool rethrow,
-                 const DatasetSource& dataset) {
+                 const DatasetSource& dataset, CommandOutputs* outputs) {
   CLI::App app{"gnnpipe: pipelined, sampling-based GNN training on graphs too large for full-batch GPU training",
                "gnnpipe"};
   app.set_version_flag("--version", version_text, "print version, build type, CUDA support and detected GPUs");
@@ -497,6 +499,7 @@ int run_cli_impl(int argc, const char* const* argv, std::ostream& out, std::ostr
   auto* bench = app.add_subcommand("bench", "run the sequential baseline and the pipeline side by side (bench.json)");
   add_experiment_args(*bench, bench_args);
   InferArgs infer_args;
+  infer_args.outputs = outputs;
   auto* infer = add_infer_command(app, infer_args);
   ReportArgs report_args;
   auto* report = app.add_subcommand("report", "one table (Markdown; --csv) over run directories, by the config keys that differ");
@@ -549,12 +552,13 @@ int run_cli_impl(int argc, const char* const* argv, std::ostream& out, std::ostr
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  return run_cli_impl(argc, argv, out, err, /*rethrow=*/false, {});
+  return run_cli_impl(argc, argv, out, err, /*rethrow=*/false, {}, nullptr);
 }
 
-int run_cli_throwing(int argc, const char* const* argv, std::ostream& out, const DatasetSource& dataset) {
+int run_cli_throwing(int argc, const char* const* argv, std::ostream& out, const DatasetSource& dataset,
+                     CommandOutputs* outputs) {
   std::ostringstream err;  // usage text of --help and the like; errors are thrown
-  return run_cli_impl(argc, argv, out, err, /*rethrow=*/true, dataset);
+  return run_cli_impl(argc, argv, out, err, /*rethrow=*/true, dataset, outputs);
 }
 
 }  // namespace gnnpipe::experiments

@@ -145,28 +145,42 @@ std::string accuracy_text(const nlohmann::json& a) {
 
 // predictions.npy: each node's class (int64 [N], ties: lowest), or for multi-label labels its
 // labels (uint8 [N x C], 1 where the logit is above 0: probability above 0.5); logits.npy and
-// embeddings_layerL.npy when asked for.
-void write_outputs(StagedOutputs& staged, const models::Matrix<float>& logits, const models::Matrix<float>& embeddings,
-                   const InferOptions& options, bool multi_label) {
+// embeddings_layerL.npy when asked for: by name (the file's without .npy), as written.
+CommandOutputs job_outputs(models::Matrix<float> logits, models::Matrix<float> embeddings, const InferOptions& options,
+                           bool multi_label) {
+  CommandOutputs outputs;
   if (multi_label) {
     std::vector<uint8_t> labels(static_cast<std::size_t>(logits.size()));
     std::transform(logits.flat().begin(), logits.flat().end(), labels.begin(),
                    [](float v) { return static_cast<uint8_t>(v > 0.0f ? 1 : 0); });
-    graph::io::write_npy<uint8_t>(staged.path("predictions.npy"), labels, {logits.rows(), logits.cols()});
+    outputs["predictions"] = {{logits.rows(), logits.cols()}, std::move(labels)};
   } else {
     std::vector<int64_t> predictions(static_cast<std::size_t>(logits.rows()));
     for (int64_t r = 0; r < logits.rows(); ++r) {
       const float* row = logits.data() + r * logits.cols();
       predictions[static_cast<std::size_t>(r)] = std::max_element(row, row + logits.cols()) - row;  // ties: lowest
     }
-    graph::io::write_npy<int64_t>(staged.path("predictions.npy"), predictions);
+    outputs["predictions"] = {{logits.rows()}, std::move(predictions)};
   }
   if (options.logits) {
-    graph::io::write_npy<float>(staged.path("logits.npy"), logits.flat(), {logits.rows(), logits.cols()});
+    const std::vector<int64_t> shape{logits.rows(), logits.cols()};
+    outputs["logits"] = {shape, std::move(logits).take_values()};
   }
   if (options.embeddings_layer) {
-    const std::string name = fmt::format("embeddings_layer{}.npy", *options.embeddings_layer);
-    graph::io::write_npy<float>(staged.path(name), embeddings.flat(), {embeddings.rows(), embeddings.cols()});
+    const std::vector<int64_t> shape{embeddings.rows(), embeddings.cols()};
+    outputs[fmt::format("embeddings_layer{}", *options.embeddings_layer)] = {shape, std::move(embeddings).take_values()};
+  }
+  return outputs;
+}
+
+void write_outputs(StagedOutputs& staged, const CommandOutputs& outputs) {
+  for (const auto& [name, array] : outputs) {
+    std::visit(
+        [&, &name = name, &array = array](const auto& values) {
+          using V = typename std::decay_t<decltype(values)>::value_type;
+          graph::io::write_npy<V>(staged.path(name + ".npy"), values, array.shape);
+        },
+        array.values);
   }
 }
 
@@ -258,7 +272,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
     log.info("{}", threads.line());
     models::Matrix<float> embeddings;
     core::Stopwatch watch;
-    const models::Matrix<float> logits = pipeline::infer_layerwise(
+    models::Matrix<float> logits = pipeline::infer_layerwise(
         model, d.graph, input,
         {.chunk_nodes = c.sampler.eval_chunk_nodes,
          .parallel_chunks = threads.sampler_threads,
@@ -275,9 +289,15 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
          }});
     const double seconds = watch.seconds();
 
-    // The outputs go to a staging folder and into the directory together, before summary.json.
+    // The outputs go to a staging folder and into the directory together, before summary.json;
+    // the scores read the logits first (the outputs take them).
+    nlohmann::json split_scores = nlohmann::json::object();
+    add_split_scores(split_scores, logits, d, d.splits.test, "test", labels_match);
+    add_split_scores(split_scores, logits, d, d.splits.val, "val", labels_match);
+    add_split_scores(split_scores, logits, d, d.splits.train, "train", labels_match);
+    CommandOutputs outputs = job_outputs(std::move(logits), std::move(embeddings), options, d.labels.is_multi_label());
     StagedOutputs staged(out.path());
-    write_outputs(staged, logits, embeddings, options, d.labels.is_multi_label());
+    write_outputs(staged, outputs);
 
     const auto stats = im.allocator().stats();
     nlohmann::json summary = {
@@ -299,13 +319,12 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
         {"outputs", staged.names()},
         {"memory", inference_memory_json(im, chunks)},
     };
-    add_split_scores(summary, logits, d, d.splits.test, "test", labels_match);
-    add_split_scores(summary, logits, d, d.splits.val, "val", labels_match);
-    add_split_scores(summary, logits, d, d.splits.train, "train", labels_match);
+    summary.update(split_scores);
     staged.commit();
     out.write_summary(summary);
     staged.keep();
     out.finished();
+    if (options.outputs != nullptr) *options.outputs = std::move(outputs);
     log.info("inferred {} nodes in {:.3f} s: test {} {}, val {}; peak device memory {} of {}; {}", d.num_nodes(), seconds,
              metric_label(metric), accuracy_text(summary["test_" + metric]), accuracy_text(summary["val_" + metric]),
              core::format_bytes(stats.peak_in_use_bytes), core::format_bytes(im.budget().budget), out.path().string());

@@ -91,6 +91,11 @@ class Matrix {
   std::span<const T> flat() const { return values_; }
 
   void fill(T value) { std::fill(values_.begin(), values_.end(), value); }
+  // The values (row-major), moved out; the matrix is left empty ([0 x 0]).
+  std::vector<T> take_values() && {
+    rows_ = cols_ = 0;
+    return std::move(values_);
+  }
 
  private:
   static std::size_t checked_size(int64_t rows, int64_t cols) {

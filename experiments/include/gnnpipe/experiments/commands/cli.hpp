@@ -5,6 +5,7 @@
 #include <functional>
 #include <iosfwd>
 
+#include "gnnpipe/experiments/commands/command_outputs.hpp"
 #include "gnnpipe/graph/dataset.hpp"
 
 namespace gnnpipe::experiments {
@@ -19,7 +20,9 @@ using DatasetSource = std::function<graph::Dataset()>;
 // propagates as the exception it is (core::ConfigError, DataError, OutOfBudget, Interrupted, ...)
 // instead of becoming a message on `err` and an exit code; a command-line parse error is a
 // ConfigError. Returns 0, or --help's 0. `dataset`: `run`'s dataset, read by the caller
-// (graph::finish_dataset then applies the config's dataset options).
-int run_cli_throwing(int argc, const char* const* argv, std::ostream& out, const DatasetSource& dataset = {});
+// (graph::finish_dataset then applies the config's dataset options). `outputs` (not null): also
+// given the arrays the command wrote as files (infer's; CommandOutputs).
+int run_cli_throwing(int argc, const char* const* argv, std::ostream& out, const DatasetSource& dataset = {},
+                     CommandOutputs* outputs = nullptr);
 
 }  // namespace gnnpipe::experiments

@@ -25,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gnnpipe/experiments/commands/command_outputs.hpp"
 #include "gnnpipe/experiments/config/experiment_config.hpp"
 #include "gnnpipe/experiments/records/run_dir.hpp"
 
@@ -37,6 +38,7 @@ struct InferOptions {
   bool logits = false;                      // also write logits.npy
   graph::DataDir data_dir{"."};            // base of relative dataset paths
   RunDirectoryOptions out;                  // where to write (out.out empty: runs/<name>-infer-<time>)
+  CommandOutputs* outputs = nullptr;        // not null: also given the arrays written, once the job is done
 };
 
 // Runs the job and returns the summary it wrote. DataError (a damaged or mismatched checkpoint,
