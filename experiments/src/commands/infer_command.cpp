@@ -138,6 +138,15 @@ void check_embeddings_layer(const config::ExperimentConfig& c, const InferOption
                        c.model.layers - 1);
 }
 
+// The summary's scores of the three splits.
+nlohmann::json scores_of(const models::Matrix<float>& logits, const graph::Dataset& d, bool labels_match) {
+  nlohmann::json scores = nlohmann::json::object();
+  add_split_scores(scores, logits, d, d.splits.test, "test", labels_match);
+  add_split_scores(scores, logits, d, d.splits.val, "val", labels_match);
+  add_split_scores(scores, logits, d, d.splits.train, "train", labels_match);
+  return scores;
+}
+
 // A score of the summary for the log: "0.8123", or "n/a" where there is none (null).
 std::string accuracy_text(const nlohmann::json& a) {
   return a.is_null() ? std::string("n/a") : fmt::format("{:.4f}", a.get<double>());
@@ -291,10 +300,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
 
     // The outputs go to a staging folder and into the directory together, before summary.json;
     // the scores read the logits first (the outputs take them).
-    nlohmann::json split_scores = nlohmann::json::object();
-    add_split_scores(split_scores, logits, d, d.splits.test, "test", labels_match);
-    add_split_scores(split_scores, logits, d, d.splits.val, "val", labels_match);
-    add_split_scores(split_scores, logits, d, d.splits.train, "train", labels_match);
+    const nlohmann::json split_scores = scores_of(logits, d, labels_match);
     CommandOutputs outputs = job_outputs(std::move(logits), std::move(embeddings), options, d.labels.is_multi_label());
     StagedOutputs staged(out.path());
     write_outputs(staged, outputs);
