@@ -7,12 +7,9 @@
 #include <cstring>
 #include <type_traits>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define GNNPIPE_DROPOUT_AVX2 1
-#else
-#define GNNPIPE_DROPOUT_AVX2 0
-#endif
+#include "cpu/cpu_features.hpp"
+
+#define GNNPIPE_DROPOUT_AVX2 GNNPIPE_CPU_AVX2
 
 namespace gnnpipe::models::cpu::detail {
 
@@ -138,18 +135,6 @@ inline int64_t nonzero_columns_avx2(const double* row, int64_t n, int64_t limit,
   }
   for (; k < n; ++k) out[k] = base + static_cast<uint64_t>(k);
 }
-
-inline bool has_avx2() {
-  static const bool avx2 = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return avx2;
-}
-
-#else
-
-inline bool has_avx2() { return false; }
 
 #endif
 

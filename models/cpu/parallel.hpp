@@ -11,6 +11,7 @@
 #include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/models/matrix.hpp"
+#include "cpu/row_simd.hpp"
 
 namespace gnnpipe::models::cpu::detail {
 
@@ -62,8 +63,7 @@ void weighted_rows(int64_t rows, const graph::EdgeOffset* offsets, const graph::
       std::fill(o.begin(), o.end(), T{0});
       for (int64_t k = offsets[r]; k < offsets[r + 1]; ++k) {
         const T w = weight(k);
-        const T* src = in.row(neighbor[k]).data();
-        for (int64_t c = 0; c < f; ++c) o[c] += w * src[c];
+        axpy_row(o.data(), in.row(neighbor[k]).data(), w, f);  // (in and out never overlap)
       }
       epilogue(o);
     }

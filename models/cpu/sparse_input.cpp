@@ -192,9 +192,7 @@ void csr_gemm(SparseRowsView<T> a, ConstView<T> b, MatrixView<T> c) {
                             T* out = c.data + r * n;
                             std::fill_n(out, n, T{0});
                             for (int64_t e = a.offsets[r]; e < a.offsets[r + 1]; ++e) {
-                              const T v = a.values[e];
-                              const T* row = b.data + static_cast<int64_t>(a.columns[e]) * n;
-                              for (int64_t j = 0; j < n; ++j) out[j] += v * row[j];
+                              detail::axpy_row(out, b.data + static_cast<int64_t>(a.columns[e]) * n, a.values[e], n);
                             }
                           }
                         });
@@ -214,9 +212,7 @@ void csr_gemm_tn(SparseRowsView<T> a, ConstView<T> b, MatrixView<T> c) {
       const T* row = b.data + r * n;
       for (const int32_t* it = std::lower_bound(first, last, static_cast<int32_t>(begin)); it != last && *it < end;
            ++it) {
-        const T v = a.values[it - a.columns];
-        T* out = c.data + static_cast<int64_t>(*it) * n;
-        for (int64_t j = 0; j < n; ++j) out[j] += v * row[j];
+        detail::axpy_row(c.data + static_cast<int64_t>(*it) * n, row, a.values[it - a.columns], n);
       }
     }
   });

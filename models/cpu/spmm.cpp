@@ -21,10 +21,7 @@ void spmm_bias(const graph::Block& block, ConstView<T> x, std::span<const T> bia
                 bias.size(), x.cols);
   // The same expressions as bias_add (out[c] += bias[c]) and relu (v > 0 ? v : 0).
   const auto epilogue = [&](std::span<T> o) {
-    for (std::size_t c = 0; c < o.size(); ++c) o[c] += bias[c];
-    if (relu) {
-      for (T& v : o) v = v > T{0} ? v : T{0};
-    }
+    detail::bias_relu_row(o.data(), bias.data(), static_cast<int64_t>(o.size()), relu);
   };
   detail::weighted_rows(block.num_dst, block.offsets.data(), block.indices.data(), block.num_edges(), x, y,
                         [&](int64_t e) { return detail::edge_weight<T>(block, e); }, epilogue);
@@ -70,9 +67,7 @@ void edge_weighted_rows(int64_t rows, const graph::EdgeOffset* offsets, const gr
       for (int64_t k = offsets[r]; k < offsets[r + 1]; ++k) {
         const T* src = in.row(neighbor[k]).data();
         const T* a = alpha.row(edge_of(k)).data();
-        for (int64_t h = 0; h < heads; ++h) {
-          for (int64_t c = h * ch; c < (h + 1) * ch; ++c) o[c] += a[h] * src[c];
-        }
+        for (int64_t h = 0; h < heads; ++h) detail::axpy_row(o.data() + h * ch, src + h * ch, a[h], ch);
       }
     }
   });

@@ -1,0 +1,101 @@
+#pragma once
+// The inner loop of the CPU's sparse-dense products (detail::weighted_rows): o[c] += w * x[c] over
+// a row. The build targets baseline x86-64 at -O2, where GCC does not vectorize this loop (o and x
+// may alias; its cost model adds no run-time checks), so it ran one element at a time. The AVX2
+// twin takes 8 floats (4 doubles) a step, a row's last few floats under a mask (a 7-wide output
+// layer's rows too), picked at run time (has_avx2). It multiplies, then adds,
+// each element on its own (never a fused multiply-add): every element is rounded exactly as by the
+// scalar loop, so results are bitwise the same on either path (and the CUDA kernels' mul_rn /
+// add_rn). o and x must not overlap. Private to models/cpu.
+#include <cstdint>
+#include <type_traits>
+
+#include "cpu/cpu_features.hpp"
+
+namespace gnnpipe::models::cpu::detail {
+
+template <class T>
+inline void axpy_row_portable(T* o, const T* x, T w, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) o[c] += w * x[c];
+}
+
+#if GNNPIPE_CPU_AVX2
+
+[[gnu::target("avx2")]] inline void axpy_row_avx2(float* o, const float* x, float w, int64_t n) {
+  const __m256 wv = _mm256_set1_ps(w);
+  int64_t c = 0;
+  for (; c + 16 <= n; c += 16) {
+    const __m256 a = _mm256_add_ps(_mm256_loadu_ps(o + c), _mm256_mul_ps(wv, _mm256_loadu_ps(x + c)));
+    const __m256 b = _mm256_add_ps(_mm256_loadu_ps(o + c + 8), _mm256_mul_ps(wv, _mm256_loadu_ps(x + c + 8)));
+    _mm256_storeu_ps(o + c, a);
+    _mm256_storeu_ps(o + c + 8, b);
+  }
+  for (; c + 8 <= n; c += 8) {
+    _mm256_storeu_ps(o + c, _mm256_add_ps(_mm256_loadu_ps(o + c), _mm256_mul_ps(wv, _mm256_loadu_ps(x + c))));
+  }
+  if (c < n) {  // the last n - c < 8 elements, masked (lanes off the mask are neither read nor written)
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - c)), lanes);
+    const __m256 sum = _mm256_add_ps(_mm256_maskload_ps(o + c, mask), _mm256_mul_ps(wv, _mm256_maskload_ps(x + c, mask)));
+    _mm256_maskstore_ps(o + c, mask, sum);
+  }
+}
+
+[[gnu::target("avx2")]] inline void axpy_row_avx2(double* o, const double* x, double w, int64_t n) {
+  const __m256d wv = _mm256_set1_pd(w);
+  int64_t c = 0;
+  for (; c + 4 <= n; c += 4) {
+    _mm256_storeu_pd(o + c, _mm256_add_pd(_mm256_loadu_pd(o + c), _mm256_mul_pd(wv, _mm256_loadu_pd(x + c))));
+  }
+  for (; c < n; ++c) o[c] += w * x[c];
+}
+
+// o[c] = o[c] + bias[c], then (relu) o[c] > 0 ? o[c] : 0: _mm256_max_ps(v, 0) returns its second
+// operand where v is NaN or either zero, so it is that expression bit for bit (-0 and NaN give +0).
+[[gnu::target("avx2")]] inline void bias_relu_row_avx2(float* o, const float* bias, int64_t n, bool relu) {
+  const __m256 zero = _mm256_setzero_ps();
+  int64_t c = 0;
+  for (; c + 8 <= n; c += 8) {
+    __m256 v = _mm256_add_ps(_mm256_loadu_ps(o + c), _mm256_loadu_ps(bias + c));
+    if (relu) v = _mm256_max_ps(v, zero);
+    _mm256_storeu_ps(o + c, v);
+  }
+  if (c < n) {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - c)), lanes);
+    __m256 v = _mm256_add_ps(_mm256_maskload_ps(o + c, mask), _mm256_maskload_ps(bias + c, mask));
+    if (relu) v = _mm256_max_ps(v, zero);
+    _mm256_maskstore_ps(o + c, mask, v);
+  }
+}
+
+#endif
+
+template <class T>
+inline void bias_relu_row(T* o, const T* bias, int64_t n, bool relu) {
+#if GNNPIPE_CPU_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (has_avx2()) {
+      bias_relu_row_avx2(o, bias, n, relu);
+      return;
+    }
+  }
+#endif
+  for (int64_t c = 0; c < n; ++c) o[c] += bias[c];
+  if (relu) {
+    for (int64_t c = 0; c < n; ++c) o[c] = o[c] > T{0} ? o[c] : T{0};
+  }
+}
+
+template <class T>
+inline void axpy_row(T* o, const T* x, T w, int64_t n) {
+#if GNNPIPE_CPU_AVX2
+  if (has_avx2()) {
+    axpy_row_avx2(o, x, w, n);
+    return;
+  }
+#endif
+  axpy_row_portable(o, x, w, n);
+}
+
+}  // namespace gnnpipe::models::cpu::detail
