@@ -117,6 +117,9 @@ class InputPlacement {
   memory::CachingAllocator& allocator_;
   const core::Stream& copy_stream_;
   const bool resident_candidate_;  // pipeline.resident and a fixed single-batch sampler
+  // A fixed single-batch sampler (the whole node set every epoch), resident or not: an augmented
+  // full batch, a rank's share of one, pipeline.resident off.
+  const bool fixed_batch_;
   // Device-resident features, in the store's type: the matrix (a copy on a GPU; the host store
   // itself on the CPU backend, whose budget is charged for it instead).
   bool features_on_device_ = false;
