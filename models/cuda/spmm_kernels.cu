@@ -287,16 +287,7 @@ __global__ void edge_head_dot_kernel(int64_t rows, const int64_t* __restrict__ o
 
 template <class T>
 void launch_spmm(const BlockArrays& b, const T* x, int64_t f, T* y, cudaStream_t stream) {
-  AggregateArgs<T> a;
-  a.rows = b.num_dst;
-  a.offsets = b.offsets;
-  a.neighbor = b.indices;
-  a.weights = b.weights;
-  a.channels = f;
-  a.in = x;
-  a.f = f;
-  a.out = y;
-  launch_aggregate<T, false>(a, b.num_edges, stream);
+  launch_spmm_bias<T>(b, x, f, nullptr, false, y, stream);  // no epilogue
 }
 
 template <class T>
