@@ -81,9 +81,9 @@ class EvalWorker {
       if (!failure_.failed() && r.epoch <= stop_epoch_.load()) {
         try {
           StageRecorder& rec = stages_.setup().recorder;
-          double t0 = rec.begin(Stage::kReport, r.epoch, -1);
+          double t0 = rec.begin(Stage::kMetrics, r.epoch, -1);
           r.loss = stages_.epoch_loss();
-          rec.record(Stage::kReport, r.epoch, -1, t0, rec.now());
+          rec.record(Stage::kMetrics, r.epoch, -1, t0, rec.now());
           if (stages_.setup().model.context().is_cuda()) {
             // The train thread only queues a GPU epoch's work: the device's timeline says how long it took.
             r.epoch_time_s = std::max(r.epoch_time_s, stages_.epoch_device_seconds());

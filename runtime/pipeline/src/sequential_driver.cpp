@@ -52,7 +52,10 @@ RunResult run_sequential(const TrainingSetup& s, const std::function<void(const 
     r.loss = run_guarded(stages, fmt::format("stage train, end of epoch {}: ", epoch), [&] {
       stages.end_epoch_losses();
       stages.end_epoch_augment(epoch);
-      return stages.epoch_loss();
+      const double t0 = s.recorder.begin(Stage::kMetrics, epoch, -1);
+      const double loss = stages.epoch_loss();
+      s.recorder.record(Stage::kMetrics, epoch, -1, t0, s.recorder.now());
+      return loss;
     });
     r.memory = stages.take_epoch_counters(epoch);
     r.data = stages.take_epoch_movement(epoch);

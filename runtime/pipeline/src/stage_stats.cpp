@@ -1,6 +1,7 @@
 #include "gnnpipe/pipeline/stage_stats.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -250,10 +251,15 @@ std::string epoch_verdict_of_stages(const WindowStats& w, bool pipelined) {
   const std::string waits = fmt::format("trainer waited {:.0f}% of the epoch for data{}", wait_data,
                                         wait_eval >= 0.5 ? fmt::format(", {:.0f}% for evaluation", wait_eval) : "");
   const std::string evals = w.eval_s_by_epoch.empty() ? std::string() : "; " + evaluations(w) + " of this epoch";
-  // The evaluation thread evaluates and reports epochs (loss, log line, metrics row, checkpoint
-  // hand-off): the trainer waits for both, so both are its busy time, and the verdict says which.
-  const double report = w.share(Stage::kReport), eval_thread = std::min(100.0, eval + report);
-  const std::string reporting = report >= 0.5 ? fmt::format(" (reporting epochs {:.0f}%)", report) : std::string();
+  // The evaluation thread evaluates, reduces each epoch's numbers (loss, scores) and reports epochs
+  // (log line, metrics row, checkpoint hand-off): the trainer waits for all three, so all are its
+  // busy time, and the verdict names the two beside evaluation where they took a share.
+  const double metrics = w.share(Stage::kMetrics), report = w.share(Stage::kReport);
+  const double eval_thread = std::min(100.0, eval + metrics + report);
+  std::vector<std::string> parts;
+  if (metrics >= 0.5) parts.push_back(fmt::format("metrics {:.0f}%", metrics));
+  if (report >= 0.5) parts.push_back(fmt::format("reporting epochs {:.0f}%", report));
+  const std::string reporting = parts.empty() ? std::string() : fmt::format(" ({})", fmt::join(parts, ", "));
   // The largest share names the bound; evaluation also when the trainer waited on it more than
   // on data (the next snapshot cannot be taken before the evaluation is done).
   if ((wait_eval >= 10.0 && wait_eval >= wait_data) ||

@@ -231,6 +231,28 @@ TEST_CASE("a trainer waiting on the evaluation thread's reporting is bound by it
         "the epoch for data, 60% for evaluation; evaluation of epoch 1 10% of this epoch");
 }
 
+TEST_CASE("the evaluation thread's metrics (loss and scores) are a stage of their own, named in the verdict",
+          "[pipeline][stats]") {
+  // The evaluation thread evaluates 1 s, reduces the epoch's loss and scores 3 s and reports it 1 s
+  // of a 10 s epoch; the trainer works 4 s and waits 5 s for that thread.
+  StageRecorder r;
+  on_lane(r, "train", [&] {
+    r.record_wait(Stage::kTrain, 2, 0.0, 5.0, WaitFor::kEvaluation);
+    r.record(Stage::kTrain, 2, 0, 5.0, 9.0);
+  });
+  on_lane(r, "eval", [&] {
+    r.record(Stage::kEval, 1, -1, 0.0, 1.0);
+    r.record(Stage::kMetrics, 1, -1, 1.0, 4.0);
+    r.record(Stage::kReport, 1, -1, 4.0, 5.0);
+  });
+  const auto w = r.window(0.0, 10.0);
+  CHECK(w.busy_s.at(Stage::kMetrics) == 3.0);
+  CHECK(epoch_verdict(w, true) ==
+        "bound by evaluation: evaluation thread 50% busy (metrics 30%, reporting epochs 10%), trainer 40% busy, trainer "
+        "waited 0% of the epoch for data, 50% for evaluation; evaluation of epoch 1 10% of this epoch");
+  CHECK(to_string(Stage::kMetrics) == "metrics");
+}
+
 TEST_CASE("a stage's CPU time is its thread's between begin() and record(), apart from its wall time", "[pipeline][stats]") {
   StageRecorder r;
   volatile double sink = 0;

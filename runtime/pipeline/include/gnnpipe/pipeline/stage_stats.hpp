@@ -18,12 +18,13 @@
 namespace gnnpipe::pipeline {
 
 // kCheckpoint: the checkpoint writer's thread (experiments' CheckpointWriter), beside the run:
-// nothing waits for it until the run's end. kReport: an epoch's reporting on the evaluation
-// thread (the loss reduced and copied to the host, the epoch's line and metrics.csv row, the
-// checkpoint hand-off), which the trainer waits for as it waits for evaluation.
+// nothing waits for it until the run's end. kMetrics: an epoch's numbers reduced on the
+// evaluation thread (the training loss reduced and copied to the host, the evaluation's scores
+// computed from its logits). kReport: an epoch's reporting on that thread (its line and
+// metrics.csv row, the checkpoint hand-off). The trainer waits for both as it waits for evaluation.
 // kAugment: MH-Aug's chain (issue #41) on its own thread (pipelined) or before an epoch's first
 // batch (sequential).
-enum class Stage { kSample, kGather, kGovern, kTransfer, kTrain, kEval, kCheckpoint, kReport, kAugment };
+enum class Stage { kSample, kGather, kGovern, kTransfer, kTrain, kEval, kCheckpoint, kReport, kAugment, kMetrics };
 constexpr std::string_view to_string(Stage s) {
   switch (s) {
     case Stage::kSample: return "sample";
@@ -35,12 +36,13 @@ constexpr std::string_view to_string(Stage s) {
     case Stage::kCheckpoint: return "checkpoint";
     case Stage::kReport: return "report";
     case Stage::kAugment: return "augment";
+    case Stage::kMetrics: return "metrics";
   }
   return "?";
 }
 inline constexpr Stage kStages[] = {Stage::kSample, Stage::kGather, Stage::kGovern,     Stage::kTransfer,
                                     Stage::kTrain,  Stage::kEval,   Stage::kCheckpoint, Stage::kReport,
-                                    Stage::kAugment};
+                                    Stage::kAugment, Stage::kMetrics};
 
 struct StageEvent {
   Stage stage;
