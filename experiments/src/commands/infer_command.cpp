@@ -182,12 +182,19 @@ CommandOutputs job_outputs(models::Matrix<float> logits, models::Matrix<float> e
   return outputs;
 }
 
+// In the order the job has always written them (predictions, logits, embeddings): the one a full
+// disk stops at is the one its error names.
 void write_outputs(StagedOutputs& staged, const CommandOutputs& outputs) {
-  for (const auto& [name, array] : outputs) {
+  std::vector<const std::pair<const std::string, OutputArray>*> order;
+  for (const auto& entry : outputs) order.push_back(&entry);
+  const auto rank = [](const std::string& name) { return name == "predictions" ? 0 : name == "logits" ? 1 : 2; };
+  std::stable_sort(order.begin(), order.end(), [&](const auto* a, const auto* b) { return rank(a->first) < rank(b->first); });
+  for (const auto* entry : order) {
+    const OutputArray& array = entry->second;
     std::visit(
-        [&, &name = name, &array = array](const auto& values) {
+        [&](const auto& values) {
           using V = typename std::decay_t<decltype(values)>::value_type;
-          graph::io::write_npy<V>(staged.path(name + ".npy"), values, array.shape);
+          graph::io::write_npy<V>(staged.path(entry->first + ".npy"), values, array.shape);
         },
         array.values);
   }

@@ -33,7 +33,7 @@ TEST_CASE("spmm: weighted and unweighted sums over in-edges, empty rows are zero
   CHECK(test::values_of(yf.cview()) == std::vector<float>{10.5f, 13, 1.75f, 3, 0, 0});
 }
 
-TEST_CASE("spmm_bias: the bias, then ReLU where asked, in the store; empty rows get the bias", "[models][spmm]") {
+TEST_CASE("spmm_bias: the bias, then ReLU where asked, in the store, and empty rows get the bias", "[models][spmm]") {
   const Matrix<double> bias(1, 2, {-11, 0.5});
   Matrix<double> y(3, 2);
   y.fill(9);
