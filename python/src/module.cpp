@@ -84,10 +84,9 @@ py::array owned_array(std::vector<T> values, const std::vector<int64_t>& shape) 
 
 py::dict to_numpy(experiments::CommandOutputs outputs) {
   py::dict arrays;
-  for (auto& [name, array] : outputs) {
-    arrays[py::str(name)] =
-        std::visit([&, &array = array](auto& values) { return owned_array(std::move(values), array.shape); },
-                   array.values);
+  for (experiments::OutputArray& array : outputs) {
+    arrays[py::str(array.name)] =
+        std::visit([&](auto& values) { return owned_array(std::move(values), array.shape); }, array.values);
   }
   return arrays;
 }

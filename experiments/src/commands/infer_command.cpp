@@ -154,7 +154,8 @@ std::string accuracy_text(const nlohmann::json& a) {
 
 // predictions.npy: each node's class (int64 [N], ties: lowest), or for multi-label labels its
 // labels (uint8 [N x C], 1 where the logit is above 0: probability above 0.5); logits.npy and
-// embeddings_layerL.npy when asked for: by name (the file's without .npy), as written.
+// embeddings_layerL.npy when asked for: by name (the file's without .npy), in the order they are
+// written (a full disk stops at the first that does not fit, and its error names that file).
 CommandOutputs job_outputs(models::Matrix<float> logits, models::Matrix<float> embeddings, const InferOptions& options,
                            bool multi_label) {
   CommandOutputs outputs;
@@ -162,39 +163,33 @@ CommandOutputs job_outputs(models::Matrix<float> logits, models::Matrix<float> e
     std::vector<uint8_t> labels(static_cast<std::size_t>(logits.size()));
     std::transform(logits.flat().begin(), logits.flat().end(), labels.begin(),
                    [](float v) { return static_cast<uint8_t>(v > 0.0f ? 1 : 0); });
-    outputs["predictions"] = {{logits.rows(), logits.cols()}, std::move(labels)};
+    outputs.push_back({"predictions", {logits.rows(), logits.cols()}, std::move(labels)});
   } else {
     std::vector<int64_t> predictions(static_cast<std::size_t>(logits.rows()));
     for (int64_t r = 0; r < logits.rows(); ++r) {
       const float* row = logits.data() + r * logits.cols();
       predictions[static_cast<std::size_t>(r)] = std::max_element(row, row + logits.cols()) - row;  // ties: lowest
     }
-    outputs["predictions"] = {{logits.rows()}, std::move(predictions)};
+    outputs.push_back({"predictions", {logits.rows()}, std::move(predictions)});
   }
   if (options.logits) {
     const std::vector<int64_t> shape{logits.rows(), logits.cols()};
-    outputs["logits"] = {shape, std::move(logits).take_values()};
+    outputs.push_back({"logits", shape, std::move(logits).take_values()});
   }
   if (options.embeddings_layer) {
     const std::vector<int64_t> shape{embeddings.rows(), embeddings.cols()};
-    outputs[fmt::format("embeddings_layer{}", *options.embeddings_layer)] = {shape, std::move(embeddings).take_values()};
+    outputs.push_back(
+        {fmt::format("embeddings_layer{}", *options.embeddings_layer), shape, std::move(embeddings).take_values()});
   }
   return outputs;
 }
 
-// In the order the job has always written them (predictions, logits, embeddings): the one a full
-// disk stops at is the one its error names.
 void write_outputs(StagedOutputs& staged, const CommandOutputs& outputs) {
-  std::vector<const std::pair<const std::string, OutputArray>*> order;
-  for (const auto& entry : outputs) order.push_back(&entry);
-  const auto rank = [](const std::string& name) { return name == "predictions" ? 0 : name == "logits" ? 1 : 2; };
-  std::stable_sort(order.begin(), order.end(), [&](const auto* a, const auto* b) { return rank(a->first) < rank(b->first); });
-  for (const auto* entry : order) {
-    const OutputArray& array = entry->second;
+  for (const OutputArray& array : outputs) {
     std::visit(
         [&](const auto& values) {
           using V = typename std::decay_t<decltype(values)>::value_type;
-          graph::io::write_npy<V>(staged.path(entry->first + ".npy"), values, array.shape);
+          graph::io::write_npy<V>(staged.path(array.name + ".npy"), values, array.shape);
         },
         array.values);
   }

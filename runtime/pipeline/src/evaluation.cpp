@@ -251,9 +251,8 @@ void Evaluation::evaluate_once(EpochResult& r, const std::optional<WholeGraphBat
   }
   // The logits are on the host: what follows is the epoch's scores.
   eval_stream_.synchronize();
-  const double t1 = s_.recorder.now();
-  s_.recorder.record(Stage::kEval, r.epoch, -1, t0, t1);
-  const double t2 = s_.recorder.begin(Stage::kMetrics, r.epoch, -1);
+  s_.recorder.record(Stage::kEval, r.epoch, -1, t0, s_.recorder.now());
+  const double t1 = s_.recorder.begin(Stage::kMetrics, r.epoch, -1);
   const auto& sp = s_.data.splits;
   r.evaluated = true;
   if (s_.data.labels.is_multi_label()) {
@@ -289,7 +288,7 @@ void Evaluation::evaluate_once(EpochResult& r, const std::optional<WholeGraphBat
     r.val_acc = sp.val.empty() ? NAN : models::cpu::accuracy<float>(logits, labels, sp.val.span());
     r.test_acc = sp.test.empty() ? NAN : models::cpu::accuracy<float>(logits, labels, sp.test.span());
   }
-  s_.recorder.record(Stage::kMetrics, r.epoch, -1, t2, s_.recorder.now());
+  s_.recorder.record(Stage::kMetrics, r.epoch, -1, t1, s_.recorder.now());
 }
 
 // Inference of the whole graph one layer at a time over the resident full-graph batch (its

@@ -18,13 +18,13 @@
 namespace gnnpipe::pipeline::detail {
 
 InputPlacement::InputPlacement(const TrainingSetup& s, memory::CachingAllocator& allocator,
-                               const core::Stream& copy_stream, bool resident_candidate)
+                               const core::Stream& copy_stream, bool resident_candidate, bool fixed_batch)
     : s_(s),
       device_(s.model.context().device()),
       allocator_(allocator),
       copy_stream_(copy_stream),
       resident_candidate_(resident_candidate),
-      fixed_batch_(s.sampler.fixed_batch() && s.sampler.plan_epoch(1).size() == 1) {}
+      fixed_batch_(fixed_batch) {}
 
 // Multi-label targets: the 0/1 matrix [N x C] lives in the train context's memory for the run (on
 // the CPU backend: the host matrix, charged to the budget as a GPU copy would be); packed batches

@@ -53,9 +53,10 @@ class InputPlacement {
   // resident now): the most the run would hold, nothing when one does not fit (Stages asks it).
   using PredictProbe = std::function<std::optional<std::size_t>(int64_t packed_cols, bool gathers_on_device)>;
 
-  // `copy_stream`: what the placed arrays are copied and freed on (outlives this).
+  // `copy_stream`: what the placed arrays are copied and freed on (outlives this). `fixed_batch`:
+  // the sampler gives one batch an epoch, the same nodes every epoch (resident or not).
   InputPlacement(const TrainingSetup& s, memory::CachingAllocator& allocator, const core::Stream& copy_stream,
-                 bool resident_candidate);
+                 bool resident_candidate, bool fixed_batch);
 
   // memory.features (see place_features in input_placement.cpp): `eval_bound` is evaluation's
   // arrays at most, `predict` the governor's prediction for the probe's batches.
@@ -117,8 +118,8 @@ class InputPlacement {
   memory::CachingAllocator& allocator_;
   const core::Stream& copy_stream_;
   const bool resident_candidate_;  // pipeline.resident and a fixed single-batch sampler
-  // A fixed single-batch sampler (the whole node set every epoch), resident or not: an augmented
-  // full batch, a rank's share of one, pipeline.resident off.
+  // One batch an epoch with the same nodes every epoch, resident or not (an augmented full batch, a
+  // rank's share of one, pipeline.resident off).
   const bool fixed_batch_;
   // Device-resident features, in the store's type: the matrix (a copy on a GPU; the host store
   // itself on the CPU backend, whose budget is charged for it instead).

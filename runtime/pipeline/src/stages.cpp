@@ -16,11 +16,13 @@ memory::CachingAllocator& allocator_of(const models::OpContext& ctx) {
   return *ctx.allocator();
 }
 
+// One batch an epoch with the same nodes every epoch (a full batch, every Cluster-GCN part at once).
+bool single_fixed_batch(const TrainingSetup& s) { return s.sampler.fixed_batch() && s.sampler.plan_epoch(1).size() == 1; }
+
 bool may_be_resident(const TrainingSetup& s) {
   // An augmented batch's views change every epoch; a rank's share of a data-parallel batch is not
   // the whole graph that evaluation reads from a resident batch.
-  return s.pipeline.resident && !s.augment.enabled() && !s.data_parallel() && s.sampler.fixed_batch() &&
-         s.sampler.plan_epoch(1).size() == 1;
+  return s.pipeline.resident && !s.augment.enabled() && !s.data_parallel() && single_fixed_batch(s);
 }
 
 }  // namespace
@@ -34,7 +36,7 @@ Stages::Stages(const TrainingSetup& s)
       allocator_(allocator_of(train_ctx_)),
       copy_stream_(device_),
       counters_(allocator_),
-      placement_(s, allocator_, copy_stream_, resident_candidate_),
+      placement_(s, allocator_, copy_stream_, resident_candidate_, single_fixed_batch(s)),
       augmentation_(s.augment.enabled() ? std::make_unique<Augmentation>(s) : nullptr),
       evaluation_(s, allocator_, copy_stream_, counters_, placement_, resident_candidate_),
       batch_(s, allocator_, copy_stream_, counters_, placement_, resident_candidate_, augmentation_.get()) {
