@@ -16,8 +16,10 @@ std::string describe_stall(const pipeline::StageRecorder& recorder, double idle_
     held += fmt::format("{}{}: {} (thread {}) for {:.0f} s", held.empty() ? "" : "; ", pipeline::to_string(item.stage),
                         what, item.lane, now - item.since_s);
   }
-  return fmt::format("stalled: no stage advanced for {:.0f} s (run.stall_timeout); {}", idle_s,
-                     held.empty() ? std::string("no thread holds an item (every stage is waiting for another)") : held);
+  const std::string hand_offs = recorder.hand_offs();
+  return fmt::format("stalled: no stage advanced for {:.0f} s (run.stall_timeout); {}{}", idle_s,
+                     held.empty() ? std::string("no thread holds an item (every stage is waiting for another)") : held,
+                     hand_offs.empty() ? std::string() : "; " + hand_offs);
 }
 
 StallWatchdog::StallWatchdog(const pipeline::StageRecorder& recorder, double timeout_s,

@@ -1,7 +1,9 @@
 #pragma once
 // run.stall_timeout (issue #16 item 2): a thread that watches a run's StageRecorder and, when no
 // stage has begun or finished an item for `timeout_s` seconds, calls `on_stall` once with a line
-// naming what each busy thread holds ("train: batch 3 of epoch 2 (lane train) for 612 s"). The
+// naming what each busy thread holds ("train: batch 3 of epoch 2 (lane train) for 612 s") and what
+// the run's hand-offs hold (StageRecorder::hand_offs: queues, slot tokens, the batch each dedicated
+// thread waits for; what tells a lost hand-off from a slow stage). The
 // run's own action (trainer.cpp) records it and ends the process: a stalled thread cannot be
 // unwound. The timeout must exceed the longest single item (an evaluation of a large graph).
 #include <condition_variable>

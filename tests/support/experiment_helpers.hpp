@@ -24,9 +24,17 @@ struct ExperimentRun {
   std::string metrics;  // metrics.csv
 };
 
+// Every run made here has the stall watchdog on (unless the config sets run.stall_timeout): a run
+// that hangs (a lost hand-off) ends the test binary with the stall message, naming what each
+// stage and hand-off holds (exit code 6), instead of hanging the suite until CI's deadline. Far
+// above any test run's longest item, sanitizers included. (Set after parsing: config.yaml and the
+// resume check read the resolved config, which does not have it.)
+inline constexpr double kTestStallTimeoutS = 300;
+
 inline ExperimentRun run_experiment(const std::string& yaml, const std::vector<std::string>& sets,
                                     const std::filesystem::path& out, const experiments::TrainOptions& options = {}) {
-  const auto config = experiments::config::parse_experiment(YAML::Load(yaml), sets);
+  auto config = experiments::config::parse_experiment(YAML::Load(yaml), sets);
+  if (config.run.stall_timeout_s == 0) config.run.stall_timeout_s = kTestStallTimeoutS;
   experiments::check_training_supported(config);
   const auto dataset = experiments::load_training_dataset(config, ".");
   experiments::RunDirectoryOptions dir_options;

@@ -42,6 +42,11 @@ TEST_CASE("the stall message names each held item, oldest first", "[watch]") {
   CHECK_THAT(message, Catch::StartsWith("stalled: no stage advanced for 612 s (run.stall_timeout); train: batch 3 of epoch 2 "
                                         "(thread train) for "));
   CHECK_THAT(message, Catch::Contains("; eval: epoch 1 (thread eval) for "));
+  // What the run's hand-offs hold follows, while the run has it set.
+  recorder.set_hand_offs([] { return std::string("hand-offs: held"); });
+  CHECK_THAT(ex::describe_stall(recorder, 612), Catch::EndsWith(" for 0 s; hand-offs: held"));
+  recorder.set_hand_offs({});
+  CHECK_THAT(ex::describe_stall(recorder, 612), !Catch::Contains("hand-offs"));
 }
 
 TEST_CASE("a run whose train step hangs is reported stalled, naming the step", "[watch][runner]") {
@@ -68,6 +73,10 @@ run: {epochs: 2, stall_timeout: 0.5}
   gnnpipe::test::run_experiment(yaml, {}, dir / "hang", options);  // the test's action does not end it
   const std::lock_guard lock(mutex);
   CHECK_THAT(stalled, Catch::Contains("train: batch 1 of epoch 2"));
+  // The pipelined run's hand-offs: the train thread holds the run's fifth batch (#4) and waits
+  // for #5 next.
+  CHECK_THAT(stalled, Catch::Contains("; hand-offs: ") && Catch::Contains("; train due #5, holds") &&
+                          Catch::Contains(" of 2 free, device slots ") && Catch::Contains("; evaluation thread "));
   // A run that advances is never reported.
   stalled.clear();
   options.fault = {};

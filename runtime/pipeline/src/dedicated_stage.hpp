@@ -76,6 +76,15 @@ class DedicatedStage {
 
   Node node;
 
+  // The run order of the item due next and of those waiting ("due #12, holds #13 #14"), for a
+  // stall message (any thread).
+  std::string describe_queue() {
+    std::lock_guard lock(mutex_);
+    std::string held;
+    for (const auto& [item, gateway] : queue_) held += " #" + std::to_string(order_of_(item));
+    return "due #" + std::to_string(next_order_) + (held.empty() ? ", holds none" : ", holds" + held);
+  }
+
  private:
   void loop() {
     recorder_.lane(lane_);

@@ -52,6 +52,11 @@ class EvalWorker {
     changed_.wait(lock, [this] { return !job_.has_value(); });
     return t0;
   }
+  // Whether an epoch is handed over and not yet reported (a stall message; any thread).
+  bool busy() {
+    std::lock_guard lock(mutex_);
+    return job_.has_value();
+  }
   // Epoch times from the device's timeline (GPU runs), by epoch; read after the thread stopped.
   const std::map<int, double>& device_times() const { return device_times_; }
 
@@ -187,6 +192,9 @@ class PipelinedRun {
     make_edge(transfer_.node, train_.node);
     GNNPIPE_CHECK(joined_arena_ && arena_.is_active(), "pipelined run: the constructing thread is in no oneTBB arena");
   }
+  ~PipelinedRun() { s_.recorder.set_hand_offs({}); }  // (a run that threw) before what it reads goes
+  PipelinedRun(const PipelinedRun&) = delete;
+  PipelinedRun& operator=(const PipelinedRun&) = delete;
 
   RunResult run() {
     // Epoch 1 starts now, on the host and on the train stream's timeline (after the stages' setup).
@@ -194,7 +202,10 @@ class PipelinedRun {
     stages_.start_timeline();
     const double begin = epoch_start_;
     eval_worker_.emplace(stages_, tracker_, on_epoch_, failure_, g_, stop_epoch_);
+    s_.recorder.set_hand_offs([this] { return describe_hand_offs(); });
     core::tsan::graph_started();  // the graph is built; its first messages follow
+    staging_free_ = stages_.slots();
+    device_free_ = stages_.device_slot_count();
     for (int i = 0; i < stages_.slots(); ++i) slot_tokens_.try_put(i);
     for (int i = 0; i < stages_.device_slot_count(); ++i) device_tokens_.try_put(i);
     specs_.activate();
@@ -205,6 +216,7 @@ class PipelinedRun {
       const int at = epoch - s_.first_epoch;  // times_ holds this run's epochs (a resumed run's from first_epoch)
       if (at >= 0 && static_cast<std::size_t>(at) < times_.size()) times_[static_cast<std::size_t>(at)] = seconds;
     }
+    s_.recorder.set_hand_offs({});
     eval_worker_.reset();  // joins the evaluation thread
     if (failure_.failed()) {
       stages_.drain_after_failure();  // the first failure is the one reported
@@ -245,8 +257,24 @@ class PipelinedRun {
       put();
     });
   }
-  void put_token(tbb::flow::buffer_node<int>& tokens, int token) {
+  // `free`: the count of the tokens' free slots (a stall message's).
+  void put_token(tbb::flow::buffer_node<int>& tokens, int token, std::atomic<int>& free) {
+    ++free;
     put_from_thread([&tokens, token] { tokens.try_put(token); });
+  }
+  void put_staging(int slot) { put_token(slot_tokens_, slot, staging_free_); }
+  void put_device(int slot) { put_token(device_tokens_, slot, device_free_); }
+
+  // What the hand-offs hold (StageRecorder::hand_offs, the stall watchdog's message): how far
+  // batches got, what each dedicated thread waits for, the free slot tokens. Set while the
+  // evaluation thread exists.
+  std::string describe_hand_offs() {
+    return fmt::format(
+        "hand-offs: {} batches planned, {} sampled, {} governed; transfer {}; train {}; staging slots {} of {} free, "
+        "device slots {} of {} free; evaluation thread {}",
+        planned_.load(), sampled_.load(), governed_count_.load(), transfer_.describe_queue(), train_.describe_queue(),
+        staging_free_.load(), stages_.slots(), device_free_.load(), stages_.device_slot_count(),
+        eval_worker_->busy() ? "busy" : "idle");
   }
 
   // Batch specs of every epoch in order; an epoch is planned when its first batch is due.
@@ -268,6 +296,7 @@ class PipelinedRun {
           item.spec = std::move(plan_[next_++]);
           item.epoch = epoch_;
           item.seq = seq_++;
+          planned_.store(seq_);
           item.batches = static_cast<int64_t>(plan_.size());
           return item;
         }
@@ -286,6 +315,7 @@ class PipelinedRun {
               core::tsan::received(in);  // the join's output, copied into this body's task
               Item item = std::get<0>(in);
               item.slot = std::get<1>(in);
+              --staging_free_;
               const int now = ++in_flight_;
               for (int seen = max_in_flight_.load(); now > seen && !max_in_flight_.compare_exchange_weak(seen, now);) {
               }
@@ -300,6 +330,7 @@ class PipelinedRun {
                   fail(context(stage, item), item.seq);
                 }
               }
+              ++sampled_;
               return item;
             });
   }
@@ -318,6 +349,7 @@ class PipelinedRun {
                 }
               }
               item.sampled.reset();
+              ++governed_count_;
               return item;
             });
   }
@@ -350,16 +382,17 @@ class PipelinedRun {
         [this](const std::tuple<Item, int>& in, Transfer::Gateway& gateway) {
           Item item = std::get<0>(in);
           item.device_slot = std::get<1>(in);
+          --device_free_;
           try {
             if (item.loss_rows > 0 && active(item)) stages_.transfer(item);
           } catch (...) {
             --in_flight_;
-            put_token(slot_tokens_, item.slot);  // (the run stops: whether train still needs it does not matter)
+            put_staging(item.slot);  // (the run stops: whether train still needs it does not matter)
             throw;
           }
           --in_flight_;
           // The copy has completed: the staging slot is free. A split batch keeps it for train.
-          if (!holds_staging(item)) put_token(slot_tokens_, item.slot);
+          if (!holds_staging(item)) put_staging(item.slot);
           put_from_thread([&gateway, item] {
             core::tsan::received(item);  // the copy the transfer thread queued (ArenaPuts)
             gateway.try_put(item);
@@ -383,7 +416,7 @@ class PipelinedRun {
               try {
                 stop_before(s_, stages_, tracker_.state, item, signal);
               } catch (...) {
-                put_token(device_tokens_, item.device_slot);
+                put_device(item.device_slot);
                 throw;
               }
             }
@@ -394,12 +427,12 @@ class PipelinedRun {
               stages_.train(item);
               last_stepped_epoch_ = item.epoch;
             } catch (...) {
-              put_token(device_tokens_, item.device_slot);
+              put_device(item.device_slot);
               throw;
             }
           }
-          if (holds_staging(item)) put_token(slot_tokens_, item.slot);  // its micro-batches were copied
-          put_token(device_tokens_, item.device_slot);  // its reads are queued on the train stream
+          if (holds_staging(item)) put_staging(item.slot);  // its micro-batches were copied
+          put_device(item.device_slot);  // its reads are queued on the train stream
           if (item.last_in_epoch() && is_active) end_epoch(item.epoch);
         },
         [](const Item& item) { return describe(item); }, [](const Item& item) { return item.epoch; },
@@ -441,6 +474,9 @@ class PipelinedRun {
   Failure failure_;
   std::atomic<int> stop_epoch_{std::numeric_limits<int>::max()};
   std::atomic<int> in_flight_{0}, max_in_flight_{0};
+  // How far batches got and the free slot tokens (describe_hand_offs; approximate while they move).
+  std::atomic<int64_t> planned_{0}, sampled_{0}, governed_count_{0};
+  std::atomic<int> staging_free_{0}, device_free_{0};
   samplers::ParallelSampler sampler_;  // per-thread workspaces
   // The input node's state (touched only by its body).
   int epoch_;

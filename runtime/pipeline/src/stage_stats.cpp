@@ -8,6 +8,7 @@
 #include <ctime>
 #include <fstream>
 #include <set>
+#include <utility>
 
 #include "gnnpipe/core/check.hpp"
 
@@ -71,6 +72,16 @@ std::vector<StageRecorder::InFlight> StageRecorder::in_flight() const {
   for (const auto& [lane, item] : in_flight_) out.push_back(item);
   std::sort(out.begin(), out.end(), [](const InFlight& a, const InFlight& b) { return a.since_s < b.since_s; });
   return out;
+}
+
+void StageRecorder::set_hand_offs(std::function<std::string()> describe) {
+  std::lock_guard lock(hand_offs_mutex_);
+  hand_offs_ = std::move(describe);
+}
+
+std::string StageRecorder::hand_offs() const {
+  std::lock_guard lock(hand_offs_mutex_);
+  return hand_offs_ ? hand_offs_() : std::string();
 }
 
 double StageRecorder::last_activity_s() const {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -136,6 +137,14 @@ class StageRecorder {
   // `first_epoch` into the run's (totals(epoch) of those is then empty; totals() is unchanged).
   void forget(double before_s, int first_epoch);
 
+  // What the run's hand-offs between stages hold (queues, slot tokens, the batch each dedicated
+  // thread waits for): the stall watchdog's message says it, above all when no thread holds an
+  // item. A run sets `describe` for its duration and clears it (empty function) before what it
+  // reads goes; it is called from the watchdog's thread.
+  void set_hand_offs(std::function<std::string()> describe);
+  // The run's description; empty when none is set.
+  std::string hand_offs() const;
+
  private:
   int lane_locked(std::string_view name);
   int this_lane_locked(Stage stage);  // the calling thread's lane (named after `stage` when new)
@@ -159,6 +168,10 @@ class StageRecorder {
   bool keep_events_;
   std::vector<std::string> lane_names_;
   std::map<std::string, int, std::less<>> lane_counts_;
+  // Held while the description is made, and by set_hand_offs: a run clearing it waits for a call
+  // in progress (the mutex above is not held then: the description takes the stages' locks).
+  mutable std::mutex hand_offs_mutex_;
+  std::function<std::string()> hand_offs_;
 };
 
 // One line in plain words on what bounded the epoch whose wall-time window is `w`: the stage with
