@@ -273,7 +273,7 @@ const std::vector<Key<RunOptions>>& run_keys() {
       {.name = "stall_timeout",
        .doc = {"number (seconds)", kAll,
                "No stage beginning or finishing an item for this long ends the run as stalled (exit code 6), naming "
-               "what each thread holds; 0: off."},
+               "what each thread and each hand-off between stages holds; 0: off."},
        .read = read_at_least<O, &O::stall_timeout_s, 0>, .write = write_number<O, &O::stall_timeout_s>},
       {.name = "tf32", .doc = {"boolean", "run.device cuda", "cuBLAS may use TF32 tensor cores (off keeps CPU parity)."},
        .read = [](ConfigMap& s, const std::string& key, O& o) { o.ops.allow_tf32 = s.get(key, o.ops.allow_tf32); },

@@ -14,6 +14,7 @@
 #include <optional>
 #include <thread>
 
+#include "arena_nudge.hpp"
 #include "arena_puts.hpp"
 #include "dedicated_stage.hpp"
 #include "gnnpipe/core/check.hpp"
@@ -209,7 +210,9 @@ class PipelinedRun {
     for (int i = 0; i < stages_.slots(); ++i) slot_tokens_.try_put(i);
     for (int i = 0; i < stages_.device_slot_count(); ++i) device_tokens_.try_put(i);
     specs_.activate();
+    std::optional<ArenaNudge> nudge(std::in_place, arena_, s_.recorder, kNudgeAfterS, [this] { return describe_hand_offs(); });
     g_.wait_for_all();
+    nudge.reset();
     core::tsan::acquire_graph_wait(g_);  // what every task and dedicated thread did for the graph
     if (!failure_.failed()) eval_worker_->wait_idle();
     for (const auto& [epoch, seconds] : eval_worker_->device_times()) {
@@ -239,6 +242,9 @@ class PipelinedRun {
   }
 
  private:
+  // A quiet spell this long gets an empty task enqueued into the graph's arena (arena_nudge.hpp).
+  static constexpr double kNudgeAfterS = 1.0;
+
   bool active(const Item& item) const { return item.epoch <= stop_epoch_.load(); }
   // A split batch keeps its staging slot from transfer to train (its micro-batches are copied from
   // it in the train step).
@@ -369,7 +375,11 @@ class PipelinedRun {
               if (active(item) && !failure_.failed()) throw;
             }
           }
-          gateway.try_put(in);
+          // From this thread, outside the graph's arena: made there (put_from_thread).
+          put_from_thread([&gateway, in] {
+            core::tsan::received(in);  // the copy the gate's thread queued (ArenaPuts)
+            gateway.try_put(in);
+          });
         },
         [](const std::tuple<Item, int>& in) { return describe(std::get<0>(in)); },
         [](const std::tuple<Item, int>& in) { return std::get<0>(in).epoch; },
