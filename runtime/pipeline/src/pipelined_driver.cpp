@@ -205,8 +205,8 @@ class PipelinedRun {
     eval_worker_.emplace(stages_, tracker_, on_epoch_, failure_, g_, stop_epoch_);
     s_.recorder.set_hand_offs([this] { return describe_hand_offs(); });
     core::tsan::graph_started();  // the graph is built; its first messages follow
-    staging_free_ = stages_.slots();
-    device_free_ = stages_.device_slot_count();
+    staging_free_ = staging_total_ = stages_.slots();
+    device_free_ = device_total_ = stages_.device_slot_count();
     for (int i = 0; i < stages_.slots(); ++i) slot_tokens_.try_put(i);
     for (int i = 0; i < stages_.device_slot_count(); ++i) device_tokens_.try_put(i);
     specs_.activate();
@@ -279,7 +279,7 @@ class PipelinedRun {
         "hand-offs: {} batches planned, {} sampled, {} governed; transfer {}; train {}; staging slots {} of {} free, "
         "device slots {} of {} free; evaluation thread {}",
         planned_.load(), sampled_.load(), governed_count_.load(), transfer_.describe_queue(), train_.describe_queue(),
-        staging_free_.load(), stages_.slots(), device_free_.load(), stages_.device_slot_count(),
+        staging_free_.load(), staging_total_, device_free_.load(), device_total_,
         eval_worker_->busy() ? "busy" : "idle");
   }
 
@@ -487,6 +487,7 @@ class PipelinedRun {
   // How far batches got and the free slot tokens (describe_hand_offs; approximate while they move).
   std::atomic<int64_t> planned_{0}, sampled_{0}, governed_count_{0};
   std::atomic<int> staging_free_{0}, device_free_{0};
+  int staging_total_ = 0, device_total_ = 0;  // (set before the graph and the nudge's thread start)
   samplers::ParallelSampler sampler_;  // per-thread workspaces
   // The input node's state (touched only by its body).
   int epoch_;
