@@ -278,7 +278,7 @@ class PipelinedRun {
     return fmt::format(
         "hand-offs: {} batches planned, {} sampled, {} governed; transfer {}; train {}; staging slots {} of {} free, "
         "device slots {} of {} free; evaluation thread {}",
-        planned_.load(), sampled_.load(), governed_count_.load(), transfer_.describe_queue(), train_.describe_queue(),
+        seq_.load(), sampled_.load(), governed_count_.load(), transfer_.describe_queue(), train_.describe_queue(),
         staging_free_.load(), staging_total_, device_free_.load(), device_total_,
         eval_worker_->busy() ? "busy" : "idle");
   }
@@ -302,7 +302,6 @@ class PipelinedRun {
           item.spec = std::move(plan_[next_++]);
           item.epoch = epoch_;
           item.seq = seq_++;
-          planned_.store(seq_);
           item.batches = static_cast<int64_t>(plan_.size());
           return item;
         }
@@ -485,7 +484,7 @@ class PipelinedRun {
   std::atomic<int> stop_epoch_{std::numeric_limits<int>::max()};
   std::atomic<int> in_flight_{0}, max_in_flight_{0};
   // How far batches got and the free slot tokens (describe_hand_offs; approximate while they move).
-  std::atomic<int64_t> planned_{0}, sampled_{0}, governed_count_{0};
+  std::atomic<int64_t> sampled_{0}, governed_count_{0};
   std::atomic<int> staging_free_{0}, device_free_{0};
   int staging_total_ = 0, device_total_ = 0;  // (set before the graph and the nudge's thread start)
   samplers::ParallelSampler sampler_;  // per-thread workspaces
@@ -493,7 +492,7 @@ class PipelinedRun {
   int epoch_;
   std::vector<BatchSpec> plan_;
   std::size_t next_ = 0;
-  int64_t seq_ = 0;
+  std::atomic<int64_t> seq_{0};  // (atomic: describe_hand_offs reads how many were planned)
   // Train-thread state (touched only by the train thread).
   double epoch_start_ = 0;
   std::vector<double> times_;
