@@ -222,7 +222,7 @@ def torch_sage(data, fanouts, batch_size, epochs, seed, eval_every=1, hidden=64,
 # One seed's test accuracy moves by a point or two with the seed in either framework (Cora's 1,000
 # test nodes; SAGE on Amazon's raw counts, whose early epochs are noisier still: PyG's own accuracy
 # spreads by 11 pp over seeds, docs/BENCHMARKS.md). So the means of several seeds are compared:
-# Cora ten seeds of 50 epochs, Amazon two of 100 (evaluated every 5). About 4 minutes on 2 cores.
+# Cora ten seeds of 50 epochs, Amazon two of 100 (evaluated every 5). 4 to 14 minutes on 2-core VMs.
 @pytest.mark.skipif(torch is None, reason="no torch (python3-torch)")
 @pytest.mark.parametrize("name,config,data,batch,epochs,eval_every,seeds", [
     ("cora", "cora_sage_neighbor.yaml", {"path": "cora", "normalize_features": "row"}, 64, 50, 1, tuple(range(10))),
