@@ -302,18 +302,63 @@ void GnnModel<T>::backward(std::span<const graph::Block* const> blocks, MatrixVi
 }
 
 template <class T>
+void GnnModel<T>::kept_layer_arrays(std::size_t l, const BlockShape& s, bool training,
+                                    std::vector<std::size_t>& bytes) const {
+  const auto t = [](int64_t elements) { return static_cast<std::size_t>(elements) * sizeof(T); };
+  const int64_t in = layers_[l]->in_dim();
+  const bool dropped = training && options_.dropout_at(l) > 0 && (l == 0 || !chained_);
+  bytes.push_back(dropped && !drops_in_place(l) ? t(s.num_src * in) : 0);     // inputs_[l]
+  bytes.push_back(dropped && keeps_mask(l) ? dropout_mask_bytes(s.num_src, in) : 0);  // masks_[l]: bits
+  bytes.push_back(t(s.num_dst * layers_[l]->out_dim()));                       // outputs_[l]
+}
+
+template <class T>
+std::vector<std::size_t> GnnModel<T>::kept_arrays(std::span<const BlockShape> shapes, bool view) const {
+  GNNPIPE_CHECK(shapes.size() == layers_.size(), "{} block shapes for a {}-layer model", shapes.size(), layers_.size());
+  std::vector<std::size_t> bytes;
+  for (std::size_t l = 0; l < layers_.size(); ++l) kept_layer_arrays(l, shapes[l], /*training=*/true, bytes);
+  if (view) bytes.front() = 0;  // inputs_[0]: the views' dropped input is shared (run_first_view)
+  return bytes;
+}
+
+template <class T>
+bool GnnModel<T>::can_keep_aside() const {
+  return !has_embedding() && std::all_of(layers_.begin(), layers_.end(), [](const auto& l) { return l->keeps_input_only(); });
+}
+
+template <class T>
+void GnnModel<T>::swap_kept(KeptForward& kept) {
+  GNNPIPE_CHECK(can_keep_aside(), "swap_kept: a layer of this model keeps more than its input for its backward");
+  const std::size_t n = layers_.size();
+  kept.inputs.resize(n);
+  kept.outputs.resize(n);
+  kept.masks.resize(n);
+  kept.layer_inputs.resize(n);
+  for (std::size_t l = 0; l < n; ++l) {
+    std::swap(inputs_[l], kept.inputs[l]);
+    std::swap(outputs_[l], kept.outputs[l]);
+    std::swap(masks_[l], kept.masks[l]);
+    layers_[l]->swap_kept_input(kept.layer_inputs[l]);
+  }
+}
+
+template <class T>
+void GnnModel<T>::KeptForward::release(const core::Stream& stream) {
+  for (auto* arrays : {&inputs, &outputs}) {
+    for (DeviceArray<T>& a : *arrays) a.release(stream);
+  }
+  for (DeviceArray<uint8_t>& a : masks) a.release(stream);
+  layer_inputs.assign(layer_inputs.size(), LayerInput<T>{});
+}
+
+template <class T>
 std::vector<std::size_t> GnnModel<T>::training_arrays(std::span<const BlockShape> shapes, bool training) const {
   GNNPIPE_CHECK(shapes.size() == layers_.size(), "{} block shapes for a {}-layer model", shapes.size(), layers_.size());
   const auto t = [](int64_t elements) { return static_cast<std::size_t>(elements) * sizeof(T); };
   std::vector<std::size_t> bytes;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
-    const BlockShape& s = shapes[l];
-    const int64_t in = layers_[l]->in_dim();
-    const bool dropped = training && options_.dropout_at(l) > 0 && (l == 0 || !chained_);
-    bytes.push_back(dropped && !drops_in_place(l) ? t(s.num_src * in) : 0);            // inputs_[l]
-    bytes.push_back(dropped && keeps_mask(l) ? dropout_mask_bytes(s.num_src, in) : 0);         // masks_[l]: bits
-    bytes.push_back(t(s.num_dst * layers_[l]->out_dim()));                              // outputs_[l]
-    layers_[l]->training_arrays(s, training, l > 0 || has_embedding(), bytes);
+    kept_layer_arrays(l, shapes[l], training, bytes);
+    layers_[l]->training_arrays(shapes[l], training, l > 0 || has_embedding(), bytes);
   }
   // grad_ and next_, as backward alternates them (down to layer 0's input with an embedding).
   std::size_t grad = t(shapes.back().num_dst * layers_.back()->out_dim()), next = 0;

@@ -114,6 +114,7 @@ nlohmann::json memory_json(const config::ExperimentConfig& c, const FinishedRun&
           {"batches_retried", result.memory.retried},
           {"batches_layerwise", result.memory.layerwise},
           {"layerwise_chunks", result.memory.chunks},
+          {"batches_augment_reforwarded", result.memory.augment_reforwarded},
           {"predictor_mape", result.predictor_mape},
           {"predictor_max_error", result.predictor_max_error},
           {"predictor_observations", result.predictor_observations},

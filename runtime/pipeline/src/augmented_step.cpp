@@ -12,7 +12,7 @@ using models::MatrixView;
 namespace ops = models::ops;
 
 void AugmentedStep::run(const PackedBatchView& view, MatrixView<const float> x, core::RngKey key, int64_t batch,
-                        float* uncertainty, const CrossEntropy& cross_entropy, double* loss) {
+                        float* uncertainty, const CrossEntropy& cross_entropy, double* loss, bool keep_aside) {
   const std::size_t blocks = view.blocks.size();
   GNNPIPE_CHECK(view.view_factors.size() == 2 && view.view_blocks.size() == 2 * blocks,
                 "MH-Aug: batch {} carries {} views of {} blocks for {} blocks, not 2", batch, view.view_factors.size(),
@@ -54,12 +54,15 @@ void AugmentedStep::run(const PackedBatchView& view, MatrixView<const float> x, 
     model.backward(original, dz);
   }
 
-  // 2. The new view's logits (its gradient needs the previous view's).
+  // 2. The new view's logits (its gradient needs the previous view's). A model that can hold its
+  // forward aside (GCN) keeps it for step 4; the others forward the view again there.
+  keep_aside = keep_aside && kl > 0 && model.can_keep_aside();
   MatrixView<float> z_new{};
   if (kl > 0) {
     const MatrixView<const float> logits = forward(next, view.view_factors[1]);
     z_new = new_logits_.matrix(ctx, logits.rows, logits.cols);
     ops::copy<float>(ctx, logits, z_new);
+    if (keep_aside) model.swap_kept(kept_);
   }
 
   // 3. The previous view: cross-entropy and KL.
@@ -73,9 +76,14 @@ void AugmentedStep::run(const PackedBatchView& view, MatrixView<const float> x, 
   }
   model.backward(previous, dz);
 
-  // 4. The new view again, for KL's gradient on its side.
+  // 4. The new view again, for KL's gradient on its side: its forward back from aside, or run again
+  // (bitwise the same either way).
   if (kl > 0) {
-    forward(next, view.view_factors[1]);
+    if (keep_aside) {
+      model.swap_kept(kept_);
+    } else {
+      forward(next, view.view_factors[1]);
+    }
     model.backward(next, dz_new);
   }
   if (shared) shared_.flush(ctx);  // the first layer's weight gradient, once for every view
@@ -87,10 +95,16 @@ void AugmentedStep::run(const PackedBatchView& view, MatrixView<const float> x, 
                     0.0, MatrixView<double>{loss, 1, 1});
 }
 
+std::size_t AugmentedStep::array_count(const models::GnnModel<float>& model) {
+  return kOwnArrays + 3 * model.num_layers();
+}
+
 std::vector<std::size_t> AugmentedStep::arrays(const models::GnnModel<float>& model,
                                                const samplers::AugmentOptions& augment, int64_t inputs,
-                                               int64_t feature_cols, const models::BlockShape& first, int64_t targets,
-                                               int64_t classes) {
+                                               int64_t feature_cols, std::span<const models::BlockShape> shapes,
+                                               int64_t classes, bool keep_aside) {
+  const models::BlockShape& first = shapes.front();
+  const int64_t targets = shapes.back().num_dst;
   const bool kl = augment.kl > 0, h = augment.h > 0;
   const bool shared = model.shares_first_layer();
   const auto f = [](int64_t n) { return static_cast<std::size_t>(n) * sizeof(float); };
@@ -109,12 +123,17 @@ std::vector<std::size_t> AugmentedStep::arrays(const models::GnnModel<float>& mo
   const auto shared_bytes = models::SharedInput<float>::arrays(first.num_src, model.layer_out_dim(0), backwards,
                                                                backwards - 1);
   for (const std::size_t b : shared_bytes) bytes.push_back(shared ? b : 0);
+  GNNPIPE_CHECK(bytes.size() == kOwnArrays, "MH-Aug: {} arrays of its own, not {}", bytes.size(), kOwnArrays);
+  // kept_: the new view's forward held aside (kl, a model that can).
+  const std::vector<std::size_t> kept = model.kept_arrays(shapes, shared);
+  for (const std::size_t b : kept) bytes.push_back(keep_aside && kl && model.can_keep_aside() ? b : 0);
   return bytes;
 }
 
 void AugmentedStep::release(const core::Stream& stream) {
   for (models::DeviceArray<float>* a : {&x_view_, &dz_, &new_logits_, &dz_new_}) a->release(stream);
   shared_.release(stream);
+  kept_.release(stream);
   for (models::DeviceArray<double>* a : {&scratch_, &terms_, &ones_}) a->release(stream);
 }
 

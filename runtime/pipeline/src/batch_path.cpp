@@ -306,7 +306,7 @@ void BatchPath::run_part(const Item& item, const BatchLayout& layout, std::byte*
         [&](models::MatrixView<const float> logits, models::MatrixView<float> dlogits, double* target) {
           loss_of(view, logits, dlogits, target);
         },
-        loss);
+        loss, item.admission == nullptr || item.admission->augment_keeps_aside);
     return;
   }
   const auto logits = s_.model.forward(

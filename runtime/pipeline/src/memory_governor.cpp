@@ -51,6 +51,7 @@ MemoryCounters counters_of(const Admission& a) {
     case MemoryAction::kCut: c.cut = 1; c.edges_cut = a.edges_removed; break;
     case MemoryAction::kLayerwise: c.layerwise = 1; c.chunks = a.layerwise ? a.layerwise->total_chunks() : 0; break;
   }
+  c.augment_reforwarded = a.augment_keeps_aside ? 0 : 1;
   return c;
 }
 
@@ -58,6 +59,12 @@ std::size_t MemoryGovernor::slot_bound(std::size_t slot) const {
   const std::size_t m = std::max(largest_slot_, slot);
   if (m == 0) return 0;
   return static_cast<std::size_t>(s_.device_slots) * memory::CachingAllocator::size_class(m + m / 8);
+}
+
+std::size_t MemoryGovernor::augment_arrays() const { return AugmentedStep::array_count(s_.model); }
+
+std::size_t MemoryGovernor::epoch_losses_position(const std::vector<std::size_t>& needs) const {
+  return needs.size() - 3 - kLayerwiseArrays - augment_arrays();
 }
 
 MemoryGovernor::PartSize MemoryGovernor::size_of(const graph::MiniBatch& part) const {
@@ -110,12 +117,12 @@ MemoryGovernor::Estimate MemoryGovernor::estimate(std::span<const PartSize> part
     needs.insert(needs.end(), kLayerwiseArrays, 0);  // the layer-wise step's arrays (not used here)
     // MH-Aug's step (augmented_step.cpp).
     if (s_.augment) {
-      const auto augment = AugmentedStep::arrays(s_.model, *s_.augment, part.nodes, s_.feature_cols,
-                                                 part.shapes.front(), part.shapes.back().num_dst, s_.classes);
-      GNNPIPE_CHECK(augment.size() == kAugmentArrays, "MH-Aug: {} arrays, not {}", augment.size(), kAugmentArrays);
+      const auto augment = AugmentedStep::arrays(s_.model, *s_.augment, part.nodes, s_.feature_cols, part.shapes,
+                                                 s_.classes, part.keep_aside);
+      GNNPIPE_CHECK(augment.size() == augment_arrays(), "MH-Aug: {} arrays, not {}", augment.size(), augment_arrays());
       needs.insert(needs.end(), augment.begin(), augment.end());
     } else {
-      needs.insert(needs.end(), kAugmentArrays, 0);
+      needs.insert(needs.end(), augment_arrays(), 0);
     }
     e.needs.push_back(std::move(needs));
     e.slot = std::max(e.slot, part.packed);
@@ -202,6 +209,16 @@ Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool re
     a.whole_eval = a.keep_resident && residency.whole_eval_bound.has_value() &&
                    try_raise_eval_bound(a, *residency.whole_eval_bound);
     return a;
+  }
+  if (s_.augment) {
+    // MH-Aug's step without its second set of activations (it forwards the new view again).
+    std::vector<PartSize> sizes = sizes_of(a.parts);
+    for (PartSize& p : sizes) p.keep_aside = false;
+    if (std::optional<Estimate> e = admissible(sizes, batches)) {
+      admit_estimate(a, std::move(*e));
+      a.augment_keeps_aside = false;
+      return a;
+    }
   }
   const graph::MiniBatch& sampled = a.parts.front();
   if (s_.options.policy == memory::MemoryPolicy::kResample && redraws && redraw) {

@@ -44,9 +44,6 @@
 
 namespace gnnpipe::pipeline::detail {
 
-// MH-Aug's step's arrays, last in an estimate's needs (estimate() says which).
-inline constexpr std::size_t kAugmentArrays = 10;
-
 // How one batch runs.
 struct Admission {
   MemoryAction action = MemoryAction::kFit;
@@ -65,6 +62,9 @@ struct Admission {
   bool whole_eval = false;
   // MemoryAction::kLayerwise: the chunks of parts.front(), run by LayerwiseStep.
   std::optional<LayerwisePlan> layerwise;
+  // MH-Aug: its step holds the new view's forward aside (a second set of activations), unless the
+  // batch fits only without it (then the view is forwarded again: slower, the same gradients).
+  bool augment_keeps_aside = true;
 };
 
 // What admit() is to decide beyond the split: whether a batch that may stay on the device for the
@@ -163,6 +163,8 @@ class MemoryGovernor {
     std::size_t loss_rows = 0;
     int64_t nodes = 0, edges = 0;
     bool identity_rows = false;  // its input nodes are 0..nodes-1 in order
+    // MH-Aug: the step holds the new view's forward aside (AugmentedStep::run's keep_aside).
+    bool keep_aside = true;
   };
   PartSize size_of(const graph::MiniBatch& part) const;
   PartSize size_of(const graph::MiniBatch& part, std::span<const int64_t> block_edges) const;
@@ -199,9 +201,9 @@ class MemoryGovernor {
   std::optional<Estimate> admissible_layerwise(const LayerwisePlan& plan, int64_t batches, Estimate* last = nullptr) const;
   // The estimate's needs positions (the model's arrays, the train stage's, the layer-wise step's):
   // the epoch's loss slots, which a trim keeps.
-  static std::size_t epoch_losses_position(const std::vector<std::size_t>& needs) {
-    return needs.size() - 3 - kLayerwiseArrays - kAugmentArrays;
-  }
+  std::size_t epoch_losses_position(const std::vector<std::size_t>& needs) const;
+  // How many arrays MH-Aug's step has, last in an estimate's needs (AugmentedStep::array_count).
+  std::size_t augment_arrays() const;
   // The parts of split_batch(batch, .., parts), sized without building them (equal to sizes_of
   // them); with `prune`, only up to the first part that does not fit alone (the split cannot fit).
   std::vector<PartSize> split_estimate(const graph::MiniBatch& batch, int parts, int64_t batches, bool prune) const;

@@ -29,7 +29,7 @@ MemoryGovernor::Estimate MemoryGovernor::estimate_layerwise(const LayerwisePlan&
     needs.push_back(split_bytes);
     const std::vector<std::size_t> own = layerwise_arrays(s_.model, plan, l);
     needs.insert(needs.end(), own.begin(), own.end());
-    needs.insert(needs.end(), kAugmentArrays, 0);  // MH-Aug's (its batches never run layer-wise)
+    needs.insert(needs.end(), augment_arrays(), 0);  // MH-Aug's (its batches never run layer-wise)
     e.needs.push_back(std::move(needs));
     e.nodes += plan.largest[l].num_src;
     e.edges += plan.largest[l].edges;

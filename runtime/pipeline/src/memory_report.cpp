@@ -27,6 +27,7 @@ void MemoryCounters::add(const MemoryCounters& o) {
   retried += o.retried;
   layerwise += o.layerwise;
   chunks += o.chunks;
+  augment_reforwarded += o.augment_reforwarded;
   peak_bytes = std::max(peak_bytes, o.peak_bytes);
   reserved_bytes = std::max(reserved_bytes, o.reserved_bytes);
   seeds += o.seeds;

@@ -171,3 +171,88 @@ TEST_CASE("the shared arrays' arithmetic: the product always, the gradient sum w
   CHECK(S::arrays(10, 4, 1, 0) == std::vector<std::size_t>{b, b, 0});
   CHECK(S::arrays(10, 4, 3, 2) == std::vector<std::size_t>{b, b, b});
 }
+
+// GnnModel::swap_kept (issue #41's speed): MH-Aug's step holds the new view's forward aside while the
+// previous view runs forward and backward, then backs the new view up without a second forward.
+TEST_CASE("a forward held aside backs up bitwise what forwarding it again backs up, shared or not",
+          "[models][shared_input][kept]") {
+  const bool shared_views = GENERATE(true, false);
+  const double density = GENERATE(0.03, 1.0);
+  INFO("shared " << shared_views << ", density " << density);
+  core::Rng rng(31, {});
+  const Matrix<double> x = features(rng, density);
+  std::vector<NodeId> ids(kNodes);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<NodeId>(500 + 3 * i);
+  const graph::Block previous = view_block(rng, 0.6, graph::BlockNorm::kGcn);
+  const graph::Block next = view_block(rng, 0.4, graph::BlockNorm::kGcn);
+  const std::vector<float> f_prev = factors(rng, 0.2), f_next = factors(rng, 0.5);
+  const Matrix<double> d_prev = test::random_matrix(rng, kNodes, kClasses);
+  const Matrix<double> d_next = test::random_matrix(rng, kNodes, kClasses);
+  const core::RngKey key = core::rng_key(6, {2, 3});
+  const auto blocks = [](const graph::Block& b) { return std::vector<const graph::Block*>(2, &b); };
+  const Matrix<double> x_prev = scaled(x, f_prev), x_next = scaled(x, f_next);
+
+  // The new view forwarded, the previous one forwarded and backed up, then the new one: forwarded
+  // again (reference) or taken back from aside (model); two steps, the second on grown arrays.
+  const auto step = [&](models::GnnModel<double>& m, models::SharedInput<double>& shared,
+                        models::GnnModel<double>::KeptForward* kept) {
+    const auto forward = [&](const graph::Block& b, const Matrix<double>& scaled_x, const std::vector<float>& f) {
+      return shared_views ? m.forward_view(blocks(b), x.cview(), ids, key, shared, f)
+                          : m.forward(blocks(b), scaled_x.cview(), ids, true, key);
+    };
+    m.params().zero_grad();
+    shared.reset();
+    Matrix<double> z_next = copy_of(forward(next, x_next, f_next));
+    if (kept != nullptr) m.swap_kept(*kept);
+    forward(previous, x_prev, f_prev);
+    m.backward(blocks(previous), d_prev.cview());
+    if (kept != nullptr) {
+      m.swap_kept(*kept);
+    } else {
+      forward(next, x_next, f_next);
+    }
+    m.backward(blocks(next), d_next.cview());
+    if (shared_views) shared.flush(m.context());
+    return z_next;
+  };
+  models::GnnModel<double> reference(options_of(models::ModelType::kGcn), kFeatures, kClasses, 5);
+  models::GnnModel<double> model(options_of(models::ModelType::kGcn), kFeatures, kClasses, 5);
+  REQUIRE(model.can_keep_aside());
+  models::SharedInput<double> shared_ref, shared;
+  models::GnnModel<double>::KeptForward kept;
+  for (int s = 0; s < 2; ++s) {
+    const Matrix<double> want = step(reference, shared_ref, nullptr);
+    const Matrix<double> got = step(model, shared, &kept);
+    CHECK(std::equal(got.flat().begin(), got.flat().end(), want.flat().begin()));
+    const auto& g = model.params().grads();
+    const auto& w = reference.params().grads();
+    REQUIRE(g.size() == w.size());
+    for (std::size_t i = 0; i < w.size(); ++i) CHECK(g[i] == w[i]);  // bitwise
+  }
+  // What kept_arrays says a forward aside holds is what `kept` holds (it holds the previous view's).
+  const std::vector<models::BlockShape> shapes(2, models::BlockShape{kNodes, kNodes, previous.num_edges()});
+  const std::vector<std::size_t> bytes = model.kept_arrays(shapes, shared_views);
+  REQUIRE(bytes.size() == 6);
+  for (std::size_t l = 0; l < 2; ++l) {
+    CHECK(kept.inputs[l].capacity() * sizeof(double) == bytes[3 * l]);
+    CHECK(kept.masks[l].capacity() == bytes[3 * l + 1]);
+    CHECK(kept.outputs[l].capacity() * sizeof(double) == bytes[3 * l + 2]);
+  }
+  CHECK(bytes[5] == kNodes * kClasses * sizeof(double));
+  kept.release(model.context().stream());
+  CHECK(kept.outputs[1].capacity() == 0);
+}
+
+TEST_CASE("only a model whose layers keep nothing but their input holds a forward aside",
+          "[models][shared_input][kept]") {
+  for (const auto type : {models::ModelType::kGat, models::ModelType::kSage, models::ModelType::kGgnn}) {
+    models::GnnModel<double> m(options_of(type), kFeatures, kClasses, 1);
+    CHECK_FALSE(m.can_keep_aside());
+    models::GnnModel<double>::KeptForward kept;
+    CHECK_THROWS_WITH(m.swap_kept(kept), Catch::Contains("keeps more than its input"));
+  }
+  models::ModelOptions embedded = options_of(models::ModelType::kGcn);
+  embedded.embedding = 8;
+  CHECK_FALSE(models::GnnModel<double>(embedded, 0, kClasses, 1, models::OpContext::host(), kNodes).can_keep_aside());
+  CHECK(models::GnnModel<double>(options_of(models::ModelType::kGcn), kFeatures, kClasses, 1).can_keep_aside());
+}

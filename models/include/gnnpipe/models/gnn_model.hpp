@@ -96,6 +96,30 @@ class GnnModel {
   // Accumulates parameter gradients for d(loss)/d(logits) of the last forward.
   void backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits);
 
+  // What a training forward keeps for its backward, held aside: MH-Aug's step keeps the new view's
+  // forward while the previous view runs forward and backward, then backs the new view up without
+  // forwarding it again (pipeline/src/augmented_step.hpp). Its arrays are grow-only like the
+  // model's, and it belongs to one model.
+  struct KeptForward {
+    std::vector<DeviceArray<T>> inputs, outputs;
+    std::vector<DeviceArray<uint8_t>> masks;
+    std::vector<LayerInput<T>> layer_inputs;
+    void release(const core::Stream& stream);
+  };
+  // Whether swap_kept can hold a forward aside: every layer keeps only its input for its backward
+  // (Layer::keeps_input_only: GCN) and the input is the features (an embedding keeps its rows' ids).
+  bool can_keep_aside() const;
+  // Exchanges what the last whole-batch training forward kept for its backward (the layers'
+  // inputs, dropout masks and outputs) with `kept`: backward() then backs up the forward `kept`
+  // held, and the next forward grows `kept`'s former arrays. Swapping twice around a forward and
+  // backward of another batch of the same model leaves the first forward ready for its backward,
+  // bitwise as if it had just run. Requires can_keep_aside().
+  void swap_kept(KeptForward& kept);
+  // The bytes a KeptForward's arrays reach holding a training forward on blocks of these shapes
+  // (one per layer): per layer its input, mask and output, as training_arrays counts them; with
+  // `view`, a forward_view's (its first layer's dropped input is the SharedInput's, not the model's).
+  std::vector<std::size_t> kept_arrays(std::span<const BlockShape> shapes, bool view) const;
+
   // Layer-wise chunked training (memory.policy layerwise: pipeline/src/layerwise_step.hpp): layer
   // l alone, in training mode, on the block of a chunk of its destinations. forward_layer: x
   // [block.num_src x in_dim(l)] holds the layer's input rows before dropout and row_ids their
@@ -151,6 +175,9 @@ class GnnModel {
   // dropout's on da (not formed when da.data is null). The body of backward() and backward_layer().
   void backprop_layer(std::size_t l, const graph::Block& block, MatrixView<T> dz, MatrixView<T> da);
   void activate_backward(MatrixView<const T> y, MatrixView<T> dz) const;
+  // The bytes of inputs_[l], masks_[l] and outputs_[l] after a forward (with `training`) on a block
+  // of shape `s`, appended to `bytes`.
+  void kept_layer_arrays(std::size_t l, const BlockShape& s, bool training, std::vector<std::size_t>& bytes) const;
 
   static constexpr std::size_t kNoEmbedding = ~std::size_t{0};
   // Whether layer l's dropout keeps its mask: backward reads it where it forms the layer's input

@@ -25,6 +25,8 @@
 // Every gradient a backward forms takes the memory of the
 // forward's array it replaces (h_): x W is not read by backward, and A_hat x is read before
 // dy W^T is formed (issue #38: no array held longer than backward needs it).
+#include <utility>
+
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/layers/layer.hpp"
 #include "gnnpipe/models/layers/layer_input.hpp"
@@ -47,6 +49,11 @@ class GcnLayer final : public Layer<T> {
   bool fuses_relu() const override { return true; }
   void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, const LayerContext& context) override;
   bool takes_linear_input() const override { return true; }
+  bool keeps_input_only() const override { return !aggregate_first_; }
+  void swap_kept_input(LayerInput<T>& other) override {
+    GNNPIPE_CHECK(!aggregated_last_, "GCN layer: the last forward aggregated first, and keeps A_hat x");
+    std::swap(x_, other);
+  }
   void forward_linear(const graph::Block& block, LayerInput<T> x, MatrixView<T> y,
                       const LayerContext& context) override;
   void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) override;

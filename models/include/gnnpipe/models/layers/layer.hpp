@@ -67,6 +67,16 @@ class Layer {
   // (LayerInput). The model then gives a first layer its dropped sparse features in CSR form, and
   // several views of one batch share the first layer's products (SharedInput).
   virtual bool takes_linear_input() const { return false; }
+  // Whether a whole-batch training forward (not a chunk) keeps nothing for its backward but the
+  // input it was given (no array of the layer's own is read by that backward): the model can then
+  // hold what one forward kept aside while another runs (GnnModel::swap_kept). GCN transforming
+  // first: its backward reads its input and the block, and x W's memory is scratch there.
+  virtual bool keeps_input_only() const { return false; }
+  // Exchanges the input the last forward kept with `other` (keeps_input_only() layers).
+  virtual void swap_kept_input(LayerInput<T>& other) {
+    (void)other;
+    GNNPIPE_THROW(Error, "this layer keeps more than its input for its backward");
+  }
   // Whether the last forward reused what an earlier one with the same LayerContext::input_tag
   // derived from the input (GcnLayer aggregating first), instead of computing it.
   virtual bool reused_input() const { return false; }

@@ -24,6 +24,9 @@ struct MemoryCounters {
   int64_t retried = 0;        // steps that still ran out of budget and were split and run again
   int64_t layerwise = 0;      // batches run one layer at a time over chunks of rows (memory.policy layerwise)
   int64_t chunks = 0;         // the chunks those ran (every layer's)
+  // MH-Aug: batches (among those that fit) whose step forwarded the new view again instead of
+  // holding its forward aside: they fit the budget only without that second set of activations.
+  int64_t augment_reforwarded = 0;
   std::size_t peak_bytes = 0; // the allocator's peak (all streams)
   std::size_t reserved_bytes = 0;  // the most the driver held for the allocator after a step (AllocatorStats::held_bytes)
   // The work the steps did (with the governor's counts, as both are gathered per step):
