@@ -32,6 +32,7 @@
 #include "device_budget.hpp"
 #include "progress_line.hpp"
 #include "stall_watchdog.hpp"
+#include "gnnpipe/models/ops/gemm.hpp"
 #include "thread_plan.hpp"
 #include "records/checkpoint_writer.hpp"
 #include "records/training_checkpoints.hpp"
@@ -385,6 +386,13 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   const std::unique_ptr<CheckpointWriter> writer =
       write_checkpoints_during(c, d, checkpoints, resources, last, options.before_checkpoint_write);
   log.info("{}", resources.threads().line());
+  // Once a process: the CPU backend's dense products are OpenBLAS's.
+  static std::once_flag advised;
+  if (!c.run.device.is_cuda()) {
+    std::call_once(advised, [&log] {
+      if (const std::string advice = models::cpu::gemm_kernel_advice(); !advice.empty()) log.warn("{}", advice);
+    });
+  }
   const pipeline::MemoryPlan plan = pipeline::plan_memory(setup);
   for (const std::string& line : plan.lines()) log.info("{}", line);
   const pipeline::PipelineOptions& pipe = setup.pipeline;

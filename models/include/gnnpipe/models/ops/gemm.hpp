@@ -1,5 +1,7 @@
 #pragma once
 // Dense matrix product on the CPU through OpenBLAS (cblas, row-major); cuBLAS is its CUDA twin.
+#include <string>
+
 #include "gnnpipe/models/matrix.hpp"
 
 namespace gnnpipe::models::cpu {
@@ -15,5 +17,13 @@ void gemm(bool trans_a, bool trans_b, std::type_identity_t<T> alpha, ConstView<T
 // OpenBLAS's thread count for every later gemm (process-wide; n >= 1), and the count in use.
 void set_gemm_threads(int n);
 int gemm_threads();
+
+// What to tell a user whose OpenBLAS runs generic kernels on a CPU that has better ones: OpenBLAS
+// picks its kernels once, when it loads, from the CPU's model number, and one its table does not
+// know (a newer CPU, or a VM's) gets the SSE3 "Prescott" kernels even with AVX2 or AVX-512 there
+// (Debian 12's 0.3.21 on a family 6 model 207 Xeon: 1.2-2x slower dense products). A line naming
+// OPENBLAS_CORETYPE=SkylakeX or Haswell when that is the case and the variable is not set, else
+// empty. The cores named generic are OpenBLAS's x86-64 targets older than Haswell.
+std::string gemm_kernel_advice();
 
 }  // namespace gnnpipe::models::cpu
