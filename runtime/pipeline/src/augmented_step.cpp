@@ -125,8 +125,8 @@ std::vector<std::size_t> AugmentedStep::arrays(const models::GnnModel<float>& mo
   for (const std::size_t b : shared_bytes) bytes.push_back(shared ? b : 0);
   GNNPIPE_CHECK(bytes.size() == kOwnArrays, "MH-Aug: {} arrays of its own, not {}", bytes.size(), kOwnArrays);
   // kept_: the new view's forward held aside (kl, a model that can).
-  const std::vector<std::size_t> kept = model.kept_arrays(shapes, shared);
-  for (const std::size_t b : kept) bytes.push_back(keep_aside && kl && model.can_keep_aside() ? b : 0);
+  const bool kept_set = keep_aside && kl && model.can_keep_aside();
+  for (const std::size_t b : model.kept_arrays(shapes, shared)) bytes.push_back(kept_set ? b : 0);
   return bytes;
 }
 

@@ -200,7 +200,8 @@ Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool re
   Admission a;
   a.parts.push_back(std::move(batch));
   Estimate whole;
-  if (std::optional<Estimate> e = admissible(sizes_of(a.parts), batches, &whole)) {
+  std::vector<PartSize> sizes = sizes_of(a.parts);
+  if (std::optional<Estimate> e = admissible(sizes, batches, &whole)) {
     admit_estimate(a, std::move(*e));
     // Only a batch admitted as it is stays resident; a kept full-graph batch is evaluated in one
     // piece when that fits next to it (its bound then replaces layer-wise inference's); else
@@ -210,9 +211,8 @@ Admission MemoryGovernor::admit(graph::MiniBatch batch, int64_t batches, bool re
                    try_raise_eval_bound(a, *residency.whole_eval_bound);
     return a;
   }
-  if (s_.augment) {
+  if (s_.augment && s_.augment->kl > 0 && s_.model.can_keep_aside()) {
     // MH-Aug's step without its second set of activations (it forwards the new view again).
-    std::vector<PartSize> sizes = sizes_of(a.parts);
     for (PartSize& p : sizes) p.keep_aside = false;
     if (std::optional<Estimate> e = admissible(sizes, batches)) {
       admit_estimate(a, std::move(*e));
