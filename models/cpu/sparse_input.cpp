@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <vector>
 
 #include "gnnpipe/models/ops/dropout_mask.hpp"
 #include "cpu/dropout_draw.hpp"
@@ -183,6 +184,68 @@ std::optional<SparseRowsView<T>> dropout_forward_sparse(core::RngKey key, std::t
 }
 
 template <class T>
+std::optional<int64_t> sparse_nonzeros(ConstView<T> x) {
+  if (x.rows <= 0 || x.cols < 64) return std::nullopt;
+  const int64_t limit = x.cols / 8;
+  std::atomic<bool> dense{false};
+  std::vector<int64_t> counts(static_cast<std::size_t>(x.rows));
+  detail::parallel_rows(x.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
+    std::vector<int32_t> columns(static_cast<std::size_t>(limit + 1));
+    for (int64_t r = begin; r < end && !dense.load(std::memory_order_relaxed); ++r) {
+      const int64_t k = detail::nonzero_columns(x.data + r * x.cols, x.cols, limit, columns.data());
+      if (k > limit) dense.store(true, std::memory_order_relaxed);
+      counts[static_cast<std::size_t>(r)] = k;
+    }
+  });
+  if (dense.load()) return std::nullopt;
+  int64_t total = 0;
+  for (const int64_t k : counts) total += k;
+  return total;
+}
+
+namespace {
+std::size_t aligned8(std::size_t bytes) { return (bytes + 7) / 8 * 8; }
+}  // namespace
+
+std::size_t sparse_rows_bytes(int64_t rows, int64_t nnz, std::size_t value_bytes) {
+  const auto n = static_cast<std::size_t>(nnz);
+  return aligned8(static_cast<std::size_t>(rows + 1) * sizeof(int64_t)) + aligned8(n * sizeof(int32_t)) +
+         aligned8(n * value_bytes);
+}
+
+template <class T>
+SparseRowsView<T> sparse_rows(ConstView<T> x, int64_t nnz, std::span<std::byte> buffer) {
+  GNNPIPE_CHECK(x.cols >= 64 && nnz >= 0 && buffer.size() >= sparse_rows_bytes(x.rows, nnz, sizeof(T)) &&
+                    reinterpret_cast<uintptr_t>(buffer.data()) % alignof(int64_t) == 0,
+                "sparse_rows: {} entries of a {} matrix in {} bytes", nnz, shape_str(x), buffer.size());
+  const auto n = static_cast<std::size_t>(nnz);
+  auto* offsets = reinterpret_cast<int64_t*>(buffer.data());
+  std::byte* after_offsets = buffer.data() + aligned8(static_cast<std::size_t>(x.rows + 1) * sizeof(int64_t));
+  auto* columns = reinterpret_cast<int32_t*>(after_offsets);
+  auto* values = reinterpret_cast<T*>(after_offsets + aligned8(n * sizeof(int32_t)));
+  // Counts first (each row's columns at most cols / 8: sparse_nonzeros), then each row in place.
+  const int64_t limit = x.cols / 8;
+  offsets[0] = 0;
+  {
+    std::vector<int32_t> scratch(static_cast<std::size_t>(limit + 1));
+    for (int64_t r = 0; r < x.rows; ++r) {
+      const int64_t k = detail::nonzero_columns(x.data + r * x.cols, x.cols, limit, scratch.data());
+      GNNPIPE_CHECK(k <= limit, "sparse_rows: row {} has more than {} non-zeros (not sparse_nonzeros' input)", r, limit);
+      offsets[r + 1] = offsets[r] + k;
+    }
+  }
+  GNNPIPE_CHECK(offsets[x.rows] == nnz, "sparse_rows: {} non-zeros, not the {} given", offsets[x.rows], nnz);
+  detail::parallel_rows(x.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int32_t* cols = columns + offsets[r];
+      const int64_t k = detail::nonzero_columns(x.data + r * x.cols, x.cols, limit, cols);
+      for (int64_t j = 0; j < k; ++j) values[offsets[r] + j] = x.data[r * x.cols + cols[j]];
+    }
+  });
+  return SparseRowsView<T>{x.rows, x.cols, offsets, columns, values};
+}
+
+template <class T>
 void csr_gemm(SparseRowsView<T> a, ConstView<T> b, MatrixView<T> c) {
   check_product(a, a.cols, b.rows, c, a.rows, b.cols, "csr_gemm");
   const int64_t n = b.cols;
@@ -222,6 +285,8 @@ void csr_gemm_tn(SparseRowsView<T> a, ConstView<T> b, MatrixView<T> c) {
   template std::optional<SparseRowsView<T>> dropout_forward_sparse<T>(core::RngKey, T, ConstView<T>,              \
                                                                       std::span<const graph::NodeId>,             \
                                                                       std::span<std::byte>);                      \
+  template std::optional<int64_t> sparse_nonzeros<T>(ConstView<T>);                                                \
+  template SparseRowsView<T> sparse_rows<T>(ConstView<T>, int64_t, std::span<std::byte>);                          \
   template void csr_gemm<T>(SparseRowsView<T>, ConstView<T>, MatrixView<T>);                                       \
   template void csr_gemm_tn<T>(SparseRowsView<T>, ConstView<T>, MatrixView<T>);
 GNNPIPE_INSTANTIATE(float)

@@ -251,6 +251,21 @@ void GnnModel<T>::infer_layer(std::size_t l, const graph::Block& block, MatrixVi
 }
 
 template <class T>
+void GnnModel<T>::infer_first_layer(const graph::Block& block, SparseRowsView<T> x, MatrixView<T> y, bool chunk) {
+  GNNPIPE_CHECK(infers_sparse_input(), "infer_first_layer: this model's first layer does not infer through x W");
+  GNNPIPE_CHECK(x.rows == block.num_src && x.cols == layers_[0]->in_dim() && y.rows == block.num_dst &&
+                    y.cols == layers_[0]->out_dim(),
+                "infer_first_layer: sparse x [{} x {}] and y {} do not fit a block of {} sources, {} destinations (in {}, "
+                "out {})",
+                x.rows, x.cols, shape_str(y), block.num_src, block.num_dst, layers_[0]->in_dim(), layers_[0]->out_dim());
+  training_ = false;
+  const bool fused = fuses_activation(0);
+  layers_[0]->forward_linear(block, LayerInput<T>::of(x), y,
+                             LayerContext{.training = false, .key = core::RngKey{}, .chunk = chunk, .relu = fused});
+  if (layers_.size() > 1 && !chained_ && !fused) activate(y);
+}
+
+template <class T>
 void GnnModel<T>::release_layer_arrays(std::size_t l) {
   GNNPIPE_CHECK(l < layers_.size(), "layer {} of a {}-layer model", l, layers_.size());
   layers_[l]->release_arrays();

@@ -10,6 +10,7 @@
 #include "gnnpipe/core/trace_range.hpp"
 #include "gnnpipe/core/units.hpp"
 #include "gnnpipe/models/ops/metrics.hpp"
+#include "gnnpipe/models/ops/sparse_input.hpp"
 #include "gnnpipe/pipeline/inference_plan.hpp"
 #include "gnnpipe/samplers/inference_sampler.hpp"
 #include "stage_retry.hpp"
@@ -34,6 +35,30 @@ Evaluation::Evaluation(const TrainingSetup& s, memory::CachingAllocator& allocat
                   s.model.embedding().rows),
       chunk_(std::max(1, s.eval_chunk_nodes)) {
   if (s.pipeline.eval_threads > 0) arena_.emplace(s.pipeline.eval_threads);
+  // Sparse features on the CPU: the first layer reads their CSR form (whole-graph and layer-wise
+  // evaluation with host outputs; a data-parallel rank's evaluation keeps the dense rows).
+  const graph::FeatureStore& f = s.data.features;
+  if (!device_.is_cuda() && !s.data_parallel() && eval_ctx_.options().sparse_input && eval_model_.infers_sparse_input() &&
+      !f.is_16bit() && !f.partitioned() && f.rows() == s.data.num_nodes() && f.cols() > 0) {
+    eval_sparse_nnz_ = models::cpu::sparse_nonzeros<float>({f.float_values().data(), f.rows(), f.cols()});
+  }
+}
+
+std::size_t Evaluation::sparse_input_bytes() const {
+  if (!eval_sparse_nnz_) return 0;
+  return memory::CachingAllocator::size_class(
+      models::cpu::sparse_rows_bytes(s_.data.features.rows(), *eval_sparse_nnz_, sizeof(float)));
+}
+
+models::SparseRowsView<float> Evaluation::sparse_input() {
+  if (eval_sparse_view_.offsets == nullptr) {
+    const graph::FeatureStore& f = s_.data.features;
+    const std::size_t bytes = models::cpu::sparse_rows_bytes(f.rows(), *eval_sparse_nnz_, sizeof(float));
+    std::byte* buffer = eval_sparse_.ensure(eval_ctx_, bytes);
+    eval_sparse_view_ = models::cpu::sparse_rows<float>({f.float_values().data(), f.rows(), f.cols()}, *eval_sparse_nnz_,
+                                                        {buffer, bytes});
+  }
+  return eval_sparse_view_;
 }
 
 void Evaluation::place_eval_graph() {
@@ -141,7 +166,8 @@ std::size_t Evaluation::whole_graph_bound() const {
     for (const auto& [size, count] : layer) blocks[size] = std::max(blocks[size], count);
     widest_out = std::max(widest_out, eval_model_.layer_out_dim(l));
   }
-  std::size_t bytes = 2 * memory::CachingAllocator::size_class(static_cast<std::size_t>(n * widest_out) * sizeof(float));
+  std::size_t bytes = 2 * memory::CachingAllocator::size_class(static_cast<std::size_t>(n * widest_out) * sizeof(float)) +
+                      sparse_input_bytes();
   for (const auto& [size, count] : blocks) bytes += size * static_cast<std::size_t>(count);
   // fp16/bf16 input rows are widened into a float array of the eval stream's (input_rows).
   const graph::FeatureStore& f = s_.data.features;
@@ -171,7 +197,8 @@ std::size_t Evaluation::bound() const {
            device_outputs_bytes(eval_model_, n);
   }
   return inference_chunk_bytes(eval_model_, input_cols, n, chunk, block_edges,
-                               device_.is_cuda() ? InferenceArrays::kDevice : InferenceArrays::kModel);
+                               device_.is_cuda() ? InferenceArrays::kDevice : InferenceArrays::kModel) +
+         sparse_input_bytes();
 }
 
 bool Evaluation::sharded() const {
@@ -234,6 +261,8 @@ void Evaluation::evaluate_once(EpochResult& r, const std::optional<WholeGraphBat
   } else if (eval_graph_resident_) {
     logits = whole_graph_logits({.layout = &eval_graph_layout_, .base = eval_graph_.data(), .kept_rows = nullptr});
   } else {
+    const models::SparseRowsView<float> sparse_view =
+        eval_sparse_nnz_ && !eval_outputs_on_device_ ? sparse_input() : models::SparseRowsView<float>{};
     layerwise = infer_layerwise(eval_model_, s_.data.graph, layerwise_input(eval_model_, s_.data.features, eval_stream_, embedding_host_),
                                 {.chunk_nodes = chunk_,
                                  .parallel_chunks = s_.pipeline.sampler_threads,
@@ -245,6 +274,7 @@ void Evaluation::evaluate_once(EpochResult& r, const std::optional<WholeGraphBat
                                  .shard = sharded() ? s_.collective->rank() : 0,
                                  .shards = sharded() ? s_.collective->size() : 1,
                                  .share_rows = sharded() ? share_rows() : nullptr,
+                                 .sparse_features = eval_sparse_nnz_ && !eval_outputs_on_device_ ? &sparse_view : nullptr,
                                  .on_layer = {}},
                                 eval_workspace_);
     logits = layerwise.cview();
@@ -313,11 +343,18 @@ models::MatrixView<const float> Evaluation::whole_graph_logits(const WholeGraphB
     }
     return placement_.input_rows(layout, view, eval_ctx_, eval_gathered_, true);
   };
-  models::MatrixView<const float> x = eval_model_.has_embedding() ? eval_model_.embedding() : rows();
+  // Sparse features go to the first layer in CSR form instead (built once for the run).
+  const bool sparse = eval_sparse_nnz_.has_value();
+  models::MatrixView<const float> x =
+      eval_model_.has_embedding() ? eval_model_.embedding() : sparse ? models::MatrixView<const float>{} : rows();
   for (std::size_t l = 0; l < eval_model_.num_layers(); ++l) {
     models::DeviceArray<float>& out = eval_activations_[l % 2];
     const auto y = out.matrix(eval_ctx_, n, eval_model_.layer_out_dim(l));
-    eval_model_.infer_layer(l, *blocks[l], x, y);
+    if (l == 0 && sparse) {
+      eval_model_.infer_first_layer(*blocks[0], sparse_input(), y);
+    } else {
+      eval_model_.infer_layer(l, *blocks[l], x, y);
+    }
     eval_model_.release_layer_arrays(l);  // whole_graph_bound: the next layer reuses them
     x = y;
   }

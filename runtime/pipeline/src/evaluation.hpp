@@ -15,6 +15,7 @@
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/memory/caching_allocator.hpp"
 #include "gnnpipe/models/device_array.hpp"
+#include "gnnpipe/models/sparse_rows.hpp"
 #include "gnnpipe/pipeline/layerwise_inference.hpp"
 #include "gnnpipe/pipeline/memory_report.hpp"
 #include "gnnpipe/pipeline/training_run.hpp"
@@ -110,6 +111,15 @@ class Evaluation {
   models::DeviceArray<std::byte> eval_graph_;
   BatchLayout eval_graph_layout_;
   models::DeviceArray<float> eval_activations_[2];  // whole_graph_logits' alternating layer outputs
+  // The CPU backend's whole-graph evaluation reads sparse features (every row at most an eighth
+  // non-zero, a first layer that infers through x W) in CSR form, built at the first evaluation and
+  // kept for the run: its x W costs the non-zeros, not rows x columns (GnnModel::infer_first_layer).
+  // eval_sparse_nnz_: their count (set in the constructor where this applies; bound() counts them).
+  std::optional<int64_t> eval_sparse_nnz_;
+  models::DeviceArray<std::byte> eval_sparse_;
+  models::SparseRowsView<float> eval_sparse_view_{};
+  std::size_t sparse_input_bytes() const;
+  models::SparseRowsView<float> sparse_input();
   core::Buffer<float> eval_logits_;  // host (pinned on a GPU) logits of a whole-graph evaluation
 };
 

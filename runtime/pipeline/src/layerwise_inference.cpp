@@ -409,6 +409,43 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
   return infer_layerwise(model, graph, features, options, workspace);
 }
 
+namespace {
+
+// A chunk's input rows picked from a CSR matrix by node id, into arrays reused from chunk to chunk.
+class SparseRowsGather {
+ public:
+  models::SparseRowsView<float> gather(const models::SparseRowsView<float>& from, std::span<const graph::NodeId> ids) {
+    offsets_.resize(ids.size() + 1);
+    offsets_[0] = 0;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const auto v = static_cast<std::size_t>(ids[i]);
+      GNNPIPE_CHECK(ids[i] >= 0 && ids[i] < from.rows, "inference: node {} of a chunk outside the {} feature rows",
+                    ids[i], from.rows);
+      offsets_[i + 1] = offsets_[i] + (from.offsets[v + 1] - from.offsets[v]);
+    }
+    const auto nnz = static_cast<std::size_t>(offsets_.back());
+    columns_.resize(nnz);
+    values_.resize(nnz);
+    using Range = tbb::blocked_range<std::size_t>;
+    tbb::parallel_for(Range(0, ids.size(), 1024), core::tsan::fork_join([&](const Range& r) {
+      for (std::size_t i = r.begin(); i != r.end(); ++i) {
+        const auto v = static_cast<std::size_t>(ids[i]);
+        const int64_t begin = from.offsets[v], count = from.offsets[v + 1] - begin;
+        std::copy_n(from.columns + begin, count, columns_.begin() + offsets_[i]);
+        std::copy_n(from.values + begin, count, values_.begin() + offsets_[i]);
+      }
+    }));
+    return {static_cast<int64_t>(ids.size()), from.cols, offsets_.data(), columns_.data(), values_.data()};
+  }
+
+ private:
+  std::vector<int64_t> offsets_;
+  std::vector<int32_t> columns_;
+  std::vector<float> values_;
+};
+
+}  // namespace
+
 models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const graph::CsrGraph& graph,
                                       const graph::FeatureStore& features, const LayerwiseInferenceOptions& options,
                                       InferenceWorkspace& workspace) {
@@ -431,6 +468,15 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
 
   models::Matrix<float> previous;  // the last layer's outputs for every node (empty before layer 0)
   std::vector<float> input;        // one chunk's input rows, reused (CPU)
+  // CPU: layer 0's rows as the non-zeros of the features' CSR form, where given and usable.
+  const models::SparseRowsView<float>* const sparse =
+      options.sparse_features != nullptr && !model.context().is_cuda() && model.infers_sparse_input()
+          ? options.sparse_features
+          : nullptr;
+  GNNPIPE_CHECK(sparse == nullptr || (sparse->rows == features.rows() && sparse->cols == features.cols()),
+                "inference: sparse features [{} x {}] for a store of [{} x {}]", sparse->rows, sparse->cols,
+                features.rows(), features.cols());
+  SparseRowsGather sparse_chunk;
   // charge_packed: the CPU backend's twin of the GPU's packed chunk, the budget it would take there
   // (grown like its device array: the old charge goes back, then the larger one is taken), while
   // the rows themselves are gathered into `input`. So a budget binds both backends alike.
@@ -470,6 +516,10 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
           charge.release();
           charge = budget->charge(packed);
         }
+      }
+      if (l == 0 && sparse != nullptr) {
+        model.infer_first_layer(block, sparse_chunk.gather(*sparse, chunk.input_nodes.span()), y, true);
+        return;
       }
       input.resize(rows * static_cast<std::size_t>(in_cols));
       if (l == 0) {

@@ -67,6 +67,18 @@ std::vector<NodeId> shuffled_ids(core::Rng& rng, int64_t rows, NodeId base) {
   return ids;
 }
 
+// A graph in which every node has three in-edges from random nodes (repeats and self-loops allowed).
+graph::CsrGraph three_in_edges(core::Rng& rng, int64_t nodes) {
+  std::vector<NodeId> src, dst;
+  for (NodeId v = 0; v < nodes; ++v) {
+    for (int k = 0; k < 3; ++k) {
+      src.push_back(static_cast<NodeId>(rng.below(static_cast<uint64_t>(nodes))));
+      dst.push_back(v);
+    }
+  }
+  return graph::CsrGraph::from_coo(nodes, src, dst);
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("the CSR dropout holds exactly the non-zeros of dropout_forward's output", "[models][sparse_input]",
@@ -208,17 +220,11 @@ TEST_CASE("a model on sparse features trains through the sparse path with the de
   const auto type = GENERATE(models::ModelType::kGcn, models::ModelType::kGat, models::ModelType::kSage);
   core::Rng rng(17, {});
   const int64_t nodes = 40, features = 96;
-  std::vector<NodeId> src, dst;
-  for (NodeId v = 0; v < nodes; ++v) {
-    for (int k = 0; k < 3; ++k) {
-      src.push_back(static_cast<NodeId>(rng.below(nodes)));
-      dst.push_back(v);
-    }
-  }
+  const graph::CsrGraph g = three_in_edges(rng, nodes);
   const auto norm = type == models::ModelType::kGcn    ? graph::BlockNorm::kGcn
                     : type == models::ModelType::kSage ? graph::BlockNorm::kMean
                                                        : graph::BlockNorm::kSelfLoops;
-  const graph::Block normed = graph::full_graph_block(graph::CsrGraph::from_coo(nodes, src, dst), norm);
+  const graph::Block normed = graph::full_graph_block(g, norm);
   models::ModelOptions options;
   options.type = type;
   options.layers = 2;
@@ -262,4 +268,71 @@ TEST_CASE("a model on sparse features trains through the sparse path with the de
   // Evaluation has no dropout: the dense path.
   sparse_model.forward(blocks, x.cview(), ids, false, key);
   CHECK_FALSE(sparse_model.first_input_sparse());
+}
+
+TEMPLATE_TEST_CASE("a fixed input's CSR form holds exactly its non-zeros, and is refused where dropout's would be",
+                   "[models][sparse_input]", float, double) {
+  core::Rng rng(23, {});
+  Matrix<TestType> x = sparse_matrix<TestType>(rng, 37, 80, 6);
+  x.view()(3, 7) = TestType{-0.0};  // a -0 is kept, as the CSR dropout keeps it
+  const std::optional<int64_t> nnz = models::cpu::sparse_nonzeros<TestType>(x.cview());
+  REQUIRE(nnz.has_value());
+  int64_t expected = 0;
+  for (const TestType v : x.flat()) expected += std::signbit(v) || v != TestType{0} ? 1 : 0;
+  CHECK(*nnz == expected);
+  const std::size_t bytes = models::cpu::sparse_rows_bytes(37, *nnz, sizeof(TestType));
+  CHECK(bytes >= 38 * sizeof(int64_t) + static_cast<std::size_t>(*nnz) * (4 + sizeof(TestType)));
+  std::vector<int64_t> buffer((bytes + 7) / 8);
+  const SparseRowsView<TestType> csr = models::cpu::sparse_rows<TestType>(
+      x.cview(), *nnz, std::as_writable_bytes(std::span<int64_t>(buffer)).first(bytes));
+  CHECK(csr.rows == 37);
+  CHECK(csr.cols == 80);
+  CHECK(csr.nnz() == *nnz);
+  CHECK(bitwise_equal<TestType>(densify(csr).cview(), x.cview()));
+  for (int64_t r = 0; r < csr.rows; ++r) {
+    CHECK(std::is_sorted(csr.columns + csr.offsets[r], csr.columns + csr.offsets[r + 1]));
+  }
+  // A row of 11 non-zeros in 80 columns (more than 80 / 8), or fewer than 64 columns: none.
+  for (int64_t c = 0; c < 11; ++c) x.view()(5, c) = TestType{1};
+  CHECK_FALSE(models::cpu::sparse_nonzeros<TestType>(x.cview()).has_value());
+  const Matrix<TestType> narrow = sparse_matrix<TestType>(rng, 10, 63, 1);
+  CHECK_FALSE(models::cpu::sparse_nonzeros<TestType>(narrow.cview()).has_value());
+}
+
+TEST_CASE("inference through a sparse first layer equals the dense one, whole and in chunks", "[models][sparse_input]") {
+  core::Rng rng(29, {});
+  const int64_t nodes = 50, features = 96;
+  const graph::CsrGraph g = three_in_edges(rng, nodes);
+  const Matrix<float> x = sparse_matrix<float>(rng, nodes, features, 5);
+  const int64_t nnz = *models::cpu::sparse_nonzeros<float>(x.cview());
+  std::vector<int64_t> buffer(models::cpu::sparse_rows_bytes(nodes, nnz, sizeof(float)) / 8 + 1);
+  const SparseRowsView<float> csr =
+      models::cpu::sparse_rows<float>(x.cview(), nnz, std::as_writable_bytes(std::span<int64_t>(buffer)));
+  for (const auto type : {models::ModelType::kGcn, models::ModelType::kGat, models::ModelType::kSage}) {
+    for (const int hidden : {8, 128}) {
+      INFO("model " << models::to_string(type) << ", hidden " << hidden);
+      models::ModelOptions options;
+      options.type = type;
+      options.layers = 2;
+      options.hidden = hidden;
+      options.heads = 2;
+      models::GnnModel<float> model(options, features, 3, 7);
+      // GCN aggregates first where its input is no wider than its output; SAGE aggregates.
+      const bool linear = type == models::ModelType::kGat || (type == models::ModelType::kGcn && hidden < features);
+      CHECK(model.infers_sparse_input() == linear);
+      if (!linear) {
+        Matrix<float> y(nodes, model.layer_out_dim(0));
+        const graph::Block b = graph::full_graph_block(g, model.block_norm());
+        CHECK_THROWS(model.infer_first_layer(b, csr, y.view()));
+        continue;
+      }
+      const graph::Block b = graph::full_graph_block(g, model.block_norm());
+      Matrix<float> dense(nodes, model.layer_out_dim(0)), sparse(nodes, model.layer_out_dim(0));
+      for (const bool chunk : {false, true}) {
+        model.infer_layer(0, b, x.cview(), dense.view(), chunk);
+        model.infer_first_layer(b, csr, sparse.view(), chunk);
+        for (int64_t i = 0; i < dense.size(); ++i) CHECK(sparse.flat()[i] == Approx(dense.flat()[i]).margin(1e-5));
+      }
+    }
+  }
 }

@@ -81,6 +81,12 @@ class GnnModel {
   // With an embedding, layer 0's x is rows of embedding() (the caller gathers them, as features).
   // `chunk`: the block is a chunk of the graph's rows (LayerContext::chunk), not the whole graph.
   void infer_layer(std::size_t l, const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, bool chunk = false);
+  // infer_layer(0, block, x, y) on x's CSR form (a fixed sparse input: evaluation's features on
+  // the CPU, ops/sparse_input.hpp sparse_rows), its x W a sparse product: the same y up to the
+  // order of each element's sum. Only where infers_sparse_input(); the same arrays as infer_layer
+  // (`chunk` as there).
+  bool infers_sparse_input() const { return !has_embedding() && layers_.front()->infers_linear_input(); }
+  void infer_first_layer(const graph::Block& block, SparseRowsView<T> x, MatrixView<T> y, bool chunk = false);
   int64_t layer_out_dim(std::size_t l) const { return layers_.at(l)->out_dim(); }
   // model.embedding: the learned input table [embedding_rows x embedding] in the context's
   // memory; an empty view when the input is the features.

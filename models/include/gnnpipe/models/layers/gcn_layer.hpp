@@ -49,6 +49,8 @@ class GcnLayer final : public Layer<T> {
   bool fuses_relu() const override { return true; }
   void forward(const graph::Block& block, MatrixView<const T> x, MatrixView<T> y, const LayerContext& context) override;
   bool takes_linear_input() const override { return true; }
+  // forward()'s whole-graph inference aggregates first where in <= out.
+  bool infers_linear_input() const override { return !aggregate_first_ && in_ > out_; }
   bool keeps_input_only() const override { return !aggregate_first_; }
   void swap_kept_input(LayerInput<T>& other) override {
     GNNPIPE_CHECK(!aggregated_last_, "GCN layer: the last forward aggregated first, and keeps A_hat x");

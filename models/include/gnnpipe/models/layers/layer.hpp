@@ -67,6 +67,10 @@ class Layer {
   // (LayerInput). The model then gives a first layer its dropped sparse features in CSR form, and
   // several views of one batch share the first layer's products (SharedInput).
   virtual bool takes_linear_input() const { return false; }
+  // Whether a whole-graph inference forward (not a chunk) reads its input only through x W, so
+  // forward_linear may take it instead of forward (GnnModel::infer_first_layer): the layers that
+  // take a linear input, but for those that aggregate first there.
+  virtual bool infers_linear_input() const { return takes_linear_input(); }
   // Whether a whole-batch training forward (not a chunk) keeps nothing for its backward but the
   // input it was given (no array of the layer's own is read by that backward): the model can then
   // hold what one forward kept aside while another runs (GnnModel::swap_kept). GCN transforming

@@ -37,6 +37,18 @@ std::optional<SparseRowsView<T>> dropout_forward_sparse(core::RngKey key, std::t
                                                         std::span<const graph::NodeId> row_ids,
                                                         std::span<std::byte> buffer);
 
+// The CSR form of a fixed input (evaluation's features: models::GnnModel::infer_first_layer), by
+// dropout_forward_sparse's rule without the dropout: sparse_nonzeros counts x's non-zeros, or
+// nullopt when some row has more than cols / 8 of them or x has fewer than 64 columns (the dense
+// product is then the faster one); sparse_rows writes them, bitwise x's elements in column order,
+// into `buffer` of sparse_rows_bytes(x.rows, nnz, sizeof(T)) bytes, 8-byte aligned: offsets int64
+// [rows + 1], columns int32 [nnz], values T [nnz], each array at an 8-byte boundary.
+template <class T>
+std::optional<int64_t> sparse_nonzeros(ConstView<T> x);
+std::size_t sparse_rows_bytes(int64_t rows, int64_t nnz, std::size_t value_bytes);
+template <class T>
+SparseRowsView<T> sparse_rows(ConstView<T> x, int64_t nnz, std::span<std::byte> buffer);
+
 // c = a b: a [m x k] sparse, b [k x n], c [m x n]. Each row of c sums its entries in column order,
 // so the result does not depend on threads.
 template <class T>

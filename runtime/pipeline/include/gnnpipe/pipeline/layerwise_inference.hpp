@@ -17,6 +17,7 @@
 #include "gnnpipe/graph/feature_store.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/models/matrix.hpp"
+#include "gnnpipe/models/sparse_rows.hpp"
 #include "gnnpipe/pipeline/inference_plan.hpp"
 
 namespace gnnpipe::pipeline {
@@ -55,6 +56,11 @@ struct LayerwiseInferenceOptions {
   int shard = 0;
   int shards = 1;
   std::function<void(models::Matrix<float>& outputs, std::span<const int64_t> row_offsets)> share_rows = nullptr;
+  // CPU backend, host outputs: the features' CSR form (rows by node id; ops/sparse_input.hpp
+  // sparse_rows), where the model infers its first layer through x W (infers_sparse_input): a
+  // layer-0 chunk then gathers its rows' non-zeros instead of dense rows, and its x W costs them
+  // (GnnModel::infer_first_layer). The same logits up to the order of each element's sum.
+  const models::SparseRowsView<float>* sparse_features = nullptr;
   // Called after each layer with its outputs for every node (embeddings of a hidden layer).
   std::function<void(std::size_t layer, const models::Matrix<float>& outputs)> on_layer;
 };
