@@ -20,13 +20,16 @@ double log_sum_exp(const T* x, int64_t cols) {
   return max + std::log(sum);
 }
 
-// H = -sum_c p_c log p_c of softmax(x) over a row of cols >= 1 values, log_z its log_sum_exp.
+// H = -sum_c p_c log p_c of softmax(x) over a row of cols >= 1 values, log_z its log_sum_exp;
+// each p_c = exp(x_c - log_z) also into p[c] when p is given (a gradient reads them again).
 template <class T>
-double row_entropy(const T* x, int64_t cols, double log_z) {
+double row_entropy(const T* x, int64_t cols, double log_z, double* p = nullptr) {
   double plogp = 0;
   for (int64_t c = 0; c < cols; ++c) {
     const double lp = static_cast<double>(x[c]) - log_z;
-    plogp += std::exp(lp) * lp;
+    const double pc = std::exp(lp);
+    if (p != nullptr) p[c] = pc;
+    plogp += pc * lp;
   }
   return -plogp;
 }
@@ -47,6 +50,7 @@ double softmax_kl(ConstView<T> p_logits, ConstView<T> q_logits, std::span<const 
   if (rows == 0 || cols == 0) return 0.0;
   std::vector<double> row_kl(static_cast<std::size_t>(rows));
   detail::parallel_rows(rows, detail::grain_for(6 * cols), [&](int64_t begin, int64_t end) {
+    std::vector<double> p_row(static_cast<std::size_t>(cols));  // exp(lp), formed once a row
     for (int64_t i = begin; i < end; ++i) {
       const T* xp = p_logits.row(i).data();
       const T* xq = q_logits.row(i).data();
@@ -54,7 +58,9 @@ double softmax_kl(ConstView<T> p_logits, ConstView<T> q_logits, std::span<const 
       double kl = 0;
       for (int64_t c = 0; c < cols; ++c) {
         const double lp = static_cast<double>(xp[c]) - lzp, lq = static_cast<double>(xq[c]) - lzq;
-        kl += std::exp(lp) * (lp - lq);
+        const double p = std::exp(lp);
+        p_row[static_cast<std::size_t>(c)] = p;
+        kl += p * (lp - lq);
       }
       const double w = weights[static_cast<std::size_t>(i)];
       const double s = static_cast<double>(scale) * w;
@@ -62,7 +68,7 @@ double softmax_kl(ConstView<T> p_logits, ConstView<T> q_logits, std::span<const 
       T* gq = dq.row(i).data();
       for (int64_t c = 0; c < cols; ++c) {
         const double lp = static_cast<double>(xp[c]) - lzp, lq = static_cast<double>(xq[c]) - lzq;
-        const double p = std::exp(lp);
+        const double p = p_row[static_cast<std::size_t>(c)];
         gp[c] += static_cast<T>(s * p * ((lp - lq) - kl));
         gq[c] = static_cast<T>(s * (std::exp(lq) - p));
       }
@@ -83,16 +89,17 @@ double softmax_entropy(ConstView<T> logits, std::span<const float> weights, std:
   if (rows == 0 || cols == 0) return 0.0;
   std::vector<double> row_h(static_cast<std::size_t>(rows));
   detail::parallel_rows(rows, detail::grain_for(4 * cols), [&](int64_t begin, int64_t end) {
+    std::vector<double> p_row(static_cast<std::size_t>(cols));  // exp(lp), formed once a row
     for (int64_t i = begin; i < end; ++i) {
       const T* x = logits.row(i).data();
       const double log_z = log_sum_exp(x, cols);
-      const double h = row_entropy(x, cols, log_z);
+      const double h = row_entropy(x, cols, log_z, p_row.data());
       const double w = weights[static_cast<std::size_t>(i)];
       const double neg_s = -(static_cast<double>(scale) * w);
       T* d = dlogits.row(i).data();
       for (int64_t c = 0; c < cols; ++c) {
         const double lp = static_cast<double>(x[c]) - log_z;
-        d[c] = static_cast<T>(neg_s * std::exp(lp) * (lp + h));
+        d[c] = static_cast<T>(neg_s * p_row[static_cast<std::size_t>(c)] * (lp + h));
       }
       row_h[static_cast<std::size_t>(i)] = w * h;
     }
