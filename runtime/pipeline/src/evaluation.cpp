@@ -57,6 +57,10 @@ models::SparseRowsView<float> Evaluation::sparse_input() {
     std::byte* buffer = eval_sparse_.ensure(eval_ctx_, bytes);
     eval_sparse_view_ = models::cpu::sparse_rows<float>({f.float_values().data(), f.rows(), f.cols()}, *eval_sparse_nnz_,
                                                         {buffer, bytes});
+    core::logger().debug("evaluation reads the features in CSR form: {} non-zeros ({:.2f} % of {} x {}), {}",
+                         *eval_sparse_nnz_,
+                         100.0 * static_cast<double>(*eval_sparse_nnz_) / static_cast<double>(f.rows() * f.cols()),
+                         f.rows(), f.cols(), core::format_bytes(bytes));
   }
   return eval_sparse_view_;
 }
