@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "gnnpipe/models/ops/dropout_mask.hpp"
@@ -152,7 +153,12 @@ std::optional<SparseRowsView<T>> dropout_forward_sparse(core::RngKey key, std::t
   const Layout<T> out = layout<T>(buffer, x.rows, limit);
   const T scale = T{1} / (T{1} - p);
   const DropoutDraw draw = DropoutDraw::for_p(static_cast<double>(p));
-  std::atomic<bool> dense{false};  // some row has too many non-zeros: every task stops
+  // Rows of more than `limit` non-zeros (a few long documents among short ones: PubMed) are
+  // drawn on their own afterwards; too many of them and the dense path is the better one.
+  const auto most_long_rows = static_cast<std::size_t>(x.rows / 64 + 1);
+  std::atomic<bool> dense{false};  // too many long rows: every task stops
+  std::mutex long_mutex;
+  std::vector<int64_t> long_rows;
   detail::parallel_rows(x.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
     SparseDropper<T> dropper(key, draw, scale, x, limit, out);
     for (int64_t r = begin; r < end; ++r) {
@@ -160,25 +166,74 @@ std::optional<SparseRowsView<T>> dropout_forward_sparse(core::RngKey key, std::t
       const graph::NodeId id = row_ids.empty() ? r : row_ids[static_cast<std::size_t>(r)];
       GNNPIPE_CHECK(id >= 0, "dropout: negative row id {}", id);
       if (!dropper.add(r, static_cast<uint64_t>(id))) {
-        dense.store(true, std::memory_order_relaxed);
-        return;
+        // What the dropper queued of this row lands in its slot and is ignored.
+        const std::lock_guard lock(long_mutex);
+        long_rows.push_back(r);
+        if (long_rows.size() > most_long_rows) dense.store(true, std::memory_order_relaxed);
       }
     }
     dropper.finish();
   });
   if (dense.load()) return std::nullopt;
-  // Pack the rows to the front, in order: row r moves from r * limit down to its offset (never
-  // past the start of row r + 1's entries, so nothing unread is overwritten).
-  out.offsets[0] = 0;
-  int64_t total = 0;
+  // Each long row drawn alone into arrays of its own: the same bits (keyed by its global id and
+  // column) and products as in a slot.
+  std::sort(long_rows.begin(), long_rows.end());
+  std::vector<std::vector<T>> long_values(long_rows.size());
+  std::vector<std::vector<int32_t>> long_columns(long_rows.size());
+  for (std::size_t k = 0; k < long_rows.size(); ++k) {
+    const int64_t r = long_rows[k];
+    const graph::NodeId id = row_ids.empty() ? r : row_ids[static_cast<std::size_t>(r)];
+    long_values[k].resize(static_cast<std::size_t>(x.cols));
+    long_columns[k].resize(static_cast<std::size_t>(x.cols));
+    int64_t counts[2] = {0, 0};
+    const Layout<T> own{counts, long_values[k].data(), long_columns[k].data()};
+    SparseDropper<T> dropper(key, draw, scale, ConstView<T>{x.data + r * x.cols, 1, x.cols}, x.cols, own);
+    GNNPIPE_CHECK(dropper.add(0, static_cast<uint64_t>(id)), "dropout_forward_sparse: row {} refused", r);
+    dropper.finish();
+    long_values[k].resize(static_cast<std::size_t>(counts[1]));
+    long_columns[k].resize(static_cast<std::size_t>(counts[1]));
+  }
+  // Pack in place: first the slots' rows to the front in order (row r moves from r * limit down
+  // to its compact position, never past the start of row r + 1's slot), then, from the last row
+  // back, every row to its final offset, at or after its compact one (so a row moves over nothing
+  // unread), the long rows' entries copied in.
+  std::vector<int64_t> compact(static_cast<std::size_t>(x.rows) + 1, 0);
+  std::size_t next_long = 0;
   for (int64_t r = 0; r < x.rows; ++r) {
-    const int64_t count = out.offsets[r + 1];
-    if (total != r * limit && count > 0) {
-      std::memmove(out.values + total, out.values + r * limit, static_cast<std::size_t>(count) * sizeof(T));
-      std::memmove(out.columns + total, out.columns + r * limit, static_cast<std::size_t>(count) * sizeof(int32_t));
+    const auto i = static_cast<std::size_t>(r);
+    const bool is_long = next_long < long_rows.size() && long_rows[next_long] == r;
+    const int64_t count = is_long ? 0 : out.offsets[r + 1];
+    next_long += is_long ? 1 : 0;
+    if (compact[i] != r * limit && count > 0) {
+      std::memmove(out.values + compact[i], out.values + r * limit, static_cast<std::size_t>(count) * sizeof(T));
+      std::memmove(out.columns + compact[i], out.columns + r * limit, static_cast<std::size_t>(count) * sizeof(int32_t));
     }
-    total += count;
-    out.offsets[r + 1] = total;
+    compact[i + 1] = compact[i] + count;
+  }
+  out.offsets[0] = 0;
+  next_long = 0;
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const bool is_long = next_long < long_rows.size() && long_rows[next_long] == r;
+    const auto i = static_cast<std::size_t>(r);
+    const int64_t count = is_long ? static_cast<int64_t>(long_values[next_long++].size()) : compact[i + 1] - compact[i];
+    out.offsets[r + 1] = out.offsets[r] + count;
+  }
+  if (out.offsets[x.rows] > x.rows * limit) return std::nullopt;  // beyond the arrays
+  if (!long_rows.empty()) {
+    std::size_t k = long_rows.size();
+    for (int64_t r = x.rows; r-- > 0;) {
+      const auto i = static_cast<std::size_t>(r);
+      const int64_t at = out.offsets[r];
+      const auto count = static_cast<std::size_t>(out.offsets[r + 1] - at);
+      if (k > 0 && long_rows[k - 1] == r) {
+        --k;
+        std::copy_n(long_values[k].data(), count, out.values + at);
+        std::copy_n(long_columns[k].data(), count, out.columns + at);
+      } else if (at != compact[i] && count > 0) {
+        std::memmove(out.values + at, out.values + compact[i], count * sizeof(T));
+        std::memmove(out.columns + at, out.columns + compact[i], count * sizeof(int32_t));
+      }
+    }
   }
   return SparseRowsView<T>{x.rows, x.cols, out.offsets, out.columns, out.values};
 }
@@ -186,21 +241,23 @@ std::optional<SparseRowsView<T>> dropout_forward_sparse(core::RngKey key, std::t
 template <class T>
 std::optional<int64_t> sparse_nonzeros(ConstView<T> x) {
   if (x.rows <= 0 || x.cols < 64) return std::nullopt;
-  const int64_t limit = x.cols / 8;
-  std::atomic<bool> dense{false};
-  std::vector<int64_t> counts(static_cast<std::size_t>(x.rows));
+  const int64_t limit = x.rows * (x.cols / 8);  // an eighth of the elements at most
+  std::atomic<int64_t> total{0};
   detail::parallel_rows(x.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
-    std::vector<int32_t> columns(static_cast<std::size_t>(limit + 1));
-    for (int64_t r = begin; r < end && !dense.load(std::memory_order_relaxed); ++r) {
-      const int64_t k = detail::nonzero_columns(x.data + r * x.cols, x.cols, limit, columns.data());
-      if (k > limit) dense.store(true, std::memory_order_relaxed);
-      counts[static_cast<std::size_t>(r)] = k;
+    std::vector<int32_t> columns(static_cast<std::size_t>(x.cols));
+    int64_t found = 0;
+    for (int64_t r = begin; r < end; ++r) {
+      found += detail::nonzero_columns(x.data + r * x.cols, x.cols, x.cols, columns.data());
+      // Every 64 rows, the running total: a dense matrix stops early.
+      if ((r - begin) % 64 == 63 || r + 1 == end) {
+        if (total.fetch_add(found, std::memory_order_relaxed) + found > limit) return;
+        found = 0;
+      }
     }
   });
-  if (dense.load()) return std::nullopt;
-  int64_t total = 0;
-  for (const int64_t k : counts) total += k;
-  return total;
+  const int64_t nnz = total.load();
+  if (nnz > limit) return std::nullopt;
+  return nnz;
 }
 
 namespace {
@@ -215,7 +272,7 @@ std::size_t sparse_rows_bytes(int64_t rows, int64_t nnz, std::size_t value_bytes
 
 template <class T>
 SparseRowsView<T> sparse_rows(ConstView<T> x, int64_t nnz, std::span<std::byte> buffer) {
-  GNNPIPE_CHECK(x.cols >= 64 && nnz >= 0 && buffer.size() >= sparse_rows_bytes(x.rows, nnz, sizeof(T)) &&
+  GNNPIPE_CHECK(x.rows >= 0 && nnz >= 0 && buffer.size() >= sparse_rows_bytes(x.rows, nnz, sizeof(T)) &&
                     reinterpret_cast<uintptr_t>(buffer.data()) % alignof(int64_t) == 0,
                 "sparse_rows: {} entries of a {} matrix in {} bytes", nnz, shape_str(x), buffer.size());
   const auto n = static_cast<std::size_t>(nnz);
@@ -223,22 +280,20 @@ SparseRowsView<T> sparse_rows(ConstView<T> x, int64_t nnz, std::span<std::byte> 
   std::byte* after_offsets = buffer.data() + aligned8(static_cast<std::size_t>(x.rows + 1) * sizeof(int64_t));
   auto* columns = reinterpret_cast<int32_t*>(after_offsets);
   auto* values = reinterpret_cast<T*>(after_offsets + aligned8(n * sizeof(int32_t)));
-  // Counts first (each row's columns at most cols / 8: sparse_nonzeros), then each row in place.
-  const int64_t limit = x.cols / 8;
+  // Each row's count first (into offsets[r + 1]), then the offsets, then each row in place.
   offsets[0] = 0;
-  {
-    std::vector<int32_t> scratch(static_cast<std::size_t>(limit + 1));
-    for (int64_t r = 0; r < x.rows; ++r) {
-      const int64_t k = detail::nonzero_columns(x.data + r * x.cols, x.cols, limit, scratch.data());
-      GNNPIPE_CHECK(k <= limit, "sparse_rows: row {} has more than {} non-zeros (not sparse_nonzeros' input)", r, limit);
-      offsets[r + 1] = offsets[r] + k;
+  detail::parallel_rows(x.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
+    std::vector<int32_t> scratch(static_cast<std::size_t>(x.cols));
+    for (int64_t r = begin; r < end; ++r) {
+      offsets[r + 1] = detail::nonzero_columns(x.data + r * x.cols, x.cols, x.cols, scratch.data());
     }
-  }
+  });
+  for (int64_t r = 0; r < x.rows; ++r) offsets[r + 1] += offsets[r];
   GNNPIPE_CHECK(offsets[x.rows] == nnz, "sparse_rows: {} non-zeros, not the {} given", offsets[x.rows], nnz);
   detail::parallel_rows(x.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       int32_t* cols = columns + offsets[r];
-      const int64_t k = detail::nonzero_columns(x.data + r * x.cols, x.cols, limit, cols);
+      const int64_t k = detail::nonzero_columns(x.data + r * x.cols, x.cols, offsets[r + 1] - offsets[r], cols);
       for (int64_t j = 0; j < k; ++j) values[offsets[r] + j] = x.data[r * x.cols + cols[j]];
     }
   });

@@ -124,17 +124,40 @@ TEST_CASE("the CSR dropout keeps a -0 input it keeps, as dropout_forward does", 
   CHECK(bitwise_equal<float>(densify(*sparse).cview(), dense.cview()));
 }
 
-TEST_CASE("the CSR form is refused for rows more than an eighth non-zero and for narrow inputs",
+TEST_CASE("the CSR form takes a few long rows, and is refused for many and for narrow inputs",
           "[models][sparse_input]") {
   const core::RngKey key = core::rng_key(1, {});
-  SECTION("one row over the limit refuses the whole matrix") {
-    Matrix<float> x(50, 128);  // limit 16 per row
-    for (int64_t r = 0; r < 50; ++r) x.view()(r, 127) = 1.0f;
-    for (int64_t c = 0; c < 16; ++c) x.view()(37, c * 7) = 1.0f;  // row 37: 17 non-zeros
-    auto buffer = dense_buffer<float>(50, 128);
+  const auto matches_dense = [&](const Matrix<float>& x, const std::vector<NodeId>& ids) {
+    Matrix<float> dense(x.rows(), x.cols());
+    models::cpu::dropout_forward<float>(key, 0.5f, x.cview(), ids, dense.view(), {});
+    auto buffer = dense_buffer<float>(x.rows(), x.cols());
+    const auto sparse = models::cpu::dropout_forward_sparse<float>(key, 0.5f, x.cview(), ids, buffer);
+    return sparse.has_value() && bitwise_equal<float>(densify(*sparse).cview(), dense.cview());
+  };
+  SECTION("long rows among short ones are drawn on their own, bitwise as dropout_forward") {
+    Matrix<float> x(200, 128);  // limit 16 per row; at most 200 / 64 + 1 = 4 long rows
+    for (int64_t r = 0; r < 200; ++r) x.view()(r, (r * 13) % 128) = 1.0f + static_cast<float>(r);
+    std::vector<NodeId> ids(200);
+    std::iota(ids.begin(), ids.end(), NodeId{1000});
+    for (const int64_t r : {0, 37, 38, 199}) {
+      for (int64_t c = 0; c < 128; c += 2) x.view()(r, c) = 0.5f + static_cast<float>(c);  // 64 non-zeros
+    }
+    CHECK(matches_dense(x, {}));
+    CHECK(matches_dense(x, ids));
+    for (int64_t c = 0; c < 128; c += 2) x.view()(100, c) = 2.0f;  // a fifth long row: too many
+    auto buffer = dense_buffer<float>(200, 128);
     CHECK_FALSE(models::cpu::dropout_forward_sparse<float>(key, 0.5f, x.cview(), {}, buffer).has_value());
-    x.view()(37, 0) = 0.0f;  // 16 non-zeros: at the limit
-    CHECK(models::cpu::dropout_forward_sparse<float>(key, 0.5f, x.cview(), {}, buffer).has_value());
+  }
+  SECTION("a long first row moves the rows after it; kept entries beyond rows x limit refuse the matrix") {
+    Matrix<float> x(2, 128);  // limit 16, 32 entries in all; row 0 keeps about 64 of its 128
+    for (int64_t c = 0; c < 128; ++c) x.view()(0, c) = 1.0f;
+    x.view()(1, 5) = 3.0f;
+    auto buffer = dense_buffer<float>(2, 128);
+    CHECK_FALSE(models::cpu::dropout_forward_sparse<float>(key, 0.5f, x.cview(), {}, buffer).has_value());
+    Matrix<float> y(8, 128);  // limit 16, 128 entries in all
+    for (int64_t c = 0; c < 128; c += 4) y.view()(0, c) = 1.0f + static_cast<float>(c);  // 32 non-zeros
+    for (int64_t r = 1; r < 8; ++r) y.view()(r, r) = static_cast<float>(r);
+    CHECK(matches_dense(y, {}));
   }
   SECTION("fewer than 64 columns") {
     Matrix<float> x(10, 63);
@@ -270,7 +293,7 @@ TEST_CASE("a model on sparse features trains through the sparse path with the de
   CHECK_FALSE(sparse_model.first_input_sparse());
 }
 
-TEMPLATE_TEST_CASE("a fixed input's CSR form holds exactly its non-zeros, and is refused where dropout's would be",
+TEMPLATE_TEST_CASE("a fixed input's CSR form holds exactly its non-zeros, and is refused above an eighth of them",
                    "[models][sparse_input]", float, double) {
   core::Rng rng(23, {});
   Matrix<TestType> x = sparse_matrix<TestType>(rng, 37, 80, 6);
@@ -292,8 +315,22 @@ TEMPLATE_TEST_CASE("a fixed input's CSR form holds exactly its non-zeros, and is
   for (int64_t r = 0; r < csr.rows; ++r) {
     CHECK(std::is_sorted(csr.columns + csr.offsets[r], csr.columns + csr.offsets[r + 1]));
   }
-  // A row of 11 non-zeros in 80 columns (more than 80 / 8), or fewer than 64 columns: none.
-  for (int64_t c = 0; c < 11; ++c) x.view()(5, c) = TestType{1};
+  // The rule is the whole matrix's: a row of 40 non-zeros in 80 columns is taken where the matrix
+  // stays within an eighth (37 x 10 = 370 elements), refused once it is not; fewer than 64 columns
+  // are refused.
+  for (int64_t c = 0; c < 40; ++c) x.view()(5, c) = TestType{1};
+  int64_t now = 0;
+  for (const TestType v : x.flat()) now += std::signbit(v) || v != TestType{0} ? 1 : 0;
+  REQUIRE(now <= 370);
+  CHECK(models::cpu::sparse_nonzeros<TestType>(x.cview()) == std::optional<int64_t>(now));
+  std::vector<int64_t> wide_buffer(models::cpu::sparse_rows_bytes(37, now, sizeof(TestType)) / 8 + 1);
+  const SparseRowsView<TestType> wide =
+      models::cpu::sparse_rows<TestType>(x.cview(), now, std::as_writable_bytes(std::span<int64_t>(wide_buffer)));
+  CHECK(wide.offsets[6] - wide.offsets[5] >= 40);
+  CHECK(bitwise_equal<TestType>(densify(wide).cview(), x.cview()));
+  for (int64_t r = 6; now <= 370; ++r) {
+    for (int64_t c = 0; c < 40; ++c) now += x.view()(r, c) == TestType{0} ? 1 : 0, x.view()(r, c) = TestType{1};
+  }
   CHECK_FALSE(models::cpu::sparse_nonzeros<TestType>(x.cview()).has_value());
   const Matrix<TestType> narrow = sparse_matrix<TestType>(rng, 10, 63, 1);
   CHECK_FALSE(models::cpu::sparse_nonzeros<TestType>(narrow.cview()).has_value());

@@ -2,7 +2,8 @@
 // A model's first layer on sparse features (CPU backend). Bag-of-words inputs such as Cora's
 // (2,708 x 1,433, 1.3 % non-zero) cost a training step three dense passes over mostly zeros: the
 // dropout writes a dense dropped copy, the layer's x W reads it, and its x^T dh reads it again.
-// When every row of the input is at most an eighth non-zero, dropout_forward_sparse writes the
+// When the rows of the input are at most an eighth non-zero (all but a few: see
+// dropout_forward_sparse), dropout_forward_sparse writes the
 // dropped input in CSR form instead (SparseRowsView, with only the kept non-zeros), and the layer
 // multiplies with csr_gemm / csr_gemm_tn, whose work is proportional to those entries.
 //
@@ -30,17 +31,20 @@ int64_t sparse_row_limit(int64_t rows, int64_t cols, std::size_t buffer_bytes, s
 // dropout_forward (ops/dropout.hpp) without a mask, written as CSR: the kept non-zero elements of
 // x, scaled by 1 / (1 - p), exactly the non-zeros of dropout_forward's y, bitwise (same key, ids,
 // positions and bits). Returns the view into `buffer`, or nullopt, with the buffer's contents
-// unspecified, when some row has more than sparse_row_limit() non-zeros (+0 is zero; -0 and NaN
-// are not) or the limit is 0: the caller then runs the dense dropout_forward. p in [0, 1).
+// unspecified, when the limit is 0, when more than rows / 64 + 1 rows have more than
+// sparse_row_limit() non-zeros (+0 is zero; -0 and NaN are not; such long rows are drawn on their
+// own and copied in), or when the kept entries would exceed rows x limit: the caller then runs
+// the dense dropout_forward. p in [0, 1).
 template <class T>
 std::optional<SparseRowsView<T>> dropout_forward_sparse(core::RngKey key, std::type_identity_t<T> p, ConstView<T> x,
                                                         std::span<const graph::NodeId> row_ids,
                                                         std::span<std::byte> buffer);
 
 // The CSR form of a fixed input (evaluation's features: models::GnnModel::infer_first_layer), by
-// dropout_forward_sparse's rule without the dropout: sparse_nonzeros counts x's non-zeros, or
-// nullopt when some row has more than cols / 8 of them or x has fewer than 64 columns (the dense
-// product is then the faster one); sparse_rows writes them, bitwise x's elements in column order,
+// the rule of dropout_forward_sparse for the whole matrix rather than each row (its arrays are
+// exact, not a capacity per row): sparse_nonzeros counts x's non-zeros, or nullopt when they are
+// more than rows x (cols / 8) or x has fewer than 64 columns (the dense product is then the
+// faster one, BENCHMARKS.md); sparse_rows writes them, bitwise x's elements in column order,
 // into `buffer` of sparse_rows_bytes(x.rows, nnz, sizeof(T)) bytes, 8-byte aligned: offsets int64
 // [rows + 1], columns int32 [nnz], values T [nnz], each array at an 8-byte boundary.
 template <class T>
