@@ -193,46 +193,43 @@ std::optional<SparseRowsView<T>> dropout_forward_sparse(core::RngKey key, std::t
     long_values[k].resize(static_cast<std::size_t>(counts[1]));
     long_columns[k].resize(static_cast<std::size_t>(counts[1]));
   }
-  // Pack in place: first the slots' rows to the front in order (row r moves from r * limit down
-  // to its compact position, never past the start of row r + 1's slot), then, from the last row
-  // back, every row to its final offset, at or after its compact one (so a row moves over nothing
-  // unread), the long rows' entries copied in.
-  std::vector<int64_t> compact(static_cast<std::size_t>(x.rows) + 1, 0);
+  // Pack the slots' rows to the front, in order: row r moves from r * limit down to its offset
+  // (never past the start of row r + 1's slot, so nothing unread is overwritten); a long row
+  // takes no room yet.
+  out.offsets[0] = 0;
   std::size_t next_long = 0;
   for (int64_t r = 0; r < x.rows; ++r) {
-    const auto i = static_cast<std::size_t>(r);
     const bool is_long = next_long < long_rows.size() && long_rows[next_long] == r;
-    const int64_t count = is_long ? 0 : out.offsets[r + 1];
     next_long += is_long ? 1 : 0;
-    if (compact[i] != r * limit && count > 0) {
-      std::memmove(out.values + compact[i], out.values + r * limit, static_cast<std::size_t>(count) * sizeof(T));
-      std::memmove(out.columns + compact[i], out.columns + r * limit, static_cast<std::size_t>(count) * sizeof(int32_t));
+    const int64_t at = out.offsets[r], count = is_long ? 0 : out.offsets[r + 1];
+    if (at != r * limit && count > 0) {
+      std::memmove(out.values + at, out.values + r * limit, static_cast<std::size_t>(count) * sizeof(T));
+      std::memmove(out.columns + at, out.columns + r * limit, static_cast<std::size_t>(count) * sizeof(int32_t));
     }
-    compact[i + 1] = compact[i] + count;
+    out.offsets[r + 1] = at + count;
   }
-  out.offsets[0] = 0;
-  next_long = 0;
-  for (int64_t r = 0; r < x.rows; ++r) {
-    const bool is_long = next_long < long_rows.size() && long_rows[next_long] == r;
-    const auto i = static_cast<std::size_t>(r);
-    const int64_t count = is_long ? static_cast<int64_t>(long_values[next_long++].size()) : compact[i + 1] - compact[i];
+  if (long_rows.empty()) return SparseRowsView<T>{x.rows, x.cols, out.offsets, out.columns, out.values};
+  // Long rows: the final offsets, then, from the last row back, every row to its final offset, at
+  // or after its packed one (so a row moves over nothing unread), the long rows' entries copied in.
+  const std::vector<int64_t> packed(out.offsets, out.offsets + x.rows + 1);
+  for (std::size_t k = 0, r = 0; r < static_cast<std::size_t>(x.rows); ++r) {
+    const bool is_long = k < long_rows.size() && long_rows[k] == static_cast<int64_t>(r);
+    const int64_t count = is_long ? static_cast<int64_t>(long_values[k++].size()) : packed[r + 1] - packed[r];
     out.offsets[r + 1] = out.offsets[r] + count;
   }
   if (out.offsets[x.rows] > x.rows * limit) return std::nullopt;  // beyond the arrays
-  if (!long_rows.empty()) {
-    std::size_t k = long_rows.size();
-    for (int64_t r = x.rows; r-- > 0;) {
-      const auto i = static_cast<std::size_t>(r);
-      const int64_t at = out.offsets[r];
-      const auto count = static_cast<std::size_t>(out.offsets[r + 1] - at);
-      if (k > 0 && long_rows[k - 1] == r) {
-        --k;
-        std::copy_n(long_values[k].data(), count, out.values + at);
-        std::copy_n(long_columns[k].data(), count, out.columns + at);
-      } else if (at != compact[i] && count > 0) {
-        std::memmove(out.values + at, out.values + compact[i], count * sizeof(T));
-        std::memmove(out.columns + at, out.columns + compact[i], count * sizeof(int32_t));
-      }
+  std::size_t k = long_rows.size();
+  for (int64_t r = x.rows; r-- > 0;) {
+    const auto i = static_cast<std::size_t>(r);
+    const int64_t at = out.offsets[r];
+    const auto count = static_cast<std::size_t>(out.offsets[r + 1] - at);
+    if (k > 0 && long_rows[k - 1] == r) {
+      --k;
+      std::copy_n(long_values[k].data(), count, out.values + at);
+      std::copy_n(long_columns[k].data(), count, out.columns + at);
+    } else if (at != packed[i] && count > 0) {
+      std::memmove(out.values + at, out.values + packed[i], count * sizeof(T));
+      std::memmove(out.columns + at, out.columns + packed[i], count * sizeof(int32_t));
     }
   }
   return SparseRowsView<T>{x.rows, x.cols, out.offsets, out.columns, out.values};

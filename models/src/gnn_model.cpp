@@ -243,10 +243,15 @@ void GnnModel<T>::infer_layer(std::size_t l, const graph::Block& block, MatrixVi
   GNNPIPE_CHECK(x.rows == block.num_src && y.rows == block.num_dst && y.cols == layers_[l]->out_dim(),
                 "infer_layer {}: x {} and y {} do not fit a block of {} sources, {} destinations (out {})", l,
                 shape_str(x), shape_str(y), block.num_src, block.num_dst, layers_[l]->out_dim());
+  infer_through(l, y, chunk, [&](const LayerContext& context) { layers_[l]->forward(block, x, y, context); });
+}
+
+template <class T>
+template <class Forward>
+void GnnModel<T>::infer_through(std::size_t l, MatrixView<T> y, bool chunk, const Forward& forward) {
   training_ = false;
   const bool fused = fuses_activation(l);
-  layers_[l]->forward(block, x, y,
-                      LayerContext{.training = false, .key = core::RngKey{}, .chunk = chunk, .relu = fused});
+  forward(LayerContext{.training = false, .key = core::RngKey{}, .chunk = chunk, .relu = fused});
   if (l + 1 < layers_.size() && !chained_ && !fused) activate(y);
 }
 
@@ -258,11 +263,8 @@ void GnnModel<T>::infer_first_layer(const graph::Block& block, SparseRowsView<T>
                 "infer_first_layer: sparse x [{} x {}] and y {} do not fit a block of {} sources, {} destinations (in {}, "
                 "out {})",
                 x.rows, x.cols, shape_str(y), block.num_src, block.num_dst, layers_[0]->in_dim(), layers_[0]->out_dim());
-  training_ = false;
-  const bool fused = fuses_activation(0);
-  layers_[0]->forward_linear(block, LayerInput<T>::of(x), y,
-                             LayerContext{.training = false, .key = core::RngKey{}, .chunk = chunk, .relu = fused});
-  if (layers_.size() > 1 && !chained_ && !fused) activate(y);
+  infer_through(0, y, chunk,
+                [&](const LayerContext& context) { layers_[0]->forward_linear(block, LayerInput<T>::of(x), y, context); });
 }
 
 template <class T>

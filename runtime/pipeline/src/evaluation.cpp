@@ -265,8 +265,9 @@ void Evaluation::evaluate_once(EpochResult& r, const std::optional<WholeGraphBat
   } else if (eval_graph_resident_) {
     logits = whole_graph_logits({.layout = &eval_graph_layout_, .base = eval_graph_.data(), .kept_rows = nullptr});
   } else {
-    const models::SparseRowsView<float> sparse_view =
-        eval_sparse_nnz_ && !eval_outputs_on_device_ ? sparse_input() : models::SparseRowsView<float>{};
+    // Layer outputs on the device take the dense rows (their chunk runner gathers them there).
+    const bool sparse = eval_sparse_nnz_.has_value() && !eval_outputs_on_device_;
+    const models::SparseRowsView<float> sparse_view = sparse ? sparse_input() : models::SparseRowsView<float>{};
     layerwise = infer_layerwise(eval_model_, s_.data.graph, layerwise_input(eval_model_, s_.data.features, eval_stream_, embedding_host_),
                                 {.chunk_nodes = chunk_,
                                  .parallel_chunks = s_.pipeline.sampler_threads,
@@ -278,7 +279,7 @@ void Evaluation::evaluate_once(EpochResult& r, const std::optional<WholeGraphBat
                                  .shard = sharded() ? s_.collective->rank() : 0,
                                  .shards = sharded() ? s_.collective->size() : 1,
                                  .share_rows = sharded() ? share_rows() : nullptr,
-                                 .sparse_features = eval_sparse_nnz_ && !eval_outputs_on_device_ ? &sparse_view : nullptr,
+                                 .sparse_features = sparse ? &sparse_view : nullptr,
                                  .on_layer = {}},
                                 eval_workspace_);
     logits = layerwise.cview();

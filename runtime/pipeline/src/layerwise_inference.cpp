@@ -474,8 +474,8 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
           ? options.sparse_features
           : nullptr;
   GNNPIPE_CHECK(sparse == nullptr || (sparse->rows == features.rows() && sparse->cols == features.cols()),
-                "inference: sparse features [{} x {}] for a store of [{} x {}]", sparse->rows, sparse->cols,
-                features.rows(), features.cols());
+                "inference: sparse features of another shape than the store's [{} x {}]", features.rows(),
+                features.cols());
   SparseRowsGather sparse_chunk;
   // charge_packed: the CPU backend's twin of the GPU's packed chunk, the budget it would take there
   // (grown like its device array: the old charge goes back, then the larger one is taken), while

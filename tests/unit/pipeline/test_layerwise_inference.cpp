@@ -23,6 +23,16 @@ using test::vec;
 
 namespace {
 
+// A model of `layers` layers of `hidden` (GAT: 2 heads).
+models::ModelOptions model_options(models::ModelType type, int layers, int hidden) {
+  models::ModelOptions o;
+  o.type = type;
+  o.layers = layers;
+  o.hidden = hidden;
+  o.heads = 2;
+  return o;
+}
+
 pipeline::LayerwiseInferenceOptions chunked(int chunk_nodes, int parallel) {
   pipeline::LayerwiseInferenceOptions o;
   o.chunk_nodes = chunk_nodes;
@@ -40,11 +50,7 @@ TEST_CASE("layer-wise inference in chunks equals a full-graph forward without dr
   for (float& v : x) v = 2 * rng.uniform() - 1;
   const graph::FeatureStore features(graph::HostArray<float>(x), n, 6);
   for (const auto type : {models::ModelType::kGcn, models::ModelType::kSage, models::ModelType::kGat}) {
-    models::ModelOptions o;
-    o.type = type;
-    o.layers = 3;
-    o.hidden = 8;
-    o.heads = 2;
+    models::ModelOptions o = model_options(type, 3, 8);
     o.dropout = 0.5;  // off in inference
     models::GnnModel<float> model(o, 6, 4, 11);
     const graph::Block full = graph::full_graph_block(g, model.block_norm());
@@ -84,12 +90,7 @@ TEST_CASE("layer-wise inference reads sparse features' CSR form with the dense r
   const models::SparseRowsView<float> csr =
       models::cpu::sparse_rows<float>(dense, nnz, std::as_writable_bytes(std::span<int64_t>(buffer)));
   for (const auto type : {models::ModelType::kGcn, models::ModelType::kGat, models::ModelType::kSage}) {
-    models::ModelOptions o;
-    o.type = type;
-    o.layers = 2;
-    o.hidden = 8;
-    o.heads = 2;
-    models::GnnModel<float> model(o, cols, 4, 11);
+    models::GnnModel<float> model(model_options(type, 2, 8), cols, 4, 11);
     for (int chunk : {1, 10, 1000}) {
       INFO("model " << models::to_string(type) << ", chunk " << chunk);
       const auto expected = pipeline::infer_layerwise(model, g, features, chunked(chunk, 2));

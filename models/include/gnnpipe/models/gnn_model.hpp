@@ -223,6 +223,10 @@ class GnnModel {
   std::span<const float> view_factors_{};
   // The first layer of a view (run_layer's body for it): drops x out into the shared input when it
   // holds none yet.
+  // Layer l in inference (infer_layer, infer_first_layer): forward(context) runs it into y, then
+  // the activation follows unless the layer fused it or is the last.
+  template <class Forward>
+  void infer_through(std::size_t l, MatrixView<T> y, bool chunk, const Forward& forward);
   void run_first_view(const graph::Block& block, MatrixView<const T> x, std::span<const graph::NodeId> ids, T p,
                       bool dropped, core::RngKey dropout_key, const LayerContext& context, MatrixView<T> z);
   // GGNN: layers are the steps of one recurrent state, so no activation and no dropout between
