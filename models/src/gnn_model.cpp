@@ -247,6 +247,23 @@ void GnnModel<T>::infer_layer(std::size_t l, const graph::Block& block, MatrixVi
 }
 
 template <class T>
+TransformedRows<T> GnnModel<T>::infer_transform_rows(std::size_t l, MatrixView<const T> x) {
+  GNNPIPE_CHECK(transforms_rows(l), "infer_transform_rows: layer {} has no row transform", l);
+  training_ = false;
+  return layers_[l]->transform(x);
+}
+
+template <class T>
+void GnnModel<T>::infer_transformed(std::size_t l, const graph::Block& block, MatrixView<T> y) {
+  GNNPIPE_CHECK(transforms_rows(l), "infer_transformed: layer {} has no row transform", l);
+  GNNPIPE_CHECK(y.rows == block.num_dst && y.cols == layers_[l]->out_dim(),
+                "infer_transformed {}: y {} for a block of {} destinations (out {})", l, shape_str(y), block.num_dst,
+                layers_[l]->out_dim());
+  infer_through(l, y, /*chunk=*/true,
+                [&](const LayerContext& context) { layers_[l]->forward_transformed(block, y, context); });
+}
+
+template <class T>
 template <class Forward>
 void GnnModel<T>::infer_through(std::size_t l, MatrixView<T> y, bool chunk, const Forward& forward) {
   training_ = false;

@@ -34,16 +34,52 @@ void GatLayer<T>::forward_linear(const graph::Block& block, LayerInput<T> x, Mat
 
 template <class T>
 void GatLayer<T>::forward_input(const graph::Block& block, LayerInput<T> x, MatrixView<T> y, const LayerContext& ctx) {
-  const int64_t hc = s_.heads * s_.channels, e = block.num_edges();
   GNNPIPE_CHECK(x.rows() == block.num_src && x.cols() == s_.in_dim && y.rows == block.num_dst && y.cols == out_dim(),
                 "GAT layer {}->{}: input {}x{}, output {}x{} for a block of {} sources, {} destinations", s_.in_dim,
                 out_dim(), x.rows(), x.cols(), y.rows, y.cols, block.num_src, block.num_dst);
   x_ = x;
-  const MatrixView<T> h = h_.matrix(ctx_, x.rows(), hc);
-  x.times(ctx_, params_.value(weight_), h);
-  const MatrixView<T> a_src = a_src_.matrix(ctx_, x.rows(), s_.heads);
+  transform_input(x);
+  attend(block, y, ctx);
+}
+
+template <class T>
+TransformedRows<T> GatLayer<T>::transformed_rows(int64_t rows) {
+  transformed_ = rows;
+  return {h_.matrix(ctx_, rows, s_.heads * s_.channels), a_src_.matrix(ctx_, rows, s_.heads)};
+}
+
+template <class T>
+TransformedRows<T> GatLayer<T>::transform_input(LayerInput<T> x) {
+  const TransformedRows<T> z = transformed_rows(x.rows());
+  x.times(ctx_, params_.value(weight_), z.h);
+  ops::head_dot<T>(ctx_, z.h, params_.value(att_src_), z.a);
+  return z;
+}
+
+template <class T>
+TransformedRows<T> GatLayer<T>::transform(MatrixView<const T> x) {
+  GNNPIPE_CHECK(x.cols == s_.in_dim, "GAT layer {}->{}: transform of {} rows of {} columns", s_.in_dim, out_dim(),
+                x.rows, x.cols);
+  x_ = {};
+  return transform_input(LayerInput<T>::of(x));
+}
+
+template <class T>
+void GatLayer<T>::forward_transformed(const graph::Block& block, MatrixView<T> y, const LayerContext& ctx) {
+  GNNPIPE_CHECK(transformed_ == block.num_src && y.rows == block.num_dst && y.cols == out_dim(),
+                "GAT layer {}->{}: {} transformed rows, output {}x{} for a block of {} sources, {} destinations",
+                s_.in_dim, out_dim(), transformed_, y.rows, y.cols, block.num_src, block.num_dst);
+  x_ = {};
+  attend(block, y, ctx);
+}
+
+// Everything of the forward after the row transform: h and a_src (transformed_rows) of the block's sources.
+template <class T>
+void GatLayer<T>::attend(const graph::Block& block, MatrixView<T> y, const LayerContext& ctx) {
+  const int64_t hc = s_.heads * s_.channels, e = block.num_edges();
+  const MatrixView<const T> h = h_.view(block.num_src, hc);
+  const MatrixView<const T> a_src = a_src_.view(block.num_src, s_.heads);
   const MatrixView<T> a_dst = a_dst_.matrix(ctx_, block.num_dst, s_.heads);
-  ops::head_dot<T>(ctx_, h, params_.value(att_src_), a_src);
   ops::head_dot<T>(ctx_, h, params_.value(att_dst_), a_dst);  // destinations are the first rows of h
   const MatrixView<T> scores = e_.matrix(ctx_, e, s_.heads);
   ops::sddmm_add<T>(ctx_, block, a_src, a_dst, scores);
@@ -73,8 +109,37 @@ void GatLayer<T>::forward_input(const graph::Block& block, LayerInput<T> x, Matr
 
 template <class T>
 void GatLayer<T>::backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) {
-  const int64_t hc = s_.heads * s_.channels, e = block.num_edges(), ns = block.num_src;
   GNNPIPE_CHECK(!x_.is_sparse() || dx.data == nullptr, "GAT layer: no input gradient of a sparse input");
+  const MatrixView<const T> dh = attend_backward(block, dy);
+  x_.transposed_times_add(ctx_, dh, params_.grad(weight_));  // dW += x^T dh
+  if (dx.data != nullptr) ops::gemm<T>(ctx_, false, true, T{1}, dh, params_.value(weight_), T{0}, dx);
+}
+
+template <class T>
+MatrixView<T> GatLayer<T>::backward_transformed(const graph::Block& block, MatrixView<const T> dy) {
+  return attend_backward(block, dy);
+}
+
+template <class T>
+MatrixView<T> GatLayer<T>::transformed_gradient(int64_t rows) {
+  return dh_.matrix(ctx_, rows, s_.heads * s_.channels);
+}
+
+template <class T>
+void GatLayer<T>::transform_backward(MatrixView<const T> x, MatrixView<const T> dh, MatrixView<T> dx) {
+  GNNPIPE_CHECK(x.cols == s_.in_dim && dh.rows == x.rows && dh.cols == s_.heads * s_.channels &&
+                    (dx.data == nullptr || (dx.rows == x.rows && dx.cols == s_.in_dim)),
+                "GAT layer {}->{}: transform backward of x {}, dh {}, dx {}", s_.in_dim, out_dim(), shape_str(x),
+                shape_str(dh), shape_str(dx));
+  LayerInput<T>::of(x).transposed_times_add(ctx_, dh, params_.grad(weight_));  // dW += x^T dh
+  if (dx.data != nullptr) ops::gemm<T>(ctx_, false, true, T{1}, dh, params_.value(weight_), T{0}, dx);
+}
+
+// The backward of attend(): the bias's and the attention vectors' gradients, and d(loss)/dh of the
+// block's sources (in dh_), the attention terms' gradients folded in.
+template <class T>
+MatrixView<T> GatLayer<T>::attend_backward(const graph::Block& block, MatrixView<const T> dy) {
+  const int64_t hc = s_.heads * s_.channels, e = block.num_edges(), ns = block.num_src;
   ops::bias_grad_accumulate<T>(ctx_, dy, params_.grad(bias_));
   // Gradient of the per-head outputs.
   MatrixView<const T> dout = dy;
@@ -98,8 +163,7 @@ void GatLayer<T>::backward(const graph::Block& block, MatrixView<const T> dy, Ma
   ops::sddmm_add_backward<T>(ctx_, block, dalpha, da_src, da_dst);
   ops::head_dot_backward<T>(ctx_, h, params_.value(att_src_), da_src, dh, params_.grad(att_src_));
   ops::head_dot_backward<T>(ctx_, h, params_.value(att_dst_), da_dst, dh, params_.grad(att_dst_));
-  x_.transposed_times_add(ctx_, dh, params_.grad(weight_));  // dW += x^T dh
-  if (dx.data != nullptr) ops::gemm<T>(ctx_, false, true, T{1}, dh, params_.value(weight_), T{0}, dx);
+  return dh;
 }
 
 // In member order: h_, e_, alpha_, alpha_dropped_, mask_, a_src_, a_dst_, heads_out_, dheads_, dh_,

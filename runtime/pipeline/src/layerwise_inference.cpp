@@ -20,6 +20,7 @@
 #include "gnnpipe/pipeline/packed_batch.hpp"
 #include "gnnpipe/samplers/inference_sampler.hpp"
 #include "gnnpipe/samplers/parallel_sampler.hpp"
+#include "transformed_store.hpp"
 
 namespace gnnpipe::pipeline {
 namespace {
@@ -487,9 +488,39 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
   DeviceChunkRunner* gpu = on_gpu ? &workspace.state().runner_for(model.context()) : nullptr;
   if (gpu != nullptr) gpu->start();
   const DiscardOnFailure guard{gpu};
+  detail::TransformedStore transformed;
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const int64_t in_cols = l == 0 ? features.cols() : previous.cols();
     models::Matrix<float> out(graph.num_nodes(), model.layer_out_dim(l));
+    // The layer's input rows of `ids` into `input` (CPU).
+    const auto gather_input = [&](std::span<const graph::NodeId> ids) {
+      input.resize(ids.size() * static_cast<std::size_t>(in_cols));
+      if (l == 0) {
+        features.gather(ids, input);
+        return;
+      }
+      const auto cols = static_cast<std::size_t>(in_cols);
+      using Range = tbb::blocked_range<std::size_t>;
+      tbb::parallel_for(Range(0, ids.size(), 1024), core::tsan::fork_join([&](const Range& r) {
+        for (std::size_t i = r.begin(); i != r.end(); ++i) {
+          const float* src = previous.data() + static_cast<std::size_t>(ids[i]) * cols;
+          std::copy(src, src + cols, input.begin() + static_cast<std::ptrdiff_t>(i * cols));
+        }
+      }));
+    };
+    // A layer with a row transform (GAT) on the CPU transforms every row once, before its chunks,
+    // rather than every chunk all its sources (at degree 50 most of the graph a chunk): in runs of
+    // each chunk's destinations (no more rows than the chunk's arrays hold), every chunk's on every
+    // shard, so that a row's bits do not depend on the shard. Not where layer 0 reads the CSR form.
+    const bool once = !on_gpu && model.transforms_rows(l) && !(l == 0 && sparse != nullptr);
+    if (once) {
+      transformed.reset(graph.num_nodes(), model.transform_width(l), model.transform_heads(l));
+      for (const samplers::BatchSpec& spec : plan) {
+        gather_input(spec.seeds);
+        transformed.put(spec.seeds,
+                        model.infer_transform_rows(l, {input.data(), static_cast<int64_t>(spec.seeds.size()), in_cols}));
+      }
+    }
     // On the GPU, chunks are packed from the layer's input: the features, then a feature-store view
     // of the previous layer's outputs.
     const graph::FeatureStore source =
@@ -521,19 +552,12 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
         model.infer_first_layer(block, sparse_chunk.gather(*sparse, chunk.input_nodes.span()), y, true);
         return;
       }
-      input.resize(rows * static_cast<std::size_t>(in_cols));
-      if (l == 0) {
-        features.gather(chunk.input_nodes.span(), input);
-      } else {
-        const auto cols = static_cast<std::size_t>(in_cols);
-        using Range = tbb::blocked_range<std::size_t>;
-        tbb::parallel_for(Range(0, rows, 1024), core::tsan::fork_join([&](const Range& r) {
-          for (std::size_t i = r.begin(); i != r.end(); ++i) {
-            const float* src = previous.data() + static_cast<std::size_t>(chunk.input_nodes[i]) * cols;
-            std::copy(src, src + cols, input.begin() + static_cast<std::ptrdiff_t>(i * cols));
-          }
-        }));
+      if (once) {
+        transformed.get(chunk.input_nodes.span(), model.transformed_rows(l, static_cast<int64_t>(rows)));
+        model.infer_transformed(l, block, y);
+        return;
       }
+      gather_input(chunk.input_nodes.span());
       model.infer_layer(l, block, models::MatrixView<const float>{input.data(), static_cast<int64_t>(rows), in_cols}, y, true);
     }, from, to);
     if (gpu != nullptr) gpu->flush();  // every output of the layer in place before the next reads them

@@ -77,8 +77,13 @@ bool rows_gathered_on_device(const LayerwisePlacement& p, std::size_t l) {
   return l == 0 ? p.inputs != LayerInputs::kHost : p.outputs != LayerOutputs::kHost;
 }
 
+bool transforms_once(const models::GnnModel<float>& model, const LayerwisePlacement& p, std::size_t l) {
+  return p.outputs == LayerOutputs::kHost && model.transforms_rows(l);
+}
+
 bool uploads_ids(const LayerwisePlan& plan, std::size_t l) {
-  if (!rows_gathered_on_device(plan.placement, l)) return false;
+  // (A transform-once chunk gathers its transformed rows on the host.)
+  if (!rows_gathered_on_device(plan.placement, l) || (l < plan.once.size() && plan.once[l])) return false;
   // The packed chunk's global ids serve a gather by global id, and one by local id where the two agree.
   return !(l == 0 && plan.placement.inputs == LayerInputs::kFeatures) && !plan.identity_inputs;
 }
@@ -115,6 +120,11 @@ LayerwisePlan plan_chunks(const models::GnnModel<float>& model, const graph::Min
     const bool hidden = l + 1 < layers;
     const std::size_t passes = hidden ? 2 : 1;
     const auto layer_in = static_cast<std::size_t>(b.num_src * in) * kFloat;
+    const bool once = transforms_once(model, placement, l);
+    plan.once.push_back(once);
+    // transforms_once: per source row, its transformed row and per-head terms, and d(loss)/dh.
+    const auto z_row = once ? static_cast<std::size_t>(model.transform_width(l) + model.transform_heads(l)) * kFloat : 0;
+    const auto dh_row = once ? static_cast<std::size_t>(model.transform_width(l)) * kFloat : 0;
     models::BlockShape largest;
     for (std::size_t c = 0; c < counts.size(); ++c) {
       const graph::ChunkCounts& k = counts[c];
@@ -127,15 +137,22 @@ LayerwisePlan plan_chunks(const models::GnnModel<float>& model, const graph::Min
       const auto x = static_cast<std::size_t>(k.num_src * in) * kFloat;
       const auto y = static_cast<std::size_t>(k.num_dst * out) * kFloat;
       const std::size_t ids = uploads_ids(plan, l) ? static_cast<std::size_t>(k.num_src) * sizeof(graph::NodeId) : 0;
-      // Every pass: the chunk and its input rows (or their ids, unless it carries them) in.
-      plan.moved_bytes += passes * (packed + (rows_gathered_on_device(placement, l) ? ids : x));
-      if (hidden) plan.moved_bytes -= transpose;
-      // Outputs off the device: a hidden chunk's outputs back (forward) and its output gradient
-      // in (backward); kHost: the input gradient back too (not for layer 0).
-      if (placement.outputs != LayerOutputs::kDevice) {
-        if (hidden) plan.moved_bytes += 2 * y;
-        if (l > 0 && placement.outputs == LayerOutputs::kHost) plan.moved_bytes += x;
+      if (once) {
+        // Every pass: the chunk and its sources' transformed rows in; outputs (forward) and output
+        // gradient (backward) of a hidden chunk, and d(loss)/dh of its sources back.
+        const auto sources = static_cast<std::size_t>(k.num_src);
+        plan.moved_bytes += passes * (packed + sources * z_row) + sources * dh_row + (hidden ? 2 * y : 0);
+      } else {
+        // Every pass: the chunk and its input rows (or their ids, unless it carries them) in.
+        plan.moved_bytes += passes * (packed + (rows_gathered_on_device(placement, l) ? ids : x));
+        // Outputs off the device: a hidden chunk's outputs back (forward) and its output gradient
+        // in (backward); kHost: the input gradient back too (not for layer 0).
+        if (placement.outputs != LayerOutputs::kDevice) {
+          if (hidden) plan.moved_bytes += 2 * y;
+          if (l > 0 && placement.outputs == LayerOutputs::kHost) plan.moved_bytes += x;
+        }
       }
+      if (hidden) plan.moved_bytes -= transpose;
       if (l + 1 == layers) {
         const int64_t first = static_cast<int64_t>(c) * chunk_rows;
         const auto [lo, hi] = rows_within(loss_rows, first, first + k.num_dst);
@@ -144,6 +161,15 @@ LayerwisePlan plan_chunks(const models::GnnModel<float>& model, const graph::Min
     }
     // kLayer: a layer above the first loads its input rows once a pass and sends their gradient back once.
     if (placement.outputs == LayerOutputs::kLayer && l > 0) plan.moved_bytes += passes * layer_in + layer_in;
+    if (once) {
+      // The row transform a pass (its rows and ids in, unless layer 0's rows were loaded for the
+      // step; transformed rows back), then its backward's rows, ids and d(loss)/dh in and the input
+      // gradient back.
+      const auto rows = static_cast<std::size_t>(b.num_src);
+      const std::size_t rows_in = (l == 0 && placement.inputs == LayerInputs::kDevice ? 0 : layer_in) +
+                                  rows * sizeof(graph::NodeId);
+      plan.moved_bytes += passes * (rows_in + rows * z_row) + rows_in + rows * dh_row + (l > 0 ? layer_in : 0);
+    }
     plan.chunks.push_back(static_cast<int64_t>(counts.size()));
     plan.largest.push_back(largest);
     plan.packed.push_back(packed_block_batch_bytes(largest.num_src, largest.num_dst, largest.edges, 0));
@@ -165,7 +191,9 @@ std::vector<std::size_t> layerwise_arrays(const models::GnnModel<float>& model, 
   const LayerwisePlacement& p = plan.placement;
   const bool device = p.outputs == LayerOutputs::kDevice, layer = p.outputs == LayerOutputs::kLayer && l > 0;
   const bool rows16 = l == 0 && p.inputs == LayerInputs::kFeatures && p.features16;
-  const std::size_t ids = uploads_ids(plan, l) ? static_cast<std::size_t>(s.num_src) * sizeof(graph::NodeId) : 0;
+  // (A transform-once layer's runs of rows upload their ids: as many as a chunk's sources.)
+  const std::size_t ids =
+      uploads_ids(plan, l) || plan.once.at(l) ? static_cast<std::size_t>(s.num_src) * sizeof(graph::NodeId) : 0;
   return {plan.packed.at(l),
           x,
           static_cast<std::size_t>(s.num_dst * model.layer_out_dim(l)) * kFloat,

@@ -74,6 +74,15 @@ struct PlacedFeatures {
 
 // Whether a chunk of layer l gathers its input rows on the device (only their ids cross).
 bool rows_gathered_on_device(const LayerwisePlacement& p, std::size_t l);
+// Whether layer l transforms its rows once a pass (GnnModel::transforms_rows, with the outputs on
+// the host): a pass first runs the layer's row transform over all its input rows, in runs of its
+// largest chunk's sources, into host memory; its chunks then gather the transformed rows (h and
+// the per-head terms) instead of the input rows, and their backward scatters d(loss)/dh into a
+// layer-wide host array, from which a last run over the rows forms dW and the input gradient. At
+// degree 50 a chunk's sources are most of the graph: every chunk transforming its own would
+// transform the graph once a chunk. The device holds no more than a chunk's arrays: a run of rows
+// uses the arrays a chunk of as many sources uses (the layer's h, terms and dh; x, dx and ids).
+bool transforms_once(const models::GnnModel<float>& model, const LayerwisePlacement& p, std::size_t l);
 struct LayerwisePlan;
 // Whether a chunk of layer l copies its sources' ids to the device for its gather: not where the
 // packed chunk's input nodes (global ids) are what the gather reads.
@@ -92,6 +101,7 @@ struct LayerwisePlan {
   std::size_t moved_bytes = 0;             // host <-> device bytes of one step (at most)
   bool exact = false;                      // largest counts a chunk's distinct sources (else a bound)
   LayerwisePlacement placement;
+  std::vector<bool> once;                  // per layer: transforms_once
   bool identity_inputs = false;            // the batch's input nodes are 0, 1, ... (local ids are global ids)
   std::size_t outputs_bytes = 0;           // every hidden layer's outputs
   std::size_t gradient_bytes = 0;          // the widest input gradient of a layer above the first
@@ -165,6 +175,19 @@ class LayerwiseStep {
   void load_inputs(const graph::MiniBatch& batch);
   // LayerOutputs::kLayer: layer l's input rows (the host outputs of l - 1) into layer_in_.
   void load_layer(std::size_t l);
+  // transforms_once: layer l's row transform over all its input rows (block b's sources) into
+  // h_host_ and a_host_; its backward from d(loss)/dh of every row (dh) into `dx` (the host
+  // gradient of the layer below; none for layer 0).
+  void transform_pass(const graph::MiniBatch& batch, std::size_t l, const graph::Block& b, core::RngKey key);
+  void transform_backward_pass(const graph::MiniBatch& batch, std::size_t l, const graph::Block& b, core::RngKey key,
+                               models::MatrixView<const float> dh, models::MatrixView<float> dx);
+  // Layer l's input rows [first, first + n) on the device (layer 0's loaded rows, or copied in).
+  models::MatrixView<const float> layer_rows(const graph::MiniBatch& batch, std::size_t l, int64_t first, int64_t n);
+  // Global ids (host memory valid to the step's end) copied to a slot's ids array for the train
+  // stream; the caller records read_[slot] after their last reader.
+  std::pair<std::span<const graph::NodeId>, int> row_ids_on_device(std::span<const graph::NodeId> ids);
+  // A transforms_once chunk's sources' transformed rows, gathered from h_host_/a_host_ into the layer's.
+  void fill_transformed(const Prepared& p, std::size_t l);
   void forward_hidden(const graph::MiniBatch& batch, std::span<const graph::Block* const> blocks, core::RngKey key);
   void backward_all(const graph::MiniBatch& batch, std::span<const graph::Block* const> blocks, core::RngKey key,
                     std::span<const float> weights, const Loss& loss);
@@ -220,6 +243,9 @@ class LayerwiseStep {
   core::Buffer<float> x_host_, dx_host_;
   std::vector<core::Buffer<float>> outputs_;
   core::Buffer<float> grad_host_[2];
+  // transforms_once: a layer's transformed rows (h, the per-head terms) and d(loss)/dh, all rows.
+  core::Buffer<float> h_host_, a_host_, dh_host_;
+  core::Buffer<graph::NodeId> ids_host_[2];  // a run of rows' ids on their way to a slot
 };
 
 }  // namespace gnnpipe::pipeline::detail

@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gnnpipe/core/error.hpp"
@@ -26,6 +27,7 @@
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/models/op_context.hpp"
 #include "model_helpers.hpp"
+#include "relative_difference.hpp"
 #include "sampler_helpers.hpp"
 
 using namespace gnnpipe;
@@ -92,17 +94,6 @@ Matrix<T> cast(const Matrix<double>& m) {
   return out;
 }
 
-// max |got - want| / max |want| (0 when both are all zeros).
-template <class T>
-double relative_difference(std::span<const T> got, std::span<const T> want) {
-  REQUIRE(got.size() == want.size());
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
-    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
-  }
-  return diff == 0 ? 0.0 : diff / scale;
-}
 
 struct ChunkOf {
   NodeId begin = 0, end = 0;
@@ -143,9 +134,48 @@ std::vector<NodeId> global_ids() {
   return ids;
 }
 
+// Transform-once (GnnModel::transform_rows): layer l's transformed rows of all nodes, by row runs
+// of `run` rows (h in the first matrix, the per-head terms in the second).
 template <class T>
-void check_layerwise_matches_whole(const Case& c, NodeId chunk_size, double logits_tol, double grad_tol) {
-  INFO(name_of(c) << ", chunks of " << chunk_size << (sizeof(T) == 4 ? ", float" : ", double"));
+std::pair<Matrix<T>, Matrix<T>> transform_all(models::GnnModel<T>& model, std::size_t l, const Matrix<T>& x,
+                                              const std::vector<NodeId>& ids, core::RngKey key, NodeId run) {
+  const int64_t heads = model.transform_heads(l);
+  Matrix<T> h, a;
+  for (NodeId begin = 0; begin < kNodes; begin += run) {
+    const NodeId end = std::min<NodeId>(begin + run, kNodes);
+    std::vector<NodeId> rows;
+    for (NodeId v = begin; v < end; ++v) rows.push_back(v);
+    const Matrix<T> xr = gather(x, rows);
+    const models::TransformedRows<T> z = model.transform_rows(l, xr.cview(), ids_of(ids, rows), key);
+    REQUIRE(z.h.rows == end - begin);
+    REQUIRE(z.a.cols == heads);
+    if (h.rows() == 0) h = Matrix<T>(kNodes, z.h.cols), a = Matrix<T>(kNodes, heads);
+    std::copy_n(z.h.data, z.h.size(), h.data() + begin * h.cols());
+    std::copy_n(z.a.data, z.a.size(), a.data() + begin * a.cols());
+  }
+  return {std::move(h), std::move(a)};
+}
+
+// Fills the transformed rows of a chunk's sources from the layer-wide ones and runs the chunk.
+template <class T>
+MatrixView<const T> forward_transformed(models::GnnModel<T>& model, std::size_t l, const ChunkOf& k,
+                                        const std::pair<Matrix<T>, Matrix<T>>& z, const std::vector<NodeId>& ids,
+                                        core::RngKey key) {
+  const models::TransformedRows<T> rows = model.transformed_rows(l, k.chunk.block.num_src);
+  const Matrix<T> h = gather(z.first, k.chunk.sources), a = gather(z.second, k.chunk.sources);
+  std::copy_n(h.data(), h.size(), rows.h.data);
+  std::copy_n(a.data(), a.size(), rows.a.data);
+  return model.forward_transformed(l, k.chunk.block, ids_of(ids, k.chunk.sources), key);
+}
+
+// `once`: layers with a row transform run it once over all rows (in runs of 5) and their chunks
+// read its outputs (the layer-wise step's transform-once path); the others as forward_layer.
+template <class T>
+void check_layerwise_matches_whole(const Case& c, NodeId chunk_size, double logits_tol, double grad_tol,
+                                   bool once = false) {
+  INFO(name_of(c) << ", chunks of " << chunk_size << (sizeof(T) == 4 ? ", float" : ", double")
+                  << (once ? ", transform once" : ""));
+  constexpr NodeId kRun = 5;
   const std::size_t layers = static_cast<std::size_t>(c.layers);
   models::GnnModel<T> model(options_of(c), kIn, kOut, 13);
   REQUIRE(model.num_layers() == layers);
@@ -174,7 +204,14 @@ void check_layerwise_matches_whole(const Case& c, NodeId chunk_size, double logi
   for (std::size_t l = 0; l < layers; ++l) {
     REQUIRE(model.layer_in_dim(l) == h[l].cols());
     Matrix<T> out(kNodes, model.layer_out_dim(l));
+    const bool transformed = once && model.transforms_rows(l);
+    const auto z = transformed ? transform_all(model, l, h[l], ids, key, kRun) : std::pair<Matrix<T>, Matrix<T>>();
     for (const ChunkOf& k : chunks) {
+      if (transformed) {
+        const MatrixView<const T> y = forward_transformed(model, l, k, z, ids, key);
+        std::copy_n(y.data, y.size(), out.data() + k.begin * out.cols());
+        continue;
+      }
       const Matrix<T> xc = gather(h[l], k.chunk.sources);
       const std::vector<NodeId> idc = ids_of(ids, k.chunk.sources);
       const MatrixView<const T> y = model.forward_layer(l, k.chunk.block, xc.cview(), idc, key);
@@ -184,12 +221,39 @@ void check_layerwise_matches_whole(const Case& c, NodeId chunk_size, double logi
     }
     h.push_back(std::move(out));
   }
-  CHECK(relative_difference<T>(h.back().flat(), want_logits) <= logits_tol);
+  CHECK(test::relative_difference<T>(h.back().flat(), want_logits) <= logits_tol);
 
   Matrix<T> dy = dlogits.clone();
   for (std::size_t l = layers; l-- > 0;) {
     const int64_t in = model.layer_in_dim(l), out = model.layer_out_dim(l);
     Matrix<T> dx(l > 0 ? kNodes : 0, in);  // zeros
+    if (once && model.transforms_rows(l)) {
+      const auto z = transform_all(model, l, h[l], ids, key, kRun);
+      Matrix<T> dh(kNodes, z.first.cols());  // zeros
+      for (const ChunkOf& k : chunks) {
+        forward_transformed(model, l, k, z, ids, key);
+        Matrix<T> dyc(k.end - k.begin, out);
+        std::copy_n(dy.data() + k.begin * out, dyc.size(), dyc.data());
+        const MatrixView<const T> dhc = model.backward_transformed(l, k.chunk.block, dyc.view());
+        REQUIRE(dhc.rows == k.chunk.block.num_src);
+        for (NodeId s = 0; s < dhc.rows; ++s) {
+          const NodeId row = k.chunk.sources[static_cast<std::size_t>(s)];
+          for (int64_t col = 0; col < dh.cols(); ++col) dh(row, col) += dhc.data[s * dhc.cols + col];
+        }
+      }
+      for (NodeId begin = 0; begin < kNodes; begin += kRun) {
+        const NodeId end = std::min<NodeId>(begin + kRun, kNodes);
+        std::vector<NodeId> rows;
+        for (NodeId v = begin; v < end; ++v) rows.push_back(v);
+        const Matrix<T> xr = gather(h[l], rows), dhr = gather(dh, rows);
+        Matrix<T> dxr(l > 0 ? end - begin : 0, in);
+        model.transform_rows_backward(l, xr.cview(), ids_of(ids, rows), key, dhr.cview(),
+                                      l > 0 ? dxr.view() : MatrixView<T>{nullptr, end - begin, in});
+        if (l > 0) std::copy_n(dxr.data(), dxr.size(), dx.data() + begin * in);
+      }
+      dy = std::move(dx);
+      continue;
+    }
     for (const ChunkOf& k : chunks) {
       const Matrix<T> xc = gather(h[l], k.chunk.sources);
       const std::vector<NodeId> idc = ids_of(ids, k.chunk.sources);
@@ -213,7 +277,7 @@ void check_layerwise_matches_whole(const Case& c, NodeId chunk_size, double logi
     const auto& p = store.param(i);
     INFO("parameter " << p.name);
     const std::span<const T> want(want_grads.data() + p.offset, p.size());
-    CHECK(relative_difference<T>(grads.subspan(p.offset, p.size()), want) <= grad_tol);
+    CHECK(test::relative_difference<T>(grads.subspan(p.offset, p.size()), want) <= grad_tol);
   }
   // Not all zero: the comparison above compares something.
   CHECK(std::any_of(want_grads.begin(), want_grads.end(), [](T g) { return g != T{0}; }));
@@ -234,6 +298,21 @@ TEST_CASE("layer-wise training on chunks gives the whole step's logits and gradi
           "[models][layerwise]") {
   for (const Case& c : cases()) {
     for (NodeId size : {NodeId{3}, NodeId{6}}) check_layerwise_matches_whole<double>(c, size, 1e-12, 1e-11);
+  }
+}
+
+TEST_CASE("layer-wise training that transforms a GAT layer's rows once gives the whole step's logits and gradients",
+          "[models][layerwise]") {
+  for (const Case& c : cases()) {
+    models::GnnModel<float> probe(options_of(c), kIn, kOut, 13);
+    bool any = false;
+    for (std::size_t l = 0; l < probe.num_layers(); ++l) any = any || probe.transforms_rows(l);
+    CHECK(any == (c.type == ModelType::kGat));  // the only model with a row transform
+    if (!any) continue;
+    for (NodeId size : {NodeId{3}, NodeId{7}}) {
+      check_layerwise_matches_whole<float>(c, size, 1e-5, 1e-4, true);
+      check_layerwise_matches_whole<double>(c, size, 1e-12, 1e-11, true);
+    }
   }
 }
 

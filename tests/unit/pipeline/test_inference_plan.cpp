@@ -20,6 +20,7 @@
 #include "gnnpipe/pipeline/layerwise_inference.hpp"
 #include "gnnpipe/pipeline/packed_batch.hpp"
 #include "gnnpipe/samplers/inference_sampler.hpp"
+#include "relative_difference.hpp"
 #include "sampler_helpers.hpp"
 
 using namespace gnnpipe;
@@ -340,7 +341,9 @@ TEST_CASE("layer-wise inference with the outputs in the model's memory gives the
   // device_outputs: every chunk through the chunk runner (here on the CPU backend, whose device
   // memory is the host's, charged to the allocator), layers after the first gathering their rows
   // from the previous layer's outputs there. The same rows and the same layer arithmetic: the
-  // same logits, for float32 and float16 features, on a budget of exactly what it plans.
+  // same logits, for float32 and float16 features, on a budget of exactly what it plans. GAT's host
+  // path transforms each row once (its first chunk's fresh rows in one product), the device path
+  // every chunk's sources: the products group rows otherwise, so their last bits may differ.
   const NodeId n = 900;
   const graph::CsrGraph g = test::random_graph(n, 4000, 6);
   const core::Stream stream(core::Device::cpu());
@@ -390,13 +393,19 @@ TEST_CASE("layer-wise inference with the outputs in the model's memory gives the
             device_layers.emplace_back(y.flat().begin(), y.flat().end());
           }};
       const auto got = pipeline::infer_layerwise(model, g, features, on_device, workspace);
-      CHECK(std::ranges::equal(got.flat(), expected.flat()));
       REQUIRE(device_layers.size() == host_layers.size());
-      for (std::size_t l = 0; l < host_layers.size(); ++l) CHECK(device_layers[l] == host_layers[l]);
+      if (type == models::ModelType::kGat) {
+        for (std::size_t l = 0; l < host_layers.size(); ++l) {
+          CHECK(test::relative_difference<float>(device_layers[l], host_layers[l]) <= 1e-6);
+        }
+      } else {
+        CHECK(std::ranges::equal(got.flat(), expected.flat()));
+        for (std::size_t l = 0; l < host_layers.size(); ++l) CHECK(device_layers[l] == host_layers[l]);
+      }
       // A second call (a run's next evaluation) reuses the workspace's arrays: nothing grows.
       const std::size_t held = allocator.stats().in_use_bytes;
       const auto again = pipeline::infer_layerwise(model, g, features, on_device, workspace);
-      CHECK(std::ranges::equal(again.flat(), expected.flat()));
+      CHECK(std::ranges::equal(again.flat(), got.flat()));
       CHECK(allocator.stats().in_use_bytes == held);
     }
   }

@@ -122,49 +122,55 @@ TEST_CASE("sharded layer-wise inference computes its run of chunks and gives one
   for (float& v : x) v = 2 * rng.uniform() - 1;
   const graph::FeatureStore features(graph::HostArray<float>(x), n, 6);
   models::ModelOptions o;
-  o.type = models::ModelType::kSage;
   o.layers = 3;
   o.hidden = 8;
-  models::GnnModel<float> model(o, 6, 4, 11);
-  std::vector<models::Matrix<float>> layers;  // the unsharded run's outputs, per layer
-  pipeline::LayerwiseInferenceOptions whole = chunked(10, 2);
-  whole.on_layer = [&](std::size_t, const models::Matrix<float>& y) {
-    layers.emplace_back(y.rows(), y.cols());
-    std::copy(y.flat().begin(), y.flat().end(), layers.back().flat().begin());
-  };
-  const auto expected = pipeline::infer_layerwise(model, g, features, whole);
-  for (int shards : {2, 3, 20}) {  // 20 shards for 16 chunks: some shards have none
-    std::vector<int64_t> own_rows(static_cast<std::size_t>(shards), 0);
-    for (int shard = 0; shard < shards; ++shard) {
-      INFO("shard " << shard << " of " << shards);
-      std::size_t layer = 0;
-      pipeline::LayerwiseInferenceOptions mine = chunked(10, 2);
-      mine.shard = shard;
-      mine.shards = shards;
-      mine.share_rows = [&](models::Matrix<float>& out, std::span<const int64_t> offsets) {
-        REQUIRE(offsets.size() == static_cast<std::size_t>(shards) + 1);
-        CHECK(offsets.front() == 0);
-        CHECK(offsets.back() == n);
-        CHECK(std::is_sorted(offsets.begin(), offsets.end()));
-        const models::Matrix<float>& ref = layers.at(layer++);
-        const auto cols = static_cast<std::size_t>(out.cols());
-        const auto begin = static_cast<std::size_t>(offsets[static_cast<std::size_t>(shard)]) * cols;
-        const auto end = static_cast<std::size_t>(offsets[static_cast<std::size_t>(shard) + 1]) * cols;
-        own_rows[static_cast<std::size_t>(shard)] = offsets[static_cast<std::size_t>(shard) + 1] - offsets[static_cast<std::size_t>(shard)];
-        CHECK(std::equal(out.flat().begin() + static_cast<std::ptrdiff_t>(begin),
-                         out.flat().begin() + static_cast<std::ptrdiff_t>(end),
-                         ref.flat().begin() + static_cast<std::ptrdiff_t>(begin)));
-        for (std::size_t i = 0; i < out.flat().size(); ++i) {
-          if (i < begin || i >= end) out.flat()[i] = ref.flat()[i];
-        }
-      };
-      const auto got = pipeline::infer_layerwise(model, g, features, mine);
-      CHECK(layer == 3);
-      CHECK(std::equal(got.flat().begin(), got.flat().end(), expected.flat().begin()));
+  o.heads = 2;
+  // GAT transforms every row of a layer before its chunks: on every shard alike.
+  for (const auto type : {models::ModelType::kSage, models::ModelType::kGat}) {
+    INFO("model " << models::to_string(type));
+    o.type = type;
+    models::GnnModel<float> model(o, 6, 4, 11);
+    std::vector<models::Matrix<float>> layers;  // the unsharded run's outputs, per layer
+    pipeline::LayerwiseInferenceOptions whole = chunked(10, 2);
+    whole.on_layer = [&](std::size_t, const models::Matrix<float>& y) {
+      layers.emplace_back(y.rows(), y.cols());
+      std::copy(y.flat().begin(), y.flat().end(), layers.back().flat().begin());
+    };
+    const auto expected = pipeline::infer_layerwise(model, g, features, whole);
+    for (int shards : {2, 3, 20}) {  // 20 shards for 16 chunks: some shards have none
+      std::vector<int64_t> own_rows(static_cast<std::size_t>(shards), 0);
+      for (int shard = 0; shard < shards; ++shard) {
+        INFO("shard " << shard << " of " << shards);
+        std::size_t layer = 0;
+        pipeline::LayerwiseInferenceOptions mine = chunked(10, 2);
+        mine.shard = shard;
+        mine.shards = shards;
+        mine.share_rows = [&](models::Matrix<float>& out, std::span<const int64_t> offsets) {
+          REQUIRE(offsets.size() == static_cast<std::size_t>(shards) + 1);
+          CHECK(offsets.front() == 0);
+          CHECK(offsets.back() == n);
+          CHECK(std::is_sorted(offsets.begin(), offsets.end()));
+          const models::Matrix<float>& ref = layers.at(layer++);
+          const auto cols = static_cast<std::size_t>(out.cols());
+          const auto begin = static_cast<std::size_t>(offsets[static_cast<std::size_t>(shard)]) * cols;
+          const auto end = static_cast<std::size_t>(offsets[static_cast<std::size_t>(shard) + 1]) * cols;
+          own_rows[static_cast<std::size_t>(shard)] = offsets[static_cast<std::size_t>(shard) + 1] - offsets[static_cast<std::size_t>(shard)];
+          CHECK(std::equal(out.flat().begin() + static_cast<std::ptrdiff_t>(begin),
+                           out.flat().begin() + static_cast<std::ptrdiff_t>(end),
+                           ref.flat().begin() + static_cast<std::ptrdiff_t>(begin)));
+          for (std::size_t i = 0; i < out.flat().size(); ++i) {
+            if (i < begin || i >= end) out.flat()[i] = ref.flat()[i];
+          }
+        };
+        const auto got = pipeline::infer_layerwise(model, g, features, mine);
+        CHECK(layer == 3);
+        CHECK(std::equal(got.flat().begin(), got.flat().end(), expected.flat().begin()));
+      }
+      CHECK(std::accumulate(own_rows.begin(), own_rows.end(), int64_t{0}) == n);
     }
-    CHECK(std::accumulate(own_rows.begin(), own_rows.end(), int64_t{0}) == n);
   }
   pipeline::LayerwiseInferenceOptions unshared = chunked(10, 2);
   unshared.shards = 2;
+  models::GnnModel<float> model(o, 6, 4, 11);
   CHECK_THROWS_WITH(pipeline::infer_layerwise(model, g, features, unshared), Catch::Contains("sharding needs share_rows"));
 }

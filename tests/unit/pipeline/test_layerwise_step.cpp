@@ -48,6 +48,15 @@ std::vector<double> losses(const test::ExperimentRun& run) {
   return out;
 }
 
+// A 3-epoch run whose every step ran layer-wise within `limit`, with the losses of `whole`.
+void check_layerwise_run(const test::ExperimentRun& run, const test::ExperimentRun& whole, std::size_t limit) {
+  const std::vector<double> expected = losses(whole), got = losses(run);
+  REQUIRE(got.size() == 3);
+  for (std::size_t e = 0; e < got.size(); ++e) CHECK(got[e] == Approx(expected[e]).epsilon(1e-5));
+  const auto& memory = run.summary.at("memory");
+  CHECK(memory.at("batches_layerwise").get<int64_t>() == 3);
+  CHECK(memory.at("peak_device_bytes").get<std::size_t>() <= limit);
+}
 
 }  // namespace
 
@@ -75,30 +84,23 @@ TEST_CASE("layer-wise: every model trains a dense full batch at half its need wi
       CHECK(plan.layerwise_chunks > static_cast<int64_t>(3));
       CHECK(plan.layerwise_moved > 0);
       const test::ExperimentRun chunked = test::run_experiment(yaml, sets, dir.path() / policy);
-      const std::vector<double> expected = losses(whole), got = losses(chunked);
-      REQUIRE(got.size() == 3);
-      for (std::size_t e = 0; e < got.size(); ++e) CHECK(got[e] == Approx(expected[e]).epsilon(1e-5));
-      const auto& memory = chunked.summary.at("memory");
-      CHECK(memory.at("batches_layerwise").get<int64_t>() == 3);
-      CHECK(memory.at("peak_device_bytes").get<std::size_t>() <= limit);
+      check_layerwise_run(chunked, whole, limit);
       CHECK(test::metrics_rows(chunked.metrics).back().at("layerwise_chunks") == Approx(plan.layerwise_chunks));
     }
   }
 }
 
-TEST_CASE("layer-wise: the hidden outputs live on the device, one layer at a time there, or on the host, as the "
-          "budget holds them, with the same losses under each",
-          "[pipeline][layerwise]") {
-  // Chunks of 256 rows (what a placement must leave room for) read a few thousand of the graph's
-  // rows, not all: on the 600-node graph a chunk's arrays are the whole step's.
-  const std::string yaml = dense("{type: sage, layers: 3, hidden: 32, dropout: 0.5}", "nodes: 6000, avg_degree: 6");
-  const std::size_t need = need_of(yaml);
-  test::TempDir dir;
-  const test::ExperimentRun whole = test::run_experiment(yaml, {}, dir.path() / "whole");
-  // The first budget (from 90 % of the need down) at which each placement of the outputs is chosen.
-  std::map<std::string, std::size_t> first_at;
-  std::map<std::string, std::size_t> moved;  // the plan's bytes a step moves, at that budget
+namespace {
+
+// The first budget (from 90 % of the need down) at which each placement of the outputs is chosen,
+// in the order found, and the plan's bytes a step moves at that budget.
+struct Placements {
   std::vector<std::string> order;
+  std::map<std::string, std::size_t> first_at, moved;
+};
+
+Placements placements_by_budget(const std::string& yaml, std::size_t need) {
+  Placements found;
   for (double factor = 0.9; factor > 0.01; factor *= 0.85) {
     const auto limit = static_cast<std::size_t>(static_cast<double>(need) * factor);
     pipeline::MemoryPlan plan;
@@ -109,33 +111,61 @@ TEST_CASE("layer-wise: the hidden outputs live on the device, one layer at a tim
     }
     REQUIRE(plan.counters.layerwise == 1);
     // The features stay on the host: where the budget holds them, the batch's rows are loaded once a step.
-    if (order.empty()) CHECK(plan.layerwise_inputs == "device");
-    if (first_at.emplace(plan.layerwise_outputs, limit).second) {
-      order.push_back(plan.layerwise_outputs);
-      moved[plan.layerwise_outputs] = plan.layerwise_moved;
+    if (found.order.empty()) CHECK(plan.layerwise_inputs == "device");
+    if (found.first_at.emplace(plan.layerwise_outputs, limit).second) {
+      found.order.push_back(plan.layerwise_outputs);
+      found.moved[plan.layerwise_outputs] = plan.layerwise_moved;
     }
   }
+  return found;
+}
+
+// Trains `yaml` layer-wise at the budget where the outputs first go to `where`: the unconstrained
+// losses, the peak inside the budget, and the bytes the plan said a step moves.
+void check_placement(const std::string& yaml, const std::string& where, const Placements& found,
+                     const test::ExperimentRun& whole, const std::filesystem::path& dir) {
+  const std::size_t limit = found.first_at.at(where);
+  INFO("outputs on the " << where << ", memory.limit " << limit);
+  const test::ExperimentRun run =
+      test::run_experiment(yaml, {"memory.limit=" + std::to_string(limit), "memory.policy=layerwise"}, dir / where);
+  check_layerwise_run(run, whole, limit);
+  CHECK(run.summary.at("memory").at("plan").at("epoch1").at("layerwise_outputs") == where);
+  // What a step copied is what the plan said it would move, at most (a packed chunk's bound).
+  const auto copied = run.summary.at("data_movement").at("copied_bytes_per_batch").get<double>();
+  CHECK(copied <= static_cast<double>(found.moved.at(where)));
+  CHECK(copied >= 0.9 * static_cast<double>(found.moved.at(where)));
+}
+
+}  // namespace
+
+TEST_CASE("layer-wise: the hidden outputs live on the device, one layer at a time there, or on the host, as the "
+          "budget holds them, with the same losses under each",
+          "[pipeline][layerwise]") {
+  // Chunks of 256 rows (what a placement must leave room for) read a few thousand of the graph's
+  // rows, not all: on the 600-node graph a chunk's arrays are the whole step's.
+  const std::string yaml = dense("{type: sage, layers: 3, hidden: 32, dropout: 0.5}", "nodes: 6000, avg_degree: 6");
+  test::TempDir dir;
+  const test::ExperimentRun whole = test::run_experiment(yaml, {}, dir.path() / "whole");
+  const Placements found = placements_by_budget(yaml, need_of(yaml));
   // Fewer bytes moved first: all outputs on the device, then one layer's, then the host.
-  CHECK(order == std::vector<std::string>{"device", "layer", "host"});
-  for (const auto& [where, limit] : first_at) {
-    INFO("outputs on the " << where << ", memory.limit " << limit << " of " << need);
-    const test::ExperimentRun run = test::run_experiment(
-        yaml, {"memory.limit=" + std::to_string(limit), "memory.policy=layerwise"}, dir.path() / where);
-    const std::vector<double> expected = losses(whole), got = losses(run);
-    REQUIRE(got.size() == 3);
-    for (std::size_t e = 0; e < got.size(); ++e) CHECK(got[e] == Approx(expected[e]).epsilon(1e-5));
-    const auto& memory = run.summary.at("memory");
-    CHECK(memory.at("batches_layerwise").get<int64_t>() == 3);
-    CHECK(memory.at("peak_device_bytes").get<std::size_t>() <= limit);
-    CHECK(memory.at("plan").at("epoch1").at("layerwise_outputs") == where);
-    // What a step copied is what the plan said it would move, at most (a packed chunk's bound).
-    const auto copied = run.summary.at("data_movement").at("copied_bytes_per_batch").get<double>();
-    CHECK(copied <= static_cast<double>(moved.at(where)));
-    CHECK(copied >= 0.9 * static_cast<double>(moved.at(where)));
-  }
+  CHECK(found.order == std::vector<std::string>{"device", "layer", "host"});
+  for (const std::string& where : found.order) check_placement(yaml, where, found, whole, dir.path());
   // Fewer bytes for the placements the governor prefers.
-  CHECK(moved.at("device") < moved.at("layer"));
-  CHECK(moved.at("layer") < moved.at("host"));
+  CHECK(found.moved.at("device") < found.moved.at("layer"));
+  CHECK(found.moved.at("layer") < found.moved.at("host"));
+}
+
+TEST_CASE("layer-wise: GAT with its hidden outputs on the host transforms each layer's rows once a pass, with the "
+          "same losses and the bytes its plan says",
+          "[pipeline][layerwise]") {
+  // Attention dropout, and a last layer that averages its one head: every part of the split forward.
+  const std::string yaml = dense("{type: gat, layers: 3, hidden: 8, heads: 2, dropout: 0.5, attention_dropout: 0.3}",
+                                 "nodes: 6000, avg_degree: 6");
+  test::TempDir dir;
+  const test::ExperimentRun whole = test::run_experiment(yaml, {}, dir.path() / "whole");
+  const Placements found = placements_by_budget(yaml, need_of(yaml));
+  REQUIRE(found.first_at.count("host") == 1);
+  check_placement(yaml, "host", found, whole, dir.path());
 }
 
 TEST_CASE("layer-wise: layer 0's rows come from the features placed on the device (float32 and 16-bit) with the "

@@ -20,6 +20,7 @@
 #include "gnnpipe/models/gnn_model.hpp"
 #include "datasets.hpp"
 #include "experiment_helpers.hpp"
+#include "relative_difference.hpp"
 #include "temp_dir.hpp"
 
 using namespace gnnpipe;
@@ -64,15 +65,6 @@ void check_counts(const Run& r, int64_t batches_per_epoch) {
   }
 }
 
-double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num = std::max(num, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
-    den = std::max(den, std::abs(static_cast<double>(b[i])));
-  }
-  return num / den;
-}
 
 // The smallest budget that admits every batch of epoch 1 as sampled, by the plan of the
 // unconstrained run: its largest predicted peak over (1 - memory.tolerance).
@@ -166,7 +158,7 @@ TEST_CASE("governor: every sampler stays within budgets down to the smallest tha
         CHECK(rows[e].at("loss") == Approx(free_rows[e].at("loss")).epsilon(1e-4));
         CHECK(std::abs(rows[e].at("test_acc") - free_rows[e].at("test_acc")) <= 0.005);
       }
-      CHECK(relative_difference(params, free_params) <= 1e-4);
+      CHECK(test::relative_difference<float>(params, free_params) <= 1e-4);
     }
     CHECK(failed);
     CHECK(runs_with_splits >= 1);
@@ -290,7 +282,7 @@ TEST_CASE("governor: a step that still runs out of budget is split and run again
     }
     // The halves are the batch's computation trees: the same step up to float summation order
     // (the bound of the budgets test; measured 1.9e-7).
-    CHECK(relative_difference(params, free_params) <= 1e-5);
+    CHECK(test::relative_difference<float>(params, free_params) <= 1e-5);
     const auto rows = test::metrics_rows(r.metrics), free_rows = test::metrics_rows(free_run.metrics);
     for (std::size_t e = 0; e < rows.size(); ++e) CHECK(rows[e].at("loss") == Approx(free_rows[e].at("loss")).epsilon(1e-4));
   }

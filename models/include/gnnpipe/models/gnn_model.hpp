@@ -147,6 +147,38 @@ class GnnModel {
   // `shape`, in training_arrays' positions (0 for every other array).
   std::vector<std::size_t> layer_training_arrays(std::size_t l, const BlockShape& shape) const;
   int64_t layer_in_dim(std::size_t l) const { return layers_.at(l)->in_dim(); }
+  // Transform-once layer-wise training (layerwise_step.hpp with host outputs): a layer whose
+  // forward transforms each source row on its own before it reads the block (GAT:
+  // Layer::row_transform_heads) runs as a layer-wide transform of its input rows, whose outputs the
+  // caller keeps, and chunks that read them, instead of every chunk transforming its sources again
+  // (at degree 50 a chunk's sources are most of the graph). transform_rows: layer l's dropout
+  // (keyed by the rows' global ids, as forward_layer keys it) and its transform, of any rows of its
+  // input; the outputs are the layer's, valid until the next call. transformed_rows: room for a
+  // chunk's sources' transformed rows, for the caller to fill before forward_transformed, which
+  // runs the rest of layer l and its activation on the chunk's block (as forward_layer).
+  // backward_transformed: the gradient of the last forward_transformed, dy (overwritten) ->
+  // d(loss)/dh of the block's sources (the layer's memory, valid until the next call); the
+  // layer's other parameter gradients accumulate. transform_rows_backward: dW from input rows
+  // (before dropout) and their d(loss)/dh, and dx (null data: not formed; required for l == 0)
+  // with respect to the rows before dropout. transformed_gradient: room for those dh rows.
+  bool transforms_rows(std::size_t l) const;
+  int64_t transform_heads(std::size_t l) const { return layers_.at(l)->row_transform_heads(); }
+  int64_t transform_width(std::size_t l) const { return layers_.at(l)->row_transform_width(); }
+  TransformedRows<T> transform_rows(std::size_t l, MatrixView<const T> x, std::span<const graph::NodeId> row_ids,
+                                    core::RngKey dropout_key);
+  TransformedRows<T> transformed_rows(std::size_t l, int64_t rows) { return layers_.at(l)->transformed_rows(rows); }
+  MatrixView<const T> forward_transformed(std::size_t l, const graph::Block& block,
+                                          std::span<const graph::NodeId> row_ids, core::RngKey dropout_key);
+  MatrixView<T> backward_transformed(std::size_t l, const graph::Block& block, MatrixView<T> dy);
+  MatrixView<T> transformed_gradient(std::size_t l, int64_t rows) { return layers_.at(l)->transformed_gradient(rows); }
+  void transform_rows_backward(std::size_t l, MatrixView<const T> x, std::span<const graph::NodeId> row_ids,
+                               core::RngKey dropout_key, MatrixView<const T> dh, MatrixView<T> dx);
+  // The same in inference (layer-wise inference's chunks, pipeline/layerwise_inference.hpp): the
+  // transform of any rows of layer l's input, no dropout; and the rest of layer l (with its
+  // activation) on a chunk's block whose sources' transformed rows the caller put into
+  // transformed_rows(num_src), as infer_layer with `chunk` computes it.
+  TransformedRows<T> infer_transform_rows(std::size_t l, MatrixView<const T> x);
+  void infer_transformed(std::size_t l, const graph::Block& block, MatrixView<T> y);
 
   // The memory governor's arithmetic: the bytes each grow-only array of the model (its own and its
   // layers', see Layer::training_arrays) needs for a forward (with `training`) and backward on

@@ -35,6 +35,15 @@ class GatLayer final : public Layer<T> {
   void forward_linear(const graph::Block& block, LayerInput<T> x, MatrixView<T> y,
                       const LayerContext& context) override;
   void backward(const graph::Block& block, MatrixView<const T> dy, MatrixView<T> dx) override;
+  // The row transform (Layer::row_transform_heads): h = x W and a_src = <h, att_src> per head.
+  int64_t row_transform_heads() const override { return s_.heads; }
+  int64_t row_transform_width() const override { return s_.heads * s_.channels; }
+  TransformedRows<T> transformed_rows(int64_t rows) override;
+  TransformedRows<T> transform(MatrixView<const T> x) override;
+  void forward_transformed(const graph::Block& block, MatrixView<T> y, const LayerContext& context) override;
+  MatrixView<T> backward_transformed(const graph::Block& block, MatrixView<const T> dy) override;
+  MatrixView<T> transformed_gradient(int64_t rows) override;
+  void transform_backward(MatrixView<const T> x, MatrixView<const T> dh, MatrixView<T> dx) override;
   void training_arrays(const BlockShape& s, bool training, bool has_dx, std::vector<std::size_t>& bytes) const override;
   void inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const override;
   void release_arrays() override {
@@ -51,6 +60,11 @@ class GatLayer final : public Layer<T> {
   GatShape s_;
   std::size_t weight_, att_src_, att_dst_, bias_;
   void forward_input(const graph::Block& block, LayerInput<T> x, MatrixView<T> y, const LayerContext& context);
+  TransformedRows<T> transform_input(LayerInput<T> x);
+  void attend(const graph::Block& block, MatrixView<T> y, const LayerContext& context);
+  MatrixView<T> attend_backward(const graph::Block& block, MatrixView<const T> dy);
+
+  int64_t transformed_ = 0;  // rows of h_ and a_src_ the last transform or transformed_rows() made
 
   LayerInput<T> x_{};
   bool dropped_ = false;

@@ -46,6 +46,14 @@ struct LayerContext {
   bool relu = false;
 };
 
+// A row transform's outputs (Layer::row_transform_heads): per source row its transformed features
+// h [rows x H*C] and its per-head attention term as a source a [rows x H].
+template <class T>
+struct TransformedRows {
+  MatrixView<T> h;
+  MatrixView<T> a;
+};
+
 template <class T>
 class Layer {
  public:
@@ -92,6 +100,42 @@ class Layer {
     GNNPIPE_THROW(Error, "this layer takes no linear input");
   }
 
+  // Transform-once layer-wise training (GnnModel::transform_rows): a layer whose forward first
+  // transforms every source row on its own (h = x W and a per-head term of h) and only then reads
+  // the block (GAT) returns its head count here (0: none), and runs in two halves: transform() on
+  // any rows of the layer's input, whose outputs the caller keeps for the whole layer, and
+  // forward_transformed() on a block whose sources' transformed rows the caller put into
+  // transformed_rows(num_src). backward_transformed() returns d(loss)/dh of the sources (the
+  // per-head terms' gradients folded in) in the layer's memory, valid until the next call, and
+  // transform_backward() forms dW and dx from input rows and those gradients. The halves compute,
+  // row for row, what forward()/backward() compute.
+  virtual int64_t row_transform_heads() const { return 0; }
+  virtual int64_t row_transform_width() const { return 0; }  // h's columns
+  virtual TransformedRows<T> transformed_rows(int64_t rows) {
+    (void)rows;
+    GNNPIPE_THROW(Error, "this layer has no row transform");
+  }
+  virtual TransformedRows<T> transform(MatrixView<const T> x) {
+    (void)x;
+    GNNPIPE_THROW(Error, "this layer has no row transform");
+  }
+  virtual void forward_transformed(const graph::Block& block, MatrixView<T> y, const LayerContext& context) {
+    (void)block, (void)y, (void)context;
+    GNNPIPE_THROW(Error, "this layer has no row transform");
+  }
+  virtual MatrixView<T> backward_transformed(const graph::Block& block, MatrixView<const T> dy) {
+    (void)block, (void)dy;
+    GNNPIPE_THROW(Error, "this layer has no row transform");
+  }
+  // Room for transform_backward's dh rows (the layer's, valid until the next call).
+  virtual MatrixView<T> transformed_gradient(int64_t rows) {
+    (void)rows;
+    GNNPIPE_THROW(Error, "this layer has no row transform");
+  }
+  virtual void transform_backward(MatrixView<const T> x, MatrixView<const T> dh, MatrixView<T> dx) {
+    (void)x, (void)dh, (void)dx;
+    GNNPIPE_THROW(Error, "this layer has no row transform");
+  }
   // The memory governor's arithmetic: the bytes each of the layer's grow-only arrays
   // (DeviceArray members) needs for a block of shape `s`, appended to `bytes` in a fixed order
   // with 0 for arrays the call leaves alone, so positions mean the same array in every call.
