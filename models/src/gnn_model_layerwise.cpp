@@ -67,9 +67,9 @@ TransformedRows<T> GnnModel<T>::transform_rows(std::size_t l, MatrixView<const T
                 "transform_rows {}: x {} with {} ids (in {})", l, shape_str(x), row_ids.size(), layers_[l]->in_dim());
   training_ = true;
   first_input_sparse_ = false;
+  // No mask: transform_rows_backward redraws it.
   const T p = static_cast<T>(options_.dropout_at(l));
-  uint8_t* mask = p > T{0} && keeps_mask(l) ? masks_[l].ensure(ctx_, dropout_mask_bytes(x.rows, x.cols)) : nullptr;
-  return layers_[l]->transform(drop_rows(ctx_, p, dropout_key.with(l), x, row_ids, inputs_[l], mask));
+  return layers_[l]->transform(drop_rows(ctx_, p, dropout_key.with(l), x, row_ids, inputs_[l], nullptr));
 }
 
 template <class T>

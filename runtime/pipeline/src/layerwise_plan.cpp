@@ -83,7 +83,7 @@ bool transforms_once(const models::GnnModel<float>& model, const LayerwisePlacem
 
 bool uploads_ids(const LayerwisePlan& plan, std::size_t l) {
   // (A transform-once chunk gathers its transformed rows on the host.)
-  if (!rows_gathered_on_device(plan.placement, l) || (l < plan.once.size() && plan.once[l])) return false;
+  if (!rows_gathered_on_device(plan.placement, l) || plan.once_at(l)) return false;
   // The packed chunk's global ids serve a gather by global id, and one by local id where the two agree.
   return !(l == 0 && plan.placement.inputs == LayerInputs::kFeatures) && !plan.identity_inputs;
 }
@@ -193,7 +193,7 @@ std::vector<std::size_t> layerwise_arrays(const models::GnnModel<float>& model, 
   const bool rows16 = l == 0 && p.inputs == LayerInputs::kFeatures && p.features16;
   // (A transform-once layer's runs of rows upload their ids: as many as a chunk's sources.)
   const std::size_t ids =
-      uploads_ids(plan, l) || plan.once.at(l) ? static_cast<std::size_t>(s.num_src) * sizeof(graph::NodeId) : 0;
+      uploads_ids(plan, l) || plan.once_at(l) ? static_cast<std::size_t>(s.num_src) * sizeof(graph::NodeId) : 0;
   return {plan.packed.at(l),
           x,
           static_cast<std::size_t>(s.num_dst * model.layer_out_dim(l)) * kFloat,

@@ -134,7 +134,7 @@ void LayerwiseStep::prepare(Round& round, const graph::Block& b, const graph::Mi
   if (round.chunks.size() < n) round.chunks.resize(n);
   round.count = n;
   const bool uploads = uploads_ids(*plan_, l);
-  const bool host_rows = l == 0 && !rows_gathered_on_device(plan_->placement, l) && !plan_->once[l];
+  const bool host_rows = l == 0 && !rows_gathered_on_device(plan_->placement, l) && !plan_->once_at(l);
   const core::Device device = ctx_.device();
   if (chunkers_->block != &b) {
     chunkers_->local.clear();
@@ -194,7 +194,7 @@ LayerwiseStep::Chunk LayerwiseStep::issue(const Prepared& p, std::size_t l) {
                                                           : std::span<const graph::NodeId>();
   copied_[slot].record(copy_stream_);
   stream_.wait(copied_[slot]);
-  if (plan_->once[l]) {
+  if (plan_->once_at(l)) {
     fill_transformed(p, l);
     return chunk;
   }
@@ -447,7 +447,7 @@ void LayerwiseStep::forward_hidden(const graph::MiniBatch& batch, std::span<cons
     const models::MatrixView<float> outputs = outputs_of(l);
     stream_.synchronize();  // the last pass's host outputs and staged rows are settled before this one reads them
     load_layer(l);
-    const bool once = plan_->once[l];
+    const bool once = plan_->once_at(l);
     if (once) transform_pass(batch, l, *blocks[l], key);
     run_pass(*blocks[l], batch, l, false, {}, [&](const Chunk& c, std::size_t) {
       const graph::Block& block = c.view.blocks.front();
@@ -480,7 +480,7 @@ void LayerwiseStep::backward_all(const graph::MiniBatch& batch, std::span<const 
     const models::MatrixView<float> below = l > 0 ? gradient(which, b.num_src, in) : models::MatrixView<float>{};
     if (l > 0 && outputs_on(LayerOutputs::kLayer)) models::ops::zero<float>(ctx_, layer_grad_.matrix(ctx_, b.num_src, in));
     // transforms_once: the row transform first, and every chunk's d(loss)/dh gathered in `dh`.
-    const bool once = plan_->once[l];
+    const bool once = plan_->once_at(l);
     models::MatrixView<float> dh{};
     if (once) {
       transform_pass(batch, l, b, key);

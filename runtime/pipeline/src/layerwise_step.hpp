@@ -102,6 +102,7 @@ struct LayerwisePlan {
   bool exact = false;                      // largest counts a chunk's distinct sources (else a bound)
   LayerwisePlacement placement;
   std::vector<bool> once;                  // per layer: transforms_once
+  bool once_at(std::size_t l) const { return l < once.size() && once[l]; }
   bool identity_inputs = false;            // the batch's input nodes are 0, 1, ... (local ids are global ids)
   std::size_t outputs_bytes = 0;           // every hidden layer's outputs
   std::size_t gradient_bytes = 0;          // the widest input gradient of a layer above the first
