@@ -19,6 +19,7 @@
 #include "gnnpipe/models/ops/sparse_input.hpp"
 #include "gnnpipe/models/ops/spmm.hpp"
 #include "cpu/parallel.hpp"
+#include "cpu/row_simd.hpp"
 
 #include "ops/dispatch.hpp"
 
@@ -313,9 +314,8 @@ void add_rows(const OpContext& ctx, ConstView<T> src, MatrixView<T> out, std::sp
   cpu::detail::parallel_rows(src.rows, cpu::detail::grain_for(cols), [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t to = out_rows.empty() ? i : out_rows[static_cast<std::size_t>(i)];
-      const T* in = src.data + i * cols;
-      T* row = out.data + to * cols;
-      for (int64_t c = 0; c < cols; ++c) row[c] += in[c];
+      // row + 1 * in: bitwise row + in (a product by 1 is exact), 8 floats a step with AVX2.
+      cpu::detail::axpy_row(out.data + to * cols, src.data + i * cols, T{1}, cols);
     }
   });
 }

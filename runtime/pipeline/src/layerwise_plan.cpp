@@ -78,12 +78,15 @@ bool rows_gathered_on_device(const LayerwisePlacement& p, std::size_t l) {
 }
 
 bool transforms_once(const models::GnnModel<float>& model, const LayerwisePlacement& p, std::size_t l) {
-  return p.outputs == LayerOutputs::kHost && model.transforms_rows(l);
+  (void)p;
+  return model.transforms_rows(l);
 }
 
 bool uploads_ids(const LayerwisePlan& plan, std::size_t l) {
-  // (A transform-once chunk gathers its transformed rows on the host.)
-  if (!rows_gathered_on_device(plan.placement, l) || plan.once_at(l)) return false;
+  // A transform-once chunk gathers its transformed rows where the store is: on the device with kDevice.
+  const bool on_device = plan.once_at(l) ? plan.placement.outputs == LayerOutputs::kDevice
+                                         : rows_gathered_on_device(plan.placement, l);
+  if (!on_device) return false;
   // The packed chunk's global ids serve a gather by global id, and one by local id where the two agree.
   return !(l == 0 && plan.placement.inputs == LayerInputs::kFeatures) && !plan.identity_inputs;
 }
@@ -107,6 +110,8 @@ LayerwisePlan plan_chunks(const models::GnnModel<float>& model, const graph::Min
   const std::span<const graph::NodeId> inputs = batch.input_nodes.span();
   plan.identity_inputs = std::all_of(inputs.begin(), inputs.end(), [&](graph::NodeId v) { return v == next++; });
   const std::span<const int32_t> loss_rows = batch.loss_rows.span();
+  // Blocks of an unweighted norm (GAT's self-loops) carry no edge weights.
+  const bool weighted = model.block_norm() != graph::BlockNorm::kNone && model.block_norm() != graph::BlockNorm::kSelfLoops;
   const graph::Block* counted = nullptr;  // the block `counts` describes (a full batch shares one)
   std::vector<graph::ChunkCounts> counts;
   for (std::size_t l = 0; l < layers; ++l) {
@@ -130,7 +135,7 @@ LayerwisePlan plan_chunks(const models::GnnModel<float>& model, const graph::Min
       const graph::ChunkCounts& k = counts[c];
       largest = {std::max(largest.num_dst, k.num_dst), std::max(largest.num_src, k.num_src),
                  std::max(largest.edges, k.edges)};
-      const std::size_t packed = packed_block_batch_bytes(k.num_src, k.num_dst, k.edges, 0);
+      const std::size_t packed = packed_block_batch_bytes(k.num_src, k.num_dst, k.edges, 0, weighted);
       // A forward pass's chunk carries no transpose (its sections' bytes, less their padding: still a bound).
       const std::size_t transpose = static_cast<std::size_t>(k.num_src + 1) * sizeof(graph::EdgeOffset) +
                                     static_cast<std::size_t>(k.edges) * (sizeof(graph::NodeId) + sizeof(graph::EdgeOffset));
@@ -138,10 +143,13 @@ LayerwisePlan plan_chunks(const models::GnnModel<float>& model, const graph::Min
       const auto y = static_cast<std::size_t>(k.num_dst * out) * kFloat;
       const std::size_t ids = uploads_ids(plan, l) ? static_cast<std::size_t>(k.num_src) * sizeof(graph::NodeId) : 0;
       if (once) {
-        // Every pass: the chunk and its sources' transformed rows in; outputs (forward) and output
-        // gradient (backward) of a hidden chunk, and d(loss)/dh of its sources back.
+        // Every pass: the chunk and its ids in, and its sources' transformed rows unless the store
+        // is on the device (then d(loss)/dh of its sources stays there too); outputs off the
+        // device: a hidden chunk's outputs back (forward) and output gradient in (backward).
         const auto sources = static_cast<std::size_t>(k.num_src);
-        plan.moved_bytes += passes * (packed + sources * z_row) + sources * dh_row + (hidden ? 2 * y : 0);
+        const bool store_on_device = placement.outputs == LayerOutputs::kDevice;
+        plan.moved_bytes += passes * (packed + ids);
+        if (!store_on_device) plan.moved_bytes += passes * sources * z_row + sources * dh_row + (hidden ? 2 * y : 0);
       } else {
         // Every pass: the chunk and its input rows (or their ids, unless it carries them) in.
         plan.moved_bytes += passes * (packed + (rows_gathered_on_device(placement, l) ? ids : x));
@@ -159,20 +167,27 @@ LayerwisePlan plan_chunks(const models::GnnModel<float>& model, const graph::Min
         plan.loss_rows = std::max(plan.loss_rows, hi - lo);
       }
     }
-    // kLayer: a layer above the first loads its input rows once a pass and sends their gradient back once.
-    if (placement.outputs == LayerOutputs::kLayer && l > 0) plan.moved_bytes += passes * layer_in + layer_in;
+    // kLayer: a layer above the first loads its input rows once a pass (not a transform-once
+    // layer's: its chunks read none) and sends their gradient back once.
+    if (placement.outputs == LayerOutputs::kLayer && l > 0) plan.moved_bytes += (once ? 0 : passes * layer_in) + layer_in;
     if (once) {
-      // The row transform a pass (its rows and ids in, unless layer 0's rows were loaded for the
-      // step; transformed rows back), then its backward's rows, ids and d(loss)/dh in and the input
-      // gradient back.
+      // The row transform a pass: its rows' ids in, and its rows unless they are on the device
+      // (layer 0's loaded for the step, or the device outputs below); the transformed rows back
+      // unless the store is on the device. Then its backward's ids and rows in, d(loss)/dh in
+      // from a host store, and (host outputs) the input gradient back.
       const auto rows = static_cast<std::size_t>(b.num_src);
-      const std::size_t rows_in = (l == 0 && placement.inputs == LayerInputs::kDevice ? 0 : layer_in) +
-                                  rows * sizeof(graph::NodeId);
-      plan.moved_bytes += passes * (rows_in + rows * z_row) + rows_in + rows * dh_row + (l > 0 ? layer_in : 0);
+      const bool store_on_device = placement.outputs == LayerOutputs::kDevice;
+      const bool rows_on_device = l == 0 ? placement.inputs == LayerInputs::kDevice : store_on_device;
+      const std::size_t rows_in = (rows_on_device ? 0 : layer_in) + rows * sizeof(graph::NodeId);
+      plan.moved_bytes += passes * (rows_in + (store_on_device ? 0 : rows * z_row)) + rows_in +
+                          (store_on_device ? 0 : rows * dh_row) +
+                          (l > 0 && placement.outputs == LayerOutputs::kHost ? layer_in : 0);
+      const auto store = static_cast<std::size_t>(b.num_src * (2 * model.transform_width(l) + model.transform_heads(l))) * kFloat;
+      if (store_on_device) plan.transformed_bytes = std::max(plan.transformed_bytes, store);
     }
     plan.chunks.push_back(static_cast<int64_t>(counts.size()));
     plan.largest.push_back(largest);
-    plan.packed.push_back(packed_block_batch_bytes(largest.num_src, largest.num_dst, largest.edges, 0));
+    plan.packed.push_back(packed_block_batch_bytes(largest.num_src, largest.num_dst, largest.edges, 0, weighted));
     plan.layer_inputs.push_back(layer_in);
     if (hidden) plan.outputs_bytes += static_cast<std::size_t>(b.num_dst * out) * kFloat;
     if (l > 0) plan.gradient_bytes = std::max(plan.gradient_bytes, layer_in);
@@ -198,7 +213,7 @@ std::vector<std::size_t> layerwise_arrays(const models::GnnModel<float>& model, 
           x,
           static_cast<std::size_t>(s.num_dst * model.layer_out_dim(l)) * kFloat,
           l > 0 ? x : 0,
-          device ? plan.outputs_bytes : layer ? plan.layer_inputs.at(l) : 0,
+          device ? plan.outputs_bytes + plan.transformed_bytes : layer ? plan.layer_inputs.at(l) : 0,
           device ? plan.gradient_bytes : layer ? plan.layer_inputs.at(l) : 0,
           device && model.num_layers() > 2 ? plan.gradient_bytes : 0,
           ids,

@@ -21,15 +21,6 @@ namespace {
 
 constexpr std::size_t kFloat = sizeof(float);
 
-// Host memory of the step (pinned on a GPU), grown with 1/8 headroom and never shrunk.
-template <class T>
-T* grow(core::Buffer<T>& buffer, std::size_t n, core::Device device) {
-  if (buffer.size() < n) {
-    buffer = core::Buffer<T>();
-    buffer = core::Buffer<T>(n + n / 8, core::MemoryKind::kStaging, device);
-  }
-  return buffer.data();
-}
 
 }  // namespace
 
@@ -194,8 +185,10 @@ LayerwiseStep::Chunk LayerwiseStep::issue(const Prepared& p, std::size_t l) {
                                                           : std::span<const graph::NodeId>();
   copied_[slot].record(copy_stream_);
   stream_.wait(copied_[slot]);
+  const auto ids = [&] { return uploads ? uploaded : chunk.view.input_nodes; };
   if (plan_->once_at(l)) {
-    fill_transformed(p, l);
+    if (transformed_on_device()) chunk.on_device = ids();
+    fill_transformed(p.sources, chunk.on_device, l);
     return chunk;
   }
   // The sources' input rows: gathered on the device (the placed features by global id, or a device
@@ -203,7 +196,6 @@ LayerwiseStep::Chunk LayerwiseStep::issue(const Prepared& p, std::size_t l) {
   const int64_t in = model_.layer_in_dim(l);
   const std::size_t rows = p.sources.size(), cols = static_cast<std::size_t>(in);
   chunk.x = x_.matrix(ctx_, static_cast<int64_t>(rows), in);
-  const auto ids = [&] { return uploads ? uploaded : chunk.view.input_nodes; };
   if (l == 0 && plan_->placement.inputs == LayerInputs::kFeatures) {
     chunk.on_device = ids();
     const auto n = static_cast<int64_t>(rows);
@@ -240,108 +232,6 @@ LayerwiseStep::Chunk LayerwiseStep::issue(const Prepared& p, std::size_t l) {
   core::copy_bytes_async(chunk.x.data, staged, rows * cols * kFloat, stream_);
   moved_ += rows * cols * kFloat;
   return chunk;
-}
-
-void LayerwiseStep::fill_transformed(const Prepared& p, std::size_t l) {
-  const std::size_t rows = p.sources.size();
-  const auto width = static_cast<std::size_t>(model_.transform_width(l));
-  const auto heads = static_cast<std::size_t>(model_.transform_heads(l));
-  const models::TransformedRows<float> z = model_.transformed_rows(l, static_cast<int64_t>(rows));
-  stream_.synchronize();  // the last chunk's rows were copied out of x_host_
-  float* staged = grow(x_host_, rows * (width + heads), ctx_.device());
-  float* staged_a = staged + rows * width;
-  const float* h = h_host_.data();
-  const float* a = a_host_.data();
-  using Range = tbb::blocked_range<std::size_t>;
-  tbb::parallel_for(Range(0, rows, 1024), core::tsan::fork_join([&](const Range& r) {
-    for (std::size_t i = r.begin(); i != r.end(); ++i) {
-      const auto v = static_cast<std::size_t>(p.sources[i]);
-      std::memcpy(staged + i * width, h + v * width, width * kFloat);
-      std::memcpy(staged_a + i * heads, a + v * heads, heads * kFloat);
-    }
-  }));
-  core::copy_bytes_async(z.h.data, staged, rows * width * kFloat, stream_);
-  core::copy_bytes_async(z.a.data, staged_a, rows * heads * kFloat, stream_);
-  moved_ += rows * (width + heads) * kFloat;
-}
-
-std::pair<std::span<const graph::NodeId>, int> LayerwiseStep::row_ids_on_device(std::span<const graph::NodeId> ids) {
-  const int slot = next_slot_;
-  next_slot_ = 1 - next_slot_;
-  if (slot_read_[slot]) copy_stream_.wait(read_[slot]);
-  // Through pinned memory of the slot's (its last copy out of it done before it is refilled).
-  copied_[slot].synchronize();
-  graph::NodeId* staged = grow(ids_host_[slot], ids.size(), ctx_.device());
-  std::copy(ids.begin(), ids.end(), staged);
-  const std::span<const graph::NodeId> on_device = upload_ids(staged, ids.size(), slot);
-  copied_[slot].record(copy_stream_);
-  stream_.wait(copied_[slot]);
-  return {on_device, slot};
-}
-
-models::MatrixView<const float> LayerwiseStep::layer_rows(const graph::MiniBatch& batch, std::size_t l, int64_t first,
-                                                          int64_t n) {
-  const int64_t in = model_.layer_in_dim(l);
-  if (l == 0 && inputs_view_.data != nullptr) return {inputs_view_.data + first * in, n, in};  // loaded for the step
-  const models::MatrixView<float> x = x_.matrix(ctx_, n, in);
-  const auto values = static_cast<std::size_t>(n * in);
-  if (l == 0) {
-    stream_.synchronize();  // the last rows were copied out of x_host_
-    float* staged = grow(x_host_, values, ctx_.device());
-    features_.gather(batch.input_nodes.span().subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(n)),
-                     std::span<float>(staged, values));
-    core::copy_bytes_async(x.data, staged, values * kFloat, stream_);
-  } else {
-    core::copy_bytes_async(x.data, outputs_[l - 1].data() + first * in, values * kFloat, stream_);
-  }
-  moved_ += values * kFloat;
-  return x;
-}
-
-void LayerwiseStep::transform_pass(const graph::MiniBatch& batch, std::size_t l, const graph::Block& b,
-                                   core::RngKey key) {
-  const int64_t rows = b.num_src, run = std::max<int64_t>(1, plan_->largest.at(l).num_src);
-  const int64_t width = model_.transform_width(l), heads = model_.transform_heads(l);
-  stream_.synchronize();  // the chunks of the last pass read the host arrays refilled here
-  float* h = grow(h_host_, static_cast<std::size_t>(rows * width), ctx_.device());
-  float* a = grow(a_host_, static_cast<std::size_t>(rows * heads), ctx_.device());
-  for (int64_t first = 0; first < rows; first += run) {
-    const int64_t n = std::min(run, rows - first);
-    const auto [ids, slot] = row_ids_on_device(
-        batch.input_nodes.span().subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(n)));
-    const models::TransformedRows<float> z = model_.transform_rows(l, layer_rows(batch, l, first, n), ids, key);
-    core::copy_bytes_async(h + first * width, z.h.data, static_cast<std::size_t>(n * width) * kFloat, stream_);
-    core::copy_bytes_async(a + first * heads, z.a.data, static_cast<std::size_t>(n * heads) * kFloat, stream_);
-    moved_ += static_cast<std::size_t>(n * (width + heads)) * kFloat;
-    read_[slot].record(stream_);
-    slot_read_[slot] = true;
-  }
-  stream_.synchronize();  // the chunks gather from the host arrays
-}
-
-void LayerwiseStep::transform_backward_pass(const graph::MiniBatch& batch, std::size_t l, const graph::Block& b,
-                                            core::RngKey key, models::MatrixView<const float> dh,
-                                            models::MatrixView<float> dx) {
-  const int64_t rows = b.num_src, run = std::max<int64_t>(1, plan_->largest.at(l).num_src);
-  const int64_t width = model_.transform_width(l), in = model_.layer_in_dim(l);
-  stream_.synchronize();  // every chunk's d(loss)/dh is in
-  for (int64_t first = 0; first < rows; first += run) {
-    const int64_t n = std::min(run, rows - first);
-    const auto [ids, slot] = row_ids_on_device(
-        batch.input_nodes.span().subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(n)));
-    const models::MatrixView<const float> x = layer_rows(batch, l, first, n);
-    const models::MatrixView<float> dh_rows = model_.transformed_gradient(l, n);
-    core::copy_bytes_async(dh_rows.data, dh.data + first * width, static_cast<std::size_t>(n * width) * kFloat, stream_);
-    moved_ += static_cast<std::size_t>(n * width) * kFloat;
-    const models::MatrixView<float> dx_rows = l > 0 ? dx_.matrix(ctx_, n, in) : models::MatrixView<float>{nullptr, n, in};
-    model_.transform_rows_backward(l, x, ids, key, dh_rows, dx_rows);
-    if (l > 0) {
-      core::copy_bytes_async(dx.data + first * in, dx_rows.data, static_cast<std::size_t>(n * in) * kFloat, stream_);
-      moved_ += static_cast<std::size_t>(n * in) * kFloat;
-    }
-    read_[slot].record(stream_);
-    slot_read_[slot] = true;
-  }
 }
 
 void LayerwiseStep::run_pass(const graph::Block& b, const graph::MiniBatch& batch, std::size_t l, bool backward,
@@ -384,20 +274,26 @@ void LayerwiseStep::add_input_gradient(const Chunk& chunk, models::MatrixView<co
                                  chunk.on_device);
     return;
   }
+  add_on_host(chunk, dx, grad);
+}
+
+void LayerwiseStep::add_transformed_gradient(const Chunk& chunk, models::MatrixView<const float> dh) {
+  if (transformed_on_device()) {
+    models::ops::add_rows<float>(ctx_, dh, transformed_.dh, chunk.on_device);
+  } else {
+    add_on_host(chunk, dh, transformed_.dh);
+  }
+}
+
+void LayerwiseStep::add_on_host(const Chunk& chunk, models::MatrixView<const float> dx, models::MatrixView<float> grad) {
   const std::size_t rows = chunk.sources.size(), cols = static_cast<std::size_t>(dx.cols);
   float* host = grow(dx_host_, rows * cols, ctx_.device());
   core::copy_bytes_async(host, dx.data, rows * cols * kFloat, stream_);
   moved_ += rows * cols * kFloat;
   stream_.synchronize();
-  // A chunk's sources are distinct: each row is added by one thread.
-  using Range = tbb::blocked_range<std::size_t>;
-  tbb::parallel_for(Range(0, rows, 256), core::tsan::fork_join([&](const Range& r) {
-    for (std::size_t i = r.begin(); i != r.end(); ++i) {
-      float* out = grad.data + static_cast<std::size_t>(chunk.sources[i]) * cols;
-      const float* in = host + i * cols;
-      for (std::size_t j = 0; j < cols; ++j) out[j] += in[j];
-    }
-  }));
+  // On the host (a chunk's sources are distinct: each row is added by one thread).
+  models::ops::add_rows<float>(models::OpContext::host(), {host, static_cast<int64_t>(rows), dx.cols}, grad,
+                               chunk.sources);
 }
 
 models::MatrixView<float> LayerwiseStep::gradient(int which, int64_t rows, int64_t cols) {
@@ -446,9 +342,12 @@ void LayerwiseStep::forward_hidden(const graph::MiniBatch& batch, std::span<cons
   for (std::size_t l = 0; l + 1 < blocks.size(); ++l) {
     const models::MatrixView<float> outputs = outputs_of(l);
     stream_.synchronize();  // the last pass's host outputs and staged rows are settled before this one reads them
-    load_layer(l);
     const bool once = plan_->once_at(l);
-    if (once) transform_pass(batch, l, *blocks[l], key);
+    if (once) {
+      transform_pass(batch, l, *blocks[l], key);  // (its chunks read no input rows: nothing to load)
+    } else {
+      load_layer(l);
+    }
     run_pass(*blocks[l], batch, l, false, {}, [&](const Chunk& c, std::size_t) {
       const graph::Block& block = c.view.blocks.front();
       const models::MatrixView<const float> z = once ? model_.forward_transformed(l, block, c.view.input_nodes, key)
@@ -476,18 +375,19 @@ void LayerwiseStep::backward_all(const graph::MiniBatch& batch, std::span<const 
     // The last pass's host outputs and staged rows are settled, and the host gradient buffer
     // refilled below (read two layers up) is free.
     stream_.synchronize();
-    load_layer(l);
+    const bool once = plan_->once_at(l);
+    if (!once) load_layer(l);
     const models::MatrixView<float> below = l > 0 ? gradient(which, b.num_src, in) : models::MatrixView<float>{};
     if (l > 0 && outputs_on(LayerOutputs::kLayer)) models::ops::zero<float>(ctx_, layer_grad_.matrix(ctx_, b.num_src, in));
-    // transforms_once: the row transform first, and every chunk's d(loss)/dh gathered in `dh`.
-    const bool once = plan_->once_at(l);
-    models::MatrixView<float> dh{};
+    // transforms_once: the row transform first, and every chunk's d(loss)/dh gathered in its store.
     if (once) {
       transform_pass(batch, l, b, key);
-      const int64_t width = model_.transform_width(l);
-      float* all = grow(dh_host_, static_cast<std::size_t>(b.num_src * width), ctx_.device());
-      std::fill(all, all + b.num_src * width, 0.f);
-      dh = {all, b.num_src, width};
+      const models::MatrixView<float> dh = transformed_.dh;
+      if (transformed_on_device()) {
+        models::ops::zero<float>(ctx_, dh);
+      } else {
+        std::fill(dh.data, dh.data + dh.size(), 0.f);
+      }
     }
     run_pass(b, batch, l, true, top ? weights : std::span<const float>(), [&](const Chunk& c, std::size_t index) {
       const graph::Block& block = c.view.blocks.front();
@@ -502,7 +402,7 @@ void LayerwiseStep::backward_all(const graph::MiniBatch& batch, std::span<const 
         if (!outputs_on(LayerOutputs::kDevice)) moved_ += bytes;
       }
       if (once) {
-        add_input_gradient(c, model_.backward_transformed(l, block, dy), dh);
+        add_transformed_gradient(c, model_.backward_transformed(l, block, dy));
       } else if (l > 0) {
         const models::MatrixView<float> dx = dx_.matrix(ctx_, block.num_src, in);
         model_.backward_layer(l, block, dy, dx);
@@ -511,7 +411,14 @@ void LayerwiseStep::backward_all(const graph::MiniBatch& batch, std::span<const 
         model_.backward_layer(l, block, dy, {nullptr, block.num_src, in});
       }
     });
-    if (once) transform_backward_pass(batch, l, b, key, dh, below);
+    if (once) {
+      // The input gradient where the layer's lives: the device's (kLayer: the running layer's, sent
+      // back whole below), or the host's.
+      const bool device = !outputs_on(LayerOutputs::kHost);
+      const models::MatrixView<float> dx =
+          outputs_on(LayerOutputs::kLayer) && l > 0 ? layer_grad_.matrix(ctx_, b.num_src, in) : below;
+      transform_backward_pass(batch, l, b, key, dx, device);
+    }
     if (l > 0 && outputs_on(LayerOutputs::kLayer)) {
       const auto bytes = static_cast<std::size_t>(below.rows * below.cols) * kFloat;
       core::copy_bytes_async(below.data, layer_grad_.data(), bytes, stream_);
@@ -554,7 +461,9 @@ std::size_t LayerwiseStep::run(const graph::MiniBatch& batch, const LayerwisePla
     total += static_cast<std::size_t>(blocks[l]->num_dst * model_.layer_out_dim(l));
   }
   if (outputs_on(LayerOutputs::kDevice)) {
-    outputs_dev_.ensure(ctx_, total);
+    // After them, the transformed rows (h, terms) and d(loss)/dh of the widest transform-once layer.
+    transformed_offset_ = total;
+    outputs_dev_.ensure(ctx_, total + plan.transformed_bytes / kFloat);
   } else {
     outputs_.resize(layers - 1);
     for (std::size_t l = 0; l + 1 < layers; ++l) {

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "gnnpipe/core/buffer.hpp"
+#include "gnnpipe/core/memory_kind.hpp"
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/core/stream.hpp"
 #include "gnnpipe/graph/block_chunk.hpp"
@@ -52,6 +53,16 @@
 #include "gnnpipe/pipeline/packed_batch.hpp"
 
 namespace gnnpipe::pipeline::detail {
+
+// Host memory of the step (pinned on a GPU), grown with 1/8 headroom and never shrunk.
+template <class T>
+T* grow(core::Buffer<T>& buffer, std::size_t n, core::Device device) {
+  if (buffer.size() < n) {
+    buffer = core::Buffer<T>();
+    buffer = core::Buffer<T>(n + n / 8, core::MemoryKind::kStaging, device);
+  }
+  return buffer.data();
+}
 
 enum class LayerOutputs : uint8_t { kHost, kLayer, kDevice };
 enum class LayerInputs : uint8_t { kHost, kDevice, kFeatures };
@@ -74,13 +85,14 @@ struct PlacedFeatures {
 
 // Whether a chunk of layer l gathers its input rows on the device (only their ids cross).
 bool rows_gathered_on_device(const LayerwisePlacement& p, std::size_t l);
-// Whether layer l transforms its rows once a pass (GnnModel::transforms_rows, with the outputs on
-// the host): a pass first runs the layer's row transform over all its input rows, in runs of its
-// largest chunk's sources, into host memory; its chunks then gather the transformed rows (h and
-// the per-head terms) instead of the input rows, and their backward scatters d(loss)/dh into a
-// layer-wide host array, from which a last run over the rows forms dW and the input gradient. At
-// degree 50 a chunk's sources are most of the graph: every chunk transforming its own would
-// transform the graph once a chunk. The device holds no more than a chunk's arrays: a run of rows
+// Whether layer l transforms its rows once a pass (GnnModel::transforms_rows: GAT): a pass first
+// runs the layer's row transform over all its input rows, in runs of its largest chunk's sources,
+// into a layer-wide store; its chunks then gather the transformed rows (h and the per-head terms)
+// instead of the input rows, and their backward scatters d(loss)/dh into the store, from which a
+// last run over the rows forms dW and the input gradient. At degree 50 a chunk's sources are most
+// of the graph: every chunk transforming its own would transform the graph once a chunk. The
+// store lives beside the hidden outputs on the device where they do (LayerOutputs::kDevice: the
+// plan's transformed_bytes, after them in the same array), else in host memory; a run of rows
 // uses the arrays a chunk of as many sources uses (the layer's h, terms and dh; x, dx and ids).
 bool transforms_once(const models::GnnModel<float>& model, const LayerwisePlacement& p, std::size_t l);
 struct LayerwisePlan;
@@ -105,6 +117,7 @@ struct LayerwisePlan {
   bool once_at(std::size_t l) const { return l < once.size() && once[l]; }
   bool identity_inputs = false;            // the batch's input nodes are 0, 1, ... (local ids are global ids)
   std::size_t outputs_bytes = 0;           // every hidden layer's outputs
+  std::size_t transformed_bytes = 0;       // kDevice: the widest transform-once layer's store (h, terms, dh)
   std::size_t gradient_bytes = 0;          // the widest input gradient of a layer above the first
   std::size_t inputs_bytes = 0;            // layer 0's input rows, [batch inputs x features] (LayerInputs::kDevice)
   int64_t total_chunks() const;
@@ -180,15 +193,29 @@ class LayerwiseStep {
   // h_host_ and a_host_; its backward from d(loss)/dh of every row (dh) into `dx` (the host
   // gradient of the layer below; none for layer 0).
   void transform_pass(const graph::MiniBatch& batch, std::size_t l, const graph::Block& b, core::RngKey key);
+  // dx: the layer's input gradient [rows x in] (none for layer 0), in device memory (written in
+  // place) or the host's (dx_on_device false: through dx_).
   void transform_backward_pass(const graph::MiniBatch& batch, std::size_t l, const graph::Block& b, core::RngKey key,
-                               models::MatrixView<const float> dh, models::MatrixView<float> dx);
+                               models::MatrixView<float> dx, bool dx_on_device);
+  // A transforms_once layer's store: its transformed rows h [rows x width] and terms [rows x heads],
+  // and d(loss)/dh [rows x width]; on the device beside the outputs (kDevice), else host memory.
+  struct Transformed {
+    models::MatrixView<float> h, a, dh;
+  };
+  bool transformed_on_device() const { return outputs_on(LayerOutputs::kDevice); }
+  Transformed transformed_store(std::size_t l, int64_t rows);
+  // A transforms_once chunk's d(loss)/dh of its sources, added into the store's.
+  void add_transformed_gradient(const Chunk& chunk, models::MatrixView<const float> dh);
+  // Rows of `dx` (on the device) added into rows chunk.sources of `grad` (host memory).
+  void add_on_host(const Chunk& chunk, models::MatrixView<const float> dx, models::MatrixView<float> grad);
   // Layer l's input rows [first, first + n) on the device (layer 0's loaded rows, or copied in).
   models::MatrixView<const float> layer_rows(const graph::MiniBatch& batch, std::size_t l, int64_t first, int64_t n);
   // Global ids (host memory valid to the step's end) copied to a slot's ids array for the train
   // stream; the caller records read_[slot] after their last reader.
   std::pair<std::span<const graph::NodeId>, int> row_ids_on_device(std::span<const graph::NodeId> ids);
-  // A transforms_once chunk's sources' transformed rows, gathered from h_host_/a_host_ into the layer's.
-  void fill_transformed(const Prepared& p, std::size_t l);
+  // A transforms_once chunk's sources' transformed rows (the batch's local ids `sources`, the same
+  // on the device in `on_device` where the store is there), gathered from the store into the layer's.
+  void fill_transformed(std::span<const graph::NodeId> sources, std::span<const graph::NodeId> on_device, std::size_t l);
   void forward_hidden(const graph::MiniBatch& batch, std::span<const graph::Block* const> blocks, core::RngKey key);
   void backward_all(const graph::MiniBatch& batch, std::span<const graph::Block* const> blocks, core::RngKey key,
                     std::span<const float> weights, const Loss& loss);
@@ -246,6 +273,8 @@ class LayerwiseStep {
   core::Buffer<float> grad_host_[2];
   // transforms_once: a layer's transformed rows (h, the per-head terms) and d(loss)/dh, all rows.
   core::Buffer<float> h_host_, a_host_, dh_host_;
+  Transformed transformed_;             // the running transform-once layer's store
+  std::size_t transformed_offset_ = 0;  // kDevice: where it begins in outputs_dev_ (floats)
   core::Buffer<graph::NodeId> ids_host_[2];  // a run of rows' ids on their way to a slot
 };
 

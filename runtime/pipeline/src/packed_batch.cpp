@@ -142,7 +142,8 @@ std::size_t packed_bytes(const PackedCounts& c, int64_t feature_cols, graph::Fea
   return lay_out(c, feature_cols, dtype, -1).total_bytes;
 }
 
-std::size_t packed_block_batch_bytes(int64_t num_src, int64_t num_dst, int64_t edges, int64_t feature_cols) {
+std::size_t packed_block_batch_bytes(int64_t num_src, int64_t num_dst, int64_t edges, int64_t feature_cols,
+                                     bool weighted) {
   // The sections of lay_out, in its order, each at its largest.
   const auto src = static_cast<std::size_t>(num_src), dst = static_cast<std::size_t>(num_dst);
   const auto e = static_cast<std::size_t>(edges);
@@ -154,7 +155,7 @@ std::size_t packed_block_batch_bytes(int64_t num_src, int64_t num_dst, int64_t e
   p.add<float>(dst);    // loss weights
   p.add<graph::EdgeOffset>(dst + 1);
   p.add<graph::NodeId>(e);
-  p.add<float>(e);
+  p.add<float>(weighted ? e : 0);
   p.add<graph::EdgeOffset>(src + 1);
   p.add<graph::NodeId>(e);
   p.add<graph::EdgeOffset>(e);

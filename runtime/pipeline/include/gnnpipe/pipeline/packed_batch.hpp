@@ -84,10 +84,12 @@ std::size_t packed_bytes(const PackedCounts& counts, int64_t feature_cols,
                          graph::FeatureDType dtype = graph::FeatureDType::kFloat32);
 
 // The packed bytes of a one-block batch of `num_src` float32 rows of `feature_cols`, `num_dst`
-// targets (each with a label, a loss row and a weight) and `edges` weighted edges with their
-// transpose, laid out as BatchLayout::of lays a batch out: at least the total_bytes of any such
-// batch with at most these counts. For planning from shapes (layer-wise inference's chunks).
-std::size_t packed_block_batch_bytes(int64_t num_src, int64_t num_dst, int64_t edges, int64_t feature_cols);
+// targets (each with a label, a loss row and a weight) and `edges` edges (weighted unless
+// `weighted` is false: a block norm without weights, graph::BlockNorm kNone and kSelfLoops) with
+// their transpose, laid out as BatchLayout::of lays a batch out: at least the total_bytes of any
+// such batch with at most these counts. For planning from shapes (layer-wise inference's chunks).
+std::size_t packed_block_batch_bytes(int64_t num_src, int64_t num_dst, int64_t edges, int64_t feature_cols,
+                                     bool weighted = true);
 
 // Writes `batch` into `dst` (layout.total_bytes bytes): features (unless layout.feature_cols is 0) gathered straight from `features`
 // (no intermediate copy; the gather is parallel; a float32 layout widens a 16-bit store's rows, a
