@@ -77,11 +77,6 @@ bool rows_gathered_on_device(const LayerwisePlacement& p, std::size_t l) {
   return l == 0 ? p.inputs != LayerInputs::kHost : p.outputs != LayerOutputs::kHost;
 }
 
-bool transforms_once(const models::GnnModel<float>& model, const LayerwisePlacement& p, std::size_t l) {
-  (void)p;
-  return model.transforms_rows(l);
-}
-
 bool uploads_ids(const LayerwisePlan& plan, std::size_t l) {
   // A transform-once chunk gathers its transformed rows where the store is: on the device with kDevice.
   const bool on_device = plan.once_at(l) ? plan.placement.outputs == LayerOutputs::kDevice
@@ -125,9 +120,9 @@ LayerwisePlan plan_chunks(const models::GnnModel<float>& model, const graph::Min
     const bool hidden = l + 1 < layers;
     const std::size_t passes = hidden ? 2 : 1;
     const auto layer_in = static_cast<std::size_t>(b.num_src * in) * kFloat;
-    const bool once = transforms_once(model, placement, l);
+    const bool once = model.transforms_rows(l);
     plan.once.push_back(once);
-    // transforms_once: per source row, its transformed row and per-head terms, and d(loss)/dh.
+    // Transform-once: per source row, its transformed row and per-head terms, and d(loss)/dh.
     const auto z_row = once ? static_cast<std::size_t>(model.transform_width(l) + model.transform_heads(l)) * kFloat : 0;
     const auto dh_row = once ? static_cast<std::size_t>(model.transform_width(l)) * kFloat : 0;
     models::BlockShape largest;

@@ -379,7 +379,7 @@ void LayerwiseStep::backward_all(const graph::MiniBatch& batch, std::span<const 
     if (!once) load_layer(l);
     const models::MatrixView<float> below = l > 0 ? gradient(which, b.num_src, in) : models::MatrixView<float>{};
     if (l > 0 && outputs_on(LayerOutputs::kLayer)) models::ops::zero<float>(ctx_, layer_grad_.matrix(ctx_, b.num_src, in));
-    // transforms_once: the row transform first, and every chunk's d(loss)/dh gathered in its store.
+    // Transform-once: the row transform first, and every chunk's d(loss)/dh gathered in its store.
     if (once) {
       transform_pass(batch, l, b, key);
       const models::MatrixView<float> dh = transformed_.dh;

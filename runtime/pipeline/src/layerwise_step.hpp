@@ -85,7 +85,14 @@ struct PlacedFeatures {
 
 // Whether a chunk of layer l gathers its input rows on the device (only their ids cross).
 bool rows_gathered_on_device(const LayerwisePlacement& p, std::size_t l);
-// Whether layer l transforms its rows once a pass (GnnModel::transforms_rows: GAT): a pass first
+struct LayerwisePlan;
+// Whether a chunk of layer l copies its sources' ids to the device for its gather: not where the
+// packed chunk's input nodes (global ids) are what the gather reads.
+bool uploads_ids(const LayerwisePlan& plan, std::size_t l);
+// The positions [lo, hi) of `rows` (ascending) that lie in [first, last).
+std::pair<std::size_t, std::size_t> rows_within(std::span<const int32_t> rows, int64_t first, int64_t last);
+
+// Transform-once (LayerwisePlan::once: a layer with GnnModel::transforms_rows, GAT): a pass first
 // runs the layer's row transform over all its input rows, in runs of its largest chunk's sources,
 // into a layer-wide store; its chunks then gather the transformed rows (h and the per-head terms)
 // instead of the input rows, and their backward scatters d(loss)/dh into the store, from which a
@@ -94,14 +101,7 @@ bool rows_gathered_on_device(const LayerwisePlacement& p, std::size_t l);
 // store lives beside the hidden outputs on the device where they do (LayerOutputs::kDevice: the
 // plan's transformed_bytes, after them in the same array), else in host memory; a run of rows
 // uses the arrays a chunk of as many sources uses (the layer's h, terms and dh; x, dx and ids).
-bool transforms_once(const models::GnnModel<float>& model, const LayerwisePlacement& p, std::size_t l);
-struct LayerwisePlan;
-// Whether a chunk of layer l copies its sources' ids to the device for its gather: not where the
-// packed chunk's input nodes (global ids) are what the gather reads.
-bool uploads_ids(const LayerwisePlan& plan, std::size_t l);
-// The positions [lo, hi) of `rows` (ascending) that lie in [first, last).
-std::pair<std::size_t, std::size_t> rows_within(std::span<const int32_t> rows, int64_t first, int64_t last);
-
+//
 // A batch's layer-wise plan: destinations per chunk, and the largest chunk of each layer.
 struct LayerwisePlan {
   int64_t chunk_rows = 0;                  // destinations per chunk (a layer's last chunk may have fewer)
@@ -113,7 +113,7 @@ struct LayerwisePlan {
   std::size_t moved_bytes = 0;             // host <-> device bytes of one step (at most)
   bool exact = false;                      // largest counts a chunk's distinct sources (else a bound)
   LayerwisePlacement placement;
-  std::vector<bool> once;                  // per layer: transforms_once
+  std::vector<bool> once;                  // per layer: transforms its rows once a pass (above)
   bool once_at(std::size_t l) const { return l < once.size() && once[l]; }
   bool identity_inputs = false;            // the batch's input nodes are 0, 1, ... (local ids are global ids)
   std::size_t outputs_bytes = 0;           // every hidden layer's outputs
@@ -189,7 +189,7 @@ class LayerwiseStep {
   void load_inputs(const graph::MiniBatch& batch);
   // LayerOutputs::kLayer: layer l's input rows (the host outputs of l - 1) into layer_in_.
   void load_layer(std::size_t l);
-  // transforms_once: layer l's row transform over all its input rows (block b's sources) into
+  // Transform-once: layer l's row transform over all its input rows (block b's sources) into
   // h_host_ and a_host_; its backward from d(loss)/dh of every row (dh) into `dx` (the host
   // gradient of the layer below; none for layer 0).
   void transform_pass(const graph::MiniBatch& batch, std::size_t l, const graph::Block& b, core::RngKey key);
@@ -197,14 +197,14 @@ class LayerwiseStep {
   // place) or the host's (dx_on_device false: through dx_).
   void transform_backward_pass(const graph::MiniBatch& batch, std::size_t l, const graph::Block& b, core::RngKey key,
                                models::MatrixView<float> dx, bool dx_on_device);
-  // A transforms_once layer's store: its transformed rows h [rows x width] and terms [rows x heads],
+  // A transform-once layer's store: its transformed rows h [rows x width] and terms [rows x heads],
   // and d(loss)/dh [rows x width]; on the device beside the outputs (kDevice), else host memory.
   struct Transformed {
     models::MatrixView<float> h, a, dh;
   };
   bool transformed_on_device() const { return outputs_on(LayerOutputs::kDevice); }
   Transformed transformed_store(std::size_t l, int64_t rows);
-  // A transforms_once chunk's d(loss)/dh of its sources, added into the store's.
+  // A transform-once chunk's d(loss)/dh of its sources, added into the store's.
   void add_transformed_gradient(const Chunk& chunk, models::MatrixView<const float> dh);
   // Rows of `dx` (on the device) added into rows chunk.sources of `grad` (host memory).
   void add_on_host(const Chunk& chunk, models::MatrixView<const float> dx, models::MatrixView<float> grad);
@@ -213,7 +213,7 @@ class LayerwiseStep {
   // Global ids (host memory valid to the step's end) copied to a slot's ids array for the train
   // stream; the caller records read_[slot] after their last reader.
   std::pair<std::span<const graph::NodeId>, int> row_ids_on_device(std::span<const graph::NodeId> ids);
-  // A transforms_once chunk's sources' transformed rows (the batch's local ids `sources`, the same
+  // A transform-once chunk's sources' transformed rows (the batch's local ids `sources`, the same
   // on the device in `on_device` where the store is there), gathered from the store into the layer's.
   void fill_transformed(std::span<const graph::NodeId> sources, std::span<const graph::NodeId> on_device, std::size_t l);
   void forward_hidden(const graph::MiniBatch& batch, std::span<const graph::Block* const> blocks, core::RngKey key);
@@ -271,7 +271,7 @@ class LayerwiseStep {
   core::Buffer<float> x_host_, dx_host_;
   std::vector<core::Buffer<float>> outputs_;
   core::Buffer<float> grad_host_[2];
-  // transforms_once: a layer's transformed rows (h, the per-head terms) and d(loss)/dh, all rows.
+  // Transform-once: a layer's transformed rows (h, the per-head terms) and d(loss)/dh, all rows.
   core::Buffer<float> h_host_, a_host_, dh_host_;
   Transformed transformed_;             // the running transform-once layer's store
   std::size_t transformed_offset_ = 0;  // kDevice: where it begins in outputs_dev_ (floats)

@@ -1,4 +1,4 @@
-// LayerwiseStep's transform-once passes (layerwise_step.hpp, transforms_once): a GAT layer's row
+// LayerwiseStep's transform-once passes (layerwise_step.hpp, LayerwisePlan::once): a GAT layer's row
 // transform over all its rows into the layer-wide store, its chunks' gathers from the store and
 // their d(loss)/dh into it, and the backward's last run over the rows (dW, the input gradient).
 #include <tbb/parallel_for.h>
