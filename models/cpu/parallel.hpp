@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/tsan_annotations.hpp"
@@ -60,6 +61,15 @@ void weighted_rows(int64_t rows, const graph::EdgeOffset* offsets, const graph::
   parallel_rows(rows, grain_for(edges_per_row(entries, rows) * f), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const std::span<T> o = out.row(r);
+#if GNNPIPE_CPU_AVX2
+      if constexpr (std::is_same_v<T, float> && std::is_same_v<graph::NodeId, int32_t>) {
+        if (has_avx2() && f > 0) {  // the row summed in registers, bitwise the loop below
+          weighted_row_avx2(o.data(), in.data, in.cols, neighbor, offsets[r], offsets[r + 1], weight, f);
+          epilogue(o);
+          continue;
+        }
+      }
+#endif
       std::fill(o.begin(), o.end(), T{0});
       for (int64_t k = offsets[r]; k < offsets[r + 1]; ++k) {
         const T w = weight(k);

@@ -50,6 +50,63 @@ inline void axpy_row_portable(T* o, const T* x, T w, int64_t n) {
   for (; c < n; ++c) o[c] += w * x[c];
 }
 
+// o = sum over the entries k in [begin, end) of w(k) * x_k, x_k = in + neighbor[k] * ld: 8 * V
+// floats (and a masked ninth vector of fewer than 8 when Tail) in registers, summed from +0 in
+// entry order, multiply then add, and stored once: every element bitwise as by zeroing o and
+// calling axpy_row per entry, without reading and writing o once per entry.
+template <int V, bool Tail, class Weight>
+[[gnu::target("avx2")]] inline void weighted_block_avx2(float* o, const float* in, int64_t ld, const int32_t* neighbor,
+                                                        int64_t begin, int64_t end, const Weight& weight,
+                                                        __m256i mask) {
+  constexpr int kVectors = V + (Tail ? 1 : 0);
+  __m256 acc[kVectors > 0 ? kVectors : 1];  // (V = 0 without a tail is never called: width >= 1)
+  for (int j = 0; j < kVectors; ++j) acc[j] = _mm256_setzero_ps();
+  for (int64_t k = begin; k < end; ++k) {
+    const __m256 w = _mm256_set1_ps(weight(k));
+    const float* x = in + static_cast<int64_t>(neighbor[k]) * ld;
+    for (int j = 0; j < V; ++j) acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(w, _mm256_loadu_ps(x + 8 * j)));
+    if constexpr (Tail) acc[V] = _mm256_add_ps(acc[V], _mm256_mul_ps(w, _mm256_maskload_ps(x + 8 * V, mask)));
+  }
+  for (int j = 0; j < V; ++j) _mm256_storeu_ps(o + 8 * j, acc[j]);
+  if constexpr (Tail) _mm256_maskstore_ps(o + 8 * V, mask, acc[V]);
+}
+
+template <bool Tail, class Weight>
+[[gnu::target("avx2")]] inline void weighted_block_avx2(int vectors, float* o, const float* in, int64_t ld,
+                                                        const int32_t* neighbor, int64_t begin, int64_t end,
+                                                        const Weight& weight, __m256i mask) {
+  switch (vectors) {
+    case 0: return weighted_block_avx2<0, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
+    case 1: return weighted_block_avx2<1, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
+    case 2: return weighted_block_avx2<2, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
+    case 3: return weighted_block_avx2<3, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
+    case 4: return weighted_block_avx2<4, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
+    case 5: return weighted_block_avx2<5, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
+    case 6: return weighted_block_avx2<6, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
+    case 7: return weighted_block_avx2<7, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
+    default: return weighted_block_avx2<8, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
+  }
+}
+
+// o[c] = sum over the entries k in [begin, end) of weight(k) * in[neighbor[k]][c] for c < n, in
+// blocks of 64 columns (eight registers), each summed over the entries in order: bitwise what
+// zeroing o and calling axpy_row_avx2 once per entry gives. o must not overlap in's rows.
+template <class Weight>
+[[gnu::target("avx2")]] inline void weighted_row_avx2(float* o, const float* in, int64_t ld, const int32_t* neighbor,
+                                                      int64_t begin, int64_t end, const Weight& weight, int64_t n) {
+  for (int64_t c = 0; c < n; c += 64) {
+    const int64_t width = n - c < 64 ? n - c : 64;
+    const int vectors = static_cast<int>(width / 8);
+    const int tail = static_cast<int>(width % 8);
+    if (tail == 0) {
+      weighted_block_avx2<false>(vectors, o + c, in + c, ld, neighbor, begin, end, weight, _mm256_setzero_si256());
+    } else {
+      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+      weighted_block_avx2<true>(vectors, o + c, in + c, ld, neighbor, begin, end, weight, mask);
+    }
+  }
+}
+
 // o[c] = o[c] + bias[c], then (relu) o[c] > 0 ? o[c] : 0: _mm256_max_ps(v, 0) returns its second
 // operand where v is NaN or either zero, so it is that expression bit for bit (-0 and NaN give +0).
 [[gnu::target("avx2")]] inline void bias_relu_row_avx2(float* o, const float* bias, int64_t n, bool relu) {

@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "cpu/parallel.hpp"
 #include "cpu/row_simd.hpp"
 #include "gnnpipe/core/rng.hpp"
 
@@ -60,5 +61,44 @@ TEST_CASE("bias_relu_row: bias_add then relu bit for bit, -0 and NaN to +0, noth
       models::cpu::detail::bias_relu_row(got.data(), bias.data(), n, relu);
       CHECK(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)) == 0);
     }
+  }
+}
+
+TEST_CASE("weighted_rows: a row summed in registers is bitwise the per-entry axpy loop, on every width",
+          "[models][spmm]") {
+  core::Rng rng(11, {3});
+  const int64_t rows = 5;
+  // Row r has r entries (row 0 none); neighbours repeat, and one weight is -0.
+  std::vector<graph::EdgeOffset> offsets{0};
+  std::vector<graph::NodeId> neighbor;
+  std::vector<float> weights;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = 0; k < r; ++k) {
+      neighbor.push_back(static_cast<graph::NodeId>((r * 7 + k * 3) % 9));
+      weights.push_back(k == 1 ? -0.0f : static_cast<float>(rng.uniform() * 2.0 - 1.0) / 3.0f);
+    }
+    offsets.push_back(static_cast<graph::EdgeOffset>(neighbor.size()));
+  }
+  const auto weight = [&](int64_t k) { return weights[static_cast<std::size_t>(k)]; };
+  std::vector<int64_t> widths;
+  for (int64_t n = 1; n <= 140; ++n) widths.push_back(n);
+  widths.push_back(256);
+  for (const int64_t n : widths) {
+    INFO("width " << n);
+    std::vector<float> in = random_row<float>(rng, 9 * n);
+    if (n > 3) in[2] = -0.0f;
+    const models::MatrixView<const float> x{in.data(), 9, n};
+    std::vector<float> got(static_cast<std::size_t>(rows * n + 3), 5.0f), expected = got;
+    for (int64_t r = 0; r < rows; ++r) {
+      float* o = expected.data() + r * n;
+      std::fill(o, o + n, 0.0f);
+      for (int64_t k = offsets[static_cast<std::size_t>(r)]; k < offsets[static_cast<std::size_t>(r) + 1]; ++k) {
+        models::cpu::detail::axpy_row_portable(o, x.row(neighbor[static_cast<std::size_t>(k)]).data(), weight(k), n);
+      }
+    }
+    models::cpu::detail::weighted_rows<float>(rows, offsets.data(), neighbor.data(),
+                                              static_cast<int64_t>(neighbor.size()), x,
+                                              models::MatrixView<float>{got.data(), rows, n}, weight);
+    CHECK(std::memcmp(got.data(), expected.data(), got.size() * sizeof(float)) == 0);  // the 3 past the rows untouched
   }
 }
