@@ -109,10 +109,21 @@ void scale_rows(ConstView<T> x, std::span<const float> factors, MatrixView<T> y)
                 "scale_rows: x {}, y {} and {} factors", shape_str(x), shape_str(y), factors.size());
   detail::parallel_rows(x.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const T f = static_cast<T>(factors[static_cast<std::size_t>(r)]);
-      const T* in = x.data + r * x.cols;
-      T* out = y.data + r * y.cols;
-      for (int64_t c = 0; c < x.cols; ++c) out[c] = in[c] * f;
+      detail::scale_row(y.data + r * y.cols, x.data + r * x.cols, static_cast<T>(factors[static_cast<std::size_t>(r)]),
+                        x.cols);
+    }
+  });
+}
+
+template <class T>
+void add_scaled_rows(ConstView<T> x, std::span<const float> factors, MatrixView<T> y) {
+  GNNPIPE_CHECK(x.rows == y.rows && x.cols == y.cols && static_cast<int64_t>(factors.size()) == x.rows,
+                "add_scaled_rows: x {}, y {} and {} factors", shape_str(x), shape_str(y), factors.size());
+  detail::parallel_rows(x.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      // y + f x, the product rounded first: axpy_row's o + w x (x * f == f * x exactly).
+      detail::axpy_row(y.data + r * y.cols, x.data + r * x.cols, static_cast<T>(factors[static_cast<std::size_t>(r)]),
+                       x.cols);
     }
   });
 }
@@ -126,7 +137,8 @@ void scale_rows(ConstView<T> x, std::span<const float> factors, MatrixView<T> y)
   template void elu_backward<T>(ConstView<T>, ConstView<T>, MatrixView<T>, T);        \
   template void leaky_relu<T>(ConstView<T>, MatrixView<T>, T);                        \
   template void leaky_relu_backward<T>(ConstView<T>, ConstView<T>, MatrixView<T>, T); \
-  template void scale_rows<T>(ConstView<T>, std::span<const float>, MatrixView<T>);
+  template void scale_rows<T>(ConstView<T>, std::span<const float>, MatrixView<T>);                 \
+  template void add_scaled_rows<T>(ConstView<T>, std::span<const float>, MatrixView<T>);
 GNNPIPE_INSTANTIATE(float)
 GNNPIPE_INSTANTIATE(double)
 #undef GNNPIPE_INSTANTIATE

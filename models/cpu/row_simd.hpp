@@ -50,6 +50,19 @@ inline void axpy_row_portable(T* o, const T* x, T w, int64_t n) {
   for (; c < n; ++c) o[c] += w * x[c];
 }
 
+// o[c] = x[c] * f over a row, 8 floats a step (a masked tail); o may be x (each element is read,
+// then written). A product is exact IEEE either way: bitwise the scalar loop.
+[[gnu::target("avx2")]] inline void scale_row_avx2(float* o, const float* x, float f, int64_t n) {
+  const __m256 fv = _mm256_set1_ps(f);
+  int64_t c = 0;
+  for (; c + 8 <= n; c += 8) _mm256_storeu_ps(o + c, _mm256_mul_ps(_mm256_loadu_ps(x + c), fv));
+  if (c < n) {
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - c)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    _mm256_maskstore_ps(o + c, mask, _mm256_mul_ps(_mm256_maskload_ps(x + c, mask), fv));
+  }
+}
+
 // o = sum over the entries k in [begin, end) of w(k) * x_k, x_k = in + neighbor[k] * ld: 8 * V
 // floats (and a masked ninth vector of fewer than 8 when Tail) in registers, summed from +0 in
 // entry order, multiply then add, and stored once: every element bitwise as by zeroing o and
@@ -142,6 +155,19 @@ inline void bias_relu_row(T* o, const T* bias, int64_t n, bool relu) {
   if (relu) {
     for (int64_t c = 0; c < n; ++c) o[c] = o[c] > T{0} ? o[c] : T{0};
   }
+}
+
+template <class T>
+inline void scale_row(T* o, const T* x, T f, int64_t n) {
+#if GNNPIPE_CPU_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (has_avx2()) {
+      scale_row_avx2(o, x, f, n);
+      return;
+    }
+  }
+#endif
+  for (int64_t c = 0; c < n; ++c) o[c] = x[c] * f;
 }
 
 template <class T>

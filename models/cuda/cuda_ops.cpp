@@ -362,6 +362,13 @@ void scale_rows(const OpContext& ctx, ConstView<T> x, std::span<const float> fac
 }
 
 template <class T>
+void add_scaled_rows(const OpContext& ctx, ConstView<T> x, std::span<const float> factors, MatrixView<T> y) {
+  GNNPIPE_CHECK(x.rows == y.rows && x.cols == y.cols && static_cast<int64_t>(factors.size()) == x.rows,
+                "add_scaled_rows: x {}, y {} and {} factors", shape_str(x), shape_str(y), factors.size());
+  launch_add_scaled_rows<T>(x.data, x.rows, x.cols, factors.data(), y.data, stream_of(ctx));
+}
+
+template <class T>
 void gru_cell(const OpContext& ctx, ConstView<T> gi, ConstView<T> gh, ConstView<T> h, MatrixView<T> h_new) {
   const int64_t c = h_new.cols;
   GNNPIPE_CHECK(gi.cols == 3 * c && gh.rows == gi.rows && gh.cols == gi.cols && h.rows == gi.rows && h.cols <= c &&

@@ -141,6 +141,15 @@ __global__ void scale_rows_kernel(const T* x, int64_t n, int64_t cols, const flo
   }
 }
 
+// y[i] += x[i] * T(factors[i / cols]): mul_rn then add_rn (never contracted to an FMA), as the CPU.
+template <class T>
+__global__ void add_scaled_rows_kernel(const T* __restrict__ x, int64_t n, int64_t cols,
+                                       const float* __restrict__ factors, T* __restrict__ y) {
+  for (int64_t i = util::global_thread(); i < n; i += util::grid_threads()) {
+    y[i] = add_rn(y[i], mul_rn(x[i], static_cast<T>(factors[i / cols])));
+  }
+}
+
 void zero_loss(double* loss, cudaStream_t stream) {
   GNNPIPE_CUDA_CHECK(cudaMemsetAsync(loss, 0, sizeof(double), stream));  // all-zero bits: 0.0
 }
@@ -194,13 +203,22 @@ void launch_scale_rows(const T* x, int64_t rows, int64_t cols, const float* fact
   GNNPIPE_CUDA_CHECK(cudaGetLastError());
 }
 
+template <class T>
+void launch_add_scaled_rows(const T* x, int64_t rows, int64_t cols, const float* factors, T* y, cudaStream_t stream) {
+  const int64_t n = rows * cols;
+  if (n <= 0) return;
+  add_scaled_rows_kernel<T><<<util::grid_for(n, kBlockThreads), kBlockThreads, 0, stream>>>(x, n, cols, factors, y);
+  GNNPIPE_CUDA_CHECK(cudaGetLastError());
+}
+
 #define GNNPIPE_INSTANTIATE(T)                                                                                        \
   template void launch_softmax_kl<T>(const T*, const T*, int64_t, int64_t, const float*, T, T*, T*, double*, double*, \
                                      cudaStream_t);                                                                   \
   template void launch_softmax_entropy<T>(const T*, int64_t, int64_t, const float*, T, T*, double*, double*,          \
                                           cudaStream_t);                                                              \
   template void launch_softmax_entropy_scatter<T>(const T*, int64_t, int64_t, const int32_t*, float*, cudaStream_t);  \
-  template void launch_scale_rows<T>(const T*, int64_t, int64_t, const float*, T*, cudaStream_t);
+  template void launch_scale_rows<T>(const T*, int64_t, int64_t, const float*, T*, cudaStream_t);                  \
+  template void launch_add_scaled_rows<T>(const T*, int64_t, int64_t, const float*, T*, cudaStream_t);
 GNNPIPE_INSTANTIATE(float)
 GNNPIPE_INSTANTIATE(double)
 #undef GNNPIPE_INSTANTIATE

@@ -244,6 +244,9 @@ void launch_softmax_entropy_scatter(const T* logits, int64_t rows, int64_t cols,
 // y[r, c] = x[r, c] * T(factors[r]) over rows x cols (cpu twin: ops/elementwise.hpp); y may equal x.
 template <class T>
 void launch_scale_rows(const T* x, int64_t rows, int64_t cols, const float* factors, T* y, cudaStream_t stream);
+// y[r, c] += x[r, c] * T(factors[r]), the product rounded before the sum (cpu twin: ops/elementwise.hpp).
+template <class T>
+void launch_add_scaled_rows(const T* x, int64_t rows, int64_t cols, const float* factors, T* y, cudaStream_t stream);
 
 // --- optimizers (cpu twins: adam.cpp, optimizer.cpp) ----------------------------------------------
 // Adam, element i < n: g = grad[i] + decay[i] * w[i]; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;

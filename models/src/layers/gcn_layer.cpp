@@ -68,8 +68,8 @@ void GcnLayer<T>::forward_input(const graph::Block& block, LayerInput<T> x, Matr
                 "GCN layer {}->{}: input {}x{}, output {}x{} for a block of {} sources, {} destinations", in_, out_,
                 x.rows(), x.cols(), y.rows, y.cols, block.num_src, block.num_dst);
   x_ = x;
-  const MatrixView<T> h = h_.matrix(ctx_, x.rows(), out_);
-  x.times(ctx_, params_.value(weight_), h);
+  // h_ is backward's dh; x W itself may be a shared view's product, read in place.
+  const MatrixView<const T> h = x.product(ctx_, params_.value(weight_), h_.matrix(ctx_, x.rows(), out_));
   ops::spmm_bias<T>(ctx_, block, h, params_.value(bias_), relu, y);
 }
 

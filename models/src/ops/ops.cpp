@@ -269,6 +269,12 @@ void scale_rows(const OpContext& ctx, ConstView<T> x, std::span<const float> fac
 }
 
 template <class T>
+void add_scaled_rows(const OpContext& ctx, ConstView<T> x, std::span<const float> factors, MatrixView<T> y) {
+  GNNPIPE_ON_CUDA(add_scaled_rows<T>(ctx, x, factors, y));
+  cpu::add_scaled_rows<T>(x, factors, y);
+}
+
+template <class T>
 void zero(const OpContext& ctx, MatrixView<T> x) {
   GNNPIPE_ON_CUDA(zero<T>(ctx, x));
   std::fill(x.data, x.data + x.size(), T{0});

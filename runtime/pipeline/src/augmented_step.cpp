@@ -117,11 +117,9 @@ std::vector<std::size_t> AugmentedStep::arrays(const models::GnnModel<float>& mo
                                  d(targets),
                                  d(3),
                                  d(3)};
-  // shared_: the backwards are the original view's (h), the previous view's and the new view's
-  // (kl); every one after the first has row factors.
+  // shared_: the backwards are the original view's (h), the previous view's and the new view's (kl).
   const int backwards = (h ? 1 : 0) + 1 + (kl ? 1 : 0);
-  const auto shared_bytes = models::SharedInput<float>::arrays(first.num_src, model.layer_out_dim(0), backwards,
-                                                               backwards - 1);
+  const auto shared_bytes = models::SharedInput<float>::arrays(first.num_src, model.layer_out_dim(0), backwards);
   for (const std::size_t b : shared_bytes) bytes.push_back(shared ? b : 0);
   GNNPIPE_CHECK(bytes.size() == kOwnArrays, "MH-Aug: {} arrays of its own, not {}", bytes.size(), kOwnArrays);
   // kept_: the new view's forward held aside (kl, a model that can).

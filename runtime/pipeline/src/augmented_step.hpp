@@ -65,8 +65,8 @@ class AugmentedStep {
   models::DeviceArray<float> x_view_, dz_, new_logits_, dz_new_;
   models::SharedInput<float> shared_;
   models::GnnModel<float>::KeptForward kept_;
-  // x_view_, dz_, new_logits_, dz_new_, scratch_, terms_, ones_ and shared_'s three (then kept_'s).
-  static constexpr std::size_t kOwnArrays = 10;
+  // x_view_, dz_, new_logits_, dz_new_, scratch_, terms_, ones_ and shared_'s two (then kept_'s).
+  static constexpr std::size_t kOwnArrays = 9;
   models::DeviceArray<double> scratch_, terms_, ones_;
 };
 

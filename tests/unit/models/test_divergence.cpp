@@ -251,6 +251,37 @@ TEST_CASE("scale_rows: per-row factors, in place and out of place", "[models][di
         std::string::npos);
 }
 
+TEMPLATE_TEST_CASE("scale_rows and add_scaled_rows: every width bitwise the scalar products, the sum after the "
+                   "rounded product", "[models][divergence]", float, double) {
+  core::Rng rng(12, {5});
+  for (const int64_t cols : {1, 7, 8, 9, 16, 31, 64, 67, 256}) {
+    INFO("width " << cols);
+    const int64_t rows = 5;
+    Matrix<TestType> x(rows, cols), y0(rows, cols);
+    for (TestType& v : x.view().flat()) v = static_cast<TestType>(rng.uniform() * 2.0 - 1.0) / TestType{3};
+    for (TestType& v : y0.view().flat()) v = static_cast<TestType>(rng.uniform() * 2.0 - 1.0) / TestType{7};
+    const std::vector<float> f{0.3f, -1.7f, 0.0f, 1.0f, 2.0f / 3.0f};
+    Matrix<TestType> scaled(rows, cols), sum(rows, cols);
+    std::vector<TestType> want_scaled, want_sum;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const TestType p = x(r, c) * static_cast<TestType>(f[static_cast<std::size_t>(r)]);
+        want_scaled.push_back(p);
+        want_sum.push_back(y0(r, c) + p);
+      }
+    }
+    ops::scale_rows<TestType>(host(), x.cview(), f, scaled.view());
+    CHECK(test::values_of(scaled.cview()) == want_scaled);
+    std::copy(y0.cview().flat().begin(), y0.cview().flat().end(), sum.view().flat().begin());
+    ops::add_scaled_rows<TestType>(host(), x.cview(), f, sum.view());
+    CHECK(test::values_of(sum.cview()) == want_sum);
+  }
+  Matrix<TestType> x(3, 2), wrong(2, 2);
+  CHECK(test::error_of([&] {
+          ops::add_scaled_rows<TestType>(host(), x.cview(), std::vector<float>{1, 2, 3}, wrong.view());
+        }).find("add_scaled_rows: x [3 x 2], y [2 x 2] and 3 factors") != std::string::npos);
+}
+
 TEST_CASE("softmax_kl and softmax_entropy: bad shapes, weights and outputs are refused",
           "[models][divergence][errors]") {
   const Matrix<double> p(2, 3);

@@ -48,6 +48,10 @@ struct LayerInput {
 
   // h = x w.
   void times(const OpContext& ctx, ConstView<T> w, MatrixView<T> h) const;
+  // x w, formed in `scratch` (x.rows() x w.cols) or, for a view of a SharedInput without row
+  // factors, the shared product itself (valid until the SharedInput's next step; no copy): for a
+  // layer that reads x w once and keeps nothing of it (GCN).
+  MatrixView<const T> product(const OpContext& ctx, ConstView<T> w, MatrixView<T> scratch) const;
   // dw += x^T dh (for a shared input: once flush() runs).
   void transposed_times_add(const OpContext& ctx, ConstView<T> dh, MatrixView<T> dw) const;
 };
@@ -86,21 +90,23 @@ class SharedInput {
     base_->transposed_times_add(ctx, grad_.view(base_->rows(), grad_cols_), grad_target_);
   }
   void release(const core::Stream& stream) {
-    for (DeviceArray<T>* a : {&product_, &grad_, &scaled_}) a->release(stream);
+    for (DeviceArray<T>* a : {&product_, &grad_}) a->release(stream);
     reset();
   }
-  // The memory governor's arithmetic: the bytes of the product, the gradient sum and the scaled
-  // gradient a step grows for `rows` input rows and a weight of `cols` columns, with `backwards`
-  // backwards of which `later_scaled` come after the first and have row factors.
-  static std::vector<std::size_t> arrays(int64_t rows, int64_t cols, int backwards, int later_scaled) {
+  // The memory governor's arithmetic: the bytes of the product and of the gradient sum a step
+  // grows for `rows` input rows and a weight of `cols` columns, with `backwards` backwards (later
+  // views add their scaled gradients into the sum in place: ops::add_scaled_rows).
+  static std::vector<std::size_t> arrays(int64_t rows, int64_t cols, int backwards) {
     const auto bytes = static_cast<std::size_t>(rows * cols) * sizeof(T);
-    return {bytes, backwards > 0 ? bytes : 0, later_scaled > 0 ? bytes : 0};
+    return {bytes, backwards > 0 ? bytes : 0};
   }
 
  private:
   friend struct LayerInput<T>;
 
-  void times(const OpContext& ctx, ConstView<T> w, std::span<const float> factors, MatrixView<T> h) {
+  // x w for the view of `factors`: the shared product (formed by the first view), or its rows
+  // scaled into h.
+  MatrixView<const T> times(const OpContext& ctx, ConstView<T> w, std::span<const float> factors, MatrixView<T> h) {
     const int64_t rows = base_->rows();
     if (!product_ready_) {
       base_->times(ctx, w, product_.matrix(ctx, rows, w.cols));
@@ -110,11 +116,9 @@ class SharedInput {
     GNNPIPE_CHECK(w.data == weight_ && h.rows == rows && h.cols == w.cols,
                   "SharedInput: a view's product with another weight or of another shape ({}x{})", h.rows, h.cols);
     const MatrixView<const T> product = product_.view(rows, w.cols);
-    if (factors.empty()) {
-      ops::copy<T>(ctx, product, h);
-    } else {
-      ops::scale_rows<T>(ctx, product, factors, h);
-    }
+    if (factors.empty()) return product;
+    ops::scale_rows<T>(ctx, product, factors, h);
+    return h;
   }
 
   void add_gradient(const OpContext& ctx, ConstView<T> dh, std::span<const float> factors, MatrixView<T> dw) {
@@ -138,14 +142,12 @@ class SharedInput {
     if (factors.empty()) {
       ops::axpy<T>(ctx, T{1}, dh, g);
     } else {
-      const MatrixView<T> scaled = scaled_.matrix(ctx, rows, dh.cols);
-      ops::scale_rows<T>(ctx, dh, factors, scaled);
-      ops::axpy<T>(ctx, T{1}, scaled, g);
+      ops::add_scaled_rows<T>(ctx, dh, factors, g);  // bitwise scaling into a scratch array, then adding it
     }
   }
 
   std::optional<LayerInput<T>> base_;
-  DeviceArray<T> product_, grad_, scaled_;  // x W; sum_v diag(f_v) dh_v; one diag(f_v) dh_v
+  DeviceArray<T> product_, grad_;  // x W; sum_v diag(f_v) dh_v
   const T* weight_ = nullptr;               // the weight product_ was formed with
   MatrixView<T> grad_target_{};
   int64_t grad_cols_ = 0;
@@ -155,12 +157,20 @@ class SharedInput {
 template <class T>
 void LayerInput<T>::times(const OpContext& ctx, ConstView<T> w, MatrixView<T> h) const {
   if (shared != nullptr) {
-    shared->times(ctx, w, row_factors, h);
+    const MatrixView<const T> p = shared->times(ctx, w, row_factors, h);
+    if (p.data != h.data) ops::copy<T>(ctx, p, h);
   } else if (is_sparse()) {
     ops::csr_gemm<T>(ctx, sparse, w, h);
   } else {
     ops::gemm<T>(ctx, false, false, T{1}, dense, w, T{0}, h);
   }
+}
+
+template <class T>
+MatrixView<const T> LayerInput<T>::product(const OpContext& ctx, ConstView<T> w, MatrixView<T> scratch) const {
+  if (shared != nullptr) return shared->times(ctx, w, row_factors, scratch);
+  times(ctx, w, scratch);
+  return scratch;
 }
 
 template <class T>

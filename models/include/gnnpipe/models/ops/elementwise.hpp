@@ -44,5 +44,8 @@ void leaky_relu_backward(ConstView<T> y, ConstView<T> dy, MatrixView<T> dx, std:
 // rows). x and y share one shape and may be the same matrix; factors.size() must be x.rows.
 template <class T>
 void scale_rows(ConstView<T> x, std::span<const float> factors, MatrixView<T> y);
+// y[r, c] += x[r, c] * T(factors[r]), the product rounded before the sum (ops::add_scaled_rows).
+template <class T>
+void add_scaled_rows(ConstView<T> x, std::span<const float> factors, MatrixView<T> y);
 
 }  // namespace gnnpipe::models::cpu
