@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "gnnpipe/core/check.hpp"
@@ -23,6 +24,7 @@
 #include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/models/op_context.hpp"
 #include "gnnpipe/models/ops/metrics.hpp"
+#include "gnnpipe/models/ops/sparse_input.hpp"
 #include "gnnpipe/pipeline/inference_plan.hpp"
 #include "gnnpipe/pipeline/layerwise_inference.hpp"
 #include "device_budget.hpp"
@@ -226,6 +228,18 @@ nlohmann::json inference_memory_json(const InferenceModel& im, const pipeline::I
           {"peak_host_bytes", core::peak_rss_bytes()}};
 }
 
+// The features' non-zeros where layer 0 may read them in CSR form (on the CPU, as evaluation does:
+// DECISIONS.md 2026-12-02): the model's first layer infers through x W, the input is the float32
+// features themselves (no learned embedding) and sparse by cpu::sparse_nonzeros' rule.
+std::optional<int64_t> sparse_feature_nonzeros(const config::ExperimentConfig& c, const models::GnnModel<float>& model,
+                                               const graph::FeatureStore& input, bool embedding_input) {
+  if (c.run.device.is_cuda() || !c.run.ops.sparse_input || embedding_input || !model.infers_sparse_input() ||
+      input.is_16bit() || input.cols() == 0) {
+    return std::nullopt;
+  }
+  return models::cpu::sparse_nonzeros<float>({input.float_values().data(), input.rows(), input.cols()});
+}
+
 }  // namespace
 
 nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const InferOptions& options) {
@@ -257,8 +271,32 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
   // Layer 0 reads the features, or the learned embedding's rows.
   std::vector<float> embedding_copy;
   const graph::FeatureStore input = pipeline::layerwise_input(model, d.features, model.context().stream(), embedding_copy);
-  const pipeline::InferenceChunks chunks = pipeline::plan_inference_chunks(
-      model, d.graph, input.cols(), im.allowance(), c.sampler.eval_chunk_nodes, arrays);
+  // Sparse features' CSR form takes its bytes of the budget first. It is used where the chunks
+  // planned beside it cut no more rows and number at most a quarter more than without it (a tight
+  // budget keeps the dense rows: whole in-edges matter more than a cheaper layer 0).
+  const auto plan = [&](std::size_t allowance) {
+    return pipeline::plan_inference_chunks(model, d.graph, input.cols(), allowance, c.sampler.eval_chunk_nodes, arrays);
+  };
+  pipeline::InferenceChunks chunks = plan(im.allowance());
+  const std::optional<int64_t> nnz = sparse_feature_nonzeros(c, model, input, !embedding_copy.empty());
+  const std::size_t sparse_bytes = nnz ? models::cpu::sparse_rows_bytes(input.rows(), *nnz, sizeof(float)) : 0;
+  std::size_t sparse_charge = nnz ? memory::CachingAllocator::size_class(sparse_bytes) : 0;
+  if (sparse_charge > 0) {
+    std::optional<pipeline::InferenceChunks> beside;
+    if (sparse_charge < im.allowance()) {
+      try {
+        beside = plan(im.allowance() - sparse_charge);
+      } catch (const core::OutOfBudget&) {
+      }
+    }
+    if (beside && beside->rows_cut <= chunks.rows_cut && 4 * beside->chunks() <= 5 * chunks.chunks()) {
+      chunks = std::move(*beside);
+    } else {
+      log.info("infer: the features' CSR form ({}) would leave the chunks too little of the budget: dense rows",
+               core::format_bytes(sparse_charge));
+      sparse_charge = 0;
+    }
+  }
   graph::NodeScores scores;
   if (chunks.rows_cut > 0) scores = graph::node_scores(d.graph, c.memory.cut, {.cache_dir = partition_cache_dir(c.sampler)});
   const pipeline::InferenceCut cut{&scores,
@@ -283,6 +321,16 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
     log.info("{}", threads.line());
     models::Matrix<float> embeddings;
     core::Stopwatch watch;
+    models::DeviceArray<std::byte> sparse_buffer;  // the CSR form, in the budget's memory
+    models::SparseRowsView<float> sparse{};
+    if (sparse_charge > 0) {
+      std::byte* buffer = sparse_buffer.ensure(model.context(), sparse_bytes);
+      sparse = models::cpu::sparse_rows<float>({input.float_values().data(), input.rows(), input.cols()}, *nnz,
+                                               {buffer, sparse_bytes});
+      log.info("infer: layer 0 reads the features in CSR form: {} non-zeros ({:.2f} % of {} x {}), {}", *nnz,
+               100.0 * static_cast<double>(*nnz) / static_cast<double>(input.rows() * input.cols()), input.rows(),
+               input.cols(), core::format_bytes(sparse_bytes));
+    }
     models::Matrix<float> logits = pipeline::infer_layerwise(
         model, d.graph, input,
         {.chunk_nodes = c.sampler.eval_chunk_nodes,
@@ -291,7 +339,8 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
          .cut = cut,
          .charge_packed = true,
          // What the plan leaves of the allowance holds a second packed chunk, for copies beside layers.
-         .overlap_bytes = im.allowance() - std::min(im.allowance(), chunks.largest_bytes),
+         .overlap_bytes = im.allowance() - std::min(im.allowance(), chunks.largest_bytes + sparse_charge),
+         .sparse_features = sparse_charge > 0 ? &sparse : nullptr,
          .on_layer = [&](std::size_t l, const models::Matrix<float>& y) {
            if (options.embeddings_layer && static_cast<std::size_t>(*options.embeddings_layer) == l) {
              embeddings = models::Matrix<float>(y.rows(), y.cols());
@@ -322,6 +371,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
         {"chunks", chunks.chunks()},
         {"largest_chunk_nodes", chunks.largest_chunk_nodes},
         {"rows_cut", chunks.rows_cut},
+        {"sparse_feature_nonzeros", sparse_charge > 0 ? nlohmann::json(*nnz) : nlohmann::json(nullptr)},
         {"edges_cut", chunks.edges_cut},
         {"cut", std::string(memory::to_string(c.memory.cut))},
         {"outputs", staged.names()},
