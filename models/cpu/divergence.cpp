@@ -10,30 +10,33 @@
 namespace gnnpipe::models::cpu {
 namespace {
 
-// log sum_c exp(x[c]): the maximum (in T) subtracted, the sum in double in column order. The CUDA
-// twins (divergence_kernels.cu) fold in the same order.
+// The softmax of a row of cols >= 1 values, in double: e[c] = exp(x[c] - max) (the maximum in T)
+// and their sum in column order; log_z = max + log(sum), and each p_c = e[c] / sum. One exp per
+// element (formerly two: p_c was exp(x_c - log_z) again); the CUDA twins (divergence_kernels.cu)
+// keep the second exp, within their parity bound of the CPU's (tests/gpu).
 template <class T>
-double log_sum_exp(const T* x, int64_t cols) {
+double row_softmax(const T* x, int64_t cols, double* e, double& sum) {
   const double max = *std::max_element(x, x + cols);
-  double sum = 0;
-  for (int64_t c = 0; c < cols; ++c) sum += std::exp(static_cast<double>(x[c]) - max);
+  sum = 0;
+  for (int64_t c = 0; c < cols; ++c) {
+    e[c] = std::exp(static_cast<double>(x[c]) - max);
+    sum += e[c];
+  }
   return max + std::log(sum);
 }
 
-// H = -sum_c p_c log p_c of softmax(x) over a row of cols >= 1 values, log_z its log_sum_exp;
-// each p_c = exp(x_c - log_z) also into p[c] when p is given (a gradient reads them again).
+// H = -sum_c p_c log p_c of softmax(x) over a row, from row_softmax's e, sum and log_z; each p_c
+// is left in e[c].
 template <class T>
-double row_entropy(const T* x, int64_t cols, double log_z, double* p = nullptr) {
+double row_entropy(const T* x, int64_t cols, double log_z, double* e, double sum) {
   double plogp = 0;
   for (int64_t c = 0; c < cols; ++c) {
     const double lp = static_cast<double>(x[c]) - log_z;
-    const double pc = std::exp(lp);
-    if (p != nullptr) p[c] = pc;
-    plogp += pc * lp;
+    e[c] /= sum;
+    plogp += e[c] * lp;
   }
   return -plogp;
 }
-
 
 }  // namespace
 
@@ -49,18 +52,20 @@ double softmax_kl(ConstView<T> p_logits, ConstView<T> q_logits, std::span<const 
   const int64_t rows = p_logits.rows, cols = p_logits.cols;
   if (rows == 0 || cols == 0) return 0.0;
   std::vector<double> row_kl(static_cast<std::size_t>(rows));
-  detail::parallel_rows(rows, detail::grain_for(6 * cols), [&](int64_t begin, int64_t end) {
-    std::vector<double> p_row(static_cast<std::size_t>(cols));  // exp(lp), formed once a row
+  detail::parallel_rows(rows, detail::grain_for(4 * cols), [&](int64_t begin, int64_t end) {
+    // Each row's softmaxes, formed once (one exp per element of either row).
+    std::vector<double> p_row(static_cast<std::size_t>(cols)), q_row(static_cast<std::size_t>(cols));
     for (int64_t i = begin; i < end; ++i) {
       const T* xp = p_logits.row(i).data();
       const T* xq = q_logits.row(i).data();
-      const double lzp = log_sum_exp(xp, cols), lzq = log_sum_exp(xq, cols);
+      double sum_p = 0, sum_q = 0;
+      const double lzp = row_softmax(xp, cols, p_row.data(), sum_p);
+      const double lzq = row_softmax(xq, cols, q_row.data(), sum_q);
       double kl = 0;
       for (int64_t c = 0; c < cols; ++c) {
         const double lp = static_cast<double>(xp[c]) - lzp, lq = static_cast<double>(xq[c]) - lzq;
-        const double p = std::exp(lp);
-        p_row[static_cast<std::size_t>(c)] = p;
-        kl += p * (lp - lq);
+        p_row[static_cast<std::size_t>(c)] /= sum_p;
+        kl += p_row[static_cast<std::size_t>(c)] * (lp - lq);
       }
       const double w = weights[static_cast<std::size_t>(i)];
       const double s = static_cast<double>(scale) * w;
@@ -70,7 +75,7 @@ double softmax_kl(ConstView<T> p_logits, ConstView<T> q_logits, std::span<const 
         const double lp = static_cast<double>(xp[c]) - lzp, lq = static_cast<double>(xq[c]) - lzq;
         const double p = p_row[static_cast<std::size_t>(c)];
         gp[c] += static_cast<T>(s * p * ((lp - lq) - kl));
-        gq[c] = static_cast<T>(s * (std::exp(lq) - p));
+        gq[c] = static_cast<T>(s * (q_row[static_cast<std::size_t>(c)] / sum_q - p));
       }
       row_kl[static_cast<std::size_t>(i)] = w * kl;
     }
@@ -88,12 +93,13 @@ double softmax_entropy(ConstView<T> logits, std::span<const float> weights, std:
   const int64_t rows = logits.rows, cols = logits.cols;
   if (rows == 0 || cols == 0) return 0.0;
   std::vector<double> row_h(static_cast<std::size_t>(rows));
-  detail::parallel_rows(rows, detail::grain_for(4 * cols), [&](int64_t begin, int64_t end) {
-    std::vector<double> p_row(static_cast<std::size_t>(cols));  // exp(lp), formed once a row
+  detail::parallel_rows(rows, detail::grain_for(3 * cols), [&](int64_t begin, int64_t end) {
+    std::vector<double> p_row(static_cast<std::size_t>(cols));  // the row's softmax, formed once
     for (int64_t i = begin; i < end; ++i) {
       const T* x = logits.row(i).data();
-      const double log_z = log_sum_exp(x, cols);
-      const double h = row_entropy(x, cols, log_z, p_row.data());
+      double sum = 0;
+      const double log_z = row_softmax(x, cols, p_row.data(), sum);
+      const double h = row_entropy(x, cols, log_z, p_row.data(), sum);
       const double w = weights[static_cast<std::size_t>(i)];
       const double neg_s = -(static_cast<double>(scale) * w);
       T* d = dlogits.row(i).data();
@@ -117,10 +123,16 @@ void softmax_entropy_scatter(ConstView<T> logits, std::span<const graph::NodeId>
   const int64_t rows = logits.rows, cols = logits.cols;
   GNNPIPE_CHECK(rows == 0 || out != nullptr, "softmax_entropy_scatter: no output for {} rows", rows);
   const double log_cols = cols > 1 ? std::log(static_cast<double>(cols)) : 0.0;
-  detail::parallel_rows(rows, detail::grain_for(3 * cols), [&](int64_t begin, int64_t end) {
+  detail::parallel_rows(rows, detail::grain_for(2 * cols), [&](int64_t begin, int64_t end) {
+    std::vector<double> e(static_cast<std::size_t>(cols));
     for (int64_t r = begin; r < end; ++r) {
       const T* x = logits.row(r).data();
-      const double h = cols > 1 ? row_entropy(x, cols, log_sum_exp(x, cols)) / log_cols : 0.0;
+      double h = 0.0;
+      if (cols > 1) {
+        double sum = 0;
+        const double log_z = row_softmax(x, cols, e.data(), sum);
+        h = row_entropy(x, cols, log_z, e.data(), sum) / log_cols;
+      }
       out[ids[static_cast<std::size_t>(r)]] = static_cast<float>(h);
     }
   });

@@ -3,7 +3,9 @@
 // through shuffles, then each sum over the row's columns in double, folded in column order by every
 // lane (the CPU twin's order); lane 0 writes the row value to the scratch and one block totals the
 // row values in a fixed order (launch_ordered_total, loss_kernels.cu). Deterministic, no atomics, no
-// host sync. Arithmetic is uncontracted (util::add_rn and friends), as the CPU twin rounds it.
+// host sync. Arithmetic is uncontracted (util::add_rn and friends), as the CPU twin rounds it. The
+// CPU twin forms each softmax value as exp(x_c - max) / sum (one exp an element), these kernels as
+// exp(x_c - log_z): equal to double rounding, far inside the parity bound (tests/gpu).
 #include <cmath>
 #include <cstdint>
 #include <limits>
