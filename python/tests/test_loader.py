@@ -222,14 +222,20 @@ def torch_sage(data, fanouts, batch_size, epochs, seed, eval_every=1, hidden=64,
 # One seed's test accuracy moves by a point or two with the seed in either framework (Cora's 1,000
 # test nodes; SAGE on Amazon's raw counts, whose early epochs are noisier still: PyG's own accuracy
 # spreads by 11 pp over seeds, docs/BENCHMARKS.md). So the means of several seeds are compared:
-# Cora ten seeds of 50 epochs, Amazon two of 100 (evaluated every 5). 4 to 14 minutes on 2-core VMs.
+# Cora ten seeds of 50 epochs within 1 point, Amazon two of 100 (evaluated every 5) within 2.5
+# points: Amazon's two seeds spread by 2.5-3 points in each framework. On a 2-core AMD EPYC VM
+# (2026-12-07) gnnpipe gave 0.862 and 0.886, torch 0.874 and 0.843: means 1.6 points apart. The
+# build before, whose CI run (on another VM) had them within 1 point, computes the same here
+# (checked: gnnpipe's parameters after 20 epochs bitwise, torch's accuracy after 10 epochs with
+# either build's module). 4 to 14 minutes on 2-core VMs.
 @pytest.mark.skipif(torch is None, reason="no torch (python3-torch)")
-@pytest.mark.parametrize("name,config,data,batch,epochs,eval_every,seeds", [
-    ("cora", "cora_sage_neighbor.yaml", {"path": "cora", "normalize_features": "row"}, 64, 50, 1, tuple(range(10))),
-    ("amazon", "amazon_computers_sage_neighbor.yaml", "amazon-computers", 1024, 100, 5, (0, 1)),
+@pytest.mark.parametrize("name,config,data,batch,epochs,eval_every,seeds,tolerance", [
+    ("cora", "cora_sage_neighbor.yaml", {"path": "cora", "normalize_features": "row"}, 64, 50, 1, tuple(range(10)),
+     0.01),
+    ("amazon", "amazon_computers_sage_neighbor.yaml", "amazon-computers", 1024, 100, 5, (0, 1), 0.025),
 ])
 def test_a_torch_sage_trained_by_the_loader_matches_gnnpipe_run(tmp_path, name, config, data, batch, epochs, eval_every,
-                                                                seeds):
+                                                                seeds, tolerance):
     if not os.path.isdir(os.path.join(DATA, data if isinstance(data, str) else data["path"])):
         pytest.skip(f"no {name} in {DATA}")
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
@@ -243,7 +249,7 @@ def test_a_torch_sage_trained_by_the_loader_matches_gnnpipe_run(tmp_path, name, 
         theirs.append(torch_sage(data, [15, 10], batch, epochs, seed, eval_every=eval_every))
     print(f"{name}: gnnpipe run {np.mean(ours):.4f} {np.round(ours, 4).tolist()}, "
           f"torch + gnnpipe.loader {np.mean(theirs):.4f} {np.round(theirs, 4).tolist()}")
-    assert abs(np.mean(ours) - np.mean(theirs)) <= 0.01
+    assert abs(np.mean(ours) - np.mean(theirs)) <= tolerance
 
 
 def test_float32_features_are_read_in_place_and_kept_alive():

@@ -240,6 +240,68 @@ std::optional<int64_t> sparse_feature_nonzeros(const config::ExperimentConfig& c
   return models::cpu::sparse_nonzeros<float>({input.float_values().data(), input.rows(), input.cols()});
 }
 
+// The features' CSR form in `buffer` (the model context's memory, which the budget counts).
+models::SparseRowsView<float> build_sparse_features(models::GnnModel<float>& model, const graph::FeatureStore& input,
+                                                    int64_t nnz, std::size_t bytes,
+                                                    models::DeviceArray<std::byte>& buffer) {
+  std::byte* data = buffer.ensure(model.context(), bytes);
+  const models::SparseRowsView<float> view =
+      models::cpu::sparse_rows<float>({input.float_values().data(), input.rows(), input.cols()}, nnz, {data, bytes});
+  core::logger().info("infer: layer 0 reads the features in CSR form: {} non-zeros ({:.2f} % of {} x {}), {}", nnz,
+                      100.0 * static_cast<double>(nnz) / static_cast<double>(input.rows() * input.cols()),
+                      input.rows(), input.cols(), core::format_bytes(bytes));
+  return view;
+}
+
+// The run directory of an inference job: no metrics, unfinished until its outputs are in; an
+// --out in use by another infer is refused.
+RunDirectoryOptions infer_directory_options(const InferOptions& options) {
+  RunDirectoryOptions dir_options = options.out;
+  dir_options.metrics = false;
+  dir_options.unfinished_marker = true;
+  if (dir_options.out.empty() && dir_options.suffix.empty()) dir_options.suffix = "-infer";
+  if (!dir_options.out.empty()) dir_options.lock = claim_infer_output_dir(dir_options.out);
+  return dir_options;
+}
+
+// The chunks of an inference job, and whether layer 0 reads the features' CSR form. That form
+// takes its bytes of the budget first; it is used where the chunks planned beside it cut no more
+// rows and number at most a quarter more than without it (a tight budget keeps the dense rows:
+// whole in-edges matter more than a cheaper layer 0).
+struct InferencePlan {
+  pipeline::InferenceChunks chunks;
+  std::optional<int64_t> nnz;    // the CSR form's non-zeros, when it is used
+  std::size_t sparse_bytes = 0;  // its arrays' bytes, and their size class in the budget
+  std::size_t sparse_charge = 0;
+};
+
+InferencePlan plan_inference(const config::ExperimentConfig& c, InferenceModel& im, const graph::CsrGraph& graph,
+                             const graph::FeatureStore& input, bool embedding_input, pipeline::InferenceArrays arrays) {
+  models::GnnModel<float>& model = im.model();
+  const auto plan = [&](std::size_t allowance) {
+    return pipeline::plan_inference_chunks(model, graph, input.cols(), allowance, c.sampler.eval_chunk_nodes, arrays);
+  };
+  InferencePlan p;
+  p.chunks = plan(im.allowance());
+  const std::optional<int64_t> nnz = sparse_feature_nonzeros(c, model, input, embedding_input);
+  if (!nnz) return p;
+  const std::size_t bytes = models::cpu::sparse_rows_bytes(input.rows(), *nnz, sizeof(float));
+  const std::size_t charge = memory::CachingAllocator::size_class(bytes);
+  std::optional<pipeline::InferenceChunks> beside;
+  if (charge < im.allowance()) {
+    try {
+      beside = plan(im.allowance() - charge);
+    } catch (const core::OutOfBudget&) {
+    }
+  }
+  if (beside && beside->rows_cut <= p.chunks.rows_cut && 4 * beside->chunks() <= 5 * p.chunks.chunks()) {
+    return {.chunks = std::move(*beside), .nnz = nnz, .sparse_bytes = bytes, .sparse_charge = charge};
+  }
+  core::logger().info("infer: the features' CSR form ({}) would leave the chunks too little of the budget: dense rows",
+                      core::format_bytes(charge));
+  return p;
+}
+
 }  // namespace
 
 nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const InferOptions& options) {
@@ -271,32 +333,8 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
   // Layer 0 reads the features, or the learned embedding's rows.
   std::vector<float> embedding_copy;
   const graph::FeatureStore input = pipeline::layerwise_input(model, d.features, model.context().stream(), embedding_copy);
-  // Sparse features' CSR form takes its bytes of the budget first. It is used where the chunks
-  // planned beside it cut no more rows and number at most a quarter more than without it (a tight
-  // budget keeps the dense rows: whole in-edges matter more than a cheaper layer 0).
-  const auto plan = [&](std::size_t allowance) {
-    return pipeline::plan_inference_chunks(model, d.graph, input.cols(), allowance, c.sampler.eval_chunk_nodes, arrays);
-  };
-  pipeline::InferenceChunks chunks = plan(im.allowance());
-  const std::optional<int64_t> nnz = sparse_feature_nonzeros(c, model, input, !embedding_copy.empty());
-  const std::size_t sparse_bytes = nnz ? models::cpu::sparse_rows_bytes(input.rows(), *nnz, sizeof(float)) : 0;
-  std::size_t sparse_charge = nnz ? memory::CachingAllocator::size_class(sparse_bytes) : 0;
-  if (sparse_charge > 0) {
-    std::optional<pipeline::InferenceChunks> beside;
-    if (sparse_charge < im.allowance()) {
-      try {
-        beside = plan(im.allowance() - sparse_charge);
-      } catch (const core::OutOfBudget&) {
-      }
-    }
-    if (beside && beside->rows_cut <= chunks.rows_cut && 4 * beside->chunks() <= 5 * chunks.chunks()) {
-      chunks = std::move(*beside);
-    } else {
-      log.info("infer: the features' CSR form ({}) would leave the chunks too little of the budget: dense rows",
-               core::format_bytes(sparse_charge));
-      sparse_charge = 0;
-    }
-  }
+  const InferencePlan planned = plan_inference(c, im, d.graph, input, !embedding_copy.empty(), arrays);
+  const pipeline::InferenceChunks& chunks = planned.chunks;
   graph::NodeScores scores;
   if (chunks.rows_cut > 0) scores = graph::node_scores(d.graph, c.memory.cut, {.cache_dir = partition_cache_dir(c.sampler)});
   const pipeline::InferenceCut cut{&scores,
@@ -306,12 +344,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
   log_inference_plan(im, chunks, c);
 
   // The output directory comes last, once every check passed: a refused job leaves nothing.
-  RunDirectoryOptions dir_options = options.out;
-  dir_options.metrics = false;
-  dir_options.unfinished_marker = true;
-  if (dir_options.out.empty() && dir_options.suffix.empty()) dir_options.suffix = "-infer";
-  if (!dir_options.out.empty()) dir_options.lock = claim_infer_output_dir(dir_options.out);
-  RunDirectory out(c, dir_options);
+  RunDirectory out(c, infer_directory_options(options));
   log.info("output directory {}", out.path().string());
   try {
     // Inference has no train or evaluation thread beside its chunks: auto uses every usable CPU.
@@ -323,14 +356,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
     core::Stopwatch watch;
     models::DeviceArray<std::byte> sparse_buffer;  // the CSR form, in the budget's memory
     models::SparseRowsView<float> sparse{};
-    if (sparse_charge > 0) {
-      std::byte* buffer = sparse_buffer.ensure(model.context(), sparse_bytes);
-      sparse = models::cpu::sparse_rows<float>({input.float_values().data(), input.rows(), input.cols()}, *nnz,
-                                               {buffer, sparse_bytes});
-      log.info("infer: layer 0 reads the features in CSR form: {} non-zeros ({:.2f} % of {} x {}), {}", *nnz,
-               100.0 * static_cast<double>(*nnz) / static_cast<double>(input.rows() * input.cols()), input.rows(),
-               input.cols(), core::format_bytes(sparse_bytes));
-    }
+    if (planned.nnz) sparse = build_sparse_features(model, input, *planned.nnz, planned.sparse_bytes, sparse_buffer);
     models::Matrix<float> logits = pipeline::infer_layerwise(
         model, d.graph, input,
         {.chunk_nodes = c.sampler.eval_chunk_nodes,
@@ -339,8 +365,8 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
          .cut = cut,
          .charge_packed = true,
          // What the plan leaves of the allowance holds a second packed chunk, for copies beside layers.
-         .overlap_bytes = im.allowance() - std::min(im.allowance(), chunks.largest_bytes + sparse_charge),
-         .sparse_features = sparse_charge > 0 ? &sparse : nullptr,
+         .overlap_bytes = im.allowance() - std::min(im.allowance(), chunks.largest_bytes + planned.sparse_charge),
+         .sparse_features = planned.nnz ? &sparse : nullptr,
          .on_layer = [&](std::size_t l, const models::Matrix<float>& y) {
            if (options.embeddings_layer && static_cast<std::size_t>(*options.embeddings_layer) == l) {
              embeddings = models::Matrix<float>(y.rows(), y.cols());
@@ -371,7 +397,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
         {"chunks", chunks.chunks()},
         {"largest_chunk_nodes", chunks.largest_chunk_nodes},
         {"rows_cut", chunks.rows_cut},
-        {"sparse_feature_nonzeros", sparse_charge > 0 ? nlohmann::json(*nnz) : nlohmann::json(nullptr)},
+        {"sparse_feature_nonzeros", planned.nnz ? nlohmann::json(*planned.nnz) : nlohmann::json(nullptr)},
         {"edges_cut", chunks.edges_cut},
         {"cut", std::string(memory::to_string(c.memory.cut))},
         {"outputs", staged.names()},

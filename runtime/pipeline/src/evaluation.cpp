@@ -36,9 +36,10 @@ Evaluation::Evaluation(const TrainingSetup& s, memory::CachingAllocator& allocat
       chunk_(std::max(1, s.eval_chunk_nodes)) {
   if (s.pipeline.eval_threads > 0) arena_.emplace(s.pipeline.eval_threads);
   // Sparse features on the CPU: the first layer reads their CSR form (whole-graph and layer-wise
-  // evaluation with host outputs; a data-parallel rank's evaluation keeps the dense rows).
+  // evaluation with host outputs, sharded between data-parallel ranks too; a rank's partition of
+  // the features keeps the dense rows).
   const graph::FeatureStore& f = s.data.features;
-  if (!device_.is_cuda() && !s.data_parallel() && eval_ctx_.options().sparse_input && eval_model_.infers_sparse_input() &&
+  if (!device_.is_cuda() && eval_ctx_.options().sparse_input && eval_model_.infers_sparse_input() &&
       !f.is_16bit() && !f.partitioned() && f.rows() == s.data.num_nodes() && f.cols() > 0) {
     eval_sparse_nnz_ = models::cpu::sparse_nonzeros<float>({f.float_values().data(), f.rows(), f.cols()});
   }
