@@ -103,28 +103,36 @@ void leaky_relu_backward(ConstView<T> y, ConstView<T> dy, MatrixView<T> dx, std:
   map_backward<T>(y, dy, dx, "leaky_relu_backward", [slope](T out, T g) { return out > T{0} ? g : slope * g; });
 }
 
-template <class T>
-void scale_rows(ConstView<T> x, std::span<const float> factors, MatrixView<T> y) {
+namespace {
+
+// row(y's row r, x's row r, T(factors[r]), cols) for every row, in parallel, once the shapes are
+// checked (`what` names the op).
+template <class T, class RowOp>
+void for_rows_with_factors(ConstView<T> x, std::span<const float> factors, MatrixView<T> y, const char* what,
+                           RowOp row) {
   GNNPIPE_CHECK(x.rows == y.rows && x.cols == y.cols && static_cast<int64_t>(factors.size()) == x.rows,
-                "scale_rows: x {}, y {} and {} factors", shape_str(x), shape_str(y), factors.size());
+                "{}: x {}, y {} and {} factors", what, shape_str(x), shape_str(y), factors.size());
   detail::parallel_rows(x.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      detail::scale_row(y.data + r * y.cols, x.data + r * x.cols, static_cast<T>(factors[static_cast<std::size_t>(r)]),
-                        x.cols);
+      row(y.data + r * y.cols, x.data + r * x.cols, static_cast<T>(factors[static_cast<std::size_t>(r)]), x.cols);
     }
+  });
+}
+
+}  // namespace
+
+template <class T>
+void scale_rows(ConstView<T> x, std::span<const float> factors, MatrixView<T> y) {
+  for_rows_with_factors<T>(x, factors, y, "scale_rows", [](T* out, const T* in, T f, int64_t n) {
+    detail::scale_row(out, in, f, n);
   });
 }
 
 template <class T>
 void add_scaled_rows(ConstView<T> x, std::span<const float> factors, MatrixView<T> y) {
-  GNNPIPE_CHECK(x.rows == y.rows && x.cols == y.cols && static_cast<int64_t>(factors.size()) == x.rows,
-                "add_scaled_rows: x {}, y {} and {} factors", shape_str(x), shape_str(y), factors.size());
-  detail::parallel_rows(x.rows, detail::grain_for(x.cols), [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      // y + f x, the product rounded first: axpy_row's o + w x (x * f == f * x exactly).
-      detail::axpy_row(y.data + r * y.cols, x.data + r * x.cols, static_cast<T>(factors[static_cast<std::size_t>(r)]),
-                       x.cols);
-    }
+  // y + f x, the product rounded first: axpy_row's o + w x (x * f == f * x exactly).
+  for_rows_with_factors<T>(x, factors, y, "add_scaled_rows", [](T* out, const T* in, T f, int64_t n) {
+    detail::axpy_row(out, in, f, n);
   });
 }
 

@@ -21,6 +21,12 @@ inline void axpy_row_portable(T* o, const T* x, T w, int64_t n) {
 
 #if GNNPIPE_CPU_AVX2
 
+// Lanes 0 .. k-1 on (all bits set), the rest off, for 0 <= k <= 8: a row's last k < 8 floats
+// under _mm256_maskload_ps / _mm256_maskstore_ps (lanes off are neither read nor written).
+[[gnu::target("avx2")]] inline __m256i tail_mask(int64_t k) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 [[gnu::target("avx2")]] inline void axpy_row_avx2(float* o, const float* x, float w, int64_t n) {
   const __m256 wv = _mm256_set1_ps(w);
   int64_t c = 0;
@@ -34,8 +40,7 @@ inline void axpy_row_portable(T* o, const T* x, T w, int64_t n) {
     _mm256_storeu_ps(o + c, _mm256_add_ps(_mm256_loadu_ps(o + c), _mm256_mul_ps(wv, _mm256_loadu_ps(x + c))));
   }
   if (c < n) {  // the last n - c < 8 elements, masked (lanes off the mask are neither read nor written)
-    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - c)), lanes);
+    const __m256i mask = tail_mask(n - c);
     const __m256 sum = _mm256_add_ps(_mm256_maskload_ps(o + c, mask), _mm256_mul_ps(wv, _mm256_maskload_ps(x + c, mask)));
     _mm256_maskstore_ps(o + c, mask, sum);
   }
@@ -57,8 +62,7 @@ inline void axpy_row_portable(T* o, const T* x, T w, int64_t n) {
   int64_t c = 0;
   for (; c + 8 <= n; c += 8) _mm256_storeu_ps(o + c, _mm256_mul_ps(_mm256_loadu_ps(x + c), fv));
   if (c < n) {
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - c)),
-                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i mask = tail_mask(n - c);
     _mm256_maskstore_ps(o + c, mask, _mm256_mul_ps(_mm256_maskload_ps(x + c, mask), fv));
   }
 }
@@ -114,8 +118,7 @@ template <class Weight>
     if (tail == 0) {
       weighted_block_avx2<false>(vectors, o + c, in + c, ld, neighbor, begin, end, weight, _mm256_setzero_si256());
     } else {
-      const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-      weighted_block_avx2<true>(vectors, o + c, in + c, ld, neighbor, begin, end, weight, mask);
+      weighted_block_avx2<true>(vectors, o + c, in + c, ld, neighbor, begin, end, weight, tail_mask(tail));
     }
   }
 }
@@ -131,8 +134,7 @@ template <class Weight>
     _mm256_storeu_ps(o + c, v);
   }
   if (c < n) {
-    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - c)), lanes);
+    const __m256i mask = tail_mask(n - c);
     __m256 v = _mm256_add_ps(_mm256_maskload_ps(o + c, mask), _mm256_maskload_ps(bias + c, mask));
     if (relu) v = _mm256_max_ps(v, zero);
     _mm256_maskstore_ps(o + c, mask, v);

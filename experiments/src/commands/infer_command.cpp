@@ -228,31 +228,6 @@ nlohmann::json inference_memory_json(const InferenceModel& im, const pipeline::I
           {"peak_host_bytes", core::peak_rss_bytes()}};
 }
 
-// The features' non-zeros where layer 0 may read them in CSR form (on the CPU, as evaluation does:
-// DECISIONS.md 2026-12-02): the model's first layer infers through x W, the input is the float32
-// features themselves (no learned embedding) and sparse by cpu::sparse_nonzeros' rule.
-std::optional<int64_t> sparse_feature_nonzeros(const config::ExperimentConfig& c, const models::GnnModel<float>& model,
-                                               const graph::FeatureStore& input, bool embedding_input) {
-  if (c.run.device.is_cuda() || !c.run.ops.sparse_input || embedding_input || !model.infers_sparse_input() ||
-      input.is_16bit() || input.cols() == 0) {
-    return std::nullopt;
-  }
-  return models::cpu::sparse_nonzeros<float>({input.float_values().data(), input.rows(), input.cols()});
-}
-
-// The features' CSR form in `buffer` (the model context's memory, which the budget counts).
-models::SparseRowsView<float> build_sparse_features(models::GnnModel<float>& model, const graph::FeatureStore& input,
-                                                    int64_t nnz, std::size_t bytes,
-                                                    models::DeviceArray<std::byte>& buffer) {
-  std::byte* data = buffer.ensure(model.context(), bytes);
-  const models::SparseRowsView<float> view =
-      models::cpu::sparse_rows<float>({input.float_values().data(), input.rows(), input.cols()}, nnz, {data, bytes});
-  core::logger().info("infer: layer 0 reads the features in CSR form: {} non-zeros ({:.2f} % of {} x {}), {}", nnz,
-                      100.0 * static_cast<double>(nnz) / static_cast<double>(input.rows() * input.cols()),
-                      input.rows(), input.cols(), core::format_bytes(bytes));
-  return view;
-}
-
 // The run directory of an inference job: no metrics, unfinished until its outputs are in; an
 // --out in use by another infer is refused.
 RunDirectoryOptions infer_directory_options(const InferOptions& options) {
@@ -270,23 +245,22 @@ RunDirectoryOptions infer_directory_options(const InferOptions& options) {
 // whole in-edges matter more than a cheaper layer 0).
 struct InferencePlan {
   pipeline::InferenceChunks chunks;
-  std::optional<int64_t> nnz;    // the CSR form's non-zeros, when it is used
-  std::size_t sparse_bytes = 0;  // its arrays' bytes, and their size class in the budget
-  std::size_t sparse_charge = 0;
+  std::optional<int64_t> nnz;     // the CSR form's non-zeros, when it is used
+  std::size_t sparse_charge = 0;  // its arrays' size class in the budget
 };
 
 InferencePlan plan_inference(const config::ExperimentConfig& c, InferenceModel& im, const graph::CsrGraph& graph,
-                             const graph::FeatureStore& input, bool embedding_input, pipeline::InferenceArrays arrays) {
+                             const graph::FeatureStore& input, pipeline::InferenceArrays arrays) {
   models::GnnModel<float>& model = im.model();
   const auto plan = [&](std::size_t allowance) {
     return pipeline::plan_inference_chunks(model, graph, input.cols(), allowance, c.sampler.eval_chunk_nodes, arrays);
   };
   InferencePlan p;
   p.chunks = plan(im.allowance());
-  const std::optional<int64_t> nnz = sparse_feature_nonzeros(c, model, input, embedding_input);
+  const std::optional<int64_t> nnz = pipeline::csr_feature_nonzeros(model, input);
   if (!nnz) return p;
-  const std::size_t bytes = models::cpu::sparse_rows_bytes(input.rows(), *nnz, sizeof(float));
-  const std::size_t charge = memory::CachingAllocator::size_class(bytes);
+  const std::size_t charge =
+      memory::CachingAllocator::size_class(models::cpu::sparse_rows_bytes(input.rows(), *nnz, sizeof(float)));
   std::optional<pipeline::InferenceChunks> beside;
   if (charge < im.allowance()) {
     try {
@@ -295,7 +269,9 @@ InferencePlan plan_inference(const config::ExperimentConfig& c, InferenceModel& 
     }
   }
   if (beside && beside->rows_cut <= p.chunks.rows_cut && 4 * beside->chunks() <= 5 * p.chunks.chunks()) {
-    return {.chunks = std::move(*beside), .nnz = nnz, .sparse_bytes = bytes, .sparse_charge = charge};
+    core::logger().info("infer: layer 0 reads the features in CSR form ({} non-zeros, {})", *nnz,
+                        core::format_bytes(charge));
+    return {.chunks = std::move(*beside), .nnz = nnz, .sparse_charge = charge};
   }
   core::logger().info("infer: the features' CSR form ({}) would leave the chunks too little of the budget: dense rows",
                       core::format_bytes(charge));
@@ -333,7 +309,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
   // Layer 0 reads the features, or the learned embedding's rows.
   std::vector<float> embedding_copy;
   const graph::FeatureStore input = pipeline::layerwise_input(model, d.features, model.context().stream(), embedding_copy);
-  const InferencePlan planned = plan_inference(c, im, d.graph, input, !embedding_copy.empty(), arrays);
+  const InferencePlan planned = plan_inference(c, im, d.graph, input, arrays);
   const pipeline::InferenceChunks& chunks = planned.chunks;
   graph::NodeScores scores;
   if (chunks.rows_cut > 0) scores = graph::node_scores(d.graph, c.memory.cut, {.cache_dir = partition_cache_dir(c.sampler)});
@@ -356,7 +332,7 @@ nlohmann::json infer_experiment(const config::ExperimentConfig& c_in, const Infe
     core::Stopwatch watch;
     models::DeviceArray<std::byte> sparse_buffer;  // the CSR form, in the budget's memory
     models::SparseRowsView<float> sparse{};
-    if (planned.nnz) sparse = build_sparse_features(model, input, *planned.nnz, planned.sparse_bytes, sparse_buffer);
+    if (planned.nnz) sparse = pipeline::build_csr_features(model.context(), input, *planned.nnz, sparse_buffer, "infer");
     models::Matrix<float> logits = pipeline::infer_layerwise(
         model, d.graph, input,
         {.chunk_nodes = c.sampler.eval_chunk_nodes,

@@ -38,11 +38,7 @@ Evaluation::Evaluation(const TrainingSetup& s, memory::CachingAllocator& allocat
   // Sparse features on the CPU: the first layer reads their CSR form (whole-graph and layer-wise
   // evaluation with host outputs, sharded between data-parallel ranks too; a rank's partition of
   // the features keeps the dense rows).
-  const graph::FeatureStore& f = s.data.features;
-  if (!device_.is_cuda() && eval_ctx_.options().sparse_input && eval_model_.infers_sparse_input() &&
-      !f.is_16bit() && !f.partitioned() && f.rows() == s.data.num_nodes() && f.cols() > 0) {
-    eval_sparse_nnz_ = models::cpu::sparse_nonzeros<float>({f.float_values().data(), f.rows(), f.cols()});
-  }
+  if (s.data.features.rows() == s.data.num_nodes()) eval_sparse_nnz_ = csr_feature_nonzeros(eval_model_, s.data.features);
 }
 
 std::size_t Evaluation::sparse_input_bytes() const {
@@ -53,15 +49,7 @@ std::size_t Evaluation::sparse_input_bytes() const {
 
 models::SparseRowsView<float> Evaluation::sparse_input() {
   if (eval_sparse_view_.offsets == nullptr) {
-    const graph::FeatureStore& f = s_.data.features;
-    const std::size_t bytes = models::cpu::sparse_rows_bytes(f.rows(), *eval_sparse_nnz_, sizeof(float));
-    std::byte* buffer = eval_sparse_.ensure(eval_ctx_, bytes);
-    eval_sparse_view_ = models::cpu::sparse_rows<float>({f.float_values().data(), f.rows(), f.cols()}, *eval_sparse_nnz_,
-                                                        {buffer, bytes});
-    core::logger().debug("evaluation reads the features in CSR form: {} non-zeros ({:.2f} % of {} x {}), {}",
-                         *eval_sparse_nnz_,
-                         100.0 * static_cast<double>(*eval_sparse_nnz_) / static_cast<double>(f.rows() * f.cols()),
-                         f.rows(), f.cols(), core::format_bytes(bytes));
+    eval_sparse_view_ = build_csr_features(eval_ctx_, s_.data.features, *eval_sparse_nnz_, eval_sparse_, "evaluation");
   }
   return eval_sparse_view_;
 }

@@ -13,10 +13,13 @@
 
 #include "gnnpipe/core/buffer.hpp"
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/core/log.hpp"
+#include "gnnpipe/core/units.hpp"
 #include "gnnpipe/core/tsan_annotations.hpp"
 #include "gnnpipe/memory/caching_allocator.hpp"
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/ops/ops.hpp"
+#include "gnnpipe/models/ops/sparse_input.hpp"
 #include "gnnpipe/pipeline/packed_batch.hpp"
 #include "gnnpipe/samplers/inference_sampler.hpp"
 #include "gnnpipe/samplers/parallel_sampler.hpp"
@@ -396,6 +399,25 @@ graph::FeatureStore layerwise_input(const models::GnnModel<float>& model, const 
   // The store only reads its values: the view's non-const pointer is never written through.
   return graph::FeatureStore(graph::HostArray<float>::view(nullptr, const_cast<float*>(host), count), table.rows,
                              table.cols, "learned embedding");
+}
+
+std::optional<int64_t> csr_feature_nonzeros(const models::GnnModel<float>& model, const graph::FeatureStore& features) {
+  if (model.context().is_cuda() || !model.context().options().sparse_input || !model.infers_sparse_input() ||
+      features.is_16bit() || features.partitioned() || features.cols() == 0) {
+    return std::nullopt;
+  }
+  return models::cpu::sparse_nonzeros<float>({features.float_values().data(), features.rows(), features.cols()});
+}
+
+models::SparseRowsView<float> build_csr_features(const models::OpContext& ctx, const graph::FeatureStore& features,
+                                                 int64_t nnz, models::DeviceArray<std::byte>& buffer, const char* who) {
+  const std::size_t bytes = models::cpu::sparse_rows_bytes(features.rows(), nnz, sizeof(float));
+  const models::SparseRowsView<float> view = models::cpu::sparse_rows<float>(
+      {features.float_values().data(), features.rows(), features.cols()}, nnz, {buffer.ensure(ctx, bytes), bytes});
+  core::logger().debug("{} reads the features in CSR form: {} non-zeros ({:.2f} % of {} x {}), {}", who, nnz,
+                       100.0 * static_cast<double>(nnz) / static_cast<double>(features.rows() * features.cols()),
+                       features.rows(), features.cols(), core::format_bytes(bytes));
+  return view;
 }
 
 std::size_t device_outputs_bytes(const models::GnnModel<float>& model, int64_t num_nodes) {

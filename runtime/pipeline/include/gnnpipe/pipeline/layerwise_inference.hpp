@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "gnnpipe/graph/csr_graph.hpp"
 #include "gnnpipe/graph/feature_store.hpp"
 #include "gnnpipe/models/gnn_model.hpp"
+#include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/matrix.hpp"
 #include "gnnpipe/models/sparse_rows.hpp"
 #include "gnnpipe/pipeline/inference_plan.hpp"
@@ -95,6 +97,17 @@ class InferenceWorkspace {
 // on `stream`, the model's). Valid while the model (or host_copy) is.
 graph::FeatureStore layerwise_input(const models::GnnModel<float>& model, const graph::FeatureStore& features,
                                     const core::Stream& stream, std::vector<float>& host_copy);
+
+// The non-zeros of `features` where layer 0 of `model` may read them in CSR form
+// (LayerwiseInferenceOptions::sparse_features; DECISIONS.md 2026-12-02): the CPU backend with
+// OpOptions::sparse_input, a first layer that infers through x W (GnnModel::infers_sparse_input:
+// no learned embedding), float32 features held whole (not a rank's partition) and sparse by
+// cpu::sparse_nonzeros' rule; nullopt otherwise.
+std::optional<int64_t> csr_feature_nonzeros(const models::GnnModel<float>& model, const graph::FeatureStore& features);
+// Their CSR form (nnz from csr_feature_nonzeros) in `buffer`, in the memory of `ctx` (the budget
+// counts it): cpu::sparse_rows_bytes(rows, nnz) bytes. `who` names the reader in a debug line.
+models::SparseRowsView<float> build_csr_features(const models::OpContext& ctx, const graph::FeatureStore& features,
+                                                 int64_t nnz, models::DeviceArray<std::byte>& buffer, const char* who);
 
 // What LayerwiseInferenceOptions::device_outputs adds in the model context's memory for `num_nodes`
 // nodes: the two activation arrays (each at the widest layer output), as the caching allocator
