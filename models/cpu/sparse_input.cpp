@@ -19,6 +19,8 @@ namespace {
 
 // The CSR arrays in the caller's buffer (layout in sparse_input.hpp); row r's entries are first
 // written at r * limit, then packed.
+std::size_t aligned8(std::size_t bytes) { return (bytes + 7) / 8 * 8; }
+
 template <class T>
 struct Layout {
   int64_t* offsets;
@@ -41,8 +43,10 @@ Layout<T> layout(std::span<std::byte> buffer, int64_t rows, int64_t limit) {
 template <class T>
 class SparseDropper {
  public:
-  SparseDropper(core::RngKey key, const DropoutDraw& draw, T scale, ConstView<T> x, int64_t limit, Layout<T> out)
-      : key_(key), draw_(draw), scale_(scale), x_(x), limit_(limit), out_(out) {}
+  // `slots`: where row r's entries start (null: at r * limit).
+  SparseDropper(core::RngKey key, const DropoutDraw& draw, T scale, ConstView<T> x, int64_t limit, Layout<T> out,
+                const int64_t* slots = nullptr)
+      : key_(key), draw_(draw), scale_(scale), x_(x), limit_(limit), out_(out), slots_(slots) {}
   SparseDropper(const SparseDropper&) = delete;
   SparseDropper& operator=(const SparseDropper&) = delete;
   ~SparseDropper() = default;
@@ -59,21 +63,16 @@ class SparseDropper {
       const int64_t k = detail::nonzero_columns(row + begin, n, limit_ - found, columns_.data());
       if (k > limit_ - found) return false;
       found += k;
-      for (int64_t j = 0; j < k; ++j) {
-        const int64_t c = begin + columns_[static_cast<std::size_t>(j)];
-        const uint64_t position = global * static_cast<uint64_t>(cols) + static_cast<uint64_t>(c);
-        const uint64_t block = position >> (3 + draw_.byte_shift);
-        const bool same_block = blocks_ > 0 && index_[static_cast<std::size_t>(blocks_ - 1)] == block;
-        if (!same_block || singles_ == kSingles) {
-          if (blocks_ == kCapacity || singles_ == kSingles) draw_batch();
-          index_[static_cast<std::size_t>(blocks_++)] = block;
-        }
-        const auto lane = static_cast<uint8_t>(position & ((uint64_t{8} << draw_.byte_shift) - 1u));
-        single_[static_cast<std::size_t>(singles_++)] =
-            Single{r, static_cast<int32_t>(c), static_cast<uint16_t>(blocks_ - 1), lane};
-      }
+      for (int64_t j = 0; j < k; ++j) queue(r, global, begin + columns_[static_cast<std::size_t>(j)]);
     }
     return true;
+  }
+
+  // Queues row r's non-zeros at the ascending columns given (its known CSR row): what add() finds
+  // by scanning, without the scan; no limit.
+  void add_known(int64_t r, uint64_t global, const int32_t* columns, int64_t count) {
+    out_.offsets[r + 1] = 0;
+    for (int64_t j = 0; j < count; ++j) queue(r, global, columns[j]);
   }
 
   // Draws what is queued.
@@ -91,13 +90,26 @@ class SparseDropper {
     uint8_t lane;  // bit of the block's mask bytes, < 8 * bytes_per_block() <= 128
   };
 
+  void queue(int64_t r, uint64_t global, int64_t c) {
+    const uint64_t position = global * static_cast<uint64_t>(x_.cols) + static_cast<uint64_t>(c);
+    const uint64_t block = position >> (3 + draw_.byte_shift);
+    const bool same_block = blocks_ > 0 && index_[static_cast<std::size_t>(blocks_ - 1)] == block;
+    if (!same_block || singles_ == kSingles) {
+      if (blocks_ == kCapacity || singles_ == kSingles) draw_batch();
+      index_[static_cast<std::size_t>(blocks_++)] = block;
+    }
+    const auto lane = static_cast<uint8_t>(position & ((uint64_t{8} << draw_.byte_shift) - 1u));
+    single_[static_cast<std::size_t>(singles_++)] =
+        Single{r, static_cast<int32_t>(c), static_cast<uint16_t>(blocks_ - 1), lane};
+  }
+
   void draw_batch() {
     detail::draw_feature_blocks(key_.seed, key_.stream, index_.data(), blocks_, draw_, bits_.data());
     for (int64_t k = 0; k < singles_; ++k) {
       const Single& s = single_[static_cast<std::size_t>(k)];
       const uint8_t byte = bits_[(std::size_t{s.block} << draw_.byte_shift) + (s.lane >> 3u)];
       if (((byte >> (s.lane & 7u)) & 1u) == 0) continue;
-      const int64_t slot = s.row * limit_ + out_.offsets[s.row + 1]++;
+      const int64_t slot = (slots_ != nullptr ? slots_[s.row] : s.row * limit_) + out_.offsets[s.row + 1]++;
       out_.values[slot] = x_.data[s.row * x_.cols + s.col] * scale_;  // as dropout_forward's product
       out_.columns[slot] = s.col;
     }
@@ -111,6 +123,7 @@ class SparseDropper {
   ConstView<T> x_;
   int64_t limit_;
   Layout<T> out_;
+  const int64_t* slots_;
   std::array<uint64_t, kCapacity> index_;
   std::array<uint8_t, kCapacity * 16> bits_;  // up to 16 mask bytes per block
   std::array<Single, kSingles> single_;
@@ -236,6 +249,51 @@ std::optional<SparseRowsView<T>> dropout_forward_sparse(core::RngKey key, std::t
 }
 
 template <class T>
+SparseRowsView<T> dropout_forward_known(core::RngKey key, std::type_identity_t<T> p, ConstView<T> x,
+                                        SparseRowsView<T> structure, std::span<const graph::NodeId> row_ids,
+                                        std::span<std::byte> buffer) {
+  GNNPIPE_CHECK(p >= T{0} && p < T{1}, "dropout: p must be in [0, 1), got {}", p);
+  GNNPIPE_CHECK(row_ids.empty() || static_cast<int64_t>(row_ids.size()) == x.rows, "dropout: {} row ids for {} rows",
+                row_ids.size(), x.rows);
+  GNNPIPE_CHECK(structure.rows == x.rows && structure.cols == x.cols && structure.offsets != nullptr,
+                "dropout_forward_known: a CSR form of {} x {} for x {}", structure.rows, structure.cols, shape_str(x));
+  const int64_t nnz = structure.nnz();
+  GNNPIPE_CHECK(buffer.size() >= sparse_rows_bytes(x.rows, nnz, sizeof(T)) &&
+                    reinterpret_cast<uintptr_t>(buffer.data()) % alignof(int64_t) == 0,
+                "dropout_forward_known: {} entries of a {} matrix in {} bytes", nnz, shape_str(x), buffer.size());
+  // sparse_rows's layout: offsets, columns, values.
+  const std::size_t offsets_bytes = aligned8(static_cast<std::size_t>(x.rows + 1) * sizeof(int64_t));
+  const std::size_t columns_bytes = aligned8(static_cast<std::size_t>(nnz) * sizeof(int32_t));
+  const Layout<T> out{reinterpret_cast<int64_t*>(buffer.data()),
+                      reinterpret_cast<T*>(buffer.data() + offsets_bytes + columns_bytes),
+                      reinterpret_cast<int32_t*>(buffer.data() + offsets_bytes)};
+  const T scale = T{1} / (T{1} - p);
+  const DropoutDraw draw = DropoutDraw::for_p(static_cast<double>(p));
+  // Row r's kept entries land from its own offset in the structure (room for all of them), then
+  // are packed as dropout_forward_sparse packs its slots.
+  detail::parallel_rows(x.rows, detail::grain_for(detail::edges_per_row(nnz, x.rows)), [&](int64_t begin, int64_t end) {
+    SparseDropper<T> dropper(key, draw, scale, x, 0, out, structure.offsets);
+    for (int64_t r = begin; r < end; ++r) {
+      const graph::NodeId id = row_ids.empty() ? r : row_ids[static_cast<std::size_t>(r)];
+      GNNPIPE_CHECK(id >= 0, "dropout: negative row id {}", id);
+      dropper.add_known(r, static_cast<uint64_t>(id), structure.columns + structure.offsets[r],
+                        structure.offsets[r + 1] - structure.offsets[r]);
+    }
+    dropper.finish();
+  });
+  out.offsets[0] = 0;
+  for (int64_t r = 0; r < x.rows; ++r) {
+    const int64_t at = out.offsets[r], from = structure.offsets[r], count = out.offsets[r + 1];
+    if (at != from && count > 0) {
+      std::memmove(out.values + at, out.values + from, static_cast<std::size_t>(count) * sizeof(T));
+      std::memmove(out.columns + at, out.columns + from, static_cast<std::size_t>(count) * sizeof(int32_t));
+    }
+    out.offsets[r + 1] = at + count;
+  }
+  return SparseRowsView<T>{x.rows, x.cols, out.offsets, out.columns, out.values};
+}
+
+template <class T>
 std::optional<int64_t> sparse_nonzeros(ConstView<T> x) {
   if (x.rows <= 0 || x.cols < 64) return std::nullopt;
   const int64_t limit = x.rows * (x.cols / 8);  // an eighth of the elements at most
@@ -256,10 +314,6 @@ std::optional<int64_t> sparse_nonzeros(ConstView<T> x) {
   if (nnz > limit) return std::nullopt;
   return nnz;
 }
-
-namespace {
-std::size_t aligned8(std::size_t bytes) { return (bytes + 7) / 8 * 8; }
-}  // namespace
 
 std::size_t sparse_rows_bytes(int64_t rows, int64_t nnz, std::size_t value_bytes) {
   const auto n = static_cast<std::size_t>(nnz);
@@ -337,6 +391,8 @@ void csr_gemm_tn(SparseRowsView<T> a, ConstView<T> b, MatrixView<T> c) {
   template std::optional<SparseRowsView<T>> dropout_forward_sparse<T>(core::RngKey, T, ConstView<T>,              \
                                                                       std::span<const graph::NodeId>,             \
                                                                       std::span<std::byte>);                      \
+  template SparseRowsView<T> dropout_forward_known<T>(core::RngKey, T, ConstView<T>, SparseRowsView<T>,            \
+                                                       std::span<const graph::NodeId>, std::span<std::byte>);     \
   template std::optional<int64_t> sparse_nonzeros<T>(ConstView<T>);                                                \
   template SparseRowsView<T> sparse_rows<T>(ConstView<T>, int64_t, std::span<std::byte>);                          \
   template void csr_gemm<T>(SparseRowsView<T>, ConstView<T>, MatrixView<T>);                                       \

@@ -110,7 +110,7 @@ MatrixView<const T> GnnModel<T>::forward(std::span<const graph::Block* const> bl
   GNNPIPE_CHECK(!training || static_cast<int64_t>(row_ids.size()) == x.rows,
                 "forward: training needs the global id of every input row: {} ids for {} rows", row_ids.size(), x.rows);
   training_ = training;
-  first_input_sparse_ = false;
+  first_input_sparse_ = first_input_known_ = false;
   MatrixView<const T> h = has_embedding() ? embed(x, row_ids) : x;
   for (std::size_t l = 0; l < layers_.size(); ++l) {
     // This layer's input rows (its block's sources) are the first h.rows nodes of the batch.
@@ -150,7 +150,9 @@ MatrixView<T> GnnModel<T>::run_layer(std::size_t l, const graph::Block& block, M
     // (not in a chunk, whose layer forms an input gradient).
     std::optional<SparseRowsView<T>> sparse;
     if (!chunk && !keeps_mask(l) && layers_[l]->takes_linear_input()) {
-      sparse = ops::dropout_forward_sparse<T>(ctx_, dropout_key.with(l), p, h, ids, a);
+      sparse = drop_sparse(l, h, ids, dropout_key.with(l), p, a, input_tag);
+    } else if (l == 0) {
+      known_input_ = {};
     }
     if (sparse) {
       first_input_sparse_ = true;
@@ -168,10 +170,40 @@ MatrixView<T> GnnModel<T>::run_layer(std::size_t l, const graph::Block& block, M
 }
 
 template <class T>
+std::optional<SparseRowsView<T>> GnnModel<T>::drop_sparse(std::size_t l, MatrixView<const T> x,
+                                                          std::span<const graph::NodeId> ids, core::RngKey key, T p,
+                                                          MatrixView<T> a, uint64_t input_tag) {
+  if (l != 0 || input_tag == 0 || has_embedding() || ctx_.is_cuda()) {
+    if (l == 0) known_input_ = {};
+    return ops::dropout_forward_sparse<T>(ctx_, key, p, x, ids, a);
+  }
+  // The CSR form takes the upper half of a, the dropped result (no larger) the lower half; the
+  // dense dropped copy a holds otherwise is rows x cols values, at least four times the CSR form
+  // of at most an eighth of them (sparse_nonzeros), so the governor's arithmetic is unchanged.
+  const std::span<std::byte> buffer = std::as_writable_bytes(std::span<T>(a.data, static_cast<std::size_t>(a.size())));
+  const std::size_t half = buffer.size() / 2 / alignof(int64_t) * alignof(int64_t);
+  const KnownInput now{input_tag, x.data, x.rows, x.cols, a.data, inputs_[0].capacity(), {}};
+  if (!known_input_.same(now)) {
+    known_input_ = {};
+    const auto structure = ops::sparse_structure<T>(ctx_, x, buffer.subspan(half, half));
+    known_input_ = now;
+    if (structure) known_input_.structure = *structure;
+  }
+  if (known_input_.structure.offsets == nullptr) {
+    // No CSR form of x (too many non-zeros): what dropout_forward_sparse writes leaves the
+    // record as it is, with nothing in the upper half to keep.
+    return ops::dropout_forward_sparse<T>(ctx_, key, p, x, ids, a);
+  }
+  first_input_known_ = true;
+  return ops::dropout_forward_known<T>(ctx_, key, p, x, known_input_.structure, ids, buffer.first(half));
+}
+
+template <class T>
 void GnnModel<T>::run_first_view(const graph::Block& block, MatrixView<const T> x, std::span<const graph::NodeId> ids,
                                  T p, bool dropped, core::RngKey dropout_key, const LayerContext& context,
                                  MatrixView<T> z) {
   if (!shared_->has_input()) {
+    known_input_ = {};  // inputs_[0] is written below
     if (!dropped) {
       shared_->set_input(LayerInput<T>::of(x));
     } else {
@@ -294,6 +326,7 @@ template <class T>
 void GnnModel<T>::release_arrays() {
   for (auto& layer : layers_) layer->release_arrays();
   for (auto& a : inputs_) a.release(ctx_.stream());
+  known_input_ = {};
   for (auto& a : outputs_) a.release(ctx_.stream());
   for (auto& a : masks_) a.release(ctx_.stream());
   embedded_.release(ctx_.stream());
@@ -301,7 +334,7 @@ void GnnModel<T>::release_arrays() {
   grad_.release(ctx_.stream());
   next_.release(ctx_.stream());
   training_ = false;
-  first_input_sparse_ = false;
+  first_input_sparse_ = first_input_known_ = false;
 }
 
 template <class T>
@@ -368,6 +401,7 @@ void GnnModel<T>::swap_kept(KeptForward& kept) {
   kept.outputs.resize(n);
   kept.masks.resize(n);
   kept.layer_inputs.resize(n);
+  known_input_ = {};
   for (std::size_t l = 0; l < n; ++l) {
     std::swap(inputs_[l], kept.inputs[l]);
     std::swap(outputs_[l], kept.outputs[l]);

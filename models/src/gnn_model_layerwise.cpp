@@ -20,7 +20,7 @@ MatrixView<const T> GnnModel<T>::forward_layer(std::size_t l, const graph::Block
                 "forward_layer {}: x {} with {} ids for a block of {} sources (in {})", l, shape_str(x), row_ids.size(),
                 block.num_src, layers_[l]->in_dim());
   training_ = true;
-  first_input_sparse_ = false;
+  first_input_sparse_ = first_input_known_ = false;
   return run_layer(l, block, x, row_ids, true, dropout_key, 0, /*chunk=*/true);
 }
 
@@ -66,9 +66,10 @@ TransformedRows<T> GnnModel<T>::transform_rows(std::size_t l, MatrixView<const T
   GNNPIPE_CHECK(x.cols == layers_[l]->in_dim() && static_cast<int64_t>(row_ids.size()) == x.rows,
                 "transform_rows {}: x {} with {} ids (in {})", l, shape_str(x), row_ids.size(), layers_[l]->in_dim());
   training_ = true;
-  first_input_sparse_ = false;
+  first_input_sparse_ = first_input_known_ = false;
   // No mask: transform_rows_backward redraws it.
   const T p = static_cast<T>(options_.dropout_at(l));
+  if (l == 0) known_input_ = {};  // drop_rows writes inputs_[0]
   return layers_[l]->transform(drop_rows(ctx_, p, dropout_key.with(l), x, row_ids, inputs_[l], nullptr));
 }
 
@@ -79,7 +80,7 @@ MatrixView<const T> GnnModel<T>::forward_transformed(std::size_t l, const graph:
   GNNPIPE_CHECK(static_cast<int64_t>(row_ids.size()) == block.num_src,
                 "forward_transformed {}: {} ids for a block of {} sources", l, row_ids.size(), block.num_src);
   training_ = true;
-  first_input_sparse_ = false;
+  first_input_sparse_ = first_input_known_ = false;
   const MatrixView<T> z = outputs_[l].matrix(ctx_, block.num_dst, layers_[l]->out_dim());
   const bool fused = fuses_activation(l);
   layers_[l]->forward_transformed(block, z,
@@ -109,6 +110,7 @@ void GnnModel<T>::transform_rows_backward(std::size_t l, MatrixView<const T> x, 
   // The rows' dropout again (the same bits), with its mask where dx needs it.
   const T p = static_cast<T>(options_.dropout_at(l));
   uint8_t* mask = p > T{0} && dx.data != nullptr ? masks_[l].ensure(ctx_, dropout_mask_bytes(x.rows, x.cols)) : nullptr;
+  if (l == 0) known_input_ = {};  // drop_rows writes inputs_[0]
   layers_[l]->transform_backward(drop_rows(ctx_, p, dropout_key.with(l), x, row_ids, inputs_[l], mask), dh, dx);
   if (mask != nullptr) ops::dropout_backward<T>(ctx_, mask, p, dx, dx);
 }

@@ -206,6 +206,25 @@ std::optional<SparseRowsView<T>> dropout_forward_sparse(const OpContext& ctx, co
 }
 
 template <class T>
+std::optional<SparseRowsView<T>> sparse_structure(const OpContext& ctx, ConstView<T> x, std::span<std::byte> buffer) {
+  if (ctx.is_cuda() || !ctx.options().sparse_input) return std::nullopt;
+  const std::optional<int64_t> nnz = cpu::sparse_nonzeros<T>(x);
+  if (!nnz || cpu::sparse_rows_bytes(x.rows, *nnz, sizeof(T)) > buffer.size() ||
+      reinterpret_cast<uintptr_t>(buffer.data()) % alignof(int64_t) != 0) {
+    return std::nullopt;
+  }
+  return cpu::sparse_rows<T>(x, *nnz, buffer);
+}
+
+template <class T>
+SparseRowsView<T> dropout_forward_known(const OpContext& ctx, core::RngKey key, std::type_identity_t<T> p,
+                                        ConstView<T> x, SparseRowsView<T> structure,
+                                        std::span<const graph::NodeId> row_ids, std::span<std::byte> buffer) {
+  GNNPIPE_CHECK(!ctx.is_cuda(), "dropout_forward_known: a sparse input exists only on the CPU backend");
+  return cpu::dropout_forward_known<T>(key, p, x, structure, row_ids, buffer);
+}
+
+template <class T>
 void csr_gemm(const OpContext& ctx, SparseRowsView<T> a, ConstView<T> b, MatrixView<T> c) {
   GNNPIPE_CHECK(!ctx.is_cuda(), "csr_gemm: a sparse input exists only on the CPU backend");
   cpu::csr_gemm<T>(a, b, c);

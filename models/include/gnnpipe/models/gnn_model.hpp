@@ -96,6 +96,9 @@ class GnnModel {
   // Whether the last forward gave the first layer its dropped input in CSR form (training on the
   // CPU with dropout, sparse features, a layer that takes it: ops/sparse_input.hpp).
   bool first_input_sparse() const { return first_input_sparse_; }
+  // Whether it dropped that input out from the CSR form kept for an input of the same tag
+  // (drop_sparse), rather than by scanning the dense rows.
+  bool first_input_known() const { return first_input_known_; }
   // Whether the last forward's first layer reused what it derived from an input of the same tag.
   bool first_input_reused() const { return layers_.front()->reused_input(); }
 
@@ -250,6 +253,7 @@ class GnnModel {
   DeviceArray<T> grad_, next_;  // backward's gradient buffers, reused across calls
   bool training_ = false;
   bool first_input_sparse_ = false;
+  bool first_input_known_ = false;
   // forward_view's: the views' shared first-layer input and this view's row factors (null outside).
   SharedInput<T>* shared_ = nullptr;
   std::span<const float> view_factors_{};
@@ -261,6 +265,28 @@ class GnnModel {
   void infer_through(std::size_t l, MatrixView<T> y, bool chunk, const Forward& forward);
   void run_first_view(const graph::Block& block, MatrixView<const T> x, std::span<const graph::NodeId> ids, T p,
                       bool dropped, core::RngKey dropout_key, const LayerContext& context, MatrixView<T> z);
+  // Layer l's dropped input in CSR form in a (ops/sparse_input.hpp), or nullopt for the dense
+  // path. A first layer whose input stays the same (input_tag != 0: a resident batch) keeps x's
+  // CSR form in the upper half of a from step to step (known_input_) and drops out from it
+  // (dropout_forward_known, bitwise the same) instead of scanning x's dense rows each step.
+  std::optional<SparseRowsView<T>> drop_sparse(std::size_t l, MatrixView<const T> x,
+                                               std::span<const graph::NodeId> ids, core::RngKey key, T p,
+                                               MatrixView<T> a, uint64_t input_tag);
+  // What the upper half of inputs_[0] holds: x's CSR form (structure.offsets null: x has none)
+  // for the input of `tag` at x with a's memory as it was. Reset wherever inputs_[0] is written
+  // otherwise, swapped or released; a tag of 0 is never matched.
+  struct KnownInput {
+    uint64_t tag = 0;
+    const T* x = nullptr;
+    int64_t rows = 0, cols = 0;
+    const T* buffer = nullptr;
+    std::size_t capacity = 0;
+    SparseRowsView<T> structure{};
+    bool same(const KnownInput& o) const {
+      return tag != 0 && tag == o.tag && x == o.x && rows == o.rows && cols == o.cols && buffer == o.buffer &&
+             capacity == o.capacity;
+    }
+  } known_input_;
   // GGNN: layers are the steps of one recurrent state, so no activation and no dropout between
   // them (dropout on the model's input only).
   bool chained_ = false;
