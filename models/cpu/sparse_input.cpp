@@ -68,11 +68,16 @@ class SparseDropper {
     return true;
   }
 
-  // Queues row r's non-zeros at the ascending columns given (its known CSR row): what add() finds
-  // by scanning, without the scan; no limit.
-  void add_known(int64_t r, uint64_t global, const int32_t* columns, int64_t count) {
+  // Queues row r's non-zeros, entries [begin, end) of x's known CSR form `known` (their values,
+  // x's elements bitwise, are read there rather than from x's scattered rows): what add() finds by
+  // scanning, without the scan; no limit.
+  void add_known(int64_t r, uint64_t global, SparseRowsView<T> known, int64_t begin, int64_t end) {
     out_.offsets[r + 1] = 0;
-    for (int64_t j = 0; j < count; ++j) queue(r, global, columns[j]);
+    known_values_ = known.values;
+    for (int64_t e = begin; e < end; ++e) {
+      queue(r, global, known.columns[e]);
+      source_[static_cast<std::size_t>(singles_ - 1)] = e;
+    }
   }
 
   // Draws what is queued.
@@ -110,7 +115,10 @@ class SparseDropper {
       const uint8_t byte = bits_[(std::size_t{s.block} << draw_.byte_shift) + (s.lane >> 3u)];
       if (((byte >> (s.lane & 7u)) & 1u) == 0) continue;
       const int64_t slot = (slots_ != nullptr ? slots_[s.row] : s.row * limit_) + out_.offsets[s.row + 1]++;
-      out_.values[slot] = x_.data[s.row * x_.cols + s.col] * scale_;  // as dropout_forward's product
+      // As dropout_forward's product.
+      const T value = known_values_ != nullptr ? known_values_[source_[static_cast<std::size_t>(k)]]
+                                               : x_.data[s.row * x_.cols + s.col];
+      out_.values[slot] = value * scale_;
       out_.columns[slot] = s.col;
     }
     blocks_ = 0;
@@ -127,6 +135,8 @@ class SparseDropper {
   std::array<uint64_t, kCapacity> index_;
   std::array<uint8_t, kCapacity * 16> bits_;  // up to 16 mask bytes per block
   std::array<Single, kSingles> single_;
+  const T* known_values_ = nullptr;           // add_known's: the values' array
+  std::array<int64_t, kSingles> source_;      // add_known's: each single's entry in it
   std::array<int32_t, kSegment> columns_;
   int64_t blocks_ = 0;
   int64_t singles_ = 0;
@@ -276,8 +286,7 @@ SparseRowsView<T> dropout_forward_known(core::RngKey key, std::type_identity_t<T
     for (int64_t r = begin; r < end; ++r) {
       const graph::NodeId id = row_ids.empty() ? r : row_ids[static_cast<std::size_t>(r)];
       GNNPIPE_CHECK(id >= 0, "dropout: negative row id {}", id);
-      dropper.add_known(r, static_cast<uint64_t>(id), structure.columns + structure.offsets[r],
-                        structure.offsets[r + 1] - structure.offsets[r]);
+      dropper.add_known(r, static_cast<uint64_t>(id), structure, structure.offsets[r], structure.offsets[r + 1]);
     }
     dropper.finish();
   });

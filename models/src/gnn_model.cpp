@@ -1,5 +1,7 @@
 #include "gnnpipe/models/gnn_model.hpp"
 
+#include "gnnpipe/core/hash.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <optional>
@@ -182,8 +184,10 @@ std::optional<SparseRowsView<T>> GnnModel<T>::drop_sparse(std::size_t l, MatrixV
   // of at most an eighth of them (sparse_nonzeros), so the governor's arithmetic is unchanged.
   const std::span<std::byte> buffer = std::as_writable_bytes(std::span<T>(a.data, static_cast<std::size_t>(a.size())));
   const std::size_t half = buffer.size() / 2 / alignof(int64_t) * alignof(int64_t);
-  const KnownInput now{input_tag, x.data, x.rows, x.cols, a.data, inputs_[0].capacity(), {}};
-  if (!known_input_.same(now)) {
+  const KnownInput now{input_tag, x.rows, x.cols, core::hash64(ids.data(), ids.size_bytes()), a.data,
+                       inputs_[0].capacity(), {}};
+  const bool kept = known_input_.same(now);
+  if (!kept) {
     known_input_ = {};
     const auto structure = ops::sparse_structure<T>(ctx_, x, buffer.subspan(half, half));
     known_input_ = now;
@@ -194,7 +198,7 @@ std::optional<SparseRowsView<T>> GnnModel<T>::drop_sparse(std::size_t l, MatrixV
     // record as it is, with nothing in the upper half to keep.
     return ops::dropout_forward_sparse<T>(ctx_, key, p, x, ids, a);
   }
-  first_input_known_ = true;
+  first_input_known_ = kept;
   return ops::dropout_forward_known<T>(ctx_, key, p, x, known_input_.structure, ids, buffer.first(half));
 }
 
@@ -203,13 +207,12 @@ void GnnModel<T>::run_first_view(const graph::Block& block, MatrixView<const T> 
                                  T p, bool dropped, core::RngKey dropout_key, const LayerContext& context,
                                  MatrixView<T> z) {
   if (!shared_->has_input()) {
-    known_input_ = {};  // inputs_[0] is written below
     if (!dropped) {
       shared_->set_input(LayerInput<T>::of(x));
     } else {
       // As run_layer drops a first layer's input (no mask: no input gradient is formed).
       const MatrixView<T> a = inputs_[0].matrix(ctx_, x.rows, x.cols);
-      const auto sparse = ops::dropout_forward_sparse<T>(ctx_, dropout_key.with(0), p, x, ids, a);
+      const auto sparse = drop_sparse(0, x, ids, dropout_key.with(0), p, a, view_input_tag_);
       if (sparse) {
         shared_->set_input(LayerInput<T>::of(*sparse));
       } else {
@@ -226,13 +229,15 @@ void GnnModel<T>::run_first_view(const graph::Block& block, MatrixView<const T> 
 template <class T>
 MatrixView<const T> GnnModel<T>::forward_view(std::span<const graph::Block* const> blocks, MatrixView<const T> x,
                                               std::span<const graph::NodeId> row_ids, core::RngKey dropout_key,
-                                              SharedInput<T>& shared, std::span<const float> row_factors) {
+                                              SharedInput<T>& shared, std::span<const float> row_factors,
+                                              uint64_t input_tag) {
   GNNPIPE_CHECK(shares_first_layer(), "forward_view: this model's first layer cannot share its input between views");
   shared_ = &shared;
   view_factors_ = row_factors;
+  view_input_tag_ = input_tag;
   struct Reset {
     GnnModel* m;
-    ~Reset() { m->shared_ = nullptr, m->view_factors_ = {}; }
+    ~Reset() { m->shared_ = nullptr, m->view_factors_ = {}, m->view_input_tag_ = 0; }
   } reset{this};
   return forward(blocks, x, row_ids, /*training=*/true, dropout_key);
 }
@@ -401,7 +406,7 @@ void GnnModel<T>::swap_kept(KeptForward& kept) {
   kept.outputs.resize(n);
   kept.masks.resize(n);
   kept.layer_inputs.resize(n);
-  known_input_ = {};
+  std::swap(known_input_, kept.known_input);  // with inputs_[0]'s array
   for (std::size_t l = 0; l < n; ++l) {
     std::swap(inputs_[l], kept.inputs[l]);
     std::swap(outputs_[l], kept.outputs[l]);
@@ -417,6 +422,7 @@ void GnnModel<T>::KeptForward::release(const core::Stream& stream) {
   }
   for (DeviceArray<uint8_t>& a : masks) a.release(stream);
   layer_inputs.assign(layer_inputs.size(), LayerInput<T>{});
+  known_input = {};
 }
 
 template <class T>

@@ -12,7 +12,8 @@ using models::MatrixView;
 namespace ops = models::ops;
 
 void AugmentedStep::run(const PackedBatchView& view, MatrixView<const float> x, core::RngKey key, int64_t batch,
-                        float* uncertainty, const CrossEntropy& cross_entropy, double* loss, bool keep_aside) {
+                        float* uncertainty, const CrossEntropy& cross_entropy, double* loss, bool keep_aside,
+                        uint64_t input_tag) {
   const std::size_t blocks = view.blocks.size();
   GNNPIPE_CHECK(view.view_factors.size() == 2 && view.view_blocks.size() == 2 * blocks,
                 "MH-Aug: batch {} carries {} views of {} blocks for {} blocks, not 2", batch, view.view_factors.size(),
@@ -33,7 +34,7 @@ void AugmentedStep::run(const PackedBatchView& view, MatrixView<const float> x, 
   const bool shared = model.shares_first_layer();
   if (shared) shared_.reset();
   const auto forward = [&](std::span<const graph::Block* const> layer_blocks, std::span<const float> factors) {
-    if (shared) return model.forward_view(layer_blocks, x, ids, key, shared_, factors);
+    if (shared) return model.forward_view(layer_blocks, x, ids, key, shared_, factors, input_tag);
     if (factors.empty()) return model.forward(layer_blocks, x, ids, true, key);
     const MatrixView<float> x_view = x_view_.matrix(ctx, x.rows, x.cols);
     ops::scale_rows<float>(ctx, x, factors, x_view);

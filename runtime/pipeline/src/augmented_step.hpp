@@ -45,8 +45,11 @@ class AugmentedStep {
   // normalised entropies go to. Gradients accumulate into the model's; the loss goes to *loss.
   // `keep_aside` false: the new view is forwarded again in step 4 even where the model could hold
   // its forward aside (the memory governor admitted the batch only without that second set).
+  // `input_tag` (0: none): x's rows are those of the last step given the same tag (a single fixed
+  // batch: GnnModel::forward_view).
   void run(const PackedBatchView& view, models::MatrixView<const float> x, core::RngKey key, int64_t batch,
-           float* uncertainty, const CrossEntropy& cross_entropy, double* loss, bool keep_aside = true);
+           float* uncertainty, const CrossEntropy& cross_entropy, double* loss, bool keep_aside = true,
+           uint64_t input_tag = 0);
   // Gives the step's arrays back (the memory governor's trim).
   void release(const core::Stream& stream);
 

@@ -27,11 +27,16 @@ constexpr std::size_t kMaxSplitStaging = 3;
 
 std::size_t align_up(std::size_t bytes) { return (bytes + kPartAlign - 1) / kPartAlign * kPartAlign; }
 
+// GnnModel's input tags: the resident batch's (blocks and rows), and an augmented fixed batch's
+// (its rows only: forward_view).
+constexpr uint64_t kResidentTag = 1;
+constexpr uint64_t kFixedInputTag = 2;
+
 }  // namespace
 
 BatchPath::BatchPath(const TrainingSetup& s, memory::CachingAllocator& allocator, const core::Stream& copy_stream,
                      RunCounters& counters, const InputPlacement& placement, bool resident_candidate,
-                     Augmentation* augmentation)
+                     Augmentation* augmentation, bool fixed_input)
     : s_(s),
       device_(s.model.context().device()),
       allocator_(allocator),
@@ -41,6 +46,7 @@ BatchPath::BatchPath(const TrainingSetup& s, memory::CachingAllocator& allocator
       counters_(counters),
       placement_(placement),
       resident_candidate_(resident_candidate),
+      fixed_input_(fixed_input),
       staging_(resident_candidate_ ? 1 : std::max(1, s.pipeline.staging_slots), core::MemoryKind::kStaging, device_),
       train_to_copy_(device_),
       copy_to_train_(device_),
@@ -291,7 +297,7 @@ void BatchPath::run_part(const Item& item, const BatchLayout& layout, std::byte*
   // parts together draw exactly the unsplit batch's masks.
   // The resident batch's blocks and input rows are the same every epoch: tag 1 lets the model's
   // first layer reuse what it derived from them (GnnModel::forward).
-  const uint64_t input_tag = item.resident || item.becomes_resident ? 1 : 0;
+  const uint64_t input_tag = item.resident || item.becomes_resident ? kResidentTag : 0;
   if (const uint64_t bytes = placement_.device_gathered_bytes(layout); bytes > 0) {
     counters_.moved(item.epoch, {.device_gathered_bytes = bytes});
   }
@@ -306,12 +312,12 @@ void BatchPath::run_part(const Item& item, const BatchLayout& layout, std::byte*
         [&](models::MatrixView<const float> logits, models::MatrixView<float> dlogits, double* target) {
           loss_of(view, logits, dlogits, target);
         },
-        loss, item.admission == nullptr || item.admission->augment_keeps_aside);
+        loss, item.admission == nullptr || item.admission->augment_keeps_aside,
+        fixed_input_ ? kFixedInputTag : 0);
     return;
   }
-  const auto logits = s_.model.forward(
-      blocks, placement_.input_rows(layout, view, train_ctx_, gathered_, input_tag == 1), view.input_nodes, true, key,
-      input_tag);
+  const auto x = placement_.input_rows(layout, view, train_ctx_, gathered_, input_tag == kResidentTag);
+  const auto logits = s_.model.forward(blocks, x, view.input_nodes, true, key, input_tag);
   const auto dlogits = dlogits_.matrix(train_ctx_, logits.rows, logits.cols);
   loss_of(view, logits, dlogits, parts > 1 ? part_losses_.data() + part : loss);
   s_.model.backward(blocks, dlogits);

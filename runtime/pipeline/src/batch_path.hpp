@@ -38,7 +38,7 @@ class BatchPath {
   // their input rows. The device slots are planned once the first batches were probed.
   BatchPath(const TrainingSetup& s, memory::CachingAllocator& allocator, const core::Stream& copy_stream,
             RunCounters& counters, const InputPlacement& placement, bool resident_candidate,
-            Augmentation* augmentation = nullptr);
+            Augmentation* augmentation = nullptr, bool fixed_input = false);
 
   // Device slots = batches on the device at once: memory::plan_device_slots from the budget and
   // `largest_packed` (the probed batches' most, packed with every feature row); 1 for a run whose
@@ -143,6 +143,7 @@ class BatchPath {
   RunCounters& counters_;
   const InputPlacement& placement_;
   const bool resident_candidate_;  // pipeline.resident and a fixed single-batch sampler
+  const bool fixed_input_;  // every batch has the same input rows (one process, a fixed single batch)
   memory::StagingPool staging_;
   // One per device slot: a batch on the device. Their frees are ordered on the copy stream, which
   // outlives them.

@@ -39,7 +39,8 @@ Stages::Stages(const TrainingSetup& s)
       placement_(s, allocator_, copy_stream_, resident_candidate_, single_fixed_batch(s)),
       augmentation_(s.augment.enabled() ? std::make_unique<Augmentation>(s) : nullptr),
       evaluation_(s, allocator_, copy_stream_, counters_, placement_, resident_candidate_),
-      batch_(s, allocator_, copy_stream_, counters_, placement_, resident_candidate_, augmentation_.get()) {
+      batch_(s, allocator_, copy_stream_, counters_, placement_, resident_candidate_, augmentation_.get(),
+             single_fixed_batch(s) && !s.data_parallel()) {
   // Epoch 1's first batches, sampled here once to plan the device slots and the feature placement
   // (a batch that may stay resident is the run's only one and has one slot: it is sampled only for
   // memory.features auto, which moves its features only where the batch fits beside them).

@@ -56,7 +56,8 @@ class GnnModel {
   // not training); the ids must then be distinct and stay valid until backward().
   // `input_tag` (0: none): a nonzero tag promises that x and blocks[0] hold exactly what they held
   // in the last forward given the same tag (a batch resident on the device, features included), so
-  // layer 0 may reuse what it computed from them then (GcnLayer's aggregated input).
+  // layer 0 may reuse what it computed from them then (GcnLayer's aggregated input, the dropout's
+  // CSR form of x: drop_sparse).
   MatrixView<const T> forward(std::span<const graph::Block* const> blocks, MatrixView<const T> x,
                               std::span<const graph::NodeId> row_ids, bool training, core::RngKey dropout_key,
                               uint64_t input_tag = 0);
@@ -71,9 +72,13 @@ class GnnModel {
   // adds it to the parameter's. Every view must pass the same x, row_ids and dropout_key.
   // Requires shares_first_layer(). The same loss and gradients as forward() on the scaled rows
   // diag(row_factors) x, up to rounding (dropout keeps its mask, which depends on ids and key only).
+  // `input_tag` (0: none) promises x's content only (the views' blocks differ): the same as in the
+  // last forward_view given the same tag, wherever x lies (a full batch's rows in another staging
+  // slot), so the dropout may reuse x's CSR form (drop_sparse); the layers never see it.
   MatrixView<const T> forward_view(std::span<const graph::Block* const> blocks, MatrixView<const T> x,
                                    std::span<const graph::NodeId> row_ids, core::RngKey dropout_key,
-                                   SharedInput<T>& shared, std::span<const float> row_factors);
+                                   SharedInput<T>& shared, std::span<const float> row_factors,
+                                   uint64_t input_tag = 0);
   // Inference through layer l alone, without dropout: y = act(layer_l(block, x)) for l < L - 1 and
   // the logits for the last layer; y is [block.num_dst x layer_out_dim(l)]. The building block of
   // layer-wise full-neighbor inference (all nodes through layer 0 in chunks, then layer 1, ...).
@@ -96,8 +101,8 @@ class GnnModel {
   // Whether the last forward gave the first layer its dropped input in CSR form (training on the
   // CPU with dropout, sparse features, a layer that takes it: ops/sparse_input.hpp).
   bool first_input_sparse() const { return first_input_sparse_; }
-  // Whether it dropped that input out from the CSR form kept for an input of the same tag
-  // (drop_sparse), rather than by scanning the dense rows.
+  // Whether it dropped that input out from x's CSR form kept since an earlier forward of the same
+  // input tag (drop_sparse), rather than by scanning x's dense rows.
   bool first_input_known() const { return first_input_known_; }
   // Whether the last forward's first layer reused what it derived from an input of the same tag.
   bool first_input_reused() const { return layers_.front()->reused_input(); }
@@ -105,6 +110,26 @@ class GnnModel {
   // Accumulates parameter gradients for d(loss)/d(logits) of the last forward.
   void backward(std::span<const graph::Block* const> blocks, MatrixView<const T> dlogits);
 
+ private:
+  // What the upper half of an inputs_[0] array holds: the CSR form of the input of `tag` (a tag
+  // promises the input's content: GnnModel::forward, forward_view), for that shape and the
+  // array's memory as it was (structure.offsets null: the input has no CSR form). It travels with
+  // its array (swap_kept) and is reset wherever the array is written otherwise or released; a tag
+  // of 0 is never matched.
+  struct KnownInput {
+    uint64_t tag = 0;
+    int64_t rows = 0, cols = 0;
+    uint64_t ids_hash = 0;  // of the rows' global ids (a check on the tag's promise, not a key)
+    const T* buffer = nullptr;
+    std::size_t capacity = 0;
+    SparseRowsView<T> structure{};
+    bool same(const KnownInput& o) const {
+      return tag != 0 && tag == o.tag && rows == o.rows && cols == o.cols && ids_hash == o.ids_hash &&
+             buffer == o.buffer && capacity == o.capacity;
+    }
+  };
+
+ public:
   // What a training forward keeps for its backward, held aside: MH-Aug's step keeps the new view's
   // forward while the previous view runs forward and backward, then backs the new view up without
   // forwarding it again (pipeline/src/augmented_step.hpp). Its arrays are grow-only like the
@@ -113,6 +138,7 @@ class GnnModel {
     std::vector<DeviceArray<T>> inputs, outputs;
     std::vector<DeviceArray<uint8_t>> masks;
     std::vector<LayerInput<T>> layer_inputs;
+    KnownInput known_input;  // of inputs[0]
     void release(const core::Stream& stream);
   };
   // Whether swap_kept can hold a forward aside: every layer keeps only its input for its backward
@@ -257,6 +283,7 @@ class GnnModel {
   // forward_view's: the views' shared first-layer input and this view's row factors (null outside).
   SharedInput<T>* shared_ = nullptr;
   std::span<const float> view_factors_{};
+  uint64_t view_input_tag_ = 0;
   // The first layer of a view (run_layer's body for it): drops x out into the shared input when it
   // holds none yet.
   // Layer l in inference (infer_layer, infer_first_layer): forward(context) runs it into y, then
@@ -266,27 +293,14 @@ class GnnModel {
   void run_first_view(const graph::Block& block, MatrixView<const T> x, std::span<const graph::NodeId> ids, T p,
                       bool dropped, core::RngKey dropout_key, const LayerContext& context, MatrixView<T> z);
   // Layer l's dropped input in CSR form in a (ops/sparse_input.hpp), or nullopt for the dense
-  // path. A first layer whose input stays the same (input_tag != 0: a resident batch) keeps x's
-  // CSR form in the upper half of a from step to step (known_input_) and drops out from it
-  // (dropout_forward_known, bitwise the same) instead of scanning x's dense rows each step.
+  // path. A first layer whose input stays the same (input_tag != 0: a resident batch, or MH-Aug's
+  // full batch through forward_view) keeps x's CSR form in the upper half of a from step to step
+  // (known_input_) and drops out from it (dropout_forward_known, bitwise the same) instead of
+  // scanning x's dense rows each step.
   std::optional<SparseRowsView<T>> drop_sparse(std::size_t l, MatrixView<const T> x,
                                                std::span<const graph::NodeId> ids, core::RngKey key, T p,
                                                MatrixView<T> a, uint64_t input_tag);
-  // What the upper half of inputs_[0] holds: x's CSR form (structure.offsets null: x has none)
-  // for the input of `tag` at x with a's memory as it was. Reset wherever inputs_[0] is written
-  // otherwise, swapped or released; a tag of 0 is never matched.
-  struct KnownInput {
-    uint64_t tag = 0;
-    const T* x = nullptr;
-    int64_t rows = 0, cols = 0;
-    const T* buffer = nullptr;
-    std::size_t capacity = 0;
-    SparseRowsView<T> structure{};
-    bool same(const KnownInput& o) const {
-      return tag != 0 && tag == o.tag && x == o.x && rows == o.rows && cols == o.cols && buffer == o.buffer &&
-             capacity == o.capacity;
-    }
-  } known_input_;
+  KnownInput known_input_;  // what the upper half of inputs_[0] holds
   // GGNN: layers are the steps of one recurrent state, so no activation and no dropout between
   // them (dropout on the model's input only).
   bool chained_ = false;

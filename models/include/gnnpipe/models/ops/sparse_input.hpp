@@ -41,9 +41,9 @@ std::optional<SparseRowsView<T>> dropout_forward_sparse(core::RngKey key, std::t
                                                         std::span<std::byte> buffer);
 
 // dropout_forward_sparse for an input whose CSR form `structure` is known (sparse_rows of x,
-// kept by the model for a batch that stays the same: GnnModel's input_tag): bitwise the same
-// entries, values and order, reading only x's non-zeros instead of scanning its rows; any row
-// length. The result is laid out as sparse_rows lays it out, in `buffer` of at least
+// kept by the model for an input that stays the same: GnnModel's input_tag): bitwise the same
+// entries, values and order, reading the structure's entries (x's non-zeros, bitwise) instead of
+// scanning x's rows (x gives the shape); any row length. The result is laid out as sparse_rows lays it out, in `buffer` of at least
 // sparse_rows_bytes(x.rows, structure.nnz(), sizeof(T)) bytes, 8-byte aligned. p in [0, 1).
 template <class T>
 SparseRowsView<T> dropout_forward_known(core::RngKey key, std::type_identity_t<T> p, ConstView<T> x,
