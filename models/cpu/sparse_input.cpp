@@ -43,10 +43,11 @@ Layout<T> layout(std::span<std::byte> buffer, int64_t rows, int64_t limit) {
 template <class T>
 class SparseDropper {
  public:
-  // `slots`: where row r's entries start (null: at r * limit).
+  // `known`: x's CSR form, for add_known (row r's entries then start at known.offsets[r], and
+  // their values are read there); otherwise row r's start at r * limit.
   SparseDropper(core::RngKey key, const DropoutDraw& draw, T scale, ConstView<T> x, int64_t limit, Layout<T> out,
-                const int64_t* slots = nullptr)
-      : key_(key), draw_(draw), scale_(scale), x_(x), limit_(limit), out_(out), slots_(slots) {}
+                SparseRowsView<T> known = {})
+      : key_(key), draw_(draw), scale_(scale), x_(x), limit_(limit), out_(out), known_(known) {}
   SparseDropper(const SparseDropper&) = delete;
   SparseDropper& operator=(const SparseDropper&) = delete;
   ~SparseDropper() = default;
@@ -68,14 +69,13 @@ class SparseDropper {
     return true;
   }
 
-  // Queues row r's non-zeros, entries [begin, end) of x's known CSR form `known` (their values,
-  // x's elements bitwise, are read there rather than from x's scattered rows): what add() finds by
-  // scanning, without the scan; no limit.
-  void add_known(int64_t r, uint64_t global, SparseRowsView<T> known, int64_t begin, int64_t end) {
+  // Queues row r's non-zeros from x's known CSR form (their values, x's elements bitwise, are
+  // read there rather than from x's scattered rows): what add() finds by scanning, without the
+  // scan; no limit.
+  void add_known(int64_t r, uint64_t global) {
     out_.offsets[r + 1] = 0;
-    known_values_ = known.values;
-    for (int64_t e = begin; e < end; ++e) {
-      queue(r, global, known.columns[e]);
+    for (int64_t e = known_.offsets[r]; e < known_.offsets[r + 1]; ++e) {
+      queue(r, global, known_.columns[e]);
       source_[static_cast<std::size_t>(singles_ - 1)] = e;
     }
   }
@@ -114,10 +114,11 @@ class SparseDropper {
       const Single& s = single_[static_cast<std::size_t>(k)];
       const uint8_t byte = bits_[(std::size_t{s.block} << draw_.byte_shift) + (s.lane >> 3u)];
       if (((byte >> (s.lane & 7u)) & 1u) == 0) continue;
-      const int64_t slot = (slots_ != nullptr ? slots_[s.row] : s.row * limit_) + out_.offsets[s.row + 1]++;
+      const int64_t start = known_.offsets != nullptr ? known_.offsets[s.row] : s.row * limit_;
+      const int64_t slot = start + out_.offsets[s.row + 1]++;
       // As dropout_forward's product.
-      const T value = known_values_ != nullptr ? known_values_[source_[static_cast<std::size_t>(k)]]
-                                               : x_.data[s.row * x_.cols + s.col];
+      const T value = known_.offsets != nullptr ? known_.values[source_[static_cast<std::size_t>(k)]]
+                                                : x_.data[s.row * x_.cols + s.col];
       out_.values[slot] = value * scale_;
       out_.columns[slot] = s.col;
     }
@@ -131,16 +132,32 @@ class SparseDropper {
   ConstView<T> x_;
   int64_t limit_;
   Layout<T> out_;
-  const int64_t* slots_;
+  SparseRowsView<T> known_;
   std::array<uint64_t, kCapacity> index_;
   std::array<uint8_t, kCapacity * 16> bits_;  // up to 16 mask bytes per block
   std::array<Single, kSingles> single_;
-  const T* known_values_ = nullptr;           // add_known's: the values' array
-  std::array<int64_t, kSingles> source_;      // add_known's: each single's entry in it
+  std::array<int64_t, kSingles> source_;  // add_known's: each single's entry in known_
   std::array<int32_t, kSegment> columns_;
   int64_t blocks_ = 0;
   int64_t singles_ = 0;
 };
+
+// Packs the rows' entries to the front, in row order: row r's, written from slot(r) with their
+// count in offsets[r + 1], move down to its offset, never past the start of row r + 1's slot, so
+// nothing unread is overwritten. Rows for which skip(r) holds (called once per row, in order)
+// take no room.
+template <class T, class Slot, class Skip>
+void pack_rows(Layout<T> out, int64_t rows, const Slot& slot, Skip&& skip) {
+  out.offsets[0] = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at = out.offsets[r], from = slot(r), count = skip(r) ? 0 : out.offsets[r + 1];
+    if (at != from && count > 0) {
+      std::memmove(out.values + at, out.values + from, static_cast<std::size_t>(count) * sizeof(T));
+      std::memmove(out.columns + at, out.columns + from, static_cast<std::size_t>(count) * sizeof(int32_t));
+    }
+    out.offsets[r + 1] = at + count;
+  }
+}
 
 template <class T>
 void check_product(SparseRowsView<T> a, int64_t a_side, int64_t b_rows, MatrixView<T> c, int64_t c_rows,
@@ -216,21 +233,14 @@ std::optional<SparseRowsView<T>> dropout_forward_sparse(core::RngKey key, std::t
     long_values[k].resize(static_cast<std::size_t>(counts[1]));
     long_columns[k].resize(static_cast<std::size_t>(counts[1]));
   }
-  // Pack the slots' rows to the front, in order: row r moves from r * limit down to its offset
-  // (never past the start of row r + 1's slot, so nothing unread is overwritten); a long row
-  // takes no room yet.
-  out.offsets[0] = 0;
+  // The slots' rows packed; a long row takes no room yet.
   std::size_t next_long = 0;
-  for (int64_t r = 0; r < x.rows; ++r) {
-    const bool is_long = next_long < long_rows.size() && long_rows[next_long] == r;
-    next_long += is_long ? 1 : 0;
-    const int64_t at = out.offsets[r], count = is_long ? 0 : out.offsets[r + 1];
-    if (at != r * limit && count > 0) {
-      std::memmove(out.values + at, out.values + r * limit, static_cast<std::size_t>(count) * sizeof(T));
-      std::memmove(out.columns + at, out.columns + r * limit, static_cast<std::size_t>(count) * sizeof(int32_t));
-    }
-    out.offsets[r + 1] = at + count;
-  }
+  pack_rows(out, x.rows, [&](int64_t r) { return r * limit; },
+            [&](int64_t r) {
+              const bool is_long = next_long < long_rows.size() && long_rows[next_long] == r;
+              next_long += is_long ? 1 : 0;
+              return is_long;
+            });
   if (long_rows.empty()) return SparseRowsView<T>{x.rows, x.cols, out.offsets, out.columns, out.values};
   // Long rows: the final offsets, then, from the last row back, every row to its final offset, at
   // or after its packed one (so a row moves over nothing unread), the long rows' entries copied in.
@@ -280,25 +290,17 @@ SparseRowsView<T> dropout_forward_known(core::RngKey key, std::type_identity_t<T
   const T scale = T{1} / (T{1} - p);
   const DropoutDraw draw = DropoutDraw::for_p(static_cast<double>(p));
   // Row r's kept entries land from its own offset in the structure (room for all of them), then
-  // are packed as dropout_forward_sparse packs its slots.
+  // are packed.
   detail::parallel_rows(x.rows, detail::grain_for(detail::edges_per_row(nnz, x.rows)), [&](int64_t begin, int64_t end) {
-    SparseDropper<T> dropper(key, draw, scale, x, 0, out, structure.offsets);
+    SparseDropper<T> dropper(key, draw, scale, x, 0, out, structure);
     for (int64_t r = begin; r < end; ++r) {
       const graph::NodeId id = row_ids.empty() ? r : row_ids[static_cast<std::size_t>(r)];
       GNNPIPE_CHECK(id >= 0, "dropout: negative row id {}", id);
-      dropper.add_known(r, static_cast<uint64_t>(id), structure, structure.offsets[r], structure.offsets[r + 1]);
+      dropper.add_known(r, static_cast<uint64_t>(id));
     }
     dropper.finish();
   });
-  out.offsets[0] = 0;
-  for (int64_t r = 0; r < x.rows; ++r) {
-    const int64_t at = out.offsets[r], from = structure.offsets[r], count = out.offsets[r + 1];
-    if (at != from && count > 0) {
-      std::memmove(out.values + at, out.values + from, static_cast<std::size_t>(count) * sizeof(T));
-      std::memmove(out.columns + at, out.columns + from, static_cast<std::size_t>(count) * sizeof(int32_t));
-    }
-    out.offsets[r + 1] = at + count;
-  }
+  pack_rows(out, x.rows, [&](int64_t r) { return structure.offsets[r]; }, [](int64_t) { return false; });
   return SparseRowsView<T>{x.rows, x.cols, out.offsets, out.columns, out.values};
 }
 

@@ -1,11 +1,10 @@
 #include "gnnpipe/models/gnn_model.hpp"
 
-#include "gnnpipe/core/hash.hpp"
-
 #include <algorithm>
 #include <limits>
 #include <optional>
 
+#include "gnnpipe/core/hash.hpp"
 #include "gnnpipe/models/layers/gaan_layer.hpp"
 #include "gnnpipe/models/layers/gat_layer.hpp"
 #include "gnnpipe/models/layers/gcn_layer.hpp"

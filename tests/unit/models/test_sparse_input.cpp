@@ -80,6 +80,16 @@ graph::CsrGraph three_in_edges(core::Rng& rng, int64_t nodes) {
   return graph::CsrGraph::from_coo(nodes, src, dst);
 }
 
+models::ModelOptions two_layers(models::ModelType type, double dropout) {
+  models::ModelOptions options;
+  options.type = type;
+  options.layers = 2;
+  options.hidden = 8;
+  options.dropout = dropout;
+  options.heads = 2;
+  return options;
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("the CSR dropout holds exactly the non-zeros of dropout_forward's output", "[models][sparse_input]",
@@ -249,12 +259,7 @@ TEST_CASE("a model on sparse features trains through the sparse path with the de
                     : type == models::ModelType::kSage ? graph::BlockNorm::kMean
                                                        : graph::BlockNorm::kSelfLoops;
   const graph::Block normed = graph::full_graph_block(g, norm);
-  models::ModelOptions options;
-  options.type = type;
-  options.layers = 2;
-  options.hidden = 8;
-  options.dropout = 0.4;
-  options.heads = 2;
+  const models::ModelOptions options = two_layers(type, 0.4);
   const Matrix<double> x = sparse_matrix<double>(rng, nodes, features, 5);
   const Matrix<double> r = test::random_matrix(rng, nodes, 3);
   const auto ids = shuffled_ids(rng, nodes, 100);
@@ -414,11 +419,7 @@ TEST_CASE("a model whose input stays the same drops it out from its kept CSR for
   const int64_t nodes = 50, features = 128;
   const graph::CsrGraph g = three_in_edges(rng, nodes);
   const graph::Block normed = graph::full_graph_block(g, graph::BlockNorm::kGcn);
-  models::ModelOptions options;
-  options.type = models::ModelType::kGcn;
-  options.layers = 2;
-  options.hidden = 8;
-  options.dropout = 0.5;
+  const models::ModelOptions options = two_layers(models::ModelType::kGcn, 0.5);
   const Matrix<double> x = sparse_matrix<double>(rng, nodes, features, 4);
   const Matrix<double> r = test::random_matrix(rng, nodes, 3);
   const auto ids = shuffled_ids(rng, nodes, 7);
