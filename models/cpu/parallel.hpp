@@ -49,32 +49,48 @@ inline T edge_weight(const graph::Block& block, int64_t e) {
   return block.weighted() ? static_cast<T>(block.weights[static_cast<std::size_t>(e)]) : T{1};
 }
 
-// out[r] = sum over the entries k of CSR row r (offsets, neighbor) of weight(k) * in[neighbor[k]],
-// for every row, one task per range of rows (no atomics, each row summed in entry order): SpMM
-// over the destination CSR, and its backward over the transpose.
-// `epilogue(row)` runs on each output row once its sum is complete (while the row is in cache).
-template <class T, class Weight, class Epilogue = void (*)(std::span<T>)>
+// o[0, f) = sum over the entries k in [begin, end) of weight(k) * in[neighbor[k]] (f = in.cols),
+// summed from +0 in entry order, multiply then add; Scaled: each source element times
+// T(scale[neighbor[k]]) first, rounded, as if the rows had been scaled in a pass of their own.
+// Every element bitwise the same on the AVX2 and the scalar path. o must not overlap in's rows.
+template <class T, bool Scaled = false, class Weight>
+inline void weighted_row(T* o, ConstView<T> in, const graph::NodeId* neighbor, int64_t begin, int64_t end,
+                         const Weight& weight, const float* scale = nullptr) {
+  const int64_t f = in.cols;
+#if GNNPIPE_CPU_AVX2
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<graph::NodeId, int32_t>) {
+    if (has_avx2() && f > 0) {  // the row summed in registers, bitwise the loop below
+      weighted_row_avx2<Scaled>(o, in.data, in.cols, neighbor, begin, end, weight, f, scale);
+      return;
+    }
+  }
+#endif
+  std::fill(o, o + f, T{0});
+  for (int64_t k = begin; k < end; ++k) {
+    const T w = weight(k);
+    const T* x = in.row(neighbor[k]).data();
+    if constexpr (Scaled) {
+      const T s = static_cast<T>(scale[neighbor[k]]);
+      for (int64_t c = 0; c < f; ++c) o[c] += w * (x[c] * s);
+    } else {
+      axpy_row(o, x, w, f);
+    }
+  }
+}
+
+// out[r] = sum over the entries k of CSR row r (offsets, neighbor) of weight(k) * in[neighbor[k]]
+// (weighted_row; Scaled: in's rows times `scale`), for every row, one task per range of rows (no
+// atomics, each row summed in entry order): SpMM over the destination CSR, and its backward over
+// the transpose. `epilogue(row)` runs on each output row once its sum is complete (while the row
+// is in cache).
+template <class T, bool Scaled = false, class Weight, class Epilogue = void (*)(std::span<T>)>
 void weighted_rows(int64_t rows, const graph::EdgeOffset* offsets, const graph::NodeId* neighbor, int64_t entries,
                    ConstView<T> in, MatrixView<T> out, Weight weight,
-                   Epilogue epilogue = [](std::span<T>) {}) {
-  const int64_t f = in.cols;
-  parallel_rows(rows, grain_for(edges_per_row(entries, rows) * f), [&](int64_t begin, int64_t end) {
+                   Epilogue epilogue = [](std::span<T>) {}, const float* scale = nullptr) {
+  parallel_rows(rows, grain_for(edges_per_row(entries, rows) * in.cols), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const std::span<T> o = out.row(r);
-#if GNNPIPE_CPU_AVX2
-      if constexpr (std::is_same_v<T, float> && std::is_same_v<graph::NodeId, int32_t>) {
-        if (has_avx2() && f > 0) {  // the row summed in registers, bitwise the loop below
-          weighted_row_avx2(o.data(), in.data, in.cols, neighbor, offsets[r], offsets[r + 1], weight, f);
-          epilogue(o);
-          continue;
-        }
-      }
-#endif
-      std::fill(o.begin(), o.end(), T{0});
-      for (int64_t k = offsets[r]; k < offsets[r + 1]; ++k) {
-        const T w = weight(k);
-        axpy_row(o.data(), in.row(neighbor[k]).data(), w, f);  // (in and out never overlap)
-      }
+      weighted_row<T, Scaled>(o.data(), in, neighbor, offsets[r], offsets[r + 1], weight, scale);
       epilogue(o);
     }
   });

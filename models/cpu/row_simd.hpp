@@ -70,55 +70,72 @@ inline void axpy_row_portable(T* o, const T* x, T w, int64_t n) {
 // o = sum over the entries k in [begin, end) of w(k) * x_k, x_k = in + neighbor[k] * ld: 8 * V
 // floats (and a masked ninth vector of fewer than 8 when Tail) in registers, summed from +0 in
 // entry order, multiply then add, and stored once: every element bitwise as by zeroing o and
-// calling axpy_row per entry, without reading and writing o once per entry.
-template <int V, bool Tail, class Weight>
+// calling axpy_row per entry, without reading and writing o once per entry. Scaled: x_k's
+// elements are first multiplied by scale[neighbor[k]] (rounded), bitwise as if the rows had been
+// scaled in a pass of their own (scale_row) before the sum.
+template <int V, bool Tail, bool Scaled, class Weight>
 [[gnu::target("avx2")]] inline void weighted_block_avx2(float* o, const float* in, int64_t ld, const int32_t* neighbor,
                                                         int64_t begin, int64_t end, const Weight& weight,
-                                                        __m256i mask) {
+                                                        const float* scale, __m256i mask) {
   constexpr int kVectors = V + (Tail ? 1 : 0);
   __m256 acc[kVectors > 0 ? kVectors : 1];  // (V = 0 without a tail is never called: width >= 1)
   for (int j = 0; j < kVectors; ++j) acc[j] = _mm256_setzero_ps();
   for (int64_t k = begin; k < end; ++k) {
     const __m256 w = _mm256_set1_ps(weight(k));
-    const float* x = in + static_cast<int64_t>(neighbor[k]) * ld;
-    for (int j = 0; j < V; ++j) acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(w, _mm256_loadu_ps(x + 8 * j)));
-    if constexpr (Tail) acc[V] = _mm256_add_ps(acc[V], _mm256_mul_ps(w, _mm256_maskload_ps(x + 8 * V, mask)));
+    const int64_t row = neighbor[k];
+    const float* x = in + row * ld;
+    // (a lambda would not inherit the avx2 target: the scaling is written out)
+    const __m256 f = Scaled ? _mm256_set1_ps(scale[row]) : _mm256_setzero_ps();
+    for (int j = 0; j < V; ++j) {
+      __m256 v = _mm256_loadu_ps(x + 8 * j);
+      if constexpr (Scaled) v = _mm256_mul_ps(v, f);
+      acc[j] = _mm256_add_ps(acc[j], _mm256_mul_ps(w, v));
+    }
+    if constexpr (Tail) {
+      __m256 v = _mm256_maskload_ps(x + 8 * V, mask);
+      if constexpr (Scaled) v = _mm256_mul_ps(v, f);
+      acc[V] = _mm256_add_ps(acc[V], _mm256_mul_ps(w, v));
+    }
   }
   for (int j = 0; j < V; ++j) _mm256_storeu_ps(o + 8 * j, acc[j]);
   if constexpr (Tail) _mm256_maskstore_ps(o + 8 * V, mask, acc[V]);
 }
 
-template <bool Tail, class Weight>
+template <bool Tail, bool Scaled, class Weight>
 [[gnu::target("avx2")]] inline void weighted_block_avx2(int vectors, float* o, const float* in, int64_t ld,
                                                         const int32_t* neighbor, int64_t begin, int64_t end,
-                                                        const Weight& weight, __m256i mask) {
+                                                        const Weight& weight, const float* scale, __m256i mask) {
   switch (vectors) {
-    case 0: return weighted_block_avx2<0, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
-    case 1: return weighted_block_avx2<1, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
-    case 2: return weighted_block_avx2<2, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
-    case 3: return weighted_block_avx2<3, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
-    case 4: return weighted_block_avx2<4, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
-    case 5: return weighted_block_avx2<5, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
-    case 6: return weighted_block_avx2<6, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
-    case 7: return weighted_block_avx2<7, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
-    default: return weighted_block_avx2<8, Tail>(o, in, ld, neighbor, begin, end, weight, mask);
+    case 0: return weighted_block_avx2<0, Tail, Scaled>(o, in, ld, neighbor, begin, end, weight, scale, mask);
+    case 1: return weighted_block_avx2<1, Tail, Scaled>(o, in, ld, neighbor, begin, end, weight, scale, mask);
+    case 2: return weighted_block_avx2<2, Tail, Scaled>(o, in, ld, neighbor, begin, end, weight, scale, mask);
+    case 3: return weighted_block_avx2<3, Tail, Scaled>(o, in, ld, neighbor, begin, end, weight, scale, mask);
+    case 4: return weighted_block_avx2<4, Tail, Scaled>(o, in, ld, neighbor, begin, end, weight, scale, mask);
+    case 5: return weighted_block_avx2<5, Tail, Scaled>(o, in, ld, neighbor, begin, end, weight, scale, mask);
+    case 6: return weighted_block_avx2<6, Tail, Scaled>(o, in, ld, neighbor, begin, end, weight, scale, mask);
+    case 7: return weighted_block_avx2<7, Tail, Scaled>(o, in, ld, neighbor, begin, end, weight, scale, mask);
+    default: return weighted_block_avx2<8, Tail, Scaled>(o, in, ld, neighbor, begin, end, weight, scale, mask);
   }
 }
 
-// o[c] = sum over the entries k in [begin, end) of weight(k) * in[neighbor[k]][c] for c < n, in
-// blocks of 64 columns (eight registers), each summed over the entries in order: bitwise what
-// zeroing o and calling axpy_row_avx2 once per entry gives. o must not overlap in's rows.
-template <class Weight>
+// o[c] = sum over the entries k in [begin, end) of weight(k) * in[neighbor[k]][c] for c < n (each
+// source element times scale[neighbor[k]] first when Scaled), in blocks of 64 columns (eight
+// registers), each summed over the entries in order: bitwise what zeroing o and calling
+// axpy_row_avx2 once per entry (on the scaled rows) gives. o must not overlap in's rows.
+template <bool Scaled = false, class Weight>
 [[gnu::target("avx2")]] inline void weighted_row_avx2(float* o, const float* in, int64_t ld, const int32_t* neighbor,
-                                                      int64_t begin, int64_t end, const Weight& weight, int64_t n) {
+                                                      int64_t begin, int64_t end, const Weight& weight, int64_t n,
+                                                      const float* scale = nullptr) {
   for (int64_t c = 0; c < n; c += 64) {
     const int64_t width = n - c < 64 ? n - c : 64;
     const int vectors = static_cast<int>(width / 8);
     const int tail = static_cast<int>(width % 8);
     if (tail == 0) {
-      weighted_block_avx2<false>(vectors, o + c, in + c, ld, neighbor, begin, end, weight, _mm256_setzero_si256());
+      weighted_block_avx2<false, Scaled>(vectors, o + c, in + c, ld, neighbor, begin, end, weight, scale,
+                                         _mm256_setzero_si256());
     } else {
-      weighted_block_avx2<true>(vectors, o + c, in + c, ld, neighbor, begin, end, weight, tail_mask(tail));
+      weighted_block_avx2<true, Scaled>(vectors, o + c, in + c, ld, neighbor, begin, end, weight, scale,
+                                        tail_mask(tail));
     }
   }
 }

@@ -1,6 +1,7 @@
 #include "gnnpipe/models/ops/spmm.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "cpu/parallel.hpp"
 
@@ -25,6 +26,50 @@ void spmm_bias(const graph::Block& block, ConstView<T> x, std::span<const T> bia
   };
   detail::weighted_rows(block.num_dst, block.offsets.data(), block.indices.data(), block.num_edges(), x, y,
                         [&](int64_t e) { return detail::edge_weight<T>(block, e); }, epilogue);
+}
+
+template <class T>
+void spmm_bias_scaled(const graph::Block& block, ConstView<T> x, std::span<const float> factors,
+                      std::span<const T> bias, bool relu, MatrixView<T> y) {
+  if (factors.empty()) return spmm_bias<T>(block, x, bias, relu, y);
+  check_shape(x, block.num_src, x.cols, "spmm_bias_scaled: x (num_src x F)");
+  check_shape(y, block.num_dst, x.cols, "spmm_bias_scaled: y (num_dst x F)");
+  GNNPIPE_CHECK(static_cast<int64_t>(bias.size()) == x.cols && static_cast<int64_t>(factors.size()) == x.rows,
+                "spmm_bias_scaled: bias of {} values for {} columns, {} factors for {} rows", bias.size(), x.cols,
+                factors.size(), x.rows);
+  const auto epilogue = [&](std::span<T> o) {
+    detail::bias_relu_row(o.data(), bias.data(), static_cast<int64_t>(o.size()), relu);
+  };
+  detail::weighted_rows<T, true>(block.num_dst, block.offsets.data(), block.indices.data(), block.num_edges(), x, y,
+                                 [&](int64_t e) { return detail::edge_weight<T>(block, e); }, epilogue,
+                                 factors.data());
+}
+
+template <class T>
+void spmm_backward_scaled(const graph::Block& block, ConstView<T> dy, std::span<const float> factors, bool accumulate,
+                          MatrixView<T> g) {
+  check_shape(dy, block.num_dst, dy.cols, "spmm_backward_scaled: dy (num_dst x F)");
+  check_shape(g, block.num_src, dy.cols, "spmm_backward_scaled: g (num_src x F)");
+  GNNPIPE_CHECK(factors.empty() || static_cast<int64_t>(factors.size()) == block.num_src,
+                "spmm_backward_scaled: {} factors for {} source rows", factors.size(), block.num_src);
+  const int64_t f = dy.cols;
+  const auto weight = [&](int64_t k) { return detail::edge_weight<T>(block, block.t_edges[k]); };
+  detail::parallel_rows(block.num_src, detail::grain_for(detail::edges_per_row(block.num_edges(), block.num_src) * f),
+                        [&](int64_t begin, int64_t end) {
+                          std::vector<T> sum(static_cast<std::size_t>(f));  // one row of A^T dy, never stored
+                          for (int64_t r = begin; r < end; ++r) {
+                            detail::weighted_row(sum.data(), dy, block.t_indices.data(), block.t_offsets[r],
+                                                 block.t_offsets[r + 1], weight);
+                            const T s = factors.empty() ? T{1} : static_cast<T>(factors[static_cast<std::size_t>(r)]);
+                            T* o = g.row(r).data();
+                            // add_scaled_rows' o + s x (axpy(1)'s o + x), or scale_rows' x s (copy's x).
+                            if (accumulate) {
+                              detail::axpy_row(o, sum.data(), s, f);
+                            } else {
+                              detail::scale_row(o, sum.data(), s, f);
+                            }
+                          }
+                        });
 }
 
 template <class T>
@@ -123,6 +168,10 @@ void spmm_edge_weighted_backward_alpha(const graph::Block& block, ConstView<T> x
   template void spmm<T>(const graph::Block&, ConstView<T>, MatrixView<T>);                                        \
   template void spmm_backward<T>(const graph::Block&, ConstView<T>, MatrixView<T>);                               \
   template void spmm_bias<T>(const graph::Block&, ConstView<T>, std::span<const T>, bool, MatrixView<T>);          \
+  template void spmm_bias_scaled<T>(const graph::Block&, ConstView<T>, std::span<const float>, std::span<const T>, \
+                                    bool, MatrixView<T>);                                                          \
+  template void spmm_backward_scaled<T>(const graph::Block&, ConstView<T>, std::span<const float>, bool,           \
+                                        MatrixView<T>);                                                            \
   template void spmm_edge_weighted<T>(const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>);            \
   template void spmm_edge_weighted_backward_x<T>(const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>); \
   template void spmm_edge_weighted_backward_alpha<T>(const graph::Block&, ConstView<T>, ConstView<T>, MatrixView<T>);

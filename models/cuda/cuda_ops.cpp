@@ -130,6 +130,35 @@ void spmm_backward(const OpContext& ctx, const graph::Block& block, ConstView<T>
   }
 }
 
+// The scaled SpMMs run their two ops (the rows scaled into scratch, then the product; the product
+// into scratch, then scaled into g): bitwise the CPU twins, which fuse them.
+template <class T>
+void spmm_bias_scaled(const OpContext& ctx, const graph::Block& block, ConstView<T> x, std::span<const float> factors,
+                      MatrixView<T> scratch, ConstView<T> bias, bool relu, MatrixView<T> y) {
+  if (factors.empty()) return spmm_bias<T>(ctx, block, x, bias, relu, y);
+  check_shape(scratch, x.rows, x.cols, "spmm_bias_scaled: scratch (x's shape)");
+  scale_rows<T>(ctx, x, factors, scratch);
+  spmm_bias<T>(ctx, block, scratch, bias, relu, y);
+}
+
+template <class T>
+void spmm_backward_scaled(const OpContext& ctx, const graph::Block& block, ConstView<T> dy,
+                          std::span<const float> factors, bool accumulate, MatrixView<T> scratch, MatrixView<T> g) {
+  check_shape(scratch, block.num_src, dy.cols, "spmm_backward_scaled: scratch (num_src x F)");
+  spmm_backward<T>(ctx, block, dy, scratch);
+  if (factors.empty()) {
+    if (accumulate) {
+      axpy<T>(ctx, T{1}, scratch, g);
+    } else {
+      copy<T>(ctx, scratch, g);
+    }
+  } else if (accumulate) {
+    add_scaled_rows<T>(ctx, scratch, factors, g);
+  } else {
+    scale_rows<T>(ctx, scratch, factors, g);
+  }
+}
+
 template <class T>
 void spmm_edge_weighted(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> x,
                         MatrixView<T> y) {

@@ -68,9 +68,10 @@ void GcnLayer<T>::forward_input(const graph::Block& block, LayerInput<T> x, Matr
                 "GCN layer {}->{}: input {}x{}, output {}x{} for a block of {} sources, {} destinations", in_, out_,
                 x.rows(), x.cols(), y.rows, y.cols, block.num_src, block.num_dst);
   x_ = x;
-  // h_ is backward's dh; x W itself may be a shared view's product, read in place.
-  const MatrixView<const T> h = x.product(ctx_, params_.value(weight_), h_.matrix(ctx_, x.rows(), out_));
-  ops::spmm_bias<T>(ctx_, block, h, params_.value(bias_), relu, y);
+  // h_ is backward's dh; x W itself may be a shared view's product, read in place (its rows scaled
+  // inside the SpMM for a view with row factors).
+  x.aggregate_product(ctx_, block, params_.value(weight_), h_.matrix(ctx_, x.rows(), out_), params_.value(bias_), relu,
+                      y);
 }
 
 template <class T>
@@ -91,9 +92,13 @@ void GcnLayer<T>::backward(const graph::Block& block, MatrixView<const T> dy, Ma
   }
   // x W is not read by backward: its gradient takes its memory.
   const MatrixView<T> dh = h_.view(block.num_src, out_);
+  if (dx.data == nullptr) {  // dW += x^T (A^T dy), in one op for a view of a shared input
+    x_.aggregate_transposed_times_add(ctx_, block, dy, dh, params_.grad(weight_));
+    return;
+  }
   ops::spmm_backward<T>(ctx_, block, dy, dh);
   x_.transposed_times_add(ctx_, dh, params_.grad(weight_));  // dW += x^T dh
-  if (dx.data != nullptr) ops::gemm<T>(ctx_, false, true, T{1}, dh, params_.value(weight_), T{0}, dx);  // dx = dh W^T
+  ops::gemm<T>(ctx_, false, true, T{1}, dh, params_.value(weight_), T{0}, dx);  // dx = dh W^T
 }
 
 // h_ [num_src x out] (x W, then its gradient); aggregate_first: A_hat x [num_dst x in] (then

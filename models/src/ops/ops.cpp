@@ -52,6 +52,20 @@ void spmm_backward(const OpContext& ctx, const graph::Block& block, ConstView<T>
 }
 
 template <class T>
+void spmm_bias_scaled(const OpContext& ctx, const graph::Block& block, ConstView<T> x, std::span<const float> factors,
+                      MatrixView<T> scratch, ConstView<T> bias, bool relu, MatrixView<T> y) {
+  GNNPIPE_ON_CUDA(spmm_bias_scaled<T>(ctx, block, x, factors, scratch, bias, relu, y));
+  cpu::spmm_bias_scaled<T>(block, x, factors, bias.flat(), relu, y);
+}
+
+template <class T>
+void spmm_backward_scaled(const OpContext& ctx, const graph::Block& block, ConstView<T> dy,
+                          std::span<const float> factors, bool accumulate, MatrixView<T> scratch, MatrixView<T> g) {
+  GNNPIPE_ON_CUDA(spmm_backward_scaled<T>(ctx, block, dy, factors, accumulate, scratch, g));
+  cpu::spmm_backward_scaled<T>(block, dy, factors, accumulate, g);
+}
+
+template <class T>
 void spmm_edge_weighted(const OpContext& ctx, const graph::Block& block, ConstView<T> alpha, ConstView<T> x,
                         MatrixView<T> y) {
   GNNPIPE_ON_CUDA(spmm_edge_weighted<T>(ctx, block, alpha, x, y));

@@ -2,10 +2,12 @@
 
 #include <oneapi/tbb/global_control.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "finite_difference.hpp"
 #include "gnnpipe/models/ops/elementwise.hpp"
+#include "gnnpipe/models/ops/gated.hpp"
 #include "gnnpipe/models/ops/spmm.hpp"
 #include "model_helpers.hpp"
 
@@ -67,6 +69,68 @@ TEST_CASE("spmm_bias: bitwise spmm, bias_add and relu in turn", "[models][spmm]"
   };
   check(float{});
   check(double{});
+}
+
+TEST_CASE("spmm_bias_scaled and spmm_backward_scaled: bitwise the ops they fuse, at every width",
+          "[models][spmm]") {
+  core::Rng rng(7, {4});
+  const graph::Block block = test::random_block(rng, 120, 200, 9, true);
+  std::vector<float> factors(200);
+  for (std::size_t i = 0; i < factors.size(); ++i) {
+    const float pick[] = {0.0f, 1.25f, -2.0f, 2.0f / 3.0f, 1.0f};
+    factors[i] = pick[i % 5];
+  }
+  auto check = [&]<class T>(T, int64_t cols) {
+    INFO("width " << cols << (sizeof(T) == 4 ? " float" : " double"));
+    const auto random = [&](int64_t rows) {
+      const Matrix<double> d = test::random_matrix(rng, rows, cols);
+      Matrix<T> m(rows, cols);
+      for (std::size_t i = 0; i < m.flat().size(); ++i) m.flat()[i] = static_cast<T>(d.flat()[i]);
+      return m;
+    };
+    const Matrix<T> x = random(200), dy = random(120), g0 = random(200);
+    Matrix<T> bias = random(1);
+    for (const bool relu : {false, true}) {
+      Matrix<T> scaled(200, cols), want(120, cols), got(120, cols);
+      models::cpu::scale_rows<T>(x.view(), factors, scaled.view());
+      models::cpu::spmm_bias<T>(block, scaled.view(), bias.flat(), relu, want.view());
+      models::cpu::spmm_bias_scaled<T>(block, x.view(), factors, bias.flat(), relu, got.view());
+      CHECK(test::values_of(got.cview()) == test::values_of(want.cview()));
+    }
+    Matrix<T> dx(200, cols);
+    models::cpu::spmm_backward<T>(block, dy.view(), dx.view());
+    for (const bool empty : {false, true}) {
+      const std::span<const float> f = empty ? std::span<const float>{} : std::span<const float>(factors);
+      for (const bool accumulate : {false, true}) {
+        Matrix<T> want(200, cols), got(200, cols);
+        std::copy(g0.flat().begin(), g0.flat().end(), want.flat().begin());
+        std::copy(g0.flat().begin(), g0.flat().end(), got.flat().begin());
+        if (accumulate && empty) {
+          models::cpu::axpy<T>(T{1}, dx.view(), want.view());
+        } else if (accumulate) {
+          models::cpu::add_scaled_rows<T>(dx.view(), f, want.view());
+        } else if (empty) {
+          std::copy(dx.flat().begin(), dx.flat().end(), want.flat().begin());
+        } else {
+          models::cpu::scale_rows<T>(dx.view(), f, want.view());
+        }
+        models::cpu::spmm_backward_scaled<T>(block, dy.view(), f, accumulate, got.view());
+        CHECK(test::values_of(got.cview()) == test::values_of(want.cview()));
+      }
+    }
+  };
+  for (const int64_t cols : {1, 7, 13, 64, 67, 256}) {
+    check(float{}, cols);
+    check(double{}, cols);
+  }
+  Matrix<float> x(200, 3), y(120, 3), b(1, 3), dy(120, 3), g(200, 3);
+  CHECK(test::error_of([&] {
+          models::cpu::spmm_bias_scaled<float>(block, x.view(), std::span(factors).first(5), b.flat(), false,
+                                               y.view());
+        }).find("spmm_bias_scaled: bias of 3 values for 3 columns, 5 factors for 200 rows") != std::string::npos);
+  CHECK(test::error_of([&] {
+          models::cpu::spmm_backward_scaled<float>(block, dy.view(), std::span(factors).first(5), true, g.view());
+        }).find("spmm_backward_scaled: 5 factors for 200 source rows") != std::string::npos);
 }
 
 TEST_CASE("spmm_backward: walks the transpose, sources without edges get zero", "[models][spmm]") {
@@ -132,16 +196,24 @@ TEST_CASE("spmm and spmm_backward: bitwise identical with 1 and 2 threads", "[mo
   const graph::Block block = test::random_block(rng, 3000, 5000, 12, true);
   const Matrix<double> x = test::random_matrix(rng, 5000, 16);
   const Matrix<double> dy = test::random_matrix(rng, 3000, 16);
+  std::vector<float> factors(5000);
+  for (std::size_t i = 0; i < factors.size(); ++i) factors[i] = static_cast<float>(i % 3) * 0.75f;
   auto run = [&](int threads) {
     const oneapi::tbb::global_control limit(oneapi::tbb::global_control::max_allowed_parallelism,
                                             static_cast<std::size_t>(threads));
-    Matrix<double> y(3000, 16);
-    Matrix<double> dx(5000, 16);
+    Matrix<double> y(3000, 16), y_scaled(3000, 16);
+    Matrix<double> dx(5000, 16), g(5000, 16);
+    const std::vector<double> bias(16, 0.5);
     models::cpu::spmm<double>(block, x.view(), y.view());
     models::cpu::spmm_backward<double>(block, dy.view(), dx.view());
-    std::vector<double> out = test::values_of(y.cview());
-    const std::vector<double> back = test::values_of(dx.cview());
-    out.insert(out.end(), back.begin(), back.end());
+    models::cpu::spmm_bias_scaled<double>(block, x.view(), factors, bias, true, y_scaled.view());
+    models::cpu::spmm_backward_scaled<double>(block, dy.view(), factors, false, g.view());
+    models::cpu::spmm_backward_scaled<double>(block, dy.view(), factors, true, g.view());
+    std::vector<double> out;
+    for (const Matrix<double>* m : {&y, &dx, &y_scaled, &g}) {
+      const std::vector<double> v = test::values_of(m->cview());
+      out.insert(out.end(), v.begin(), v.end());
+    }
     return out;
   };
   CHECK(run(1) == run(2));

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gnnpipe/core/check.hpp"
+#include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/models/device_array.hpp"
 #include "gnnpipe/models/matrix.hpp"
 #include "gnnpipe/models/op_context.hpp"
@@ -54,6 +55,19 @@ struct LayerInput {
   MatrixView<const T> product(const OpContext& ctx, ConstView<T> w, MatrixView<T> scratch) const;
   // dw += x^T dh (for a shared input: once flush() runs).
   void transposed_times_add(const OpContext& ctx, ConstView<T> dh, MatrixView<T> dw) const;
+
+  // The aggregation of x w over `block` with a GCN layer's epilogue: y = A (x w) + bias, then ReLU
+  // (ops::spmm_bias over product()). A view with row factors reads the shared product and scales
+  // its rows inside the SpMM (ops::spmm_bias_scaled) instead of in a pass of their own. `scratch`
+  // (x.rows() x w.cols) as for product().
+  void aggregate_product(const OpContext& ctx, const graph::Block& block, ConstView<T> w, MatrixView<T> scratch,
+                         ConstView<T> bias, bool relu, MatrixView<T> y) const;
+  // Its weight's gradient: dw += x^T (A^T dy), A^T dy formed in `scratch` (x.rows() x dy.cols). A
+  // view of a SharedInput adds diag(row_factors) A^T dy into the shared gradient sum in one op
+  // (ops::spmm_backward_scaled, which on the CPU never forms A^T dy), so `scratch` may hold
+  // anything afterwards.
+  void aggregate_transposed_times_add(const OpContext& ctx, const graph::Block& block, ConstView<T> dy,
+                                      MatrixView<T> scratch, MatrixView<T> dw) const;
 };
 
 template <class T>
@@ -104,9 +118,9 @@ class SharedInput {
  private:
   friend struct LayerInput<T>;
 
-  // x w for the view of `factors`: the shared product (formed by the first view), or its rows
-  // scaled into h.
-  MatrixView<const T> times(const OpContext& ctx, ConstView<T> w, std::span<const float> factors, MatrixView<T> h) {
+  // The shared product x w (formed by the first view that asks; `h`, a view's array of its shape,
+  // is only checked).
+  MatrixView<const T> product(const OpContext& ctx, ConstView<T> w, MatrixView<const T> h) {
     const int64_t rows = base_->rows();
     if (!product_ready_) {
       base_->times(ctx, w, product_.matrix(ctx, rows, w.cols));
@@ -115,35 +129,59 @@ class SharedInput {
     }
     GNNPIPE_CHECK(w.data == weight_ && h.rows == rows && h.cols == w.cols,
                   "SharedInput: a view's product with another weight or of another shape ({}x{})", h.rows, h.cols);
-    const MatrixView<const T> product = product_.view(rows, w.cols);
-    if (factors.empty()) return product;
-    ops::scale_rows<T>(ctx, product, factors, h);
+    return product_.view(rows, w.cols);
+  }
+
+  // x w for the view of `factors`: the shared product, or its rows scaled into h.
+  MatrixView<const T> times(const OpContext& ctx, ConstView<T> w, std::span<const float> factors, MatrixView<T> h) {
+    const MatrixView<const T> p = product(ctx, w, h);
+    if (factors.empty()) return p;
+    ops::scale_rows<T>(ctx, p, factors, h);
     return h;
   }
 
-  void add_gradient(const OpContext& ctx, ConstView<T> dh, std::span<const float> factors, MatrixView<T> dw) {
+  // The gradient sum for a view's gradient of `cols` columns to `dw`: *first when this is the
+  // step's first (the sum is then written, not added to).
+  MatrixView<T> gradient_sum(const OpContext& ctx, int64_t cols, MatrixView<T> dw, bool* first) {
     const int64_t rows = base_->rows();
-    GNNPIPE_CHECK(dh.rows == rows, "SharedInput: a gradient of {} rows for {} input rows", dh.rows, rows);
-    if (!grad_started_) {
-      const MatrixView<T> g = grad_.matrix(ctx, rows, dh.cols);
+    *first = !grad_started_;
+    if (*first) {
+      grad_started_ = true;
+      grad_cols_ = cols;
+      grad_target_ = dw;
+      return grad_.matrix(ctx, rows, cols);
+    }
+    GNNPIPE_CHECK(dw.data == grad_target_.data && cols == grad_cols_,
+                  "SharedInput: the views' gradients go to different weights");
+    return grad_.view(rows, grad_cols_);
+  }
+
+  void add_gradient(const OpContext& ctx, ConstView<T> dh, std::span<const float> factors, MatrixView<T> dw) {
+    GNNPIPE_CHECK(dh.rows == base_->rows(), "SharedInput: a gradient of {} rows for {} input rows", dh.rows,
+                  base_->rows());
+    bool first = false;
+    const MatrixView<T> g = gradient_sum(ctx, dh.cols, dw, &first);
+    if (first) {
       if (factors.empty()) {
         ops::copy<T>(ctx, dh, g);
       } else {
         ops::scale_rows<T>(ctx, dh, factors, g);
       }
-      grad_started_ = true;
-      grad_cols_ = dh.cols;
-      grad_target_ = dw;
-      return;
-    }
-    GNNPIPE_CHECK(dw.data == grad_target_.data && dh.cols == grad_cols_,
-                  "SharedInput: the views' gradients go to different weights");
-    const MatrixView<T> g = grad_.view(rows, grad_cols_);
-    if (factors.empty()) {
+    } else if (factors.empty()) {
       ops::axpy<T>(ctx, T{1}, dh, g);
     } else {
       ops::add_scaled_rows<T>(ctx, dh, factors, g);  // bitwise scaling into a scratch array, then adding it
     }
+  }
+
+  // add_gradient of A^T dy, bitwise, in one op (ops::spmm_backward_scaled).
+  void add_aggregated_gradient(const OpContext& ctx, const graph::Block& block, ConstView<T> dy,
+                               std::span<const float> factors, MatrixView<T> scratch, MatrixView<T> dw) {
+    GNNPIPE_CHECK(block.num_src == base_->rows(), "SharedInput: a block of {} sources for {} input rows",
+                  block.num_src, base_->rows());
+    bool first = false;
+    const MatrixView<T> g = gradient_sum(ctx, dy.cols, dw, &first);
+    ops::spmm_backward_scaled<T>(ctx, block, dy, factors, !first, scratch, g);
   }
 
   std::optional<LayerInput<T>> base_;
@@ -171,6 +209,28 @@ MatrixView<const T> LayerInput<T>::product(const OpContext& ctx, ConstView<T> w,
   if (shared != nullptr) return shared->times(ctx, w, row_factors, scratch);
   times(ctx, w, scratch);
   return scratch;
+}
+
+template <class T>
+void LayerInput<T>::aggregate_product(const OpContext& ctx, const graph::Block& block, ConstView<T> w,
+                                      MatrixView<T> scratch, ConstView<T> bias, bool relu, MatrixView<T> y) const {
+  if (shared != nullptr && !row_factors.empty()) {
+    const MatrixView<const T> p = shared->product(ctx, w, scratch);
+    ops::spmm_bias_scaled<T>(ctx, block, p, row_factors, scratch, bias, relu, y);
+    return;
+  }
+  ops::spmm_bias<T>(ctx, block, product(ctx, w, scratch), bias, relu, y);
+}
+
+template <class T>
+void LayerInput<T>::aggregate_transposed_times_add(const OpContext& ctx, const graph::Block& block, ConstView<T> dy,
+                                                   MatrixView<T> scratch, MatrixView<T> dw) const {
+  if (shared != nullptr) {
+    shared->add_aggregated_gradient(ctx, block, dy, row_factors, scratch, dw);
+    return;
+  }
+  ops::spmm_backward<T>(ctx, block, dy, scratch);
+  transposed_times_add(ctx, scratch, dw);
 }
 
 template <class T>

@@ -4,6 +4,8 @@
 // fixed order: no atomics, and results are bitwise identical for any thread count.
 // All outputs are overwritten (not accumulated into). T is float or double; block weights (float)
 // are converted to T.
+#include <span>
+
 #include "gnnpipe/graph/block.hpp"
 #include "gnnpipe/models/matrix.hpp"
 
@@ -19,6 +21,22 @@ void spmm(const graph::Block& block, ConstView<T> x, MatrixView<T> y);
 // in turn: the additions and the comparison are the same, only y is walked once. bias: F values.
 template <class T>
 void spmm_bias(const graph::Block& block, ConstView<T> x, std::span<const T> bias, bool relu, MatrixView<T> y);
+
+// spmm_bias over diag(factors) x, x's rows scaled inside the product (MH-Aug's views of one shared
+// x W; models/layers/layer_input.hpp): y[v] = sum over edges e = (u -> v) of w_e * (x[u] *
+// factors[u]) + bias, then ReLU. Bitwise scale_rows(x, factors, s) followed by spmm_bias(s), without
+// forming s. factors: num_src values (empty: spmm_bias).
+template <class T>
+void spmm_bias_scaled(const graph::Block& block, ConstView<T> x, std::span<const float> factors,
+                      std::span<const T> bias, bool relu, MatrixView<T> y);
+
+// g[u] = factors[u] * dx[u] for spmm_backward's dx (accumulate: g[u] += factors[u] * dx[u]),
+// without forming dx: bitwise spmm_backward into dx followed by scale_rows(dx, factors, g)
+// (accumulate: add_scaled_rows(dx, factors, g)). Empty factors: every factor 1 (bitwise copy, or
+// axpy(1, dx, g)). dy: num_dst x F, g: num_src x F.
+template <class T>
+void spmm_backward_scaled(const graph::Block& block, ConstView<T> dy, std::span<const float> factors, bool accumulate,
+                          MatrixView<T> g);
 
 // The gradient of spmm with respect to x: dx[u] = sum over edges e = (u -> v) of w_e * dy[v],
 // walked through the transpose (t_offsets, t_indices, t_edges). dy: num_dst x F, dx: num_src x F.
