@@ -5,8 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <numeric>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -117,6 +119,43 @@ inline std::vector<BlockCase> block_cases(const core::Stream& stream) {
 // ops::spmm and ops::spmm_backward on `cuda` against the CPU twins for one block and width F:
 // outputs poisoned first, compared within the reduction tolerance, and each run twice to be
 // bitwise equal (determinism).
+// MH-Aug's scaled SpMMs (ops::spmm_bias_scaled, ops::spmm_backward_scaled): against the CPU twins
+// (which fuse the scaling), factors 0, negative, fractional and 1, and every accumulate case.
+template <class T>
+void check_scaled_spmm_against_cpu(Cuda& cuda, const BlockCase& bc, const models::Matrix<T>& x,
+                                   const models::Matrix<T>& dy, const models::Matrix<T>& bias, core::Rng& rng) {
+  const models::OpContext& host = models::OpContext::host();
+  const int64_t f = x.cols();
+  std::vector<float> factors(static_cast<std::size_t>(bc.host.num_src));
+  for (std::size_t i = 0; i < factors.size(); ++i) factors[i] = std::array{0.0f, 1.25f, -2.0f, 0.6f, 1.0f}[i % 5];
+  const auto x_dev = to_device(x, cuda.stream);
+  const auto dy_dev = to_device(dy, cuda.stream);
+  const auto bias_dev = to_device(bias, cuda.stream);
+  const auto factors_dev = to_device<float>(factors, cuda.stream);
+  const std::span<const float> f_dev = device_span(factors_dev);
+  models::Matrix<T> y(bc.host.num_dst, f), scratch_host(bc.host.num_src, f);
+  models::ops::spmm_bias_scaled<T>(host, bc.host, x.cview(), factors, scratch_host.view(), bias.cview(), true,
+                                   y.view());
+  auto scratch = poisoned<T>(bc.host.num_src, f, cuda.stream);
+  auto y_dev = poisoned<T>(bc.host.num_dst, f, cuda.stream);
+  models::ops::spmm_bias_scaled<T>(cuda.ctx, bc.device, x_dev.cview(), f_dev, scratch.view(), bias_dev.cview(), true,
+                                   y_dev.view());
+  CHECK(compare(to_host(y_dev, cuda.stream), y, reduction_tolerance<T>()));
+  const models::Matrix<T> g0 = random_values<T>(rng, bc.host.num_src, f);
+  for (const bool empty : {false, true}) {
+    for (const bool accumulate : {false, true}) {
+      INFO("spmm_backward_scaled, factors " << (empty ? "none" : "given") << ", accumulate " << accumulate);
+      const std::span<const float> fh = empty ? std::span<const float>{} : std::span<const float>(factors);
+      models::Matrix<T> g = g0.clone();
+      models::ops::spmm_backward_scaled<T>(host, bc.host, dy.cview(), fh, accumulate, scratch_host.view(), g.view());
+      auto g_dev = to_device(g0, cuda.stream);
+      models::ops::spmm_backward_scaled<T>(cuda.ctx, bc.device, dy_dev.cview(), empty ? std::span<const float>{} : f_dev,
+                                           accumulate, scratch.view(), g_dev.view());
+      CHECK(compare(to_host(g_dev, cuda.stream), g, reduction_tolerance<T>()));
+    }
+  }
+}
+
 template <class T>
 void check_spmm_against_cpu(Cuda& cuda, const BlockCase& bc, int64_t f, core::Rng& rng) {
   const models::OpContext& host = models::OpContext::host();
@@ -161,6 +200,7 @@ void check_spmm_against_cpu(Cuda& cuda, const BlockCase& bc, int64_t f, core::Rn
     CHECK(compare(fused_host, yb, reduction_tolerance<T>()));
     CHECK(bitwise_equal(fused_host, to_host(apart, cuda.stream)));
   }
+  check_scaled_spmm_against_cpu<T>(cuda, bc, x, dy, bias, rng);
 }
 
 }  // namespace gnnpipe::test
