@@ -66,8 +66,9 @@ const std::vector<Key<pipeline::PipelineOptions>>& pipeline_keys() {
        .doc = {"string", kAll,
                "auto, resident (the whole graph's block kept on the device), layerwise (chunks gathered on the host) "
                "or layerwise_device (chunks carrying blocks and ids only, every layer's outputs kept on the device). "
-               "auto: resident on a GPU when it takes at most a quarter of what the budget leaves, else "
-               "layerwise_device on a GPU when its arrays leave training's batches unsplit, else layerwise."},
+               "auto: resident when it takes at most a quarter of what the budget leaves (on the CPU backend too, "
+               "except with data-parallel ranks, whose layer-wise evaluation is sharded), else layerwise_device on "
+               "a GPU when its arrays leave training's batches unsplit, else layerwise."},
        .read =
            [](ConfigMap& s, const std::string& key, O& o) {
              using pipeline::EvalGraph;

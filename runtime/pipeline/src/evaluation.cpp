@@ -58,7 +58,10 @@ void Evaluation::place_eval_graph() {
   const EvalGraph wanted = s_.pipeline.eval_graph;
   // (A fixed batch evaluates over itself.)
   if (resident_candidate_ || wanted == EvalGraph::kLayerwise || wanted == EvalGraph::kLayerwiseDevice) return;
-  if (wanted == EvalGraph::kAuto && !device_.is_cuda()) return;
+  // auto on the CPU backend too (layer-wise inference samples and transposes its chunk blocks and
+  // gathers their rows at every evaluation: 2-4x the whole graph's pass there; DECISIONS.md), but
+  // not for data-parallel ranks, whose layer-wise evaluation is sharded between them.
+  if (wanted == EvalGraph::kAuto && !device_.is_cuda() && s_.data_parallel()) return;
   const graph::CsrGraph& g = s_.data.graph;
   const graph::FeatureStore& f = s_.data.features;
   const int64_t n = g.num_nodes();

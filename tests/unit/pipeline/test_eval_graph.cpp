@@ -83,14 +83,21 @@ TEST_CASE("evaluation over the whole graph's resident block: layer-wise inferenc
   }
 }
 
-TEST_CASE("pipeline.eval_graph: auto keeps layer-wise evaluation on the CPU backend, and the plan says where evaluation runs",
+TEST_CASE("pipeline.eval_graph: auto keeps the whole graph's block where a quarter of the budget holds it, on the "
+          "CPU backend too, and the plan says where evaluation runs",
           "[pipeline][eval_graph]") {
   const pipeline::MemoryPlan automatic = test::plan_experiment(kBase, {});
-  CHECK(automatic.eval_graph == 0);
   const pipeline::MemoryPlan resident = test::plan_experiment(kBase, {"pipeline.eval_graph=resident"});
+  const pipeline::MemoryPlan layerwise = test::plan_experiment(kBase, {"pipeline.eval_graph=layerwise"});
   CHECK(resident.eval_graph > 0);
+  CHECK(automatic.eval_graph == resident.eval_graph);
+  CHECK(layerwise.eval_graph == 0);
   // Its evaluation bound is the whole graph's arrays, larger than one chunk's would be.
-  CHECK(resident.evaluation >= automatic.evaluation);
+  CHECK(resident.evaluation >= layerwise.evaluation);
+  // A budget whose quarter cannot hold the block: auto evaluates layer-wise.
+  const pipeline::MemoryPlan tight =
+      test::plan_experiment(kBase, {"memory.limit=" + std::to_string(3 * resident.eval_graph)});
+  CHECK(tight.eval_graph == 0);
   bool said = false;
   for (const std::string& line : resident.lines()) said = said || line.find("evaluation: over the whole graph") != std::string::npos;
   CHECK(said);

@@ -105,11 +105,13 @@ TEST_CASE("features on the device train bit for bit as gathered on the host, for
 
 TEST_CASE("features on the device: split batches gather each micro-batch's rows", "[pipeline]") {
   test::TempDir dir;
-  const std::size_t need = plan({"memory.features=device"}).largest_batch_peak;
-  // (At 80 % every batch fits since evaluation's chunks shrink to a quarter of the budget.)
+  // Layer-wise evaluation, whose chunks shrink to a quarter of the budget (so at 80 % every batch
+  // fits); auto would keep the whole graph's block beside the batches where the budget allows.
+  const std::string lw = "pipeline.eval_graph=layerwise";
+  const std::size_t need = plan({"memory.features=device", lw}).largest_batch_peak;
   const std::string limit = "memory.limit=" + std::to_string(need * 6 / 10);
-  const Run host = train({"memory.features=host", limit}, dir, "host");
-  const Run device = train({"memory.features=device", limit}, dir, "device");
+  const Run host = train({"memory.features=host", limit, lw}, dir, "host");
+  const Run device = train({"memory.features=device", limit, lw}, dir, "device");
   CHECK(device.summary["memory"]["batches_split"].get<int64_t>() > 0);
   CHECK(device.summary["memory"]["peak_device_bytes"].get<std::size_t>() <= need * 6 / 10);
   // Host placement packs the rows and holds more per batch: it may split differently, but a

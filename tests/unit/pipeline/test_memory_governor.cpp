@@ -34,9 +34,12 @@ dataset: {synthetic: {nodes: 800, avg_degree: 6, features: 32, classes: 3, seed:
 model: {type: sage, layers: 2, hidden: 16, dropout: 0.5}
 sampler: {type: neighbor, fanouts: [5, 5], batch_size: 100}
 optimizer: {type: adam, lr: 0.01}
-pipeline: {mode: sequential}
+pipeline: {mode: sequential, eval_graph: layerwise}
 run: {epochs: 3, seed: 7}
 )";
+// (Layer-wise evaluation: these budgets are sized against its chunk bound, which the governor
+// shrinks; the whole graph's block, auto's choice where a quarter of the budget holds it, is
+// test_eval_graph.cpp's.)
 
 using Run = test::ExperimentRun;
 

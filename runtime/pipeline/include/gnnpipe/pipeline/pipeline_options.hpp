@@ -16,10 +16,10 @@ enum class PipelineMode { kPipelined, kSequential };
 // widest output] arrays) and a hidden layer's chunk carries only its block and ids, its rows
 // gathered there (LayerwiseInferenceOptions::device_outputs; an OutOfBudget naming the key when
 // the arrays do not fit beside what is resident, training's batches split beside them as they
-// must); kAuto: kResident on a GPU when the block and
-// the whole-graph arrays take at most a quarter of what the budget leaves, else kLayerwiseDevice
-// on a GPU when its arrays leave the probed training batches unsplit, else kLayerwise (always on
-// the CPU backend, where a device gather would run on the evaluation thread's cores anyway).
+// must); kAuto: kResident when the block and the whole-graph arrays take at most a quarter of
+// what the budget leaves (on the CPU backend too, except for data-parallel ranks, whose layer-wise
+// evaluation is sharded), else kLayerwiseDevice on a GPU when its arrays leave the probed training
+// batches unsplit, else kLayerwise.
 enum class EvalGraph { kAuto, kResident, kLayerwise, kLayerwiseDevice };
 
 // The score an evaluation reports as the run's (run.metric): best epoch and early stopping follow
