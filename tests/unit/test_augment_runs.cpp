@@ -138,17 +138,18 @@ TEST_CASE("augment: a batch that fits only without the new view's forward held a
           "[augment]") {
   gnnpipe::test::TempDir dir;
   // The step holds the new view's forward aside (a second set of activations) where the budget
-  // allows, and otherwise forwards the view again: the same gradients either way. 480 KiB holds
-  // this batch's step only without that set (its peak is about 434 KiB then, 465 KiB with it).
+  // allows, and otherwise forwards the view again: the same gradients either way. 500 KiB holds
+  // this batch's step only without that set (its peak is about 454 KiB then, 485 KiB with it,
+  // beside layer-wise evaluation's chunk arrays).
   const auto free = run_experiment(kFull, {}, dir / "free");
   CHECK(free.summary["memory"]["batches_augment_reforwarded"] == 0);
   for (const char* mode : {"pipelined", "sequential"}) {
     INFO(mode);
     const auto tight =
-        run_experiment(kFull, {"memory.limit=480KiB", std::string("pipeline.mode=") + mode}, dir / mode);
+        run_experiment(kFull, {"memory.limit=500KiB", std::string("pipeline.mode=") + mode}, dir / mode);
     CHECK(tight.summary["memory"]["batches_augment_reforwarded"] == 6);
     CHECK(tight.summary["memory"]["batches_fit"] == 6);
-    CHECK(tight.summary["memory"]["peak_device_bytes"].get<std::size_t>() <= 480 * 1024);
+    CHECK(tight.summary["memory"]["peak_device_bytes"].get<std::size_t>() <= 500 * 1024);
     CHECK(checksum(tight) == checksum(free));
   }
 }

@@ -22,9 +22,13 @@ void GcnLayer<T>::forward(const graph::Block& block, MatrixView<const T> x, Matr
                           const LayerContext& context) {
   // Inference over the whole graph aggregates first too where in <= out (fewer multiply-adds), in
   // an array the size x W would take, so that its size class is the hidden layers' (the plan's
-  // evaluation bound, and the allocator's cache, as with PyG's order).
+  // evaluation bound, and the allocator's cache, as with PyG's order). A chunk (layer-wise
+  // training or inference) always aggregates first: its sources are its destinations' in-neighbours,
+  // often several times as many rows (most of the graph at a high degree), and transforming first
+  // would multiply each of them by W for a few destinations, chunk after chunk; aggregating first
+  // multiplies only the destinations, at the price of an SpMM at the input's width.
   const bool whole_inference = !context.training && !context.chunk && !aggregate_first_ && in_ <= out_;
-  aggregated_last_ = aggregate_first_ || (context.chunk && (context.training || in_ <= out_)) || whole_inference;
+  aggregated_last_ = aggregate_first_ || context.chunk || whole_inference;
   if (whole_inference) h_.ensure(ctx_, static_cast<std::size_t>(block.num_src * out_));
   if (aggregated_last_) {
     forward_aggregated(block, x, y, context.chunk ? 0 : context.input_tag, context.relu);
@@ -124,8 +128,7 @@ void GcnLayer<T>::inference_arrays(const BlockShape& s, std::vector<std::size_t>
 
 template <class T>
 void GcnLayer<T>::chunk_inference_arrays(const BlockShape& s, std::vector<std::size_t>& bytes) const {
-  const bool first = aggregate_first_ || in_ <= out_;  // (forward: a chunk aggregates first where in <= out)
-  bytes.push_back(static_cast<std::size_t>(first ? s.num_dst * in_ : s.num_src * out_) * sizeof(T));
+  bytes.push_back(static_cast<std::size_t>(s.num_dst * in_) * sizeof(T));  // (forward: a chunk aggregates first)
   bytes.push_back(0);
 }
 
