@@ -53,14 +53,17 @@ void spmm_backward(const OpContext& ctx, const graph::Block& block, ConstView<T>
 
 template <class T>
 void spmm_bias_scaled(const OpContext& ctx, const graph::Block& block, ConstView<T> x, std::span<const float> factors,
-                      MatrixView<T> scratch, ConstView<T> bias, bool relu, MatrixView<T> y) {
+                      [[maybe_unused]] MatrixView<T> scratch, ConstView<T> bias, bool relu, MatrixView<T> y) {
+  // (scratch is the CUDA twin's: the CPU twin fuses the scaling into the product)
   GNNPIPE_ON_CUDA(spmm_bias_scaled<T>(ctx, block, x, factors, scratch, bias, relu, y));
   cpu::spmm_bias_scaled<T>(block, x, factors, bias.flat(), relu, y);
 }
 
 template <class T>
 void spmm_backward_scaled(const OpContext& ctx, const graph::Block& block, ConstView<T> dy,
-                          std::span<const float> factors, bool accumulate, MatrixView<T> scratch, MatrixView<T> g) {
+                          std::span<const float> factors, bool accumulate, [[maybe_unused]] MatrixView<T> scratch,
+                          MatrixView<T> g) {
+  // (scratch is the CUDA twin's: the CPU twin never forms A^T dy)
   GNNPIPE_ON_CUDA(spmm_backward_scaled<T>(ctx, block, dy, factors, accumulate, scratch, g));
   cpu::spmm_backward_scaled<T>(block, dy, factors, accumulate, g);
 }
