@@ -476,6 +476,9 @@ case "$phase" in
     #   bench_resident  `gnnpipe bench` as bench_host, evaluating over the resident block
     #   eval_device     float32 host features, evaluation layer-wise with every layer's outputs on the
     #                   device (pipeline.eval_graph layerwise_device: 2 x 2.45 M x 256 floats, 4.7 GiB)
+    #   eval_cache      eval_device evaluating every epoch, its chunks sampled once a run
+    #                   (pipeline.eval_cache auto, the GPU's default) against every layer of every
+    #                   evaluation (off): not in the default list; its epochs 2-3 show the saving
     products=(--set pipeline.eval_every=1000 --set run.epochs="${PRODUCTS_EPOCHS:-3}")
     products_bench() {
       local name=$1 t
@@ -509,6 +512,13 @@ case "$phase" in
           config_run products_eval_device 150 bench_products_sage "${products[@]}" --set memory.features=host \
             --set pipeline.eval_graph=layerwise_device
           grep -E "\] (epoch +[0-9]|  evaluation)" "$logs/products_eval_device.log" | cut -c16-160 | tee -a "$summary" ;;
+        eval_cache)
+          for cache in off auto; do
+            config_run "products_eval_cache_$cache" 150 bench_products_sage "${products[@]}" \
+              --set memory.features=host --set pipeline.eval_graph=layerwise_device --set pipeline.eval_every=1 \
+              --set pipeline.eval_cache="$cache"
+            grep -E "\] epoch +[0-9]" "$logs/products_eval_cache_$cache.log" | cut -c16-160 | tee -a "$summary"
+          done ;;
         *) say "products: unknown step '$step' (PRODUCTS_STEPS)" ;;
       esac
     done

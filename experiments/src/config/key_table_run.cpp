@@ -1,6 +1,9 @@
 // The rows of the `pipeline`, `memory` and `run` sections (key_table.hpp).
 #include <algorithm>
 #include <array>
+#include <limits>
+
+#include <fmt/format.h>
 
 #include "config/key_table.hpp"
 #include "gnnpipe/core/choice.hpp"
@@ -78,6 +81,30 @@ const std::vector<Key<pipeline::PipelineOptions>>& pipeline_keys() {
                                                 EvalGraph::kLayerwiseDevice});
            },
        .write = [](const O& o) { return text(to_string(o.eval_graph)); }},
+      {.name = "eval_cache",
+       .doc = {"string", kAll,
+               "auto, off or a byte count (e.g. 4GiB): host memory layer-wise evaluation may keep its sampled "
+               "chunks (blocks and ids) in, for its later layers and later evaluations to reuse instead of sampling "
+               "them again. auto: a quarter of the machine's physical memory on a GPU; off on the CPU backend, "
+               "where host memory is the device's."},
+       .read =
+           [](ConfigMap& s, const std::string& key, O& o) {
+             const std::string text = s.get<std::string>(key, "auto");
+             if (text == "auto" || text == "off") {
+               o.eval_cache = text == "auto" ? -1 : 0;
+               return;
+             }
+             const uint64_t bytes = bytes_at(s, key, text);
+             GNNPIPE_CHECK_CONFIG(bytes <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()),
+                                  "{}: '{}' is too large", s.key_path(key), text);
+             o.eval_cache = static_cast<int64_t>(bytes);
+           },
+       .write =
+           [](const O& o) {
+             return YAML::Node(o.eval_cache < 0    ? std::string("auto")
+                               : o.eval_cache == 0 ? std::string("off")
+                                                   : fmt::format("{}", o.eval_cache));
+           }},
       {.name = "stage_retries",
        .doc = {"integer", kAll,
                "Times a stage runs again for a batch after a transient error (not a config, data, device, budget or "

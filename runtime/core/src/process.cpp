@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -34,6 +35,11 @@ uint64_t peak_rss_bytes() { return status_bytes("VmHWM:"); }
 uint64_t rss_bytes() { return status_bytes("VmRSS:"); }
 uint64_t anon_rss_bytes() { return status_bytes("RssAnon:"); }
 uint64_t shmem_rss_bytes() { return status_bytes("RssShmem:"); }
+
+uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
 
 std::optional<double> parse_cpu_max(const std::string& text) {
   std::istringstream in(text);

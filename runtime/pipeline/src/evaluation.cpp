@@ -7,6 +7,7 @@
 
 #include "gnnpipe/core/check.hpp"
 #include "gnnpipe/core/log.hpp"
+#include "gnnpipe/core/process.hpp"
 #include "gnnpipe/core/trace_range.hpp"
 #include "gnnpipe/core/units.hpp"
 #include "gnnpipe/models/ops/metrics.hpp"
@@ -197,6 +198,14 @@ std::size_t Evaluation::bound() const {
          sparse_input_bytes();
 }
 
+// pipeline.eval_cache: auto keeps chunks on a GPU only (a quarter of the machine's memory), whose
+// host memory is not the budget's; on the CPU backend, host memory is the device's.
+std::size_t Evaluation::chunk_cache_bytes() const {
+  const int64_t wanted = s_.pipeline.eval_cache;
+  if (wanted >= 0) return static_cast<std::size_t>(wanted);
+  return device_.is_cuda() ? static_cast<std::size_t>(core::physical_memory_bytes() / 4) : 0;
+}
+
 bool Evaluation::sharded() const {
   return s_.data_parallel() && s_.collective->gathers_rows() && !eval_outputs_on_device_ && !eval_graph_resident_ &&
          !device_.is_cuda();
@@ -272,9 +281,13 @@ void Evaluation::evaluate_once(EpochResult& r, const std::optional<WholeGraphBat
                                  .shards = sharded() ? s_.collective->size() : 1,
                                  .share_rows = sharded() ? share_rows() : nullptr,
                                  .sparse_features = sparse ? &sparse_view : nullptr,
-                                 .on_layer = {}},
+                                 .on_layer = {},
+                                 .cache_bytes = chunk_cache_bytes()},
                                 eval_workspace_);
     logits = layerwise.cview();
+    core::logger().debug("evaluation of epoch {}: {} chunks kept ({}), {} sampled by the run's evaluations so far",
+                         r.epoch, eval_workspace_.cached_chunks(), core::format_bytes(eval_workspace_.cached_bytes()),
+                         eval_workspace_.sampled_chunks());
   }
   // The logits are on the host: what follows is the epoch's scores.
   eval_stream_.synchronize();

@@ -73,6 +73,8 @@ class Evaluation {
 
  private:
   void evaluate_once(EpochResult& r, const std::optional<WholeGraphBatch>& whole);
+  // The host bytes layer-wise evaluation may keep its sampled chunks in (pipeline.eval_cache).
+  std::size_t chunk_cache_bytes() const;
   // Data-parallel ranks on the CPU backend share layer-wise evaluation: each computes its run of
   // chunks, and the ranks exchange each layer's rows (LayerwiseInferenceOptions::shards), when the
   // collective offers a channel for it and the layer outputs stay on the host.

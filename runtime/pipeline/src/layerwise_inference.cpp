@@ -23,6 +23,8 @@
 #include "gnnpipe/pipeline/packed_batch.hpp"
 #include "gnnpipe/samplers/inference_sampler.hpp"
 #include "gnnpipe/samplers/parallel_sampler.hpp"
+#include "chunk_cache.hpp"
+#include "sparse_rows_gather.hpp"
 #include "transformed_store.hpp"
 
 namespace gnnpipe::pipeline {
@@ -271,21 +273,30 @@ std::vector<samplers::BatchSpec> chunk_specs(const InferenceChunks& chunks, int6
 // (Only the chunks [from, to) of the plan: a shard's.)
 template <class Fn>
 void for_each_chunk(samplers::ParallelSampler& parallel, const std::vector<samplers::BatchSpec>& plan,
-                    const LayerwiseInferenceOptions& options, Fn&& fn, std::size_t from = 0,
+                    const LayerwiseInferenceOptions& options, detail::ChunkCache& cache, Fn&& fn, std::size_t from = 0,
                     std::size_t to = std::numeric_limits<std::size_t>::max()) {
   const auto window = static_cast<std::size_t>(options.parallel_chunks);
   to = std::min(to, plan.size());
   for (std::size_t begin = from; begin < to; begin += window) {
     const std::size_t end = std::min(to, begin + window);
-    const auto chunks = parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(begin, end - begin));
+    if (cache.holds(begin, end)) {
+      for (std::size_t k = begin; k < end; ++k) {
+        const graph::MiniBatch& chunk = cache.chunk(k);
+        fn(chunk, chunk.targets[0]);
+      }
+      continue;
+    }
+    auto chunks = parallel.sample(std::span<const samplers::BatchSpec>(plan).subspan(begin, end - begin));
+    cache.count_sampled(chunks.size());
     for (std::size_t k = 0; k < chunks.size(); ++k) {
       const int64_t keep = options.chunks != nullptr ? options.chunks->keep_edges[begin + k] : -1;
-      const std::optional<graph::MiniBatch> was_cut = cut_inference_chunk(chunks[k], keep, options.cut);
-      const graph::MiniBatch& chunk = was_cut ? *was_cut : chunks[k];
+      std::optional<graph::MiniBatch> was_cut = cut_inference_chunk(chunks[k], keep, options.cut);
+      graph::MiniBatch& chunk = was_cut ? *was_cut : chunks[k];
       const graph::NodeId first = chunk.targets[0];
       GNNPIPE_CHECK(chunk.targets[chunk.targets.size() - 1] == first + chunk.blocks.front().num_dst - 1,
                     "inference: chunk {} does not hold consecutive destinations", chunk.index);
       fn(chunk, first);
+      cache.offer(begin + k, std::move(chunk), options.cache_bytes);
     }
   }
 }
@@ -311,6 +322,7 @@ std::vector<int64_t> shard_row_offsets(const std::vector<samplers::BatchSpec>& p
 
 struct InferenceWorkspace::State {
   std::optional<DeviceChunkRunner> runner;
+  detail::ChunkCache chunks;  // LayerwiseInferenceOptions::cache_bytes
   // device_outputs: the two activation arrays layers alternate between, [nodes x widest output]
   // in the model context's memory, kept across calls (a run's evaluations) like the runner.
   std::array<models::DeviceArray<float>, 2> activations;
@@ -349,7 +361,7 @@ models::Matrix<float> infer_on_device(models::GnnModel<float>& model, const grap
   models::MatrixView<const float> previous;  // the last layer's outputs, every node's, in ctx's memory
   for (std::size_t l = 0; l < model.num_layers(); ++l) {
     const models::MatrixView<float> out = state.activations[l % 2].matrix(ctx, n, model.layer_out_dim(l));
-    for_each_chunk(parallel, plan, options, [&](const graph::MiniBatch& chunk, graph::NodeId first) {
+    for_each_chunk(parallel, plan, options, state.chunks, [&](const graph::MiniBatch& chunk, graph::NodeId first) {
       // Layer 0's chunks carry their feature rows (float32: 16-bit ones widened as packed); a
       // later layer's carry none and gather theirs from `previous`.
       const BatchLayout layout = BatchLayout::of(chunk, l == 0 ? features.cols() : 0);
@@ -384,6 +396,9 @@ std::size_t InferenceWorkspace::pinned_bytes() const { return state_->runner ? s
 int64_t InferenceWorkspace::pinned_allocations() const {
   return state_->runner ? state_->runner->pinned_allocations() : 0;
 }
+std::size_t InferenceWorkspace::cached_chunks() const { return state_->chunks.kept(); }
+std::size_t InferenceWorkspace::cached_bytes() const { return state_->chunks.bytes(); }
+int64_t InferenceWorkspace::sampled_chunks() const { return state_->chunks.sampled(); }
 
 graph::FeatureStore layerwise_input(const models::GnnModel<float>& model, const graph::FeatureStore& features,
                                     const core::Stream& stream, std::vector<float>& host_copy) {
@@ -434,52 +449,26 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
 
 namespace {
 
-// A chunk's input rows picked from a CSR matrix by node id, into arrays reused from chunk to chunk.
-class SparseRowsGather {
- public:
-  models::SparseRowsView<float> gather(const models::SparseRowsView<float>& from, std::span<const graph::NodeId> ids) {
-    offsets_.resize(ids.size() + 1);
-    offsets_[0] = 0;
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      const auto v = static_cast<std::size_t>(ids[i]);
-      GNNPIPE_CHECK(ids[i] >= 0 && ids[i] < from.rows, "inference: node {} of a chunk outside the {} feature rows",
-                    ids[i], from.rows);
-      offsets_[i + 1] = offsets_[i] + (from.offsets[v + 1] - from.offsets[v]);
-    }
-    const auto nnz = static_cast<std::size_t>(offsets_.back());
-    columns_.resize(nnz);
-    values_.resize(nnz);
-    using Range = tbb::blocked_range<std::size_t>;
-    tbb::parallel_for(Range(0, ids.size(), 1024), core::tsan::fork_join([&](const Range& r) {
-      for (std::size_t i = r.begin(); i != r.end(); ++i) {
-        const auto v = static_cast<std::size_t>(ids[i]);
-        const int64_t begin = from.offsets[v], count = from.offsets[v + 1] - begin;
-        std::copy_n(from.columns + begin, count, columns_.begin() + offsets_[i]);
-        std::copy_n(from.values + begin, count, values_.begin() + offsets_[i]);
-      }
-    }));
-    return {static_cast<int64_t>(ids.size()), from.cols, offsets_.data(), columns_.data(), values_.data()};
-  }
-
- private:
-  std::vector<int64_t> offsets_;
-  std::vector<int32_t> columns_;
-  std::vector<float> values_;
-};
+void check_call(const graph::CsrGraph& graph, const graph::FeatureStore& features,
+                const LayerwiseInferenceOptions& options) {
+  GNNPIPE_CHECK_CONFIG(options.parallel_chunks >= 1, "inference: parallel_chunks must be >= 1, got {}",
+                       options.parallel_chunks);
+  GNNPIPE_CHECK(features.rows() == graph.num_nodes(), "inference: {} feature rows for a graph of {} nodes",
+                features.rows(), graph.num_nodes());
+}
 
 }  // namespace
 
 models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const graph::CsrGraph& graph,
                                       const graph::FeatureStore& features, const LayerwiseInferenceOptions& options,
                                       InferenceWorkspace& workspace) {
-  GNNPIPE_CHECK_CONFIG(options.parallel_chunks >= 1, "inference: parallel_chunks must be >= 1, got {}",
-                       options.parallel_chunks);
-  GNNPIPE_CHECK(features.rows() == graph.num_nodes(), "inference: {} feature rows for a graph of {} nodes",
-                features.rows(), graph.num_nodes());
+  check_call(graph, features, options);
   const auto sampler = samplers::make_inference_sampler(graph, model.block_norm(), options.chunk_nodes);
   samplers::ParallelSampler parallel(*sampler);
   const std::vector<samplers::BatchSpec> plan =
       options.chunks != nullptr ? chunk_specs(*options.chunks, graph.num_nodes()) : sampler->plan_epoch(0);
+  detail::ChunkCache& cache = workspace.state().chunks;
+  cache.use(options.cache_bytes > 0 ? detail::chunk_plan_key(graph, model.block_norm(), plan, options) : 0, plan.size());
   if (options.device_outputs) return infer_on_device(model, graph, features, options, workspace, parallel, plan);
   GNNPIPE_CHECK(options.shards >= 1 && options.shard >= 0 && options.shard < options.shards &&
                     (options.shards == 1 || (options.share_rows && !model.context().is_cuda())),
@@ -499,7 +488,7 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
   GNNPIPE_CHECK(sparse == nullptr || (sparse->rows == features.rows() && sparse->cols == features.cols()),
                 "inference: sparse features of another shape than the store's [{} x {}]", features.rows(),
                 features.cols());
-  SparseRowsGather sparse_chunk;
+  detail::SparseRowsGather sparse_chunk;
   // charge_packed: the CPU backend's twin of the GPU's packed chunk, the budget it would take there
   // (grown like its device array: the old charge goes back, then the larger one is taken), while
   // the rows themselves are gathered into `input`. So a budget binds both backends alike.
@@ -550,7 +539,7 @@ models::Matrix<float> infer_layerwise(models::GnnModel<float>& model, const grap
                           : graph::FeatureStore(graph::HostArray<float>::view(nullptr, previous.data(),
                                                                               static_cast<std::size_t>(previous.size())),
                                                 previous.rows(), previous.cols(), "layer outputs");
-    for_each_chunk(parallel, plan, options, [&](const graph::MiniBatch& chunk, graph::NodeId first) {
+    for_each_chunk(parallel, plan, options, cache, [&](const graph::MiniBatch& chunk, graph::NodeId first) {
       const graph::Block& block = chunk.blocks.front();
       const models::MatrixView<float> y{out.data() + static_cast<int64_t>(first) * out.cols(), block.num_dst, out.cols()};
       const BatchLayout layout = BatchLayout::of(chunk, in_cols);

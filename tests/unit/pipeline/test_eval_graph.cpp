@@ -201,3 +201,26 @@ TEST_CASE("pipeline.eval_graph layerwise_device under a tight budget: batches sp
     CHECK(run.summary["test_accuracy"].get<double>() > 0.6);  // 3 classes: chance is a third
   }
 }
+
+TEST_CASE("pipeline.eval_cache: layer-wise evaluation reusing its kept chunks gives the same results", "[pipeline][eval_graph]") {
+  test::TempDir dir;
+  for (const char* mode : {"sequential", "pipelined"}) {
+    INFO(mode);
+    const std::vector<std::string> sets{std::string("pipeline.mode=") + mode, "pipeline.eval_graph=layerwise",
+                                        "sampler.eval_chunk_nodes=97"};
+    const Run off = train(with(sets, "pipeline.eval_cache=off"), dir, std::string(mode) + "-off");
+    const Run kept = train(with(sets, "pipeline.eval_cache=64MiB"), dir, std::string(mode) + "-kept");
+    const Run some = train(with(sets, "pipeline.eval_cache=20KiB"), dir, std::string(mode) + "-some");
+    CHECK(kept.summary["params_checksum"] == off.summary["params_checksum"]);
+    CHECK(accuracies(kept.metrics) == accuracies(off.metrics));
+    CHECK(accuracies(some.metrics) == accuracies(off.metrics));
+  }
+}
+
+TEST_CASE("pipeline.eval_cache: bad values name the key", "[pipeline][eval_graph][errors]") {
+  using Catch::Contains;
+  CHECK_NOTHROW(test::plan_experiment(kBase, {"pipeline.eval_cache=4GiB"}));
+  CHECK_NOTHROW(test::plan_experiment(kBase, {"pipeline.eval_cache=auto"}));
+  CHECK_THROWS_WITH(test::plan_experiment(kBase, {"pipeline.eval_cache=lots"}), Contains("pipeline.eval_cache"));
+  CHECK_THROWS_WITH(test::plan_experiment(kBase, {"pipeline.eval_cache=-1"}), Contains("pipeline.eval_cache"));
+}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -173,4 +174,76 @@ TEST_CASE("sharded layer-wise inference computes its run of chunks and gives one
   unshared.shards = 2;
   models::GnnModel<float> model(o, 6, 4, 11);
   CHECK_THROWS_WITH(pipeline::infer_layerwise(model, g, features, unshared), Catch::Contains("sharding needs share_rows"));
+}
+
+namespace {
+
+// The same values bit for bit.
+bool same_bits(const models::Matrix<float>& a, const models::Matrix<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), static_cast<std::size_t>(a.size()) * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("layer-wise inference keeps its sampled chunks for later layers and calls, with the same logits bitwise",
+          "[pipeline][inference]") {
+  const NodeId n = 157;
+  const graph::CsrGraph g = random_graph(n, 600, 4);
+  core::Rng rng(9, {});
+  std::vector<float> x(static_cast<std::size_t>(n) * 6);
+  for (float& v : x) v = 2 * rng.uniform() - 1;
+  const graph::FeatureStore features(graph::HostArray<float>(x), n, 6);
+  for (const bool device_outputs : {false, true}) {
+    for (const auto type : {models::ModelType::kGcn, models::ModelType::kGat}) {
+      INFO("model " << models::to_string(type) << ", device outputs " << device_outputs);
+      models::GnnModel<float> model(model_options(type, 3, 8), 6, 4, 11);
+      pipeline::LayerwiseInferenceOptions o = chunked(10, 3);  // 16 chunks, windows of 3
+      o.device_outputs = device_outputs;
+      const auto expected = pipeline::infer_layerwise(model, g, features, o);
+
+      // Every chunk kept: sampled once for all three layers, and not at all by the next call.
+      pipeline::InferenceWorkspace kept;
+      o.cache_bytes = std::size_t{1} << 30;
+      CHECK(same_bits(pipeline::infer_layerwise(model, g, features, o, kept), expected));
+      CHECK(kept.sampled_chunks() == 16);
+      CHECK(kept.cached_chunks() == 16);
+      const std::size_t all = kept.cached_bytes();
+      CHECK(all > 0);
+      CHECK(same_bits(pipeline::infer_layerwise(model, g, features, o, kept), expected));
+      CHECK(kept.sampled_chunks() == 16);
+
+      // Room for some chunks: those are kept (in plan order), the others sampled each layer.
+      pipeline::InferenceWorkspace some;
+      o.cache_bytes = all / 2;
+      CHECK(same_bits(pipeline::infer_layerwise(model, g, features, o, some), expected));
+      const std::size_t held = some.cached_chunks();
+      CHECK(held > 0);
+      CHECK(held < 16);
+      CHECK(some.cached_bytes() <= all / 2);
+      const int64_t first_call = some.sampled_chunks();
+      CHECK(first_call > 16);
+      CHECK(first_call < 3 * 16);
+      CHECK(same_bits(pipeline::infer_layerwise(model, g, features, o, some), expected));
+      CHECK(some.cached_chunks() == held);
+      CHECK(some.sampled_chunks() - first_call < first_call);
+
+      // Other chunks (another chunk size) start over; no cache gives up what was kept.
+      o.chunk_nodes = 64;
+      o.cache_bytes = std::size_t{1} << 30;
+      const auto wider = pipeline::infer_layerwise(model, g, features, o, kept);
+      CHECK(kept.cached_chunks() == 3);
+      CHECK(kept.sampled_chunks() == 16 + 3);
+      double worst = 0;
+      for (int64_t i = 0; i < wider.size(); ++i) {
+        worst = std::max(worst, static_cast<double>(std::abs(wider.flat()[i] - expected.flat()[i])) /
+                                    (1 + std::abs(expected.flat()[i])));
+      }
+      CHECK(worst < 1e-5);
+      o.cache_bytes = 0;
+      pipeline::infer_layerwise(model, g, features, o, kept);
+      CHECK(kept.cached_chunks() == 0);
+      CHECK(kept.cached_bytes() == 0);
+      CHECK(kept.sampled_chunks() == 16 + 3 + 3 * 3);
+    }
+  }
 }

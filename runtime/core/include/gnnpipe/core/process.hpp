@@ -15,6 +15,8 @@ uint64_t rss_bytes();
 // rank that reads a page counts, though the machine holds it once) parts.
 uint64_t anon_rss_bytes();
 uint64_t shmem_rss_bytes();
+// The machine's physical memory (sysconf _SC_PHYS_PAGES x _SC_PAGE_SIZE); 0 when not reported.
+uint64_t physical_memory_bytes();
 
 // The CPUs this process may use: the affinity mask's count, limited by a cgroup CPU quota
 // (v2 cpu.max, or v1 cpu.cfs_quota_us / cpu.cfs_period_us) rounded up; at least 1.

@@ -65,6 +65,13 @@ struct LayerwiseInferenceOptions {
   const models::SparseRowsView<float>* sparse_features = nullptr;
   // Called after each layer with its outputs for every node (embeddings of a hidden layer).
   std::function<void(std::size_t layer, const models::Matrix<float>& outputs)> on_layer;
+  // Host bytes of sampled chunks (their blocks and ids, after any cut) the workspace may keep: a
+  // kept chunk serves every later layer of the call and later calls with the same chunks (the
+  // same graph, chunk plan, edge cuts and block weighting; any other clears what is kept), which
+  // then neither sample nor transpose it again. Chunks are kept in plan order until the next
+  // would pass this; the rest are sampled where they are needed, as with 0 (none kept). The
+  // outputs are the same bit for bit either way.
+  std::size_t cache_bytes = 0;
 };
 
 // What layer-wise inference on a GPU keeps from one call to the next: a ring of pinned staging
@@ -83,6 +90,11 @@ class InferenceWorkspace {
   std::size_t pinned_bytes() const;
   // How many times a pinned buffer was (re)allocated: stays flat once the largest chunk was seen.
   int64_t pinned_allocations() const;
+  // LayerwiseInferenceOptions::cache_bytes: the chunks kept now and their host bytes, and how many
+  // chunks the calls with this workspace have sampled in all.
+  std::size_t cached_chunks() const;
+  std::size_t cached_bytes() const;
+  int64_t sampled_chunks() const;
 
   struct State;  // defined in layerwise_inference.cpp
   State& state();

@@ -47,6 +47,13 @@ struct PipelineOptions {
   // against; same parameters bit for bit).
   bool resident = true;
   EvalGraph eval_graph = EvalGraph::kAuto;
+  // pipeline.eval_cache: host bytes of layer-wise evaluation's sampled chunks (their blocks and
+  // ids) the run may keep, so that later layers and later evaluations reuse them instead of
+  // sampling and transposing them again (LayerwiseInferenceOptions::cache_bytes); 0: off. -1
+  // (auto): a quarter of the machine's physical memory on a GPU, whose host memory is not the
+  // budget's; off on the CPU backend, where host memory is the device's and layer-wise evaluation
+  // was chosen because the budget is tight.
+  int64_t eval_cache = -1;
   // pipeline.stage_retries: how many more times a stage (sample, gather, govern, transfer, train,
   // eval) runs for an item after an error that running it again may not repeat (detail::
   // may_succeed_again: not a config, data, device, budget or stop error). Every stage is a
