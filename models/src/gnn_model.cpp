@@ -18,7 +18,9 @@ template <class T>
 GnnModel<T>::GnnModel(const ModelOptions& options, int64_t in_dim, int64_t out_dim, uint64_t seed,
                       const OpContext& ctx, int64_t embedding_rows, bool trainable)
     : options_(options), ctx_(ctx), chained_(options.type == ModelType::kGgnn) {
-  GNNPIPE_CHECK_CONFIG(options.layers >= 1, "model.layers: must be >= 1, got {}", options.layers);
+  GNNPIPE_CHECK_CONFIG(options.layers >= 1 && options.layers <= kMaxLayers, "model.layers: must be in [1, {}], got {}",
+                       kMaxLayers, options.layers);
+  if (ctx.allocator() != nullptr) params_.limit_bytes(ctx.allocator()->budget());
   if (options.embedding > 0) {
     GNNPIPE_CHECK(in_dim == 0 && embedding_rows > 0,
                   "model.embedding: the input has {} feature columns and the table {} rows (expected 0 and > 0)", in_dim,

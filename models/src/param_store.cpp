@@ -1,9 +1,12 @@
 #include "gnnpipe/models/param_store.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "gnnpipe/core/error.hpp"
 #include "gnnpipe/core/rng.hpp"
+#include "gnnpipe/core/units.hpp"
 #include "gnnpipe/models/ops/ops.hpp"
 
 namespace gnnpipe::models {
@@ -13,6 +16,13 @@ std::size_t ParamStore<T>::add(std::string name, int64_t rows, int64_t cols, int
   GNNPIPE_CHECK(!placed_, "parameter {}: registered after the store was placed", name);
   GNNPIPE_CHECK(rows > 0 && cols > 0, "parameter {} has shape {} x {}", name, rows, cols);
   GNNPIPE_CHECK(init != Init::kFanInUniform || fan_in > 0, "parameter {}: fan-in initialisation needs fan_in > 0", name);
+  // Values and gradients (double: a product of huge widths must not wrap before it is compared).
+  const double bytes = 2.0 * sizeof(T) * (static_cast<double>(size_) + static_cast<double>(rows) * static_cast<double>(cols));
+  GNNPIPE_CHECK_AS(OutOfBudget, limit_bytes_ == 0 || bytes <= static_cast<double>(limit_bytes_),
+                   "model: with parameter {} ({} x {}) the parameters and their gradients take {}, more than the {} "
+                   "budget (memory.limit)",
+                   name, rows, cols, core::format_bytes(static_cast<uint64_t>(std::min(bytes, 1.8e19))),
+                   core::format_bytes(limit_bytes_));
   Param p{std::move(name), size_, rows, cols, layer, init, fan_in};
   size_ += p.size();
   host_values_.resize(size_, T{0});

@@ -8,6 +8,7 @@ lines go to logging.getLogger("gnnpipe"). Ctrl-C stops a run before its next ste
 stop checkpoint and raises Interrupted, as the command line does.
 """
 import json
+import numbers
 import os
 import pathlib
 import re
@@ -46,6 +47,11 @@ class Dataset:
 
     def __init__(self, edge_index, x=None, y=None, train=None, val=None, test=None, *, split=0, name="arrays"):
         import numpy as np
+        edge_index = np.asarray(edge_index)
+        if edge_index.dtype == np.bool_:
+            raise DataError("arrays:edge_index: node ids must be integers, not bool")
+        if x is not None and np.ndim(x) == 2 and np.shape(x)[1] == 0:
+            raise DataError("arrays:x: [N, 0]: no feature columns")
         self.arrays = {"edge_index": np.ascontiguousarray(edge_index)}
         for key, value in (("x", x), ("y", y), ("train_mask", train), ("val_mask", val), ("test_mask", test)):
             if value is not None:
@@ -57,6 +63,11 @@ class Dataset:
     def from_scipy(cls, adjacency, x=None, y=None, train=None, val=None, test=None, **kwargs):
         """A scipy.sparse adjacency: entry (i, j) is an edge i -> j (PyG's from_scipy_sparse_matrix)."""
         import numpy as np
+        rows, cols = adjacency.shape
+        if rows != cols:
+            raise DataError(f"adjacency: a square [N, N] matrix expected, got [{rows}, {cols}]")
+        if x is not None and np.shape(x)[0] != rows:
+            raise DataError(f"adjacency: [{rows}, {rows}] for {np.shape(x)[0]} feature rows")
         coo = adjacency.tocoo()
         edge_index = np.vstack([coo.row.astype(np.int64), coo.col.astype(np.int64)])
         return cls(edge_index, x, y, train, val, test, **kwargs)
@@ -122,6 +133,9 @@ def run(config, *, out=None, data_dir=None, sets=None, resume=None, ranks=None, 
     MPI ranks on this machine (mpirun runs them as child processes; docs/SCALE.md);
     dataset: a Dataset in memory instead of the config's dataset.path. One run per call: configs
     with run.seeds or sweep write several directories (use the command line)."""
+    if ranks is not None:
+        if isinstance(ranks, bool) or not isinstance(ranks, numbers.Integral) or not 1 <= ranks <= 4096:
+            raise ConfigError(f"ranks: an integer from 1 to 4096, got {ranks!r}")
     if ranks is not None and int(ranks) > 1:
         if dataset is not None:
             raise ConfigError("ranks: a Dataset in memory is not shared with other processes; write it to a .npz")
@@ -140,7 +154,9 @@ def run(config, *, out=None, data_dir=None, sets=None, resume=None, ranks=None, 
         if dataset is None:
             printed = _cli(args)
         else:
-            printed = _cli(args, dataset.arrays, dataset.name, dataset.split)
+            # A dict of its own, held for the call: another thread replacing an entry of the
+            # Dataset's dict cannot free rows the run reads in place.
+            printed = _cli(args, dict(dataset.arrays), dataset.name, dataset.split)
     directory = pathlib.Path(resume) if resume is not None and out is None else _summary_dir(printed, out)
     return Result(_load(directory / "summary.json"), directory)
 
@@ -158,6 +174,17 @@ except gnnpipe.Error as e:
     codes = {cls: code for code, cls in gnnpipe._EXIT_CLASSES.items()}
     sys.exit(codes.get(type(e), 1))
 """
+
+
+def _end_with_parent():
+    """In mpirun's process before it starts: it gets SIGTERM when this interpreter ends (Linux's
+    PR_SET_PDEATHSIG), so a killed caller leaves no job training on its own."""
+    import ctypes
+    import signal
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the job then outlives a killed caller, as before
 
 
 def _run_ranks(config, ranks, *, out, data_dir, sets, resume):
@@ -185,7 +212,7 @@ def _run_ranks(config, ranks, *, out, data_dir, sets, resume):
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
         done = subprocess.run(command + [sys.executable, "-c", _RANK_MAIN, json.dumps(args)],
-                              env=env, capture_output=True, text=True)
+                              env=env, capture_output=True, text=True, preexec_fn=_end_with_parent)
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.startswith("gnnpipe: ")]
         message = lines[0][len("gnnpipe: "):] if lines else done.stderr.strip()[-500:]

@@ -86,7 +86,9 @@ class _Loader:
             limit = _bytes(memory_limit)
         if isinstance(input_nodes, _torch.Tensor if _torch is not None else ()):
             input_nodes = input_nodes.cpu().numpy()
-        self._core = _Core(json.dumps(config), None if arrays is None else arrays.arrays,
+        # A dict of its own: the loader keeps these arrays for its life whatever becomes of the
+        # Dataset's dict (an entry replaced there would otherwise free rows being read in place).
+        self._core = _Core(json.dumps(config), None if arrays is None else dict(arrays.arrays),
                            "arrays" if arrays is None else arrays.name, 0 if arrays is None else arrays.split,
                            "" if data_dir is None else os.fspath(data_dir), input_nodes, bool(shuffle), norm,
                            int(prefetch), limit)

@@ -161,11 +161,15 @@ class LoaderCore {
     }
     const py::array a = py::array::ensure(input_nodes);
     GNNPIPE_CHECK_CONFIG(a && a.ndim() == 1, "input_nodes: None, a split's name, a bool mask [N] or node ids [k]");
-    if (a.dtype().kind() == 'b') {
-      const auto mask = py::array_t<bool, py::array::c_style | py::array::forcecast>::ensure(a);
+    // A uint8 array over every node is a 0/1 mask, as the Dataset's split masks are.
+    const bool byte_mask = a.dtype().is(py::dtype::of<uint8_t>()) && a.size() == n;
+    if (a.dtype().kind() == 'b' || byte_mask) {
+      const auto mask = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>::ensure(a);
       GNNPIPE_CHECK_CONFIG(mask.size() == n, "input_nodes: a mask of {} entries for {} nodes", mask.size(), n);
       for (graph::NodeId v = 0; v < n; ++v) {
-        if (mask.at(v)) seeds.push_back(v);
+        GNNPIPE_CHECK_DATA(mask.at(v) <= 1, "input_nodes: a uint8 mask holds {} at node {} (0 or 1 expected)",
+                           mask.at(v), v);
+        if (mask.at(v) != 0) seeds.push_back(v);
       }
     } else {
       GNNPIPE_CHECK_CONFIG(a.dtype().kind() == 'i' || a.dtype().kind() == 'u', "input_nodes: node ids must be integers, not {}",

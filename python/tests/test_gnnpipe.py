@@ -205,6 +205,29 @@ def test_bad_arrays_are_data_errors(tmp_path):
                     out=tmp_path / "b")
     with pytest.raises(gnnpipe.DataError, match=r"arrays:x: unsupported dtype '<c8'"):
         gnnpipe.run(MODEL, dataset=gnnpipe.Dataset(edge_index, x.astype(np.complex64), y, *masks), out=tmp_path / "c")
+    with pytest.raises(gnnpipe.DataError, match="arrays:edge_index: node ids must be integers, not bool"):
+        gnnpipe.Dataset(edge_index.astype(bool), x, y, *masks)
+    with pytest.raises(gnnpipe.DataError, match=r"arrays:x: \[N, 0\]: no feature columns"):
+        gnnpipe.Dataset(edge_index, x[:, :0], y, *masks)
+    wild = y.copy()
+    wild[3] = 10**6  # one corrupt label would size the model by it
+    with pytest.raises(gnnpipe.DataError, match="classes for 200 nodes .*a corrupt label"):
+        gnnpipe.run(MODEL, dataset=gnnpipe.Dataset(edge_index, x, wild, *masks), out=tmp_path / "d")
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    with pytest.raises(gnnpipe.DataError, match=r"adjacency: a square \[N, N\] matrix expected, got \[200, 250\]"):
+        gnnpipe.Dataset.from_scipy(scipy_sparse.csr_matrix((200, 250)), x, y, *masks)
+    with pytest.raises(gnnpipe.DataError, match=r"adjacency: \[3, 3\] for 200 feature rows"):
+        gnnpipe.Dataset.from_scipy(scipy_sparse.csr_matrix((3, 3)), x, y, *masks)
+
+
+def test_none_in_a_config_and_bad_ranks_are_config_errors(tmp_path):
+    with pytest.raises(gnnpipe.ConfigError, match="run.epochs: expected an integer value, got null"):
+        gnnpipe.run(dict(SYNTH, run={"epochs": None}), out=tmp_path / "a")
+    with pytest.raises(gnnpipe.ConfigError, match="model: expected a mapping, got null"):
+        gnnpipe.run(dict(SYNTH, model=None), out=tmp_path / "b")
+    for ranks in (0, -3, 2.9, True, 5000):
+        with pytest.raises(gnnpipe.ConfigError, match="ranks: an integer from 1 to 4096"):
+            gnnpipe.run(SYNTH, out=tmp_path / "c", ranks=ranks)
 
 
 @pytest.mark.skipif(__import__("shutil").which("mpirun") is None, reason="no mpirun (openmpi-bin)")

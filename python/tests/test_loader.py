@@ -263,3 +263,23 @@ def test_float32_features_are_read_in_place_and_kept_alive():
     gc.collect()  # the Dataset object is gone; the loader holds its arrays
     b = next(iter(inline))
     np.testing.assert_array_equal(arr(b.x), expected[arr(b.n_id)])
+
+
+def test_the_loader_keeps_its_arrays_when_the_dataset_dict_changes():
+    import gc
+    ds, _, x, *_ = graph()
+    loader = L.NeighborLoader(ds, [2], batch_size=1000, input_nodes=np.array([5]))
+    ds.arrays["x"] = np.zeros((1, 1), np.float32)  # the Dataset's entry replaced: the loader keeps its own
+    gc.collect()
+    np.testing.assert_array_equal(arr(next(iter(loader)).x)[0], x[5])
+
+
+def test_a_uint8_mask_over_every_node_selects_seeds_as_a_bool_mask_does():
+    ds, *_, train = graph()
+    as_bool = L.NeighborLoader(ds, [2], batch_size=1000, input_nodes=train)
+    as_bytes = L.NeighborLoader(ds, [2], batch_size=1000, input_nodes=train.astype(np.uint8))
+    assert sorted(arr(next(iter(as_bytes)).n_id)[:train.sum()]) == sorted(arr(next(iter(as_bool)).n_id)[:train.sum()])
+    bad = train.astype(np.uint8)
+    bad[3] = 2
+    with pytest.raises(gnnpipe.DataError, match="input_nodes: a uint8 mask holds 2 at node 3"):
+        L.NeighborLoader(ds, [2], input_nodes=bad)

@@ -29,6 +29,8 @@ constexpr uint64_t kNormStream = 0x736e726d;   // "snrm": pre-sample subgraph i
 constexpr int64_t kPilotSubgraphs = 16;        // subgraphs whose mean size resolves the "auto" options
 constexpr double kCoverage = 50;               // auto norm_samples: each node covered ~50 times (PyG)
 constexpr int kMaxAutoNormSamples = 10000;
+constexpr int kMaxNormSamples = 1000000;        // an explicit norm_samples (100 x the auto cap)
+constexpr double kMaxDrawsPerElement = 1024;    // a batch's draws per node and edge of the graph
 constexpr std::size_t kDenseScanRatio = 32;    // a node set of >= V / 32 nodes is ordered by a scan
 constexpr std::size_t kPrefetchRows = 8;       // rows ahead whose counts the weight loop prefetches
 
@@ -105,6 +107,19 @@ SaintSampler::SaintSampler(const graph::CsrGraph& graph, std::vector<NodeId> tra
                        mode_name(o_.mode));
   GNNPIPE_CHECK_CONFIG(o_.mode != SaintMode::kEdge || graph_.num_edges() < (int64_t{1} << 32),
                        "sampler.type: saint_edge supports fewer than 2^32 edges, the graph has {}", graph_.num_edges());
+  // Bounds that keep the pre-sampling finite (a walk of 10^9 steps, 2 * 10^9 draws a batch or
+  // pre-samples otherwise run for hours): a batch's draws stay within kMaxDrawsPerElement per
+  // node and edge of the graph (far past the point where a batch is the whole graph).
+  const double draws = static_cast<double>(o_.budget) *
+                       (o_.mode == SaintMode::kRandomWalk ? static_cast<double>(o_.walk_length) + 1 : 1.0);
+  const double elements = static_cast<double>(n) + static_cast<double>(graph_.num_edges());
+  GNNPIPE_CHECK_CONFIG(draws <= kMaxDrawsPerElement * elements,
+                       "sampler.{}: {} draws a batch, more than {} per node and edge of this graph ({} nodes, {} "
+                       "edges): a batch covers the graph long before",
+                       o_.mode == SaintMode::kRandomWalk ? "batch_size x (walk_length + 1)" : "batch_size", draws,
+                       kMaxDrawsPerElement, n, graph_.num_edges());
+  GNNPIPE_CHECK_CONFIG(o_.norm_samples <= kMaxNormSamples, "sampler.norm_samples: at most {}, got {}", kMaxNormSamples,
+                       o_.norm_samples);
   if (o_.mode == SaintMode::kRandomWalk) {
     for (NodeId v = 0; v < n; ++v) {
       GNNPIPE_CHECK_DATA(graph_.in_degree(v) <= kMaxDrawDegree, "node {} has {} in-neighbors; saint_rw walks through at most {}",

@@ -339,6 +339,23 @@ TEST_CASE("set overrides: blanks around key and value, and an empty value is an 
   CHECK_THROWS_WITH(parse(kMinimal, {"model={hidden: 3, hidden: 4}"}), Contains("duplicate key 'hidden' in the top level"));
 }
 
+TEST_CASE("a null in the file is an error, not the default, and --set key=null removes the key", "[config]") {
+  using Catch::Contains;
+  CHECK_THROWS_WITH(with("run: {epochs: null}"), Contains("run.epochs: expected an integer value, got null"));
+  CHECK_THROWS_WITH(with("optimizer: {lr: ~}"), Contains("optimizer.lr: expected a number value, got null"));
+  CHECK_THROWS_WITH(with("sampler: {fanouts: null}"), Contains("sampler.fanouts: expected a list of integer values, got null"));
+  CHECK_THROWS_WITH(with("model:"), Contains("model: expected a mapping, got null"));
+  const auto removed = parse(kMinimal, {"run.epochs=7", "run.epochs=null"});
+  CHECK(removed.run.epochs == parse(kMinimal).run.epochs);
+}
+
+TEST_CASE("numbers must be finite", "[config]") {
+  using Catch::Contains;
+  CHECK_THROWS_WITH(with("optimizer: {lr: .inf}"), Contains("optimizer.lr: '.inf' is not a finite number"));
+  CHECK_THROWS_WITH(with("optimizer: {weight_decay: -.inf}"), Contains("optimizer.weight_decay: '-.inf' is not a finite number"));
+  CHECK_THROWS_WITH(parse(kMinimal, {"optimizer.lr=.nan"}), Contains("optimizer.lr: '.nan' is not a finite number"));
+}
+
 TEST_CASE("a key given twice in one mapping is an error naming it and both lines", "[config]") {
   using Catch::Contains;
   CHECK_THROWS_WITH(parse("name: a\ndataset: {synthetic: {nodes: 100}}\nrun:\n  epochs: 3\n  seed: 1\n  epochs: 5\n"),

@@ -81,7 +81,7 @@ struct ExperimentArgs {
 void add_experiment_args(CLI::App& cmd, ExperimentArgs& args) {
   cmd.add_option("config", args.config, "experiment YAML file")->required();
   // One value per --set, so that `--set k=v CONFIG` does not take CONFIG as a second assignment.
-  cmd.add_option("--set", args.sets, "override a key, value parsed as YAML: --set sampler.fanouts=[10,10] (repeatable)")
+  cmd.add_option("--set", args.sets, "override a key, value parsed as YAML: --set sampler.fanouts=[10,10] (repeatable; key=null removes it)")
       ->allow_extra_args(false);
   cmd.add_option("--out", args.out_dir, "run directory (default runs/<name>-<timestamp>)");
   cmd.add_option("--data-dir", args.data_dir, "base for relative dataset paths (default $GNNPIPE_DATA_DIR, else cwd)");

@@ -87,7 +87,11 @@ bool ConfigMap::has(const std::string& key) const { return node_.IsMap() && node
 
 ConfigMap ConfigMap::child(const std::string& key) {
   note_read(key);
-  return ConfigMap(node_.IsMap() ? node_[key] : YAML::Node(), key_path(key), read_);
+  const YAML::Node value = node_.IsMap() ? node_[key] : YAML::Node();
+  // An explicit null section (`model:` with nothing under it, Python's None) is not an empty one.
+  GNNPIPE_CHECK_CONFIG(!value || !value.IsNull(), "{}: expected a mapping, got null (leave the section out for its "
+                       "defaults)", key_path(key));
+  return ConfigMap(value, key_path(key), read_);
 }
 
 void ConfigMap::allow(const std::vector<std::string>& keys) { known_.insert(keys.begin(), keys.end()); }

@@ -178,6 +178,12 @@ void apply_set(YAML::Node& root, const std::string& assignment) {
     if (!node[parts[i]].IsMap()) node[parts[i]] = YAML::Node(YAML::NodeType::Map);
     node.reset(node[parts[i]]);
   }
+  // key=null removes the key (its default applies: dataset.path=null before dataset.synthetic.*);
+  // a null left in the config itself is an error (ConfigMap).
+  if (value.IsNull()) {
+    node.remove(parts.back());
+    return;
+  }
   node[parts.back()] = value;
 }
 

@@ -54,7 +54,7 @@ const std::vector<Key<models::ModelOptions>>& model_keys() {
        .read = [](ConfigMap& s, const std::string& key,
                   O& o) { o.type = parse_model_type(s.get(key, std::string(to_string(o.type))), s.key_path(key)); },
        .write = [](const O& o) { return text(to_string(o.type)); }},
-      {.name = "layers", .doc = {"integer", kAll, "Number of layers (>= 1)."},
+      {.name = "layers", .doc = {"integer", kAll, "Number of layers, 1 to 1024."},
        .read = read_at_least<O, &O::layers, 1>, .write = write_field<O, &O::layers>},
       {.name = "hidden",
        .doc = {"integer or list of integers", kAll,

@@ -9,6 +9,8 @@
 namespace gnnpipe::graph {
 namespace {
 
+constexpr std::size_t kMaxClassesAnyGraph = 65536;
+
 void validate_labels(const Dataset& d, const std::string& source) {
   const auto n = static_cast<std::size_t>(d.num_nodes());
   const Labels& labels = d.labels;
@@ -29,6 +31,11 @@ void validate_labels(const Dataset& d, const std::string& source) {
     return;
   }
   GNNPIPE_CHECK_DATA(labels.single.size() == n, "{}: {} labels for {} nodes", source, labels.single.size(), n);
+  // Classes are counted from the largest label: one corrupt label (10^6 among 7 classes) would
+  // size every logit array by it. More classes than both the nodes and 65,536 is refused.
+  GNNPIPE_CHECK_DATA(static_cast<std::size_t>(labels.num_classes) <= std::max<std::size_t>(n, kMaxClassesAnyGraph),
+                     "{}: {} classes for {} nodes (the largest label is {}): more classes than nodes; a corrupt label?",
+                     source, labels.num_classes, n, labels.num_classes - 1);
   const std::size_t bad = detail::first_index_where(n, [&](std::size_t v) {
     return labels.single[v] < -1 || labels.single[v] >= labels.num_classes;
   });

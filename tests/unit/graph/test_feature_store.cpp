@@ -130,6 +130,17 @@ TEST_CASE("Dataset::validate names the source and the problem", "[graph][dataset
     CHECK_THROWS_WITH(d.validate("x.npz"), Catch::Contains("x.npz: label 2 of node 1 is outside [-1, 2)"));
   }
   {
+    // Classes are counted from the largest label: one corrupt label past every node is refused.
+    Dataset d = make();
+    d.labels.single[1] = 1000000;
+    d.labels.num_classes = 1000001;
+    CHECK_THROWS_WITH(d.validate("x.npz"), Catch::Contains("x.npz: 1000001 classes for 4 nodes (the largest label is "
+                                                           "1000000): more classes than nodes; a corrupt label?"));
+    d.labels.single[1] = 60000;  // up to 65,536 classes whatever the node count
+    d.labels.num_classes = 60001;
+    d.validate("x.npz");
+  }
+  {
     Dataset d = make();
     d.splits.val = HostArray<NodeId>(std::vector<NodeId>{3, 3});
     CHECK_THROWS_WITH(d.validate("s"), Catch::Contains("node 3 appears more than once in the val split"));

@@ -33,6 +33,18 @@ TEST_CASE("for_each_line reads plain and gzip text, with CRLF and a last line wi
                     Catch::Contains("missing.txt: cannot open"));
 }
 
+TEST_CASE("for_each_line refuses a gzip stream cut short, which zlib ends like a whole one", "[graph][io]") {
+  TempDir dir;
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += std::to_string(i) + "," + std::to_string(i + 1) + "\n";
+  write_text(dir / "whole.csv.gz", text, true);
+  const std::string bytes = gnnpipe::test::read_file(dir / "whole.csv.gz");
+  gnnpipe::test::write_file(dir / "cut.csv.gz", bytes.substr(0, bytes.size() / 2));
+  CHECK_THROWS_WITH(io::for_each_line(dir / "cut.csv.gz", [](std::string_view, int64_t) {}),
+                    Catch::Contains("cut.csv.gz: truncated gzip stream (unexpected end of file after line"));
+  CHECK_THROWS_AS(io::for_each_line(dir / "cut.csv.gz", [](std::string_view, int64_t) {}), gnnpipe::core::DataError);
+}
+
 TEST_CASE("for_each_line carries lines across read chunks of a compressible gzip file", "[graph][io]") {
   // About 2 MB of text that gzip shrinks far below it: the reads (sized to the file's bytes on
   // disk, at least 64 KiB) end inside lines many times, each line must come out whole.

@@ -7,6 +7,7 @@
 #include "gnnpipe/core/error.hpp"
 #include "gnnpipe/memory/caching_allocator.hpp"
 #include "gnnpipe/models/device_array.hpp"
+#include "gnnpipe/models/gnn_model.hpp"
 #include "gnnpipe/models/ops/loss.hpp"
 #include "gnnpipe/models/ops/ops.hpp"
 #include "gnnpipe/models/param_store.hpp"
@@ -92,6 +93,27 @@ TEST_CASE("ParamStore: an inference store is placed without gradients and charge
       CHECK_THROWS_AS(p.zero_grad(ctx), core::Error);
     }
   }
+}
+
+TEST_CASE("ParamStore: a parameter past its budget is an OutOfBudget before any memory is taken", "[models][ops]") {
+  models::ParamStore<float> p;
+  p.limit_bytes(64 * 1024);
+  p.add("w", 100, 20, 0);  // 2 x 8,000 bytes of values and gradients
+  CHECK_THROWS_WITH(p.add("huge", 1433, 100000000, 0),
+                    Catch::Contains("model: with parameter huge (1433 x 100000000) the parameters and their gradients "
+                                    "take 1.04 TiB, more than the 64.00 KiB budget (memory.limit)"));
+  CHECK_THROWS_AS(p.add("huge", 1433, 100000000, 0), core::OutOfBudget);
+  CHECK(p.count() == 1);
+  // A model's store is bounded by its context's budget; model.layers by GnnModel::kMaxLayers.
+  memory::CachingAllocator allocator(core::Device::cpu(), 64 * 1024);
+  const core::Stream stream(core::Device::cpu());
+  const OpContext ctx(stream, {}, &allocator);
+  models::ModelOptions o;
+  o.hidden = 1 << 20;
+  CHECK_THROWS_AS(models::GnnModel<float>(o, 8, 3, 1, ctx), core::OutOfBudget);
+  o.hidden = 8;
+  o.layers = models::GnnModel<float>::kMaxLayers + 1;
+  CHECK_THROWS_WITH(models::GnnModel<float>(o, 8, 3, 1, ctx), Catch::Contains("model.layers: must be in [1, 1024], got 1025"));
 }
 
 TEST_CASE("ops on the host context are their CPU twins, the loss is written, not returned", "[models][ops]") {

@@ -445,6 +445,14 @@ TEST_CASE("bad GraphSAINT options are ConfigErrors naming the key", "[samplers][
   CHECK_THROWS_WITH(SaintSampler(g, train, {.steps_per_epoch = -1}), Catch::Contains("sampler.steps_per_epoch: must be >= 0"));
   CHECK_THROWS_WITH(SaintSampler(g, train, {.norm_samples = -2}), Catch::Contains("sampler.norm_samples: must be >= 0"));
   CHECK_THROWS_WITH(SaintSampler(g, train, {.num_layers = 0}), Catch::Contains("model.layers: must be >= 1, got 0"));
+  // Bounds that keep the pre-sampling finite: draws per batch within 1024 per node and edge.
+  CHECK_THROWS_WITH(SaintSampler(g, train, {.mode = SaintMode::kRandomWalk, .budget = 100, .walk_length = 1000000000}),
+                    Catch::Contains("sampler.batch_size x (walk_length + 1): 100000000100 draws a batch, more than 1024 "
+                                    "per node and edge of this graph (10 nodes, "));
+  CHECK_THROWS_WITH(SaintSampler(g, train, {.mode = SaintMode::kNode, .budget = 2000000000}),
+                    Catch::Contains("sampler.batch_size: 2000000000 draws a batch"));
+  CHECK_THROWS_WITH(SaintSampler(g, train, {.norm_samples = 2000000000}),
+                    Catch::Contains("sampler.norm_samples: at most 1000000, got 2000000000"));
   CHECK_THROWS_AS(SaintSampler(g, train, {.budget = 0}), core::ConfigError);
   CHECK_THROWS_AS(SaintSampler(g, {10}, {}), core::DataError);
   CHECK_THROWS_AS(SaintSampler(g, {-1}, {}), core::DataError);

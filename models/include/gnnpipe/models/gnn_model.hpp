@@ -27,6 +27,8 @@ namespace gnnpipe::models {
 template <class T>
 class GnnModel {
  public:
+  // model.layers above this is refused (a config error, not hours of building layers).
+  static constexpr int kMaxLayers = 1024;
   // layers = options.layers: in_dim -> hidden -> ... -> out_dim. Throws ConfigError for model
   // types this build cannot run yet. Parameters are initialised on the host and placed in ctx's
   // memory; `ctx` must outlive the model. With options.embedding > 0, in_dim must be 0 (the input

@@ -46,6 +46,11 @@ class ParamStore {
   std::size_t add(std::string name, int64_t rows, int64_t cols, int layer, Init init = Init::kGlorot,
                   int64_t fan_in = 0);
 
+  // A bound on the bytes the values and gradients may take (the budget they will be drawn from):
+  // add() refuses a parameter past it with an OutOfBudget naming memory.limit, before any host
+  // memory is taken for it. 0: none.
+  void limit_bytes(std::size_t bytes) { limit_bytes_ = bytes; }
+
   std::size_t count() const { return params_.size(); }
   const Param& param(std::size_t i) const { return params_[i]; }
   std::size_t size() const { return size_; }  // elements over all parameters
@@ -97,6 +102,7 @@ class ParamStore {
  private:
   std::vector<Param> params_;
   std::size_t size_ = 0;
+  std::size_t limit_bytes_ = 0;
   std::vector<T> host_values_, host_grads_;  // before place()
   DeviceArray<T> placed_values_, placed_grads_;  // after place() on a CUDA context or one with an allocator
   T* values_ = nullptr;

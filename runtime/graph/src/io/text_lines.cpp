@@ -51,7 +51,14 @@ void for_each_line(const std::filesystem::path& path,
       const char* message = gzerror(file.get(), &code);
       GNNPIPE_THROW(DataError, "{}: read failed after line {}: {}", path.string(), line_number, message);
     }
-    if (got == 0) break;
+    if (got == 0) {
+      // zlib ends a gzip stream cut short like a complete one, but leaves Z_BUF_ERROR behind.
+      int code = Z_OK;
+      gzerror(file.get(), &code);
+      GNNPIPE_CHECK_DATA(code != Z_BUF_ERROR, "{}: truncated gzip stream (unexpected end of file after line {})",
+                         path.string(), line_number);
+      break;
+    }
     const std::string_view text(buffer.get(), static_cast<std::size_t>(got));
     std::size_t start = 0;
     for (std::size_t nl = text.find('\n'); nl != std::string_view::npos; nl = text.find('\n', start)) {

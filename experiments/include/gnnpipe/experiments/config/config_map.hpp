@@ -5,6 +5,7 @@
 // Not thread-safe (reads record the keys they consumed).
 #include <yaml-cpp/yaml.h>
 
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -50,14 +51,23 @@ class ConfigMap {
   std::optional<T> get_optional(const std::string& key) {
     note_read(key);
     const YAML::Node value = node_[key];
-    if (!value || value.IsNull()) return std::nullopt;
-    GNNPIPE_CHECK_CONFIG(value.IsScalar(), "{}: expected a {} value, got a {}", key_path(key), type_name<T>(),
-                         value.IsMap() ? "mapping" : "list");
+    if (!value) return std::nullopt;
+    // An explicit null (`key:`, `~`, Python's None) is not the default: it is refused, as an
+    // empty --set value is.
+    GNNPIPE_CHECK_CONFIG(!value.IsNull(), "{}: expected {} value, got null (leave the key out for its default)",
+                         key_path(key), with_article(type_name<T>()));
+    GNNPIPE_CHECK_CONFIG(value.IsScalar(), "{}: expected {} value, got a {}", key_path(key),
+                         with_article(type_name<T>()), value.IsMap() ? "mapping" : "list");
+    T parsed{};
     try {
-      return value.as<T>();
+      parsed = value.as<T>();
     } catch (const YAML::Exception&) {
       GNNPIPE_THROW(ConfigError, "{}: '{}' is not a valid {}", key_path(key), value.Scalar(), type_name<T>());
     }
+    if constexpr (std::is_floating_point_v<T>) {
+      GNNPIPE_CHECK_CONFIG(std::isfinite(parsed), "{}: '{}' is not a finite number", key_path(key), value.Scalar());
+    }
+    return parsed;
   }
   // The list at `key` as a vector of T, or nullopt when absent. ConfigError naming the key when
   // the value is not a list, or "key[i]" for an element that is not a T.
@@ -65,17 +75,23 @@ class ConfigMap {
   std::optional<std::vector<T>> get_list_optional(const std::string& key) {
     note_read(key);
     const YAML::Node value = node_[key];
-    if (!value || value.IsNull()) return std::nullopt;
+    if (!value) return std::nullopt;
+    GNNPIPE_CHECK_CONFIG(!value.IsNull(), "{}: expected a list of {} values, got null (leave the key out for its default)",
+                         key_path(key), type_name<T>());
     GNNPIPE_CHECK_CONFIG(value.IsSequence(), "{}: expected a list of {} values, got a {}", key_path(key),
                          type_name<T>(), value.IsMap() ? "mapping" : "single value");
     std::vector<T> items;
     for (std::size_t i = 0; i < value.size(); ++i) {
       const YAML::Node item = value[i];
-      GNNPIPE_CHECK_CONFIG(item.IsScalar(), "{}[{}]: expected a {} value", key_path(key), i, type_name<T>());
+      GNNPIPE_CHECK_CONFIG(item.IsScalar(), "{}[{}]: expected {} value", key_path(key), i, with_article(type_name<T>()));
       try {
         items.push_back(item.as<T>());
       } catch (const YAML::Exception&) {
         GNNPIPE_THROW(ConfigError, "{}[{}]: '{}' is not a valid {}", key_path(key), i, item.Scalar(), type_name<T>());
+      }
+      if constexpr (std::is_floating_point_v<T>) {
+        GNNPIPE_CHECK_CONFIG(std::isfinite(items.back()), "{}[{}]: '{}' is not a finite number", key_path(key), i,
+                             item.Scalar());
       }
     }
     return items;
@@ -100,6 +116,10 @@ class ConfigMap {
     else if constexpr (std::is_integral_v<T>) return "integer";
     else if constexpr (std::is_floating_point_v<T>) return "number";
     else return "string";
+  }
+
+  static std::string with_article(const char* name) {
+    return std::string(name[0] == 'i' ? "an " : "a ") + name;
   }
 
   void note_read(const std::string& key) {

@@ -1,7 +1,7 @@
 #pragma once
 // NpzArchive: the arrays of a NumPy .npz file (a zip of .npy files), read from a memory map.
 // Stored (uncompressed) entries are zero-copy views into the mapping; deflated entries are
-// inflated into an owned, 64-byte aligned buffer and checked against their size and CRC-32.
+// inflated into an owned, 64-byte aligned buffer; both are checked against their CRC-32.
 // Copies of an NpzArchive share the mapping; arrays read from it keep the mapping alive on
 // their own, so they may outlive the archive. Reading is const and safe from several threads.
 #include <filesystem>
@@ -15,9 +15,11 @@
 namespace gnnpipe::graph::io {
 
 struct NpzReadOptions {
-  // Stored entries are views, and reading them touches no data pages; checking their CRC-32
-  // reads the whole entry, so it is opt-in. Deflated entries are always checked.
-  bool verify_stored_crc = false;
+  // Stored entries are views; checking their CRC-32 reads the whole entry once (a dataset's
+  // loading validates every value anyway), and a flipped bit in a stored float would otherwise
+  // load as a plausible value. A caller that must not touch the data pages may opt out. Deflated
+  // entries are always checked.
+  bool verify_stored_crc = true;
   // Passed on to parse_npy (see NpyReadOptions).
   bool allow_fortran_order = false;
 };
