@@ -441,6 +441,12 @@ nlohmann::json train_experiment_recorded(const config::ExperimentConfig& c, cons
   } catch (const core::Interrupted& e) {
     if (writer) writer->flush();  // the stop request's checkpoint is on disk before the message names it
     const std::string holds = last.holds();
+    // Only rank 0 writes checkpoints: another rank's stop names rank 0's, not a missing one.
+    const pipeline::Collective* job = setup.collective;
+    if (job != nullptr && job->rank() != 0) {
+      GNNPIPE_THROW(Interrupted, "rank {} of {}: {}; rank 0 writes the stop checkpoint", job->rank(), job->size(),
+                    e.message());
+    }
     if (holds.empty()) GNNPIPE_THROW(Interrupted, "{}; no checkpoint was written (run.checkpoint_every is 0)", e.message());
     GNNPIPE_THROW(Interrupted, "{}; {} holds {}: go on with gnnpipe run CONFIG --resume {}", e.message(),
                   (checkpoints / "last").string(), holds, run_dir.path().string());

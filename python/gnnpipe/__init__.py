@@ -187,6 +187,25 @@ def _end_with_parent():
         pass  # not Linux: the job then outlives a killed caller, as before
 
 
+def _stop_ranks(mpirun_pid):
+    """SIGTERM to mpirun's children, the ranks: each stops before the same step, rank 0 writes
+    its stop checkpoint, and the job ends with the Interrupted exit code."""
+    import signal
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 1 and int(fields[1]) == mpirun_pid:
+            try:
+                os.kill(int(entry), signal.SIGTERM)
+            except OSError:
+                pass
+
+
 def _run_ranks(config, ranks, *, out, data_dir, sets, resume):
     """run() as `ranks` MPI ranks: mpirun starts this interpreter that many times, each running the
     command line in-process (the module joins MPI when a launcher started it as ranks); rank 0
@@ -211,12 +230,22 @@ def _run_ranks(config, ranks, *, out, data_dir, sets, resume):
         env = dict(os.environ)
         package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-        done = subprocess.run(command + [sys.executable, "-c", _RANK_MAIN, json.dumps(args)],
-                              env=env, capture_output=True, text=True, preexec_fn=_end_with_parent)
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if line.startswith("gnnpipe: ")]
-        message = lines[0][len("gnnpipe: "):] if lines else done.stderr.strip()[-500:]
-        raise _EXIT_CLASSES.get(done.returncode, Error)(message)
+        # mpirun in a session of its own: a Ctrl-C reaches this interpreter alone, which hands it on
+        # to the ranks (a signal to mpirun makes it end the job before they record the stop).
+        proc = subprocess.Popen(command + [sys.executable, "-c", _RANK_MAIN, json.dumps(args)], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True, preexec_fn=_end_with_parent)
+        try:
+            _, stderr = proc.communicate()
+        except KeyboardInterrupt:
+            _stop_ranks(proc.pid)
+            _, stderr = proc.communicate()
+    if proc.returncode != 0:
+        lines = [line for line in stderr.splitlines() if line.startswith("gnnpipe: ")]
+        # Rank 0's line first where there is one (it names the run's stop checkpoint).
+        lines.sort(key=lambda line: re.match(r"gnnpipe: rank [1-9][0-9]* of ", line) is not None)
+        message = lines[0][len("gnnpipe: "):] if lines else stderr.strip()[-500:]
+        raise _EXIT_CLASSES.get(proc.returncode, Error)(message)
     directory = pathlib.Path(resume if out is None else out)
     return Result(_load(directory / "summary.json"), directory)
 

@@ -20,6 +20,7 @@ import json
 import os
 from collections import namedtuple
 
+from ._gnnpipe import Error
 from ._gnnpipe import LoaderCore as _Core
 
 try:
@@ -108,9 +109,15 @@ class _Loader:
         return self._core.batches(self.epoch + 1)
 
     def __iter__(self):
+        # One epoch at a time: a new iteration starts the next epoch on the loader's one sampler
+        # pipeline, so an iterator of an earlier epoch would read this one's batches; it raises.
         self.epoch += 1
-        self._core.start(self.epoch)
+        epoch = self.epoch
+        self._core.start(epoch)
         while True:
+            if self.epoch != epoch:
+                raise Error(f"loader: epoch {epoch}'s iterator was left behind by epoch {self.epoch}'s (a loader "
+                            "runs one iteration at a time; use a loader per concurrent iteration)")
             raw = self._core.next()
             if raw is None:
                 return

@@ -283,3 +283,12 @@ def test_a_uint8_mask_over_every_node_selects_seeds_as_a_bool_mask_does():
     bad[3] = 2
     with pytest.raises(gnnpipe.DataError, match="input_nodes: a uint8 mask holds 2 at node 3"):
         L.NeighborLoader(ds, [2], input_nodes=bad)
+
+
+def test_an_iterator_left_behind_by_a_newer_epoch_raises_instead_of_reading_its_batches():
+    ds, *_ = graph()
+    loader = L.NeighborLoader(ds, [2], batch_size=100, input_nodes="train")
+    with pytest.raises(gnnpipe.Error, match="loader: epoch 1's iterator was left behind by epoch 2's"):
+        for _ in zip(loader, loader):
+            pass
+    assert len(list(loader)) == 2  # (200 training nodes) a fresh iteration is whole

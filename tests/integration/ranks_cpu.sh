@@ -150,6 +150,28 @@ assert full["params_checksum"] == resumed["params_checksum"], \
 print(f"ranks_cpu: a 2-rank run stopped by SIGTERM (checkpoints/last held {held}) resumed bitwise")
 PY
 
+# A Ctrl-C as a terminal sends it (SIGINT to the whole foreground group) to `gnnpipe run --ranks 2`:
+# the launcher keeps mpirun out of that group and hands the signal on to the ranks, which stop
+# before the same step (a SIGINT to mpirun makes it end the job before the ranks record the stop).
+set -m
+"$gnnpipe" run "$root/configs/cora_gcn.yaml" --ranks 2 -q --set run.epochs=100000 --out "$tmp/ctrl_c" \
+  >"$tmp/ctrl_c.log" 2>&1 &
+job=$!
+set +m
+for _ in $(seq 1 150); do
+  [ -f "$tmp/ctrl_c/metrics.csv" ] && [ "$(wc -l < "$tmp/ctrl_c/metrics.csv")" -ge 6 ] && break
+  sleep 0.2
+done
+kill -INT -- "-$job"
+rc=0
+wait "$job" || rc=$?
+[ "$rc" = 5 ] || { cat "$tmp/ctrl_c.log"; fail "a Ctrl-C to --ranks 2 exited $rc, not 5 (interrupted)"; }
+grep -q '"status": "interrupted"' "$tmp/ctrl_c/summary.json" || fail "the Ctrl-C'd run's summary.json is not 'interrupted'"
+[ -d "$tmp/ctrl_c/checkpoints/last" ] || fail "the Ctrl-C'd run wrote no stop checkpoint"
+grep -q "gnnpipe: rank 1 of 2: .*rank 0 writes the stop checkpoint" "$tmp/ctrl_c.log" ||
+  { cat "$tmp/ctrl_c.log"; fail "rank 1's stop line does not point at rank 0's checkpoint"; }
+echo "ranks_cpu: a Ctrl-C to gnnpipe run --ranks 2 stopped both ranks with rank 0's stop checkpoint (exit 5)"
+
 # What ranks do not do yet is a one-line ConfigError from every rank, and the job ends.
 rc=0
 "${mpi[@]}" "$gnnpipe" run "$root/configs/cora_gcn.yaml" --set augment.type=mh --out "$tmp/aug" >"$tmp/aug.log" 2>&1 || rc=$?

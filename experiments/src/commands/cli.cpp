@@ -46,6 +46,7 @@
 #include "gnnpipe/experiments/training_sampler.hpp"
 #include "ranks/feature_partition.hpp"
 #include "ranks/job_ranks.hpp"
+#include "ranks/rank_launcher.hpp"
 #include "records/run_stats.hpp"
 
 namespace gnnpipe::experiments {
@@ -246,14 +247,14 @@ struct FollowerRank {
 
 int run_ranked(const RunArgs& args, std::ostream& out, JobRanks& ranks);
 
-// gnnpipe run --ranks N: replaces this process by `mpirun -np N` running the same command line
-// without --ranks (as root with OpenMPI's consent flag, and --oversubscribe when N exceeds the
-// usable CPUs). Returns only by throwing: ConfigError when already started as ranks, Error when
-// mpirun cannot be started.
-[[noreturn]] int start_ranks(const RunArgs& args) {
+// gnnpipe run --ranks N: runs `mpirun -np N` with the same command line without --ranks (as root
+// with OpenMPI's consent flag, and --oversubscribe when N exceeds the usable CPUs; no stdin: mpirun
+// runs in a process group of its own, rank_launcher.hpp) and returns its exit status. ConfigError
+// when already started as ranks, Error when mpirun cannot be started.
+int start_ranks(const RunArgs& args) {
   GNNPIPE_CHECK_CONFIG(launched_ranks() == 1, "--ranks {}: this process was already started as {} ranks by a launcher",
                        args.ranks, launched_ranks());
-  std::vector<std::string> command{"mpirun", "-np", std::to_string(args.ranks)};
+  std::vector<std::string> command{"mpirun", "--stdin", "none", "-np", std::to_string(args.ranks)};
   if (geteuid() == 0) command.emplace_back("--allow-run-as-root");
   if (args.ranks > core::usable_cpus().usable) command.emplace_back("--oversubscribe");
   // This very program (argv[0] may be a relative name), then its arguments without --ranks.
@@ -268,14 +269,7 @@ int run_ranked(const RunArgs& args, std::ostream& out, JobRanks& ranks);
       command.push_back(a);
     }
   }
-  std::vector<char*> c_argv;
-  for (std::string& a : command) c_argv.push_back(a.data());
-  c_argv.push_back(nullptr);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  execvp("mpirun", c_argv.data());
-  GNNPIPE_THROW(Error, "--ranks {}: cannot start mpirun ({}): install openmpi-bin (tools/setup.sh)", args.ranks,
-                std::strerror(errno));
+  return run_rank_launcher(command);
 }
 
 // gnnpipe run: one run directory, or one per sweep point or seed; --plan prints the memory plan.
