@@ -12,6 +12,7 @@ Budget budget_for(const config::ExperimentConfig& c) {
   Budget b;
   b.limit = c.memory.limit_bytes;
   b.reserve = c.memory.reserve_for(c.run.device.is_cuda());
+  GNNPIPE_CHECK_CONFIG(b.limit > 0, "memory.limit (gnnpipe infer: --memory-limit): 0 B leaves nothing to run in");
   GNNPIPE_CHECK_CONFIG(b.reserve < b.limit, "memory.reserve: {} leaves nothing of memory.limit ({})",
                        core::format_bytes(b.reserve), core::format_bytes(b.limit));
   std::size_t available = b.limit;

@@ -17,10 +17,11 @@ torch tensors sharing the batch's memory (x, n_id and y are not copied); without
 `device` moves them (pinned first, non-blocking, for a CUDA device).
 """
 import json
+import numbers
 import os
 from collections import namedtuple
 
-from ._gnnpipe import Error
+from ._gnnpipe import ConfigError, Error
 from ._gnnpipe import LoaderCore as _Core
 
 try:
@@ -80,8 +81,8 @@ class _Loader:
     def __init__(self, data, sampler, layers, *, input_nodes, shuffle, seed, norm, prefetch, memory_limit, device,
                  data_dir, epoch):
         section, arrays = _dataset_section(data, data_dir)
-        config = {"name": "loader", "dataset": section, "model": {"type": "sage", "layers": int(layers)},
-                  "sampler": sampler, "run": {"seed": int(seed)}}
+        config = {"name": "loader", "dataset": section, "model": {"type": "sage", "layers": _int("num_layers", layers)},
+                  "sampler": sampler, "run": {"seed": _int("seed", seed, 0, 2**63 - 1)}}
         limit = 0
         if memory_limit is not None:
             limit = _bytes(memory_limit)
@@ -92,7 +93,7 @@ class _Loader:
         self._core = _Core(json.dumps(config), None if arrays is None else dict(arrays.arrays),
                            "arrays" if arrays is None else arrays.name, 0 if arrays is None else arrays.split,
                            "" if data_dir is None else os.fspath(data_dir), input_nodes, bool(shuffle), norm,
-                           int(prefetch), limit)
+                           _int("prefetch", prefetch), limit)
         self.device = device
         self.epoch = int(epoch)  # the last epoch started; the next iteration starts epoch + 1
 
@@ -124,15 +125,36 @@ class _Loader:
             yield Batch(raw, self.device)
 
 
+def _int(name, value, low=-(2**31), high=2**31 - 1):
+    """An integer argument as the core takes it (a C int): a ConfigError naming it otherwise, not
+    Python's or pybind's TypeError (num_neighbors=[2.7] is not [2])."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
+        raise ConfigError(f"{name}: an integer in [{low}, {high}] expected, got {value!r}")
+    return int(value)
+
+
+def _fanouts(num_neighbors):
+    if isinstance(num_neighbors, (str, bytes)) or not hasattr(num_neighbors, "__iter__"):
+        raise ConfigError(f"num_neighbors: a list of integers expected, got {num_neighbors!r}")
+    return [_int(f"num_neighbors[{i}]", f) for i, f in enumerate(num_neighbors)]
+
+
 def _bytes(limit):
-    if isinstance(limit, int):
-        return limit
+    """memory_limit: bytes (an integer >= 0) or a text such as "64MiB"."""
+    if isinstance(limit, numbers.Integral) and not isinstance(limit, bool):
+        return _int("memory_limit", limit, 0, 2**63 - 1)
     units = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "KB": 10**3, "MB": 10**6, "GB": 10**9, "B": 1}
     text = str(limit).strip()
-    for unit, scale in units.items():
-        if text.endswith(unit):
-            return int(float(text[: -len(unit)]) * scale)
-    return int(text)
+    try:
+        for unit, scale in units.items():
+            if text.endswith(unit):
+                value = float(text[: -len(unit)]) * scale
+                break
+        else:
+            value = int(text)
+    except ValueError:
+        raise ConfigError(f"memory_limit: '{limit}' is not a byte count (bytes, or e.g. 64MiB)") from None
+    return _int("memory_limit", int(value), 0, 2**63 - 1)
 
 
 class NeighborLoader(_Loader):
@@ -143,9 +165,9 @@ class NeighborLoader(_Loader):
 
     def __init__(self, data, num_neighbors, *, batch_size=1, input_nodes=None, shuffle=False, replace=False, seed=0,
                  norm="mean", prefetch=4, memory_limit=None, device=None, data_dir=None, epoch=0):
-        sampler = {"type": "neighbor", "fanouts": [int(f) for f in num_neighbors], "batch_size": int(batch_size),
+        sampler = {"type": "neighbor", "fanouts": _fanouts(num_neighbors), "batch_size": _int("batch_size", batch_size),
                    "replace": bool(replace)}
-        super().__init__(data, sampler, len(num_neighbors), input_nodes=input_nodes, shuffle=shuffle, seed=seed,
+        super().__init__(data, sampler, len(sampler["fanouts"]), input_nodes=input_nodes, shuffle=shuffle, seed=seed,
                          norm=norm, prefetch=prefetch, memory_limit=memory_limit, device=device, data_dir=data_dir,
                          epoch=epoch)
 
@@ -158,7 +180,8 @@ class ClusterLoader(_Loader):
 
     def __init__(self, data, num_parts, *, batch_size=1, num_layers=2, input_nodes="train", seed=0, norm="gcn",
                  prefetch=4, memory_limit=None, device=None, data_dir=None, epoch=0):
-        sampler = {"type": "cluster", "num_parts": int(num_parts), "batch_size": int(batch_size)}
+        sampler = {"type": "cluster", "num_parts": _int("num_parts", num_parts),
+                   "batch_size": _int("batch_size", batch_size)}
         super().__init__(data, sampler, num_layers, input_nodes=input_nodes, shuffle=True, seed=seed, norm=norm,
                          prefetch=prefetch, memory_limit=memory_limit, device=device, data_dir=data_dir, epoch=epoch)
 
@@ -171,7 +194,8 @@ class SAINTRandomWalkLoader(_Loader):
     def __init__(self, data, batch_size, walk_length, *, num_steps=0, sample_coverage=50, num_layers=2,
                  input_nodes="train", seed=0, norm="gcn", prefetch=4, memory_limit=None, device=None, data_dir=None,
                  epoch=0):
-        sampler = {"type": "saint_rw", "batch_size": int(batch_size), "walk_length": int(walk_length),
-                   "steps_per_epoch": int(num_steps), "norm_samples": int(sample_coverage)}
+        sampler = {"type": "saint_rw", "batch_size": _int("batch_size", batch_size),
+                   "walk_length": _int("walk_length", walk_length), "steps_per_epoch": _int("num_steps", num_steps),
+                   "norm_samples": _int("sample_coverage", sample_coverage)}
         super().__init__(data, sampler, num_layers, input_nodes=input_nodes, shuffle=True, seed=seed, norm=norm,
                          prefetch=prefetch, memory_limit=memory_limit, device=device, data_dir=data_dir, epoch=epoch)

@@ -138,6 +138,15 @@ def test_loader_errors_are_one_line():
         L.NeighborLoader(ds, [0])
     with pytest.raises(gnnpipe.ConfigError, match="dataset.path"):
         L.NeighborLoader("no-such-dataset", [4], data_dir=os.getcwd())
+    for bad, match in (({"num_neighbors": "55"}, "num_neighbors: a list of integers expected"),
+                       ({"num_neighbors": [2.7, 3]}, r"num_neighbors\[0\]: an integer in .* expected, got 2.7"),
+                       ({"batch_size": 1.5}, "batch_size: an integer"),
+                       ({"prefetch": 2**31}, "prefetch: an integer in"),
+                       ({"memory_limit": -1}, r"memory_limit: an integer in \[0, "),
+                       ({"memory_limit": "lots"}, "memory_limit: 'lots' is not a byte count")):
+        args = {"num_neighbors": [4]} | bad
+        with pytest.raises(gnnpipe.ConfigError, match=match):
+            L.NeighborLoader(ds, args.pop("num_neighbors"), **args)
     tight = L.NeighborLoader(ds, [4, 3], batch_size=64, memory_limit="1KiB")
     with pytest.raises(gnnpipe.OutOfBudget, match="loader: batch 0 of epoch 1 takes .* beyond the memory limit of 1.00 KiB"):
         list(tight)

@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -39,14 +41,19 @@ nlohmann::json read_json(const fs::path& file) {
   }
 }
 
-// A number of the summary, or of its {"mean", "std"} object; 0 when absent (a failed run).
+// A number of the summary, or of its {"mean", "std"} object; NaN when absent (a failed run: the
+// table shows a dash, the CSV an empty cell, not a score of 0).
 std::pair<double, double> value_of(const nlohmann::json& summary, const char* key) {
-  if (!summary.contains(key)) return {0.0, 0.0};
+  constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+  if (!summary.contains(key)) return {kNone, kNone};
   const auto& v = summary[key];
   if (v.is_number()) return {v.get<double>(), 0.0};
-  if (v.is_object() && v.contains("mean")) return {v["mean"].get<double>(), v.value("std", 0.0)};
-  return {0.0, 0.0};
+  if (v.is_object() && v.contains("mean") && v["mean"].is_number()) return {v["mean"].get<double>(), v.value("std", 0.0)};
+  return {kNone, kNone};
 }
+
+// A CSV cell of a number: empty when it is absent (NaN).
+std::string number_cell(double x) { return std::isnan(x) ? std::string() : fmt::format("{}", x); }
 
 Row read_row(const fs::path& dir) {
   Row row;
@@ -82,6 +89,7 @@ std::vector<fs::path> run_dirs(const std::string& arg) {
 }
 
 std::string plus_minus(double mean, double std, int runs) {
+  if (std::isnan(mean)) return "—";
   return runs > 1 ? fmt::format("{:.4f} ± {:.4f}", mean, std) : fmt::format("{:.4f}", mean);
 }
 
@@ -129,8 +137,9 @@ int report_runs(const ReportArgs& args, std::ostream& out) {
   for (const Row& r : rows) {
     std::string text = "| " + r.run + " |";
     for (const std::string& key : differing) text += " " + value(r, key) + " |";
-    text += fmt::format(" {} | {} | {} | {} | {:.4f} |", r.status, r.runs, plus_minus(r.test, r.test_std, r.runs),
-                        plus_minus(r.val, r.val_std, r.runs), r.epoch_time);
+    text += fmt::format(" {} | {} | {} | {} | {} |", r.status, r.runs, plus_minus(r.test, r.test_std, r.runs),
+                        plus_minus(r.val, r.val_std, r.runs),
+                        std::isnan(r.epoch_time) ? std::string("—") : fmt::format("{:.4f}", r.epoch_time));
     fmt::print(out, "{}\n", text);
   }
   if (!args.csv.empty()) {
@@ -142,7 +151,8 @@ int report_runs(const ReportArgs& args, std::ostream& out) {
     for (const Row& r : rows) {
       std::string text = csv_cell(r.run);
       for (const std::string& key : differing) text += "," + csv_cell(value(r, key));
-      csv << text << fmt::format(",{},{},{},{},{},{},{}\n", r.status, r.runs, r.test, r.test_std, r.val, r.val_std, r.epoch_time);
+      csv << text << fmt::format(",{},{},{},{},{},{},{}\n", r.status, r.runs, number_cell(r.test), number_cell(r.test_std),
+                                 number_cell(r.val), number_cell(r.val_std), number_cell(r.epoch_time));
     }
     GNNPIPE_CHECK_CONFIG(csv.good(), "--csv {}: writing failed", args.csv);
   }
