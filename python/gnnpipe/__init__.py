@@ -92,9 +92,13 @@ class _Config:
     def __enter__(self):
         return self.path
 
-    def __exit__(self, *exc):
-        if self._tmp is not None:
-            os.unlink(self._tmp)
+    def __exit__(self, exc_type, exc, traceback):
+        if self._tmp is None:
+            return
+        os.unlink(self._tmp)
+        # An error about a dict config names the dict, not the temporary file that held it.
+        if isinstance(exc, Error) and self._tmp in str(exc):
+            raise type(exc)(str(exc).replace(f"{self._tmp}: ", "").replace(self._tmp, "the config dict")) from None
 
 
 def _options(data_dir=None, sets=None, out=None):

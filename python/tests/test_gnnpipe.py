@@ -221,8 +221,8 @@ def test_bad_arrays_are_data_errors(tmp_path):
 
 
 def test_none_in_a_config_and_bad_ranks_are_config_errors(tmp_path):
-    with pytest.raises(gnnpipe.ConfigError, match="run.epochs: expected an integer value, got null"):
-        gnnpipe.run(dict(SYNTH, run={"epochs": None}), out=tmp_path / "a")
+    with pytest.raises(gnnpipe.ConfigError, match="^run.epochs: expected an integer value, got null"):
+        gnnpipe.run(dict(SYNTH, run={"epochs": None}), out=tmp_path / "a")  # (no temporary file named)
     with pytest.raises(gnnpipe.ConfigError, match="model: expected a mapping, got null"):
         gnnpipe.run(dict(SYNTH, model=None), out=tmp_path / "b")
     for ranks in (0, -3, 2.9, True, 5000):

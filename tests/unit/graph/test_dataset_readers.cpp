@@ -247,6 +247,31 @@ TEST_CASE("Planetoid Cora: Fortran-order edges read as pairs, binary features, p
   CHECK(d.splits.train[139] == 139);  // PyG's public split: the first 140 nodes
 }
 
+TEST_CASE("Planetoid npy: meta.json's node and class counts are checked against the arrays", "[graph][dataset]") {
+  GNNPIPE_REQUIRE_DATASET(dir, "cora/converted");
+  TempDir tmp;
+  const auto copy = [&](const std::string& meta) {
+    std::filesystem::remove_all(tmp / "c");
+    std::filesystem::copy(dir, tmp / "c");
+    gnnpipe::test::write_file(tmp / "c" / "meta.json", meta);
+    return tmp / "c";
+  };
+  // A labels file cut short is named as such, not as edges past the node count.
+  std::filesystem::path c = copy(R"({"num_nodes": 2708, "num_classes": 7, "num_features": 1433})");
+  io::write_npy(c / "labels.npy", std::span<const int32_t>(std::vector<int32_t>(100, 0)));
+  CHECK_THROWS_WITH(io::load_dataset(c, io::DatasetFormat::kPlanetoidNpy),
+                    Catch::Contains("labels.npy: 100 labels, but") && Catch::Contains("says num_nodes 2708"));
+  // A label past the declared classes is one outside [-1, num_classes), not a model of 10^6 classes.
+  c = copy(R"({"num_nodes": 2708, "num_classes": 7, "num_features": 1433})");
+  std::vector<int32_t> labels(2708, 0);
+  labels[3] = 1000000;
+  io::write_npy(c / "labels.npy", std::span<const int32_t>(labels));
+  CHECK_THROWS_WITH(io::load_dataset(c, io::DatasetFormat::kPlanetoidNpy),
+                    Catch::Contains("label 1000000 of node 3 is outside [-1, 7)"));
+  c = copy(R"({"num_nodes": -4})");
+  CHECK_THROWS_WITH(io::load_dataset(c, io::DatasetFormat::kPlanetoidNpy), Catch::Contains("num_nodes is not a count"));
+}
+
 TEST_CASE("GraphSAINT ogbn-arxiv converts to native and loads back identically", "[graph][dataset][native]") {
   GNNPIPE_REQUIRE_DATASET(dir, "ogbn-arxiv/netbenchmark");
   Dataset d = io::load_dataset(dir);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <climits>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -21,14 +23,43 @@ HostArray<T> load(const fs::path& dir, const char* name) {
   return to_host_array<T>(read_npy(path), path.string());
 }
 
+// meta.json's counts (each -1 where it gives none; the file is optional).
+struct Meta {
+  fs::path path;
+  int64_t num_nodes = -1, num_classes = -1, num_features = -1;
+};
+
+Meta read_meta(const fs::path& dir) {
+  Meta m{dir / "meta.json"};
+  if (!fs::exists(m.path)) return m;
+  std::ifstream in(m.path);
+  const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  GNNPIPE_CHECK_DATA(!meta.is_discarded(), "{}: not valid JSON", m.path.string());
+  const auto count = [&](const char* key) -> int64_t {
+    if (!meta.contains(key)) return -1;
+    GNNPIPE_CHECK_DATA(meta[key].is_number_integer() && meta[key].get<int64_t>() >= 0,
+                       "{}: {} is not a count", m.path.string(), key);
+    return meta[key].get<int64_t>();
+  };
+  m.num_nodes = count("num_nodes");
+  m.num_classes = count("num_classes");
+  m.num_features = count("num_features");
+  return m;
+}
+
 }  // namespace
 
 Dataset read_planetoid_npy(const fs::path& dir) {
   const fs::path edge_path = dir / "edge_index.npy";
   GNNPIPE_CHECK_DATA(fs::exists(edge_path), "{}: missing (this converted folder has no edges; use the dataset's "
                      "GraphSAINT or OGB folder)", edge_path.string());
+  const Meta meta = read_meta(dir);
   auto labels = load<int32_t>(dir, "labels.npy");
   const auto n = static_cast<int64_t>(labels.size());
+  // The node count is the labels' length: checked against meta.json first, so a labels file cut
+  // short is named as such rather than as edges past the node count.
+  GNNPIPE_CHECK_DATA(meta.num_nodes < 0 || meta.num_nodes == n, "{}: {} labels, but {} says num_nodes {}",
+                     (dir / "labels.npy").string(), n, meta.path.string(), meta.num_nodes);
 
   // edge_index is [2, E]: in C order the sources come first, then the targets; in Fortran order
   // (as these files are written) the pairs are interleaved.
@@ -56,18 +87,10 @@ Dataset read_planetoid_npy(const fs::path& dir) {
     for (int64_t c : indices) cols = std::max(cols, c + 1);
     // The width is the vocabulary size, which trailing all-zero columns would hide: take it from
     // meta.json when given, else from the largest column id.
-    if (const fs::path meta_path = dir / "meta.json"; fs::exists(meta_path)) {
-      std::ifstream in(meta_path);
-      const auto meta = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-      GNNPIPE_CHECK_DATA(!meta.is_discarded(), "{}: not valid JSON", meta_path.string());
-      if (meta.contains("num_features")) {
-        GNNPIPE_CHECK_DATA(meta["num_features"].is_number_integer(), "{}: num_features is not an integer",
-                           meta_path.string());
-        const int64_t declared = meta["num_features"].get<int64_t>();
-        GNNPIPE_CHECK_DATA(declared >= cols, "{}: num_features {} but a feature column {} exists", meta_path.string(),
-                           declared, cols - 1);
-        cols = declared;
-      }
+    if (meta.num_features >= 0) {
+      GNNPIPE_CHECK_DATA(meta.num_features >= cols, "{}: num_features {} but a feature column {} exists",
+                         meta.path.string(), meta.num_features, cols - 1);
+      cols = meta.num_features;
     }
     d.features = dense_from_csr(indptr, indices, load<float>(dir, "features_csr_data.npy"), n, cols,
                                 (dir / "features_csr_*.npy").string());
@@ -82,6 +105,11 @@ Dataset read_planetoid_npy(const fs::path& dir) {
   for (int32_t l : labels) max_label = std::max(max_label, l);
   d.labels.single = std::move(labels);
   d.labels.num_classes = max_label + 1;
+  if (meta.num_classes >= 0) {
+    // The declared count, which a class without labeled nodes would hide; a label past it is the
+    // validation's "outside [-1, num_classes)".
+    d.labels.num_classes = static_cast<int32_t>(std::min<int64_t>(meta.num_classes, INT32_MAX));
+  }
   d.splits.train = load<NodeId>(dir, "train_idx.npy");
   d.splits.val = load<NodeId>(dir, "val_idx.npy");
   d.splits.test = load<NodeId>(dir, "test_idx.npy");
