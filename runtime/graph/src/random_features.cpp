@@ -14,15 +14,17 @@
 
 namespace gnnpipe::graph {
 
-FeatureStore random_features(int64_t rows, int64_t cols, uint64_t seed) {
-  GNNPIPE_CHECK_CONFIG(rows >= 0 && cols > 0, "random features need rows >= 0 and width > 0, got {} x {}", rows, cols);
+void check_feature_bytes(int64_t rows, int64_t cols, const char* what) {
   const double bytes = static_cast<double>(rows) * static_cast<double>(cols) * sizeof(float);
   const uint64_t machine = core::physical_memory_bytes();
   GNNPIPE_CHECK_CONFIG(machine == 0 || bytes <= static_cast<double>(machine),
-                       "random features (dataset.random_features) of {} x {} take {}, more than this machine's {} of "
-                       "memory",
-                       rows, cols, core::format_bytes(static_cast<uint64_t>(std::min(bytes, 1.8e19))),
-                       core::format_bytes(machine));
+                       "{}: {} x {} float32 features take {}, more than this machine's {} of memory", what, rows, cols,
+                       core::format_bytes(static_cast<uint64_t>(std::min(bytes, 1.8e19))), core::format_bytes(machine));
+}
+
+FeatureStore random_features(int64_t rows, int64_t cols, uint64_t seed) {
+  GNNPIPE_CHECK_CONFIG(rows >= 0 && cols > 0, "random features need rows >= 0 and width > 0, got {} x {}", rows, cols);
+  check_feature_bytes(rows, cols, "random features (dataset.random_features)");
   HostArray<float> values(static_cast<std::size_t>(rows * cols));
   const core::RngKey base = core::rng_key(seed, {0x66656174ull /* "feat" */});
   using Range = tbb::blocked_range<int64_t>;

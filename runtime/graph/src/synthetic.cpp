@@ -13,10 +13,9 @@
 #include <vector>
 
 #include "gnnpipe/core/check.hpp"
-#include "gnnpipe/core/process.hpp"
 #include "gnnpipe/core/rng.hpp"
 #include "gnnpipe/core/tsan_annotations.hpp"
-#include "gnnpipe/core/units.hpp"
+#include "gnnpipe/graph/random_features.hpp"
 #include "synthetic_streams.hpp"
 
 namespace gnnpipe::graph {
@@ -47,12 +46,7 @@ void validate(const SyntheticOptions& o) {
                        "synthetic.avg_degree must be > 0 and <= (nodes - 1) / 4 = {}, got {}", max_degree,
                        o.avg_degree);
   GNNPIPE_CHECK_CONFIG(o.features > 0, "synthetic.features must be > 0, got {}", o.features);
-  const double feature_bytes = static_cast<double>(o.nodes) * static_cast<double>(o.features) * sizeof(float);
-  const uint64_t machine = core::physical_memory_bytes();
-  GNNPIPE_CHECK_CONFIG(machine == 0 || feature_bytes <= static_cast<double>(machine),
-                       "synthetic.features: {} nodes x {} features take {}, more than this machine's {} of memory",
-                       o.nodes, o.features, core::format_bytes(static_cast<uint64_t>(std::min(feature_bytes, 1.8e19))),
-                       core::format_bytes(machine));
+  check_feature_bytes(o.nodes, o.features, "synthetic.features");
   GNNPIPE_CHECK_CONFIG(o.classes >= 2 && o.classes <= o.nodes,
                        "synthetic.classes must be >= 2 and <= synthetic.nodes ({}), got {}", o.nodes, o.classes);
   GNNPIPE_CHECK_CONFIG(is_fraction(o.homophily), "synthetic.homophily must be in [0, 1], got {}", o.homophily);

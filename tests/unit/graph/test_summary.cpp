@@ -11,6 +11,13 @@
 
 using namespace gnnpipe::graph;
 
+TEST_CASE("generated features wider than the machine's memory are a ConfigError naming the key", "[graph][features]") {
+  CHECK_THROWS_WITH(random_features(100, 2000000000, 1),
+                    Catch::Contains("random features (dataset.random_features): 100 x 2000000000 float32 features take"));
+  CHECK_THROWS_AS(check_feature_bytes(100, 2000000000, "synthetic.features"), gnnpipe::core::ConfigError);
+  CHECK_NOTHROW(check_feature_bytes(100, 16, "synthetic.features"));
+}
+
 TEST_CASE("random features are standard normal, seeded, and thread-count independent", "[graph][features][tsan]") {
   const FeatureStore a = random_features(300, 16, 7);
   FeatureStore b;

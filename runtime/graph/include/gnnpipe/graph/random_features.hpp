@@ -11,6 +11,11 @@ namespace gnnpipe::graph {
 
 FeatureStore random_features(int64_t rows, int64_t cols, uint64_t seed);
 
+// ConfigError naming `what` when a float32 matrix of rows x cols would take more than the
+// machine's physical memory (a width of 2 * 10^9 was a std::bad_alloc); nothing when the machine
+// does not report its memory. Called before generated features (random, synthetic) are allocated.
+void check_feature_bytes(int64_t rows, int64_t cols, const char* what);
+
 // Gives `dataset` random features of width `cols` (replacing none: throws DataError when it
 // already has features) and appends a line to dataset.synthesized.
 void add_random_features(Dataset& dataset, int64_t cols, uint64_t seed);
